@@ -1,0 +1,3 @@
+from somnid.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""The HTTP edge: the only package that knows FastAPI."""

@@ -1,0 +1,141 @@
+"""One error shape for every response that is not a success: RFC 9457 problem details.
+
+    {"type": "urn:somnid:problem:<code>", "title": ..., "status": ..., "detail": ...,
+     "code": "<code>", "instance": "<path>", "errors": [...]?}
+
+Every SomnidError is mapped to its status here and only here. Bad input never produces a
+500; an unexpected failure produces a 500 in the same shape without a traceback.
+"""
+
+from __future__ import annotations
+
+import logging
+from http import HTTPStatus
+from collections.abc import Mapping
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from somnid import errors
+
+log = logging.getLogger(__name__)
+
+PROBLEM_JSON = "application/problem+json"
+
+_STATUS: list[tuple[type[errors.SomnidError], int]] = [
+    (errors.InvalidInput, 400),
+    (errors.NotFound, 404),
+    (errors.Conflict, 409),
+    (errors.PreconditionFailed, 412),
+    (errors.BrokenFile, 409),
+    (errors.DataDirLocked, 503),
+    (errors.Unavailable, 503),
+]
+_STORAGE_STATUS = {"disk_full": 507, "read_only": 503}
+_HTTP_CODES = {
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    406: "not_acceptable",
+    413: "body_too_large",
+    415: "unsupported_media_type",
+}
+
+
+def status_of(exc: errors.SomnidError) -> int:
+    if isinstance(exc, errors.StorageError):
+        return _STORAGE_STATUS.get(exc.code, 503)
+    for cls, status in _STATUS:
+        if isinstance(exc, cls):
+            return status
+    return 500
+
+
+def problem_body(
+    status: int, code: str, detail: str, *, instance: str | None = None, **extra: Any
+) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "type": f"urn:somnid:problem:{code}",
+        "title": HTTPStatus(status).phrase,
+        "status": status,
+        "detail": detail,
+        "code": code,
+    }
+    if instance is not None:
+        body["instance"] = instance
+    body.update({key: value for key, value in extra.items() if value is not None})
+    return body
+
+
+def problem(
+    status: int,
+    code: str,
+    detail: str,
+    *,
+    instance: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    **extra: Any,
+) -> JSONResponse:
+    body = problem_body(status, code, detail, instance=instance, **extra)
+    return JSONResponse(body, status_code=status, media_type=PROBLEM_JSON, headers=headers)
+
+
+async def _somnid_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, errors.SomnidError)
+    status = status_of(exc)
+    headers = {"ETag": f'"{exc.extra["etag"]}"'} if "etag" in exc.extra else None
+    extra = {key: value for key, value in exc.extra.items() if key != "etag"}
+    return problem(
+        status, exc.code, exc.detail, instance=request.url.path, headers=headers, **extra
+    )
+
+
+async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    issues = []
+    for error in exc.errors():
+        location = [str(part) for part in error.get("loc", ())]
+        issues.append({"field": ".".join(location), "message": error.get("msg", "invalid")})
+        if error.get("type") == "json_invalid":
+            return problem(
+                400, "invalid_json", "the request body is not valid JSON", instance=request.url.path
+            )
+    fields = ", ".join(issue["field"] for issue in issues)
+    return problem(
+        422,
+        "validation_error",
+        f"the request is not valid: {fields}",
+        instance=request.url.path,
+        errors=issues,
+    )
+
+
+async def _http_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    code = _HTTP_CODES.get(exc.status_code, "http_error")
+    detail = exc.detail if isinstance(exc.detail, str) else HTTPStatus(exc.status_code).phrase
+    if exc.status_code == 404 and detail == "Not Found":
+        detail = f"no route {request.method} {request.url.path}"
+    return problem(exc.status_code, code, detail, instance=request.url.path, headers=exc.headers)
+
+
+async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+    log.exception("unexpected error on %s %s", request.method, request.url.path)
+    return problem(
+        500,
+        "internal_error",
+        "somnid hit an unexpected error; see its log",
+        instance=request.url.path,
+    )
+
+
+def install(app: FastAPI) -> None:
+    app.add_exception_handler(errors.SomnidError, _somnid_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(Exception, _unexpected)

@@ -1,0 +1,84 @@
+"""Request gatekeeping before a route runs: body size (413) and media type (415).
+
+A pure ASGI middleware: it buffers at most ``max_body_bytes`` + 1 of the body, answers 413
+past that, and 415 when a body is sent with a content type other than JSON.
+"""
+
+from __future__ import annotations
+
+import json
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from somnid.api.errors import problem_body
+
+_JSON_TYPES = ("application/json", "application/merge-patch+json")
+_BODY_METHODS = {"POST", "PUT", "PATCH"}
+
+
+class RequestLimits:
+    def __init__(self, app: ASGIApp, max_body_bytes: int) -> None:
+        self.app = app
+        self.max_body_bytes = max_body_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] not in _BODY_METHODS:
+            await self.app(scope, receive, send)
+            return
+        headers = {
+            key.decode("latin-1").lower(): value.decode("latin-1")
+            for key, value in scope["headers"]
+        }
+        length = headers.get("content-length")
+        if length is not None and length.isdigit() and int(length) > self.max_body_bytes:
+            await _reject(send, scope, 413, "body_too_large", self._too_large())
+            return
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_body_bytes:
+                await _reject(send, scope, 413, "body_too_large", self._too_large())
+                return
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        media = headers.get("content-type", "").split(";", 1)[0].strip().lower()
+        if body and media not in _JSON_TYPES:
+            detail = f"send JSON with Content-Type: application/json (got {media or 'none'!r})"
+            await _reject(send, scope, 415, "unsupported_media_type", detail)
+            return
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+    def _too_large(self) -> str:
+        return f"the request body is larger than {self.max_body_bytes} bytes"
+
+
+async def _reject(send: Send, scope: Scope, status: int, code: str, detail: str) -> None:
+    payload = json.dumps(problem_body(status, code, detail, instance=scope.get("path"))).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/problem+json"),
+                (b"content-length", str(len(payload)).encode()),
+                (b"connection", b"close"),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": payload})

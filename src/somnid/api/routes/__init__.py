@@ -1,0 +1,1 @@
+"""Thin route modules: parse, call one service, shape the answer."""

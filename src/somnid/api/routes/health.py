@@ -1,0 +1,29 @@
+from __future__ import annotations
+
+import asyncio
+
+from fastapi import APIRouter
+
+from somnid.api.deps import RuntimeDep
+from somnid.api.schemas import BrokenFileOut, ComponentStatus, HealthOut
+from somnid.services.status import collect_status
+
+router = APIRouter(tags=["health"])
+
+
+@router.get("/v1/health", name="getHealth", response_model=HealthOut)
+async def health(runtime: RuntimeDep) -> HealthOut:
+    """Is somnid up, where is its data, and is anything wrong with it."""
+    status = await asyncio.to_thread(collect_status, runtime.store)
+    return HealthOut(
+        status="degraded" if status.broken else "ok",
+        version=runtime.version,
+        data_dir=str(runtime.layout.root),
+        memory_dir=str(runtime.layout.memory_dir),
+        skill_dir=str(runtime.layout.skills_dir),
+        llm=ComponentStatus(status="off", detail="dreaming is not available yet"),
+        vector=ComponentStatus(status="off", detail="recall is keyword-free until the index lands"),
+        pending_logs=status.pending_logs,
+        counts=status.counts,
+        broken_files=[BrokenFileOut(path=item.path, reason=item.reason) for item in status.broken],
+    )

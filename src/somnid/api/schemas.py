@@ -1,0 +1,165 @@
+"""Request and response bodies of the HTTP API (camelCase on the wire)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+from somnid.memory.clock import to_datetime
+from somnid.memory.entry import Entry
+from somnid.memory.kinds import Kind
+
+MAX_TEXT = 200_000
+
+
+class Schema(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+
+def jsonable(value: Any) -> Any:
+    """Front-matter values as JSON: times as ISO strings, YAML collections as plain ones."""
+    if isinstance(value, dt.datetime | dt.date):
+        return value.isoformat()
+    if isinstance(value, dict):
+        return {str(key): jsonable(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [jsonable(item) for item in value]
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    return str(value)
+
+
+def _time(entry: Entry, key: str, tz: dt.tzinfo) -> str | None:
+    when = to_datetime(entry.meta.get(key), tz)
+    return when.isoformat() if when else None
+
+
+class MemorySummary(Schema):
+    kind: Kind
+    name: str
+    archived: bool
+    path: str = Field(description="The file, relative to the data dir.")
+    etag: str
+    description: str
+    type: str
+    score: float
+    stability: int
+    created: str | None
+    last_used: str | None
+
+    @classmethod
+    def of(cls, entry: Entry, tz: dt.tzinfo) -> MemorySummary:
+        vitals = entry.vitals(tz)
+        return cls(
+            kind=entry.kind,
+            name=entry.name,
+            archived=entry.archived,
+            path=str(entry.path),
+            etag=entry.etag,
+            description=entry.description,
+            type=entry.entry_type,
+            score=round(vitals.score, 4),
+            stability=vitals.stability,
+            created=_time(entry, "created", tz),
+            last_used=_time(entry, "last_used", tz),
+        )
+
+
+class MemoryOut(MemorySummary):
+    meta: dict[str, Any] = Field(description="The whole front-matter, as JSON.")
+    body: str
+
+    @classmethod
+    def of(cls, entry: Entry, tz: dt.tzinfo) -> MemoryOut:
+        summary = MemorySummary.of(entry, tz)
+        return cls(**summary.model_dump(), meta=jsonable(dict(entry.meta)), body=entry.body)
+
+
+class MemoryPage(Schema):
+    items: list[MemorySummary]
+    total: int
+    offset: int
+    limit: int
+
+
+FieldValue = str | int | float | bool | list[str | int | float | bool] | None
+
+
+class MemoryCreate(Schema):
+    name: str | None = Field(
+        None,
+        max_length=200,
+        description="Becomes a safe slug. Optional for episodes and intentions (generated).",
+    )
+    description: str = Field("", max_length=2000)
+    body: str = Field("", max_length=MAX_TEXT)
+    fields: dict[str, FieldValue] = Field(
+        default_factory=dict,
+        description="More front-matter keys: tags, related, project, salience, due, cue, "
+        "priority, verified, type…",
+    )
+
+
+class MemoryReplace(Schema):
+    description: str = Field(max_length=2000)
+    body: str = Field(max_length=MAX_TEXT)
+    fields: dict[str, FieldValue] = Field(
+        default_factory=dict, description="Keys to set; null removes a key. Others are kept."
+    )
+
+
+class MemoryPatch(Schema):
+    description: str | None = Field(None, max_length=2000)
+    body: str | None = Field(None, max_length=MAX_TEXT)
+    fields: dict[str, FieldValue] = Field(
+        default_factory=dict, description="Keys to set; null removes a key. Others are kept."
+    )
+
+
+class ArchiveRequest(Schema):
+    reason: str = Field("archived", max_length=200)
+
+
+class Change(Schema):
+    kind: Kind
+    name: str
+    score_before: float
+    score_after: float
+
+
+class DecayOut(Schema):
+    day: str
+    decayed: list[Change]
+    retired: list[Change]
+    expired_intentions: list[str]
+    skipped_broken: list[str]
+
+
+class BrokenFileOut(Schema):
+    path: str
+    reason: str
+
+
+class ComponentStatus(Schema):
+    status: Literal["ok", "off", "starting", "unavailable"]
+    detail: str | None = None
+
+
+class HealthOut(Schema):
+    status: Literal["ok", "degraded"]
+    version: str
+    data_dir: str
+    memory_dir: str
+    skill_dir: str
+    llm: ComponentStatus
+    vector: ComponentStatus
+    pending_logs: int
+    counts: dict[str, int]
+    broken_files: list[BrokenFileOut]

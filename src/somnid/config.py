@@ -1,0 +1,196 @@
+"""somnid's settings: defaults, then a TOML file, then ``SOMNID_*`` environment variables.
+
+Pure: building a :class:`Settings` reads only what it is told to read; nothing here creates
+directories or configures logging. Only entry points (the CLI) call :func:`load_settings`.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+DEFAULT_PORT = 7373
+
+
+def xdg_data_home() -> Path:
+    return Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
+
+
+def xdg_config_home() -> Path:
+    return Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+
+
+def default_config_path() -> Path:
+    return xdg_config_home() / "somnid" / "config.toml"
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class CaptureSettings(_Section):
+    """Session capture (the original's ``capture.*``)."""
+
+    enabled: bool = True
+    max_message_chars: int = Field(4000, ge=100, le=1_000_000)
+    log_max_bytes: int = Field(256 * 1024, ge=4096)
+
+
+class InjectSettings(_Section):
+    """Resident prompt sections (the original's ``inject.*``)."""
+
+    identity: bool = True
+    intentions: bool = True
+    discipline: bool = True
+
+
+class AssocSettings(_Section):
+    """Associative hints (the original's ``assoc.*``)."""
+
+    enabled: bool = True
+    pre_step: bool = True
+    post_execute: bool = True
+    threshold: float = Field(0.52, ge=0.0, le=10.0)
+    gap: float = Field(0.04, ge=0.0, le=10.0)
+    max_items: int = Field(2, ge=1, le=10)
+    token_budget: int = Field(400, ge=50, le=10_000)
+    max_sessions: int = Field(10_000, ge=10)
+
+
+class ToolsSettings(_Section):
+    """The agent's memory tools (the original's ``tools.*``)."""
+
+    enabled: bool = True
+    conversation_char_budget: int = Field(12_000, ge=500)
+
+
+class OpenAISettings(_Section):
+    base_url: str = "https://api.openai.com/v1"
+    model: str = "gpt-4o-mini"
+    api_key_env: str = "OPENAI_API_KEY"
+
+
+class DreamSettings(_Section):
+    """Consolidation while asleep (the original's ``dream.*``)."""
+
+    enabled: bool = True
+    idle_ms: int = Field(15 * 60 * 1000, ge=0)
+    max_interval_ms: int = Field(6 * 60 * 60 * 1000, ge=0)
+    min_pending_logs: int = Field(1, ge=0)
+    llm: Literal["bridge", "callback", "openai", "off"] = "bridge"
+    max_iterations: int = Field(60, ge=1, le=1000)
+    max_logs: int = Field(5, ge=1, le=100)
+    token_budget: int = Field(200_000, ge=1000)
+    request_timeout_s: float = Field(120.0, gt=0)
+    callback_url: str | None = None
+    openai: OpenAISettings = OpenAISettings()
+    quiet_windows: list[str] = Field(default_factory=list)
+
+
+class EmbedSettings(_Section):
+    """Embeddings for recall (the original's ``embed.*``)."""
+
+    provider: Literal["local", "http", "off"] = "local"
+    model_dir: Path | None = None
+    base_url: str | None = None
+    model: str | None = None
+    api_key_env: str = "SOMNID_EMBED_API_KEY"
+    dim: int | None = None
+    threads: int = Field(2, ge=1, le=64)
+    batch_size: int = Field(32, ge=1, le=1024)
+
+
+class MemorySettings(_Section):
+    """The memory lifecycle: reinforcement, decay, retirement, intentions."""
+
+    retire_below: float = Field(0.2, ge=0.0, le=1.0)
+    intention_expiry_days: int | None = Field(None, ge=1)
+
+
+class Settings(BaseSettings):
+    """Every setting somnid has. See ``docs/configuration.md``."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="SOMNID_",
+        env_nested_delimiter="__",
+        extra="forbid",
+        validate_assignment=True,
+    )
+
+    data_dir: Path = Field(default_factory=lambda: xdg_data_home() / "somnid")
+    host: str = "127.0.0.1"
+    port: int = Field(DEFAULT_PORT, ge=0, le=65535)
+    allow_non_loopback: bool = False
+    token: str | None = None
+    timezone: str = "local"
+    prompt_lang: Literal["zh", "en"] = "en"
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+    max_body_bytes: int = Field(1024 * 1024, ge=1024)
+    shutdown_timeout_s: int = Field(10, ge=1, le=300)
+
+    capture: CaptureSettings = CaptureSettings()
+    inject: InjectSettings = InjectSettings()
+    assoc: AssocSettings = AssocSettings()
+    tools: ToolsSettings = ToolsSettings()
+    dream: DreamSettings = DreamSettings()
+    embed: EmbedSettings = EmbedSettings()
+    memory: MemorySettings = MemorySettings()
+
+    @field_validator("data_dir", mode="after")
+    @classmethod
+    def _expand_data_dir(cls, value: Path) -> Path:
+        return value.expanduser()
+
+    @property
+    def models_dir(self) -> Path:
+        return self.data_dir / "models"
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings, env_settings, TomlConfigSettingsSource(settings_cls))
+
+
+class ConfigFileError(ValueError):
+    """The configuration file could not be read."""
+
+
+def load_settings(config_path: Path | None = None, **overrides: Any) -> Settings:
+    """Build settings: defaults < TOML file < ``SOMNID_*`` environment < ``overrides``.
+
+    ``config_path`` None means the default file in the XDG config dir, if it exists.
+    An explicitly named file that does not exist is an error.
+    """
+    if config_path is None:
+        candidate = default_config_path()
+        path: Path | None = candidate if candidate.is_file() else None
+    else:
+        path = config_path.expanduser()
+        if not path.is_file():
+            raise ConfigFileError(f"config file not found: {path}")
+    if path is None:
+        return Settings(**overrides)
+
+    class FileSettings(Settings):
+        model_config = SettingsConfigDict(toml_file=path)
+
+    try:
+        return FileSettings(**overrides)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigFileError(f"{path}: {exc}") from exc

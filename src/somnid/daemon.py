@@ -1,0 +1,38 @@
+"""Run the app under uvicorn with a written shutdown budget.
+
+Shutdown order on SIGTERM / SIGINT: uvicorn stops accepting connections, waits up to
+``shutdown_timeout_s`` for requests in flight, cancels the rest, then the lifespan closes
+the runtime in reverse order of opening and releases the data-dir lock.
+"""
+
+from __future__ import annotations
+
+import uvicorn
+
+from somnid.api.app import create_app
+from somnid.config import Settings
+from somnid.store.lock import DataDirLock
+
+
+def serve(settings: Settings) -> int:
+    """Serve until signalled; returns the process exit status."""
+    lock = DataDirLock(settings.data_dir)
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    lock.acquire()  # fail fast, before uvicorn starts, with a clear message
+    try:
+        app = create_app(settings, lock=lock)
+        config = uvicorn.Config(
+            app,
+            host=settings.host,
+            port=settings.port,
+            lifespan="on",
+            log_config=None,
+            access_log=False,
+            timeout_graceful_shutdown=settings.shutdown_timeout_s,
+            server_header=False,
+        )
+        server = uvicorn.Server(config)
+        server.run()
+        return 0 if server.started else 1
+    finally:
+        lock.release()

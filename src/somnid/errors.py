@@ -1,0 +1,81 @@
+"""The one exception tree of somnid. Each error has a stable ``code`` clients may rely on.
+
+No HTTP here: ``somnid.api.errors`` maps each class to a status code in one place.
+
+    SomnidError
+    ├── InvalidInput          bad name, bad value, bad request content
+    │   └── InvalidName       a name that is unsafe or empty
+    ├── NotFound              no such entry / route / kind
+    ├── Conflict              the entry exists already, or the target is taken
+    ├── PreconditionFailed    If-Match did not match the current version
+    ├── BrokenFile            a file on disk could not be parsed (left alone, reported)
+    ├── StorageError          the data dir refused a write (disk full, read-only)
+    ├── DataDirLocked         another somnid holds the data dir
+    └── Unavailable           a dependency is not ready (model, LLM, index)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "BrokenFile",
+    "Conflict",
+    "DataDirLocked",
+    "InvalidInput",
+    "InvalidName",
+    "NotFound",
+    "PreconditionFailed",
+    "SomnidError",
+    "StorageError",
+    "Unavailable",
+]
+
+
+class SomnidError(Exception):
+    """Base of every error somnid raises on purpose."""
+
+    code = "somnid_error"
+
+    def __init__(self, detail: str, *, code: str | None = None, **extra: Any) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        if code is not None:
+            self.code = code
+        self.extra = extra
+
+
+class InvalidInput(SomnidError):
+    code = "invalid_input"
+
+
+class InvalidName(InvalidInput):
+    code = "invalid_name"
+
+
+class NotFound(SomnidError):
+    code = "not_found"
+
+
+class Conflict(SomnidError):
+    code = "conflict"
+
+
+class PreconditionFailed(SomnidError):
+    code = "precondition_failed"
+
+
+class BrokenFile(SomnidError):
+    code = "broken_file"
+
+
+class StorageError(SomnidError):
+    code = "storage_error"
+
+
+class DataDirLocked(SomnidError):
+    code = "data_dir_locked"
+
+
+class Unavailable(SomnidError):
+    code = "unavailable"

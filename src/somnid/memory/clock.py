@@ -1,0 +1,104 @@
+"""One injectable source of time. Every timestamp somnid writes carries a time zone."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Protocol
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+
+class Clock(Protocol):
+    """Tells the current time, aware of the configured time zone."""
+
+    @property
+    def tz(self) -> dt.tzinfo: ...
+
+    def now(self) -> dt.datetime: ...
+
+
+def resolve_timezone(name: str) -> dt.tzinfo:
+    """``"local"`` is the machine's zone; anything else is an IANA name (``Asia/Shanghai``)."""
+    if name == "local":
+        local = dt.datetime.now().astimezone().tzinfo
+        return local if local is not None else dt.UTC
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise ValueError(f"unknown time zone: {name!r}") from exc
+
+
+class SystemClock:
+    """The real clock, in the configured zone, to the second."""
+
+    def __init__(self, tz: dt.tzinfo) -> None:
+        self._tz = tz
+
+    @property
+    def tz(self) -> dt.tzinfo:
+        return self._tz
+
+    def now(self) -> dt.datetime:
+        return dt.datetime.now(self._tz).replace(microsecond=0)
+
+
+class ManualClock:
+    """A clock that only moves when told to; for tests and simulations."""
+
+    def __init__(self, start: dt.datetime) -> None:
+        if start.tzinfo is None:
+            raise ValueError("ManualClock needs an aware datetime")
+        self._now = start
+        self._tz = start.tzinfo
+
+    @property
+    def tz(self) -> dt.tzinfo:
+        return self._tz
+
+    def now(self) -> dt.datetime:
+        return self._now
+
+    def advance(self, delta: dt.timedelta) -> None:
+        self._now = self._now + delta
+
+    def set(self, when: dt.datetime) -> None:
+        self._now = when.astimezone(self._tz)
+
+
+def today(clock: Clock) -> dt.date:
+    return clock.now().date()
+
+
+def to_datetime(value: object, tz: dt.tzinfo) -> dt.datetime | None:
+    """Read a front-matter time: a datetime, a date, or an ISO string; naive ones get ``tz``.
+
+    A date alone (the original plugin wrote dates only) means midnight of that day in ``tz``.
+    Anything unreadable is None.
+    """
+    when: dt.datetime
+    if isinstance(value, dt.datetime):
+        when = value
+    elif isinstance(value, dt.date):
+        when = dt.datetime(value.year, value.month, value.day)
+    elif isinstance(value, str) and value.strip():
+        text = value.strip()
+        try:
+            when = dt.datetime.fromisoformat(text)
+        except ValueError:
+            try:
+                day = dt.date.fromisoformat(text[:10])
+            except ValueError:
+                return None
+            when = dt.datetime(day.year, day.month, day.day)
+    else:
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=tz)
+    return when
+
+
+def local_date(value: object, tz: dt.tzinfo) -> dt.date | None:
+    """The calendar day of a front-matter time, in ``tz``."""
+    if isinstance(value, dt.date) and not isinstance(value, dt.datetime):
+        return value
+    when = to_datetime(value, tz)
+    return None if when is None else when.astimezone(tz).date()

@@ -1,0 +1,112 @@
+"""What an entry is: one memory, one Markdown file with YAML front-matter.
+
+Identity is ``(kind, name)`` for a live entry, where ``name`` is its folder (or, for user
+profiles, the user id). An archived entry is ``(kind, name)`` with ``archived`` set, where
+``name`` is its folder inside the archive (unique there, so nothing is ever overwritten).
+Everything else about an entry lives in its file; the index only mirrors it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Mapping, MutableMapping
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import Any
+
+from somnid.memory.clock import local_date
+from somnid.memory.kinds import Kind
+from somnid.memory.lifecycle import Vitals
+
+# Keys whose meaning somnid knows; everything else in a front-matter is carried along untouched.
+STANDARD_KEYS = (
+    "name",
+    "description",
+    "type",
+    "stability",
+    "score",
+    "created",
+    "last_used",
+    "last_decay",
+)
+
+
+def bullet_field(body: str, key: str) -> str | None:
+    """The original wrote some fields as body lines ``- key: value``; read the first one."""
+    pattern = re.compile(rf"^\s*-\s*{re.escape(key)}\s*:\s*(.*?)\s*$", re.MULTILINE)
+    match = pattern.search(body)
+    return match.group(1) if match else None
+
+
+@dataclass(slots=True)
+class Entry:
+    """One memory as read from disk."""
+
+    kind: Kind
+    name: str
+    archived: bool
+    meta: MutableMapping[str, Any]
+    body: str
+    path: PurePosixPath  # relative to the data dir
+    etag: str
+    mtime: float
+
+    def field(self, key: str) -> Any:
+        """A field from the front-matter, else from a legacy body bullet line, else None."""
+        if key in self.meta and self.meta[key] is not None:
+            return self.meta[key]
+        return bullet_field(self.body, key)
+
+    def text_field(self, key: str) -> str:
+        value = self.field(key)
+        return "" if value is None else str(value)
+
+    @property
+    def description(self) -> str:
+        return self.text_field("description")
+
+    @property
+    def entry_type(self) -> str:
+        return self.text_field("type")
+
+    def vitals(self, tz: dt.tzinfo) -> Vitals:
+        return vitals_from_meta(self.meta, tz)
+
+
+def vitals_from_meta(meta: Mapping[str, Any], tz: dt.tzinfo) -> Vitals:
+    """Score, stability and the days of last use and decay, tolerant of hand-written values."""
+    return Vitals(
+        score=_as_float(meta.get("score"), 0.5),
+        stability=_as_int(meta.get("stability"), 0),
+        last_used=local_date(meta.get("last_used"), tz),
+        last_decay=local_date(meta.get("last_decay"), tz),
+    )
+
+
+def _as_float(value: object, default: float) -> float:
+    if isinstance(value, bool):
+        return default
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return default
+    return default
+
+
+def _as_int(value: object, default: int) -> int:
+    if isinstance(value, bool):
+        return default
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return int(value)
+    if isinstance(value, str):
+        try:
+            return int(float(value))
+        except ValueError:
+            return default
+    return default

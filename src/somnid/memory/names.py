@@ -1,0 +1,59 @@
+"""Entry names: what a person or a model proposes becomes a safe, readable slug.
+
+A slug is one path component: Unicode letters and digits (Chinese stays Chinese), ``-``,
+``_`` and inner dots. Anything that could leave the data dir or confuse a file system is
+refused rather than repaired: separators, NUL and control characters, ``.``/``..``, names
+reserved on Windows, and the folder names somnid itself uses.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from somnid.errors import InvalidName
+
+MAX_NAME_CHARS = 100
+MAX_NAME_BYTES = 200
+
+# Folder names somnid uses inside the kind directories.
+_RESERVED = {"archived", "session-log", "dream-log"}
+_WINDOWS_DEVICES = {"con", "prn", "aux", "nul"} | {
+    f"{p}{i}" for p in ("com", "lpt") for i in range(10)
+}
+_FORBIDDEN = re.compile(r"[/\\\x00-\x1f\x7f]")
+_NOT_SLUG = re.compile(r"[^\w.\-]+", re.UNICODE)
+_DASHES = re.compile(r"-{2,}")
+
+
+def slugify(raw: str) -> str:
+    """Turn ``raw`` into a safe name, or raise :class:`InvalidName` saying why not."""
+    if not isinstance(raw, str) or not raw.strip():
+        raise InvalidName("a name must be a non-empty string")
+    if _FORBIDDEN.search(raw):
+        raise InvalidName(f"name {raw[:60]!r} contains a path separator or a control character")
+    if raw.strip() in (".", ".."):
+        raise InvalidName(f"name {raw!r} is not allowed")
+    text = unicodedata.normalize("NFKC", raw)
+    # Zero-width and other format characters are invisible and make look-alike names.
+    text = "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
+    text = _NOT_SLUG.sub("-", text.strip())
+    text = _DASHES.sub("-", text).strip("-._")
+    if not text:
+        raise InvalidName(f"name {raw[:60]!r} has no usable characters")
+    check_name(text)
+    return text
+
+
+def check_name(name: str) -> str:
+    """Accept ``name`` only if it already is a safe slug; return it unchanged."""
+    if not name or name in (".", "..") or _FORBIDDEN.search(name) or name.startswith("."):
+        raise InvalidName(f"name {name[:60]!r} is not a safe name")
+    if len(name) > MAX_NAME_CHARS or len(name.encode()) > MAX_NAME_BYTES:
+        raise InvalidName(f"name is longer than {MAX_NAME_CHARS} characters")
+    stem = name.split(".", 1)[0].lower()
+    if name.lower() in _RESERVED or stem in _WINDOWS_DEVICES:
+        raise InvalidName(f"name {name!r} is reserved")
+    if _NOT_SLUG.search(name):
+        raise InvalidName(f"name {name!r} contains characters a name may not have")
+    return name

@@ -1,0 +1,122 @@
+"""The daily upkeep of memory: decay, retirement into the archive, intention expiry.
+
+Runs once per maintenance pass (a dream always runs one; ``POST /v1/maintenance/decay`` runs
+one on demand). Idempotent within a day. Broken files are skipped and reported, never touched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+from dataclasses import dataclass, field
+
+from somnid.errors import BrokenFile, NotFound
+from somnid.memory.clock import Clock, local_date
+from somnid.memory.entry import Entry, vitals_from_meta
+from somnid.memory.kinds import Kind
+from somnid.memory.lifecycle import decay, should_retire
+from somnid.services.memories import MemoryService
+from somnid.store import frontmatter
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    kind: Kind
+    name: str
+    score_before: float
+    score_after: float
+
+
+@dataclass(slots=True)
+class DecayReport:
+    day: dt.date
+    decayed: list[Change] = field(default_factory=list)
+    retired: list[Change] = field(default_factory=list)
+    expired_intentions: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+
+class Maintenance:
+    def __init__(
+        self,
+        memories: MemoryService,
+        clock: Clock,
+        *,
+        retire_below: float,
+        intention_expiry_days: int | None,
+    ) -> None:
+        self.memories = memories
+        self.clock = clock
+        self.retire_below = retire_below
+        self.intention_expiry_days = intention_expiry_days
+        self._lock = asyncio.Lock()
+
+    async def run(self) -> DecayReport:
+        """One decay + retirement + expiry pass; passes never overlap."""
+        async with self._lock:
+            now = self.clock.now()
+            report = DecayReport(day=now.date())
+            store = self.memories.store
+            entries = await asyncio.to_thread(
+                store.scan, (Kind.KNOWLEDGE, Kind.SKILL, Kind.EPISODE)
+            )
+            for entry in entries:
+                await self._decay_one(entry, now, report)
+            if self.intention_expiry_days is not None:
+                for entry in await asyncio.to_thread(store.scan, (Kind.INTENTION,)):
+                    await self._maybe_expire(entry, now, report)
+            report.skipped.extend(item.path for item in store.broken())
+            return report
+
+    async def _decay_one(self, entry: Entry, now: dt.datetime, report: DecayReport) -> None:
+        tz = self.clock.tz
+        before = entry.vitals(tz)
+        salience = entry.text_field("salience") or None
+        outcome: list[float] = []
+
+        def apply(doc: frontmatter.Document) -> None:
+            vitals = vitals_from_meta(doc.meta, tz)
+            if vitals.last_decay is None:
+                doc.meta["last_decay"] = now  # start the clock; nothing to catch up
+                outcome.append(vitals.score)
+                return
+            after = decay(vitals, entry.kind, now.date(), salience)
+            if after is not vitals:
+                doc.meta["score"] = round(after.score, 4)
+                doc.meta["last_decay"] = now
+            outcome.append(after.score)
+
+        try:
+            updated = await asyncio.to_thread(
+                lambda: self.memories.store.mutate(entry.kind, entry.name, apply)
+            )
+        except (BrokenFile, NotFound):
+            return
+        if updated.etag != entry.etag:
+            await self.memories.notify(updated, str(updated.path))
+        score = outcome[0] if outcome else before.score
+        change = Change(entry.kind, entry.name, before.score, score)
+        if score != before.score:
+            report.decayed.append(change)
+        if should_retire(updated.vitals(tz), entry.kind, self.retire_below):
+            try:
+                await self.memories.archive(entry.kind, entry.name, reason="retired")
+            except (BrokenFile, NotFound):
+                return
+            report.retired.append(change)
+
+    async def _maybe_expire(self, entry: Entry, now: dt.datetime, report: DecayReport) -> None:
+        """Expire an open intention only when its due date (or, without one, its creation) is
+        more than ``intention_expiry_days`` in the past. A future due date never expires."""
+        assert self.intention_expiry_days is not None
+        tz = self.clock.tz
+        anchor = local_date(entry.field("due"), tz) or local_date(entry.meta.get("created"), tz)
+        if anchor is None:
+            return
+        if (now.date() - anchor).days <= self.intention_expiry_days:
+            return
+        try:
+            await self.memories.archive(entry.kind, entry.name, reason="expired")
+        except (BrokenFile, NotFound):
+            return
+        report.expired_intentions.append(entry.name)

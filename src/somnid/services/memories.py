@@ -1,0 +1,209 @@
+"""Memory use-cases: create, read, list, update, archive, restore, reinforce.
+
+Async on the outside, the blocking store in a worker thread on the inside. Every change is
+announced to the registered listeners (the index subscribes) after the file is on disk.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from somnid.errors import InvalidInput
+from somnid.memory.clock import Clock, to_datetime
+from somnid.memory.entry import Entry, vitals_from_meta
+from somnid.memory.kinds import Kind, normalise_priority, normalise_salience
+from somnid.memory.lifecycle import initial_score, record_usage
+from somnid.store import frontmatter
+from somnid.store.memories import MemoryStore, check_fields
+
+ChangeListener = Callable[[Entry | None, str], Awaitable[None]]
+
+_DEFAULT_TYPE = {
+    Kind.KNOWLEDGE: "fact",
+    Kind.EPISODE: "episode",
+    Kind.INTENTION: "intention",
+    Kind.SKILL: "skill",
+    Kind.PROFILE: "identity",
+}
+
+
+_CLOSED_STATUS = {"completed": "completed", "cancelled": "cancelled", "expired": "expired"}
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    items: list[Entry]
+    total: int
+    offset: int
+    limit: int
+
+
+def parse_due(value: object, tz: dt.tzinfo) -> dt.date:
+    """An intention's due date: an ISO date or date-time; anything else is refused."""
+    when = to_datetime(value, tz)
+    if when is None:
+        raise InvalidInput(f"due must be an ISO date such as 2026-12-31, not {value!r}")
+    return when.astimezone(tz).date()
+
+
+def new_entry_meta(
+    kind: Kind, now: dt.datetime, description: str, fields: dict[str, Any]
+) -> dict[str, Any]:
+    """The front-matter of a new entry: somnid's keys first, then the caller's, in order."""
+    extra = dict(fields)
+    verified = bool(extra.pop("verified", True))
+    salience = normalise_salience(extra.pop("salience", "low")) if kind is Kind.EPISODE else None
+    meta: dict[str, Any] = {
+        "description": description,
+        "type": str(extra.pop("type", None) or _DEFAULT_TYPE[kind]),
+        "stability": 0,
+        "score": initial_score(kind, verified=verified, salience=salience),
+        "created": now,
+        "last_used": now,
+        "last_decay": now,
+    }
+    if kind in (Kind.KNOWLEDGE, Kind.SKILL) and not verified:
+        meta["verified"] = False
+    if kind is Kind.EPISODE:
+        meta["salience"] = salience
+        meta["when"] = extra.pop("when", None) or now
+    if kind is Kind.INTENTION:
+        meta["status"] = "open"
+        meta["priority"] = normalise_priority(extra.pop("priority", "mid"))
+        due = extra.pop("due", None)
+        if due not in (None, ""):
+            meta["due"] = parse_due(due, now.tzinfo or dt.UTC)
+        cue = extra.pop("cue", None)
+        if cue:
+            meta["cue"] = str(cue)
+    meta.update(extra)
+    return meta
+
+
+class MemoryService:
+    def __init__(self, store: MemoryStore, clock: Clock) -> None:
+        self.store = store
+        self.clock = clock
+        self._listeners: list[ChangeListener] = []
+
+    def subscribe(self, listener: ChangeListener) -> None:
+        self._listeners.append(listener)
+
+    async def notify(self, entry: Entry | None, path: str) -> None:
+        for listener in self._listeners:
+            await listener(entry, path)
+
+    async def get(self, kind: Kind, name: str, *, archived: bool = False) -> Entry:
+        return await asyncio.to_thread(self.store.read, kind, name, archived=archived)
+
+    async def list(
+        self,
+        kinds: tuple[Kind, ...],
+        *,
+        text: str | None = None,
+        archived: bool = False,
+        offset: int = 0,
+        limit: int = 50,
+    ) -> Page:
+        entries = await asyncio.to_thread(self.store.scan, kinds, archived=archived)
+        if text:
+            needle = text.casefold()
+            entries = [entry for entry in entries if needle in _haystack(entry)]
+        return Page(entries[offset : offset + limit], len(entries), offset, limit)
+
+    async def create(
+        self,
+        kind: Kind,
+        name: str | None,
+        *,
+        description: str,
+        body: str,
+        fields: dict[str, Any] | None = None,
+    ) -> Entry:
+        fields = dict(fields or {})
+        check_fields(fields)
+        now = self.clock.now()
+        meta = new_entry_meta(kind, now, description, fields)
+        entry = await asyncio.to_thread(self._create, kind, name, meta, body, now)
+        await self.notify(entry, str(entry.path))
+        return entry
+
+    def _create(
+        self, kind: Kind, name: str | None, meta: dict[str, Any], body: str, now: dt.datetime
+    ) -> Entry:
+        if name is None or not name.strip():
+            if kind is Kind.INTENTION:
+                name = self.store.next_sequence_name(kind, "pi", now.date())
+            elif kind is Kind.EPISODE:
+                name = self.store.free_name(kind, f"ep-{now:%Y%m%d-%H%M%S}")
+            else:
+                raise InvalidInput(f"a {kind.value} needs a name")
+        return self.store.create(kind, name, meta=meta, body=body)
+
+    async def update(
+        self,
+        kind: Kind,
+        name: str,
+        *,
+        description: str | None = None,
+        body: str | None = None,
+        fields: dict[str, Any] | None = None,
+        if_match: str | None = None,
+        archived: bool = False,
+    ) -> Entry:
+        if fields and kind is Kind.INTENTION and fields.get("due") not in (None, ""):
+            fields = {**fields, "due": parse_due(fields["due"], self.clock.tz)}
+        entry = await asyncio.to_thread(
+            lambda: self.store.update(
+                kind,
+                name,
+                description=description,
+                body=body,
+                fields=fields,
+                if_match=if_match,
+                archived=archived,
+            )
+        )
+        await self.notify(entry, str(entry.path))
+        return entry
+
+    async def archive(
+        self, kind: Kind, name: str, *, reason: str = "archived", if_match: str | None = None
+    ) -> Entry:
+        before = await self.get(kind, name)
+        stamp = {"status": _CLOSED_STATUS.get(reason, reason)} if kind is Kind.INTENTION else None
+        entry = await asyncio.to_thread(
+            lambda: self.store.archive(kind, name, reason=reason, if_match=if_match, stamp=stamp)
+        )
+        await self.notify(None, str(before.path))
+        await self.notify(entry, str(entry.path))
+        return entry
+
+    async def restore(self, kind: Kind, archived_name: str) -> Entry:
+        before = await self.get(kind, archived_name, archived=True)
+        entry = await asyncio.to_thread(self.store.restore, kind, archived_name)
+        await self.notify(None, str(before.path))
+        await self.notify(entry, str(entry.path))
+        return entry
+
+    async def record_usage(self, kind: Kind, name: str) -> Entry:
+        """The entry was used: reinforce it (spaced repetition; episodes reconsolidate)."""
+        now = self.clock.now()
+
+        def reinforce(doc: frontmatter.Document) -> None:
+            after = record_usage(vitals_from_meta(doc.meta, self.clock.tz), kind, now.date())
+            doc.meta["stability"] = after.stability
+            doc.meta["score"] = round(after.score, 4)
+            doc.meta["last_used"] = now
+
+        entry = await asyncio.to_thread(lambda: self.store.mutate(kind, name, reinforce))
+        await self.notify(entry, str(entry.path))
+        return entry
+
+
+def _haystack(entry: Entry) -> str:
+    return " ".join((entry.name, entry.description, entry.entry_type, entry.body)).casefold()

@@ -1,0 +1,43 @@
+"""What health reports: counts per kind, pending session logs, files broken by hand."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from somnid.errors import BrokenFile
+from somnid.memory.kinds import Kind
+from somnid.store import frontmatter
+from somnid.store.layout import Layout
+from somnid.store.memories import BrokenReport, MemoryStore
+
+
+@dataclass(frozen=True, slots=True)
+class Status:
+    counts: dict[str, int]
+    pending_logs: int
+    broken: list[BrokenReport]
+
+
+def pending_session_logs(layout: Layout) -> int:
+    """Session logs directly under session-log/ whose status is not ``processed``."""
+    folder = layout.session_log_dir
+    if not folder.is_dir():
+        return 0
+    pending = 0
+    for path in folder.glob("*.md"):
+        try:
+            doc = frontmatter.parse(path.read_text("utf-8"))
+        except (OSError, UnicodeDecodeError, BrokenFile):
+            pending += 1  # unreadable logs are still work to do, not lost
+            continue
+        if str(doc.meta.get("status", "pending")) != "processed":
+            pending += 1
+    return pending
+
+
+def collect_status(store: MemoryStore) -> Status:
+    counts = {kind.value: 0 for kind in Kind}
+    for entry in store.scan(tuple(Kind)):
+        counts[entry.kind.value] += 1
+    store.recheck_broken()
+    return Status(counts, pending_session_logs(store.layout), store.broken())

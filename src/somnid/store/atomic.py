@@ -1,0 +1,119 @@
+"""Durable file operations: a write is all or nothing, and survives a crash once acknowledged.
+
+write: unique temp file in the target's folder -> write -> fsync -> rename -> fsync folder.
+A crash at any point leaves either the old file or the new one, plus at most a temp file
+whose name starts with ``.somnid-tmp-`` (removed by :func:`sweep_temp_files` at start-up).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import secrets
+from pathlib import Path
+
+from somnid.errors import StorageError
+
+TEMP_PREFIX = ".somnid-tmp-"
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _storage_error(exc: OSError, path: Path) -> StorageError:
+    if exc.errno == errno.ENOSPC:
+        return StorageError(f"no space left on the device holding {path}", code="disk_full")
+    if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+        return StorageError(f"the data dir is not writable: {path}", code="read_only")
+    return StorageError(f"could not write {path}: {exc.strerror or exc}")
+
+
+def ensure_dir(path: Path) -> None:
+    """Create ``path`` and any missing parents, syncing each new folder into its parent."""
+    missing: list[Path] = []
+    probe = path
+    while not probe.exists():
+        missing.append(probe)
+        probe = probe.parent
+    try:
+        for folder in reversed(missing):
+            with contextlib.suppress(FileExistsError):
+                folder.mkdir()
+            fsync_dir(folder.parent)
+    except OSError as exc:
+        raise _storage_error(exc, path) from exc
+
+
+def write_atomic(path: Path, data: bytes, *, exclusive: bool = False) -> None:
+    """Replace ``path`` with ``data`` atomically and durably.
+
+    ``exclusive`` refuses to replace an existing file (the caller holds the store lock, so
+    checking then linking is race-free within the process; across processes the data-dir
+    lock keeps us alone).
+    """
+    ensure_dir(path.parent)
+    tmp = path.parent / f"{TEMP_PREFIX}{secrets.token_hex(8)}"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        if exclusive:
+            # link() fails if the target exists: no window where another file is clobbered.
+            os.link(tmp, path)
+            os.unlink(tmp)
+        else:
+            os.replace(tmp, path)
+        fsync_dir(path.parent)
+    except FileExistsError:
+        _discard(tmp)
+        raise
+    except OSError as exc:
+        _discard(tmp)
+        raise _storage_error(exc, path) from exc
+    except BaseException:
+        _discard(tmp)
+        raise
+
+
+def _discard(tmp: Path) -> None:
+    with contextlib.suppress(OSError):
+        tmp.unlink()
+
+
+def move_atomic(source: Path, target: Path) -> None:
+    """Rename a file or folder; refuses to overwrite an existing target."""
+    ensure_dir(target.parent)
+    if target.exists():
+        raise FileExistsError(str(target))
+    try:
+        os.rename(source, target)
+        fsync_dir(target.parent)
+        if source.parent != target.parent:
+            fsync_dir(source.parent)
+    except OSError as exc:
+        raise _storage_error(exc, target) from exc
+
+
+def sweep_temp_files(root: Path) -> list[Path]:
+    """Remove temp files a crash left behind; returns what was removed."""
+    removed: list[Path] = []
+    if not root.exists():
+        return removed
+    for tmp in root.rglob(f"{TEMP_PREFIX}*"):
+        if tmp.is_file():
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+                removed.append(tmp)
+    return removed

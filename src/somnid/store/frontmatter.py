@@ -1,0 +1,129 @@
+"""Markdown with a YAML front-matter block, read and written without losing anything.
+
+ruamel.yaml in round-trip mode keeps unknown keys, their order, comments, quoting styles,
+dates and number-looking strings such as ``12-34`` exactly as a person wrote them.
+A block that cannot be trusted (bad YAML, duplicate keys, not a mapping, aliases that
+expand too far) raises :class:`BrokenFile`; the caller then leaves the file alone.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap
+from ruamel.yaml.error import YAMLError
+
+from somnid.errors import BrokenFile
+
+FENCE = "---"
+MAX_FRONT_MATTER_CHARS = 64 * 1024
+MAX_NODES = 5000
+
+
+@dataclass(slots=True)
+class Document:
+    meta: CommentedMap
+    body: str
+
+
+def _yaml() -> YAML:
+    yaml = YAML(typ="rt")
+    yaml.preserve_quotes = True
+    yaml.width = 4096
+    yaml.allow_duplicate_keys = False
+    # Equal scalars (one timestamp written to three keys) must not become &anchors/*aliases:
+    # a person reading the file should see each value where it belongs.
+    collections_only = yaml.representer.ignore_aliases
+    yaml.representer.ignore_aliases = lambda data: (  # type: ignore[method-assign]
+        not isinstance(data, dict | list) or collections_only(data)
+    )
+    return yaml
+
+
+def parse(text: str) -> Document:
+    """Split ``text`` into front-matter and body.
+
+    A file that does not start with ``---`` has no front-matter: all of it is body.
+    The blank line conventionally written after the closing fence is not part of the body.
+    """
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    lines = text.splitlines(keepends=True)
+    if not lines or lines[0].rstrip("\r\n").strip() != FENCE:
+        return Document(CommentedMap(), text)
+    for index in range(1, len(lines)):
+        if lines[index].rstrip("\r\n").strip() == FENCE:
+            break
+    else:
+        raise BrokenFile("front-matter is opened with '---' but never closed")
+    block = "".join(lines[1:index])
+    if len(block) > MAX_FRONT_MATTER_CHARS:
+        raise BrokenFile(f"front-matter is larger than {MAX_FRONT_MATTER_CHARS} characters")
+    try:
+        meta = _yaml().load(block) if block.strip() else CommentedMap()
+    except YAMLError as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise BrokenFile(f"front-matter is not valid YAML: {reason}") from exc
+    except RecursionError as exc:
+        raise BrokenFile("front-matter is nested too deeply") from exc
+    if meta is None:
+        meta = CommentedMap()
+    if not isinstance(meta, CommentedMap):
+        raise BrokenFile("front-matter is not a mapping of keys to values")
+    _check_size(meta)
+    for key in meta:
+        if not isinstance(key, str):
+            raise BrokenFile(f"front-matter key {key!r} is not a string")
+    body = "".join(lines[index + 1 :])
+    if body.startswith("\r\n"):
+        body = body[2:]
+    elif body.startswith("\n"):
+        body = body[1:]
+    return Document(meta, body)
+
+
+def _check_size(meta: Any) -> None:
+    """Refuse alias bombs: count nodes as a reader expanding every alias would."""
+    budget = [MAX_NODES]
+
+    def visit(node: Any, depth: int) -> None:
+        budget[0] -= 1
+        if budget[0] < 0 or depth > 50:
+            raise BrokenFile("front-matter is too large or nested too deeply once expanded")
+        if isinstance(node, dict):
+            for value in node.values():
+                visit(value, depth + 1)
+        elif isinstance(node, list):
+            for value in node:
+                visit(value, depth + 1)
+
+    visit(meta, 0)
+
+
+def render(doc: Document) -> str:
+    """Write ``doc`` back; an empty front-matter still gets its fences."""
+    out = io.StringIO()
+    out.write(FENCE + "\n")
+    if doc.meta:
+        _yaml().dump(doc.meta, out)
+    out.write(FENCE + "\n\n")
+    body = doc.body.lstrip("\n")
+    out.write(body)
+    if body and not body.endswith("\n"):
+        out.write("\n")
+    return out.getvalue()
+
+
+def as_commented(meta: Any) -> CommentedMap:
+    """The mapping itself when it came from :func:`parse`, else a copy in a CommentedMap."""
+    return meta if isinstance(meta, CommentedMap) else new_meta(dict(meta))
+
+
+def new_meta(items: dict[str, Any]) -> CommentedMap:
+    meta = CommentedMap()
+    for key, value in items.items():
+        meta[key] = value
+    return meta

@@ -1,0 +1,128 @@
+"""Where everything lives in the data dir. One precise layout, compatible with the original.
+
+<data>/
+  memory/
+    about_me.md                             profile "about_me" (the agent itself)
+    about_user.md                           legacy default-user profile (read-only fallback)
+    users/<id>/about_user.md                profile "<id>"
+    knowledge/<name>/SKILL.md               knowledge
+    archived/<name>/SKILL.md                archived knowledge (the original's place)
+    episodes/<name>/SKILL.md                episode
+    episodes/archived/<name>/SKILL.md       archived episode
+    intentions/<id>/INTENT.md               intention
+    intentions/archived/<id>/INTENT.md      closed intention
+    session-log/<date>_<NNN>.md             session log, pending
+    session-log/archived/<date>_<NNN>.md    session log, processed
+    dream-log/<date>_dream_<NNN>.md         dream journal
+  skills/
+    agent_learned_skills/<name>/SKILL.md    skill
+    archived/agent_learned_skills/<name>/   archived skill
+  models/                                   embedding models (derived)
+  index/                                    the SQLite index (derived)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from somnid.memory.kinds import SELF_PROFILE, Kind
+
+ARCHIVED = "archived"
+LEGACY_DEFAULT_USER = "default"
+
+_KIND_DIRS = {
+    Kind.KNOWLEDGE: PurePosixPath("memory/knowledge"),
+    Kind.EPISODE: PurePosixPath("memory/episodes"),
+    Kind.INTENTION: PurePosixPath("memory/intentions"),
+    Kind.SKILL: PurePosixPath("skills/agent_learned_skills"),
+    Kind.PROFILE: PurePosixPath("memory/users"),
+}
+_ARCHIVE_DIRS = {
+    Kind.KNOWLEDGE: PurePosixPath("memory/archived"),
+    Kind.EPISODE: PurePosixPath("memory/episodes/archived"),
+    Kind.INTENTION: PurePosixPath("memory/intentions/archived"),
+    Kind.SKILL: PurePosixPath("skills/archived/agent_learned_skills"),
+}
+_FILE_NAMES = {
+    Kind.KNOWLEDGE: "SKILL.md",
+    Kind.EPISODE: "SKILL.md",
+    Kind.INTENTION: "INTENT.md",
+    Kind.SKILL: "SKILL.md",
+    Kind.PROFILE: "about_user.md",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    root: Path
+
+    @property
+    def memory_dir(self) -> Path:
+        return self.root / "memory"
+
+    @property
+    def skills_dir(self) -> Path:
+        return self.root / "skills"
+
+    @property
+    def models_dir(self) -> Path:
+        return self.root / "models"
+
+    @property
+    def index_dir(self) -> Path:
+        return self.root / "index"
+
+    @property
+    def session_log_dir(self) -> Path:
+        return self.memory_dir / "session-log"
+
+    @property
+    def session_log_archive(self) -> Path:
+        return self.session_log_dir / ARCHIVED
+
+    @property
+    def dream_log_dir(self) -> Path:
+        return self.memory_dir / "dream-log"
+
+    @property
+    def legacy_user_profile(self) -> Path:
+        return self.memory_dir / "about_user.md"
+
+    def kind_dir(self, kind: Kind) -> Path:
+        return self.root / _KIND_DIRS[kind]
+
+    def archive_dir(self, kind: Kind) -> Path:
+        return self.root / _ARCHIVE_DIRS[kind]
+
+    def file_name(self, kind: Kind) -> str:
+        return _FILE_NAMES[kind]
+
+    def entry_file(self, kind: Kind, name: str, *, archived: bool = False) -> Path:
+        """The file of an entry; ``name`` must already be a checked slug."""
+        if kind is Kind.PROFILE:
+            if archived:
+                raise ValueError("profiles are never archived")
+            if name == SELF_PROFILE:
+                return self.memory_dir / "about_me.md"
+        folder = self.archive_dir(kind) if archived else self.kind_dir(kind)
+        return folder / name / self.file_name(kind)
+
+    def entry_folder(self, kind: Kind, name: str, *, archived: bool = False) -> Path:
+        return self.entry_file(kind, name, archived=archived).parent
+
+    def relative(self, path: Path) -> PurePosixPath:
+        return PurePosixPath(path.relative_to(self.root).as_posix())
+
+    def skeleton(self) -> list[Path]:
+        """The folders a new data dir is given, so a person browsing it sees the shape."""
+        return [
+            self.kind_dir(Kind.KNOWLEDGE),
+            self.kind_dir(Kind.EPISODE),
+            self.kind_dir(Kind.INTENTION),
+            self.kind_dir(Kind.SKILL),
+            self.kind_dir(Kind.PROFILE),
+            self.session_log_dir,
+            self.dream_log_dir,
+            self.models_dir,
+        ]

@@ -1,0 +1,387 @@
+"""The memory store: entries as files, read fresh, written atomically, archived never deleted.
+
+All methods are blocking (plain ``def``); async callers run them in a thread. Writes are
+serialised by one lock, so a read-modify-write never loses an update inside this process
+(the data-dir lock keeps other processes out). Reads take no lock: every write replaces
+a file atomically, so a reader sees the old version or the new one, never half of either.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import logging
+import os
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from somnid.errors import BrokenFile, Conflict, InvalidInput, NotFound, PreconditionFailed
+from somnid.memory.clock import Clock
+from somnid.memory.entry import Entry
+from somnid.memory.kinds import SELF_PROFILE, Kind
+from somnid.memory.names import check_name, slugify
+from somnid.store import frontmatter
+from somnid.store.atomic import TEMP_PREFIX, move_atomic, write_atomic
+from somnid.store.layout import ARCHIVED, LEGACY_DEFAULT_USER, Layout
+
+log = logging.getLogger(__name__)
+
+MAX_FILE_BYTES = 8 * 1024 * 1024
+ARCHIVE_SUFFIX = "--"
+
+# Keys a caller may not set through ``fields``: identity and history belong to somnid.
+PROTECTED_KEYS = frozenset({"name", "created"})
+
+
+@dataclass(frozen=True, slots=True)
+class BrokenReport:
+    path: str
+    reason: str
+
+
+def etag_of(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()[:20]
+
+
+class MemoryStore:
+    def __init__(self, layout: Layout, clock: Clock) -> None:
+        self.layout = layout
+        self.clock = clock
+        self._write_lock = threading.RLock()
+        self._cache: dict[Path, tuple[tuple[int, int, int], Entry]] = {}
+        self._broken: dict[str, BrokenReport] = {}
+        self._broken_lock = threading.Lock()
+
+    # ------------------------------------------------------------------ reading
+
+    def read(self, kind: Kind, name: str, *, archived: bool = False) -> Entry:
+        """One entry, fresh from disk. Raises NotFound or BrokenFile."""
+        check_name(name)
+        path = self._locate(kind, name, archived=archived)
+        if path is None:
+            where = "archived " if archived else ""
+            raise NotFound(f"no {where}{kind.value} named {name!r}")
+        return self._load(path, kind, name, archived)
+
+    def exists(self, kind: Kind, name: str, *, archived: bool = False) -> bool:
+        return self._locate(kind, name, archived=archived) is not None
+
+    def scan(self, kinds: tuple[Kind, ...] = tuple(Kind), *, archived: bool = False) -> list[Entry]:
+        """Every readable entry of ``kinds``, sorted by (kind, name); broken ones are reported."""
+        entries: list[Entry] = []
+        for kind in kinds:
+            for path, name, is_archived in self._files(kind, archived=archived):
+                try:
+                    entries.append(self._load(path, kind, name, is_archived))
+                except BrokenFile:
+                    continue
+                except FileNotFoundError:
+                    continue  # moved away between listing and reading
+        return entries
+
+    def broken(self) -> list[BrokenReport]:
+        """Files that could not be read, as of the last time each was looked at."""
+        with self._broken_lock:
+            return sorted(self._broken.values(), key=lambda report: report.path)
+
+    def recheck_broken(self) -> None:
+        """Forget reports of files that were fixed or removed since."""
+        with self._broken_lock:
+            paths = list(self._broken)
+        for rel in paths:
+            path = self.layout.root / rel
+            if not path.exists():
+                self._forget_broken(rel)
+
+    def _files(self, kind: Kind, *, archived: bool) -> Iterator[tuple[Path, str, bool]]:
+        if kind is Kind.PROFILE:
+            yield from self._profile_files()
+            return
+        yield from self._folder_entries(self.layout.kind_dir(kind), kind, False)
+        if archived:
+            yield from self._folder_entries(self.layout.archive_dir(kind), kind, True)
+
+    def _folder_entries(
+        self, folder: Path, kind: Kind, archived: bool
+    ) -> Iterator[tuple[Path, str, bool]]:
+        try:
+            children = sorted(os.scandir(folder), key=lambda item: item.name)
+        except FileNotFoundError:
+            return
+        file_name = self.layout.file_name(kind)
+        for child in children:
+            if not child.is_dir(follow_symlinks=False) or child.name == ARCHIVED:
+                continue
+            if child.name.startswith("."):
+                continue
+            path = Path(child.path) / file_name
+            if path.is_file():
+                yield path, child.name, archived
+
+    def _profile_files(self) -> Iterator[tuple[Path, str, bool]]:
+        about_me = self.layout.entry_file(Kind.PROFILE, SELF_PROFILE)
+        if about_me.is_file():
+            yield about_me, SELF_PROFILE, False
+        seen = set()
+        for path, name, _ in self._folder_entries(
+            self.layout.kind_dir(Kind.PROFILE), Kind.PROFILE, False
+        ):
+            seen.add(name)
+            yield path, name, False
+        legacy = self.layout.legacy_user_profile
+        if LEGACY_DEFAULT_USER not in seen and legacy.is_file():
+            yield legacy, LEGACY_DEFAULT_USER, False
+
+    def _locate(self, kind: Kind, name: str, *, archived: bool) -> Path | None:
+        if kind is Kind.PROFILE and archived:
+            return None
+        path = self.layout.entry_file(kind, name, archived=archived)
+        if path.is_file():
+            return path
+        if kind is Kind.PROFILE and name == LEGACY_DEFAULT_USER:
+            legacy = self.layout.legacy_user_profile
+            return legacy if legacy.is_file() else None
+        return None
+
+    def _load(self, path: Path, kind: Kind, name: str, archived: bool) -> Entry:
+        stat = path.stat()
+        key = (stat.st_mtime_ns, stat.st_size, stat.st_ino)
+        cached = self._cache.get(path)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        entry = self._parse_file(path, kind, name, archived)
+        self._cache[path] = (key, entry)
+        return entry
+
+    def _parse_file(self, path: Path, kind: Kind, name: str, archived: bool) -> Entry:
+        rel = self.layout.relative(path)
+        try:
+            stat = path.stat()
+            if stat.st_size > MAX_FILE_BYTES:
+                raise BrokenFile(f"file is larger than {MAX_FILE_BYTES} bytes")
+            data = path.read_bytes()
+            try:
+                text = data.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise BrokenFile(f"file is not valid UTF-8 (byte {exc.start})") from exc
+            doc = frontmatter.parse(text)
+        except BrokenFile as exc:
+            self._report_broken(str(rel), exc.detail)
+            raise BrokenFile(f"{rel}: {exc.detail}", path=str(rel)) from None
+        self._forget_broken(str(rel))
+        return Entry(
+            kind=kind,
+            name=name,
+            archived=archived,
+            meta=doc.meta,
+            body=doc.body,
+            path=rel,
+            etag=etag_of(data),
+            mtime=stat.st_mtime,
+        )
+
+    def _report_broken(self, rel: str, reason: str) -> None:
+        with self._broken_lock:
+            known = self._broken.get(rel)
+            self._broken[rel] = BrokenReport(rel, reason)
+        if known is None or known.reason != reason:
+            log.warning("leaving broken file alone: %s: %s", rel, reason)
+
+    def _forget_broken(self, rel: str) -> None:
+        with self._broken_lock:
+            self._broken.pop(rel, None)
+
+    # ------------------------------------------------------------------ writing
+
+    def create(
+        self,
+        kind: Kind,
+        name: str,
+        *,
+        meta: dict[str, Any],
+        body: str,
+    ) -> Entry:
+        """Write a new entry; ``name`` is slugified. Conflict if a live entry has that name."""
+        slug = slugify(name)
+        path = self.layout.entry_file(kind, slug)
+        document = frontmatter.Document(frontmatter.new_meta({"name": slug, **meta}), body)
+        data = frontmatter.render(document).encode("utf-8")
+        with self._write_lock:
+            if path.exists():
+                raise Conflict(f"a {kind.value} named {slug!r} exists already", name=slug)
+            try:
+                write_atomic(path, data, exclusive=True)
+            except FileExistsError:
+                raise Conflict(f"a {kind.value} named {slug!r} exists already", name=slug) from None
+            return self._load(path, kind, slug, False)
+
+    def mutate(
+        self,
+        kind: Kind,
+        name: str,
+        change: Callable[[frontmatter.Document], None],
+        *,
+        archived: bool = False,
+        if_match: str | None = None,
+    ) -> Entry:
+        """Read an entry fresh, let ``change`` edit its document, write it back atomically.
+
+        ``if_match`` (an etag) refuses the write when the file changed since the caller read
+        it. A broken file is never rewritten. Writing to the legacy default-user profile
+        writes ``users/default/about_user.md`` and leaves the legacy file untouched.
+        """
+        check_name(name)
+        with self._write_lock:
+            path = self._locate(kind, name, archived=archived)
+            if path is None:
+                raise NotFound(f"no {'archived ' if archived else ''}{kind.value} named {name!r}")
+            current = self._parse_file(path, kind, name, archived)
+            if if_match is not None and if_match != current.etag:
+                raise PreconditionFailed(
+                    f"{kind.value} {name!r} changed since it was read (etag {current.etag})",
+                    etag=current.etag,
+                )
+            document = frontmatter.Document(frontmatter.as_commented(current.meta), current.body)
+            change(document)
+            target = self.layout.entry_file(kind, name, archived=archived)
+            data = frontmatter.render(document).encode("utf-8")
+            if target == path and etag_of(data) == current.etag:
+                return current
+            write_atomic(target, data)
+            return self._load(target, kind, name, archived)
+
+    def update(
+        self,
+        kind: Kind,
+        name: str,
+        *,
+        description: str | None = None,
+        body: str | None = None,
+        fields: dict[str, Any] | None = None,
+        if_match: str | None = None,
+        archived: bool = False,
+    ) -> Entry:
+        """Set the given parts; a field set to None is removed. Other keys stay as they were."""
+        check_fields(fields or {})
+
+        def change(doc: frontmatter.Document) -> None:
+            if description is not None:
+                doc.meta["description"] = description
+            if body is not None:
+                doc.body = body
+            for key, value in (fields or {}).items():
+                if value is None:
+                    doc.meta.pop(key, None)
+                else:
+                    doc.meta[key] = value
+
+        return self.mutate(kind, name, change, archived=archived, if_match=if_match)
+
+    def archive(
+        self,
+        kind: Kind,
+        name: str,
+        *,
+        reason: str,
+        if_match: str | None = None,
+        stamp: dict[str, Any] | None = None,
+    ) -> Entry:
+        """Move a live entry into its kind's archive, under a name no archived copy has."""
+        if not kind.archivable:
+            raise InvalidInput(f"{kind.value} entries are not archived")
+        check_name(name)
+        with self._write_lock:
+            path = self._locate(kind, name, archived=False)
+            if path is None:
+                raise NotFound(f"no {kind.value} named {name!r}")
+            live = self._parse_file(path, kind, name, False)  # a broken file is not moved
+            if if_match is not None and if_match != live.etag:
+                raise PreconditionFailed(
+                    f"{kind.value} {name!r} changed since it was read", etag=live.etag
+                )
+            target_name = self._free_archive_name(kind, name)
+            move_atomic(
+                self.layout.entry_folder(kind, name),
+                self.layout.entry_folder(kind, target_name, archived=True),
+            )
+            when = self.clock.now()
+
+            def mark(doc: frontmatter.Document) -> None:
+                doc.meta["archived_at"] = when
+                doc.meta["archive_reason"] = reason
+                for key, value in (stamp or {}).items():
+                    doc.meta[key] = value
+
+            return self.mutate(kind, target_name, mark, archived=True)
+
+    def restore(self, kind: Kind, archived_name: str) -> Entry:
+        """Bring an archived entry back under its original name; Conflict if that is taken."""
+        check_name(archived_name)
+        with self._write_lock:
+            self.read(kind, archived_name, archived=True)
+            live_name = archived_name.split(ARCHIVE_SUFFIX, 1)[0] or archived_name
+            if self.exists(kind, live_name):
+                raise Conflict(
+                    f"a live {kind.value} named {live_name!r} exists; archive or rename it first",
+                    name=live_name,
+                )
+            move_atomic(
+                self.layout.entry_folder(kind, archived_name, archived=True),
+                self.layout.entry_folder(kind, live_name),
+            )
+            when = self.clock.now()
+
+            def unmark(doc: frontmatter.Document) -> None:
+                doc.meta.pop("archived_at", None)
+                doc.meta.pop("archive_reason", None)
+                doc.meta["restored_at"] = when
+                if kind is Kind.INTENTION:
+                    doc.meta["status"] = "open"
+
+            return self.mutate(kind, live_name, unmark)
+
+    def _free_archive_name(self, kind: Kind, name: str) -> str:
+        candidate, number = name, 1
+        while self.layout.entry_folder(kind, candidate, archived=True).exists():
+            number += 1
+            candidate = f"{name}{ARCHIVE_SUFFIX}{number}"
+        return candidate
+
+    def free_name(self, kind: Kind, base: str) -> str:
+        """``base`` or ``base-2``, ``base-3``…: a name neither live nor archived."""
+        candidate, number = base, 1
+        while self.exists(kind, candidate) or self.exists(kind, candidate, archived=True):
+            number += 1
+            candidate = f"{base}-{number}"
+        return candidate
+
+    def next_sequence_name(self, kind: Kind, prefix: str, day: dt.date) -> str:
+        """``<prefix>-YYYYMMDD-NNN`` with the first NNN used by no live or archived entry."""
+        stem = f"{prefix}-{day:%Y%m%d}-"
+        taken: set[str] = set()
+        for folder in (self.layout.kind_dir(kind), self.layout.archive_dir(kind)):
+            if folder.is_dir():
+                taken.update(
+                    child.name for child in folder.iterdir() if child.name.startswith(stem)
+                )
+        number = 1
+        while any(
+            name == f"{stem}{number:03d}" or name.startswith(f"{stem}{number:03d}{ARCHIVE_SUFFIX}")
+            for name in taken
+        ):
+            number += 1
+        return f"{stem}{number:03d}"
+
+    def leftover_temp_files(self) -> list[Path]:
+        return [path for path in self.layout.root.rglob(f"{TEMP_PREFIX}*") if path.is_file()]
+
+
+def check_fields(fields: dict[str, Any]) -> None:
+    for key in fields:
+        if not isinstance(key, str) or not key.strip():
+            raise InvalidInput("front-matter keys must be non-empty strings")
+        if key in PROTECTED_KEYS:
+            raise InvalidInput(f"front-matter key {key!r} is managed by somnid and cannot be set")

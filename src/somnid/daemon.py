@@ -7,11 +7,29 @@ the runtime in reverse order of opening and releases the data-dir lock.
 
 from __future__ import annotations
 
+import contextlib
+import signal
+from collections.abc import Iterator
+
 import uvicorn
 
 from somnid.api.app import create_app
 from somnid.config import Settings
 from somnid.store.lock import DataDirLock
+
+
+class _Server(uvicorn.Server):
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        """Like uvicorn's, minus re-raising the signal after a graceful shutdown: a daemon
+        that drained and closed everything exits 0."""
+        handled = (signal.SIGINT, signal.SIGTERM)
+        originals = {sig: signal.signal(sig, self.handle_exit) for sig in handled}
+        try:
+            yield
+        finally:
+            for sig, handler in originals.items():
+                signal.signal(sig, handler)
 
 
 def serve(settings: Settings) -> int:
@@ -31,7 +49,7 @@ def serve(settings: Settings) -> int:
             timeout_graceful_shutdown=settings.shutdown_timeout_s,
             server_header=False,
         )
-        server = uvicorn.Server(config)
+        server = _Server(config)
         server.run()
         return 0 if server.started else 1
     finally:

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator
+from typing import Any
 
 from fastapi import FastAPI
 from fastapi.routing import APIRoute
 
 from somnid import __version__
 from somnid.api import errors
+from somnid.api.errors import PROBLEM_JSON
 from somnid.api.limits import RequestLimits
 from somnid.api.routes import health, maintenance, memories
+from somnid.api.schemas import ERROR_RESPONSES
 from somnid.config import Settings
 from somnid.memory.clock import Clock
 from somnid.runtime import Runtime
@@ -48,5 +51,25 @@ def create_app(
     errors.install(app)
     app.add_middleware(RequestLimits, max_body_bytes=settings.max_body_bytes)
     for module in (health, memories, maintenance):
-        app.include_router(module.router)
+        app.include_router(module.router, responses=ERROR_RESPONSES)
+    _problem_json_contract(app)
     return app
+
+
+def _problem_json_contract(app: FastAPI) -> None:
+    """Declare error bodies as ``application/problem+json``, which is what is sent."""
+    build = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            document = build()
+            for operations in document.get("paths", {}).values():
+                for operation in operations.values():
+                    for status, response in operation.get("responses", {}).items():
+                        content = response.get("content", {})
+                        if status in ERROR_RESPONSES and "application/json" in content:
+                            response["content"] = {PROBLEM_JSON: content["application/json"]}
+            app.openapi_schema = document
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]

@@ -10,8 +10,8 @@ Every SomnidError is mapped to its status here and only here. Bad input never pr
 from __future__ import annotations
 
 import logging
-from http import HTTPStatus
 from collections.abc import Mapping
+from http import HTTPStatus
 from typing import Any
 
 from fastapi import FastAPI, Request

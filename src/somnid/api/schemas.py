@@ -142,6 +142,37 @@ class DecayOut(Schema):
     skipped_broken: list[str]
 
 
+class FieldIssue(BaseModel):
+    field: str
+    message: str
+
+
+class ProblemDetails(BaseModel):
+    """RFC 9457 problem details: the body of every error somnid answers."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: str = Field(examples=["urn:somnid:problem:not_found"])
+    title: str
+    status: int
+    detail: str
+    code: str = Field(description="Stable machine-readable error code.")
+    instance: str | None = None
+    errors: list[FieldIssue] | None = None
+
+
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    "4XX": {
+        "model": ProblemDetails,
+        "description": "The request was refused; the body says why.",
+    },
+    "5XX": {
+        "model": ProblemDetails,
+        "description": "somnid could not serve the request (storage or a dependency).",
+    },
+}
+
+
 class BrokenFileOut(Schema):
     path: str
     reason: str

@@ -174,6 +174,8 @@ class MemoryService:
     async def archive(
         self, kind: Kind, name: str, *, reason: str = "archived", if_match: str | None = None
     ) -> Entry:
+        if not kind.archivable:
+            raise InvalidInput(f"{kind.value} entries are not archived")
         before = await self.get(kind, name)
         stamp = {"status": _CLOSED_STATUS.get(reason, reason)} if kind is Kind.INTENTION else None
         entry = await asyncio.to_thread(

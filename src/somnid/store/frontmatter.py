@@ -37,7 +37,7 @@ def _yaml() -> YAML:
     # Equal scalars (one timestamp written to three keys) must not become &anchors/*aliases:
     # a person reading the file should see each value where it belongs.
     collections_only = yaml.representer.ignore_aliases
-    yaml.representer.ignore_aliases = lambda data: (  # type: ignore[method-assign]
+    yaml.representer.ignore_aliases = lambda data: (
         not isinstance(data, dict | list) or collections_only(data)
     )
     return yaml
@@ -69,6 +69,10 @@ def parse(text: str) -> Document:
         raise BrokenFile(f"front-matter is not valid YAML: {reason}") from exc
     except RecursionError as exc:
         raise BrokenFile("front-matter is nested too deeply") from exc
+    except (ValueError, IndexError, TypeError, AttributeError) as exc:
+        # ruamel's constructors trip over some odd scalars ("-_", "._") with plain Python
+        # errors; to us that is just YAML we cannot read.
+        raise BrokenFile(f"front-matter could not be read: {type(exc).__name__}") from exc
     if meta is None:
         meta = CommentedMap()
     if not isinstance(meta, CommentedMap):

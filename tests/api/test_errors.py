@@ -1,0 +1,80 @@
+"""Every bad request gets a clear 4xx in one JSON shape; never a 500, never a traceback."""
+
+from __future__ import annotations
+
+import pytest
+from fastapi.testclient import TestClient
+
+from tests.api.problems import assert_problem
+
+
+def test_unknown_route_and_method(client: TestClient) -> None:
+    assert_problem(client.get("/v1/nothing-here"), 404, "not_found")
+    assert_problem(client.delete("/v1/memories/knowledge/x"), 405, "method_not_allowed")
+
+
+def test_invalid_json_and_validation(client: TestClient) -> None:
+    bad = client.post(
+        "/v1/memories/knowledge", content=b"{not json", headers={"content-type": "application/json"}
+    )
+    assert_problem(bad, 400, "invalid_json")
+    wrong = client.post("/v1/memories/knowledge", json={"name": 5, "bogus": True})
+    body = assert_problem(wrong, 422, "validation_error")
+    fields = {error["field"] for error in body["errors"]}  # type: ignore[attr-defined]
+    assert fields == {"body.name", "body.bogus"}
+    assert_problem(client.get("/v1/memories/nokind/x"), 422, "validation_error")
+    assert_problem(client.get("/v1/memories", params={"limit": 0}), 422, "validation_error")
+
+
+def test_media_type_and_size(client: TestClient) -> None:
+    plain = client.post(
+        "/v1/memories/knowledge", content=b"name=x", headers={"content-type": "text/plain"}
+    )
+    assert_problem(plain, 415, "unsupported_media_type")
+    huge = client.post("/v1/memories/knowledge", json={"name": "x", "body": "a" * 2_000_000})
+    assert_problem(huge, 413, "body_too_large")
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "%2e%2e",
+        "..%2F..%2Fetc%2Fpasswd",
+        "%2Fetc",
+        "a%00b",
+        "CON",
+        "archived",
+        "%E2%80%8B",
+        "a%5Cb",
+    ],
+)
+def test_hostile_names_in_urls(client: TestClient, name: str) -> None:
+    response = client.get(f"/v1/memories/knowledge/{name}")
+    assert response.status_code in (400, 404)
+    assert_problem(response, response.status_code, response.json()["code"])
+    put = client.put(f"/v1/memories/knowledge/{name}", json={"description": "x", "body": "y"})
+    assert put.status_code in (400, 404)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"name": "a\u0000b"},
+        {"name": "x" * 300},
+        {"name": "ok", "fields": {"name": "override"}},
+        {"name": "ok", "fields": {"created": "2020-01-01"}},
+        {"name": "ok", "fields": {"nested": {"a": 1}}},
+        {"name": "ok", "fields": {"": 1}},
+        [1, 2, 3],
+        "just a string",
+    ],
+)
+def test_bad_create_bodies(client: TestClient, body: object) -> None:
+    response = client.post("/v1/memories/intention", json=body)
+    assert 400 <= response.status_code < 500
+    assert_problem(response, response.status_code, response.json()["code"])
+
+
+def test_bad_due_date(client: TestClient) -> None:
+    response = client.post("/v1/memories/intention", json={"fields": {"due": "next tuesday"}})
+    assert_problem(response, 400, "invalid_input")

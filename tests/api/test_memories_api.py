@@ -1,0 +1,155 @@
+"""The memory resources over HTTP, with the real app, its lifespan and a temp data dir."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fastapi.testclient import TestClient
+
+from tests.api.problems import assert_problem
+
+
+def create(client: TestClient, kind: str = "knowledge", **body: object) -> dict[str, object]:
+    response = client.post(f"/v1/memories/{kind}", json=body)
+    assert response.status_code == 201, response.text
+    data: dict[str, object] = response.json()
+    return data
+
+
+def test_create_read_edit_by_hand_read_again(client: TestClient, data_dir: Path) -> None:
+    made = create(
+        client,
+        name="Deploy window",
+        description="when we deploy",
+        body="Tue-Thu\n",
+        fields={"tags": ["ops"], "ticket": "12-34"},
+    )
+    assert made["name"] == "Deploy-window"
+    assert made["path"] == "memory/knowledge/Deploy-window/SKILL.md"
+    path = data_dir / str(made["path"])
+    text = path.read_text()
+    assert "description: when we deploy\n" in text and "ticket: 12-34\n" in text
+    path.write_text(text.replace("Tue-Thu", "Tue-Wed, changed by hand"))
+    response = client.get("/v1/memories/knowledge/Deploy-window")
+    assert response.status_code == 200
+    assert response.json()["body"] == "Tue-Wed, changed by hand\n"
+    assert response.headers["etag"] == f'"{response.json()["etag"]}"'
+    assert response.headers["etag"] != f'"{made["etag"]}"'
+
+
+def test_created_entries_carry_lifecycle_fields(client: TestClient) -> None:
+    made = create(client, "episode", description="fixed CI", fields={"salience": "high"})
+    assert str(made["name"]).startswith("ep-20261003-120000")
+    meta = made["meta"]
+    assert isinstance(meta, dict)
+    assert meta["score"] == 0.8 and meta["stability"] == 0 and meta["salience"] == "high"
+    assert meta["created"] == "2026-10-03T12:00:00+00:00"
+    intention = create(
+        client,
+        "intention",
+        description="renew the domain",
+        fields={"due": "2026-12-15", "cue": "domain", "priority": "HIGH"},
+    )
+    assert intention["name"] == "pi-20261003-001"
+    imeta = intention["meta"]
+    assert isinstance(imeta, dict)
+    assert (imeta["status"], imeta["due"], imeta["priority"]) == ("open", "2026-12-15", "high")
+
+
+def test_put_patch_and_if_match(client: TestClient) -> None:
+    made = create(client, name="k", description="d", body="one")
+    etag = f'"{made["etag"]}"'
+    response = client.patch(
+        "/v1/memories/knowledge/k", json={"fields": {"owner": "me"}}, headers={"If-Match": etag}
+    )
+    assert response.status_code == 200
+    assert response.json()["meta"]["owner"] == "me"
+    assert response.json()["body"] == "one\n"
+    stale = client.put(
+        "/v1/memories/knowledge/k",
+        json={"description": "x", "body": "two"},
+        headers={"If-Match": etag},
+    )
+    assert_problem(stale, 412, "precondition_failed")
+    assert stale.headers["etag"] == response.headers["etag"]
+    fresh = client.put(
+        "/v1/memories/knowledge/k",
+        json={"description": "x", "body": "two"},
+        headers={"If-Match": response.headers["etag"]},
+    )
+    assert fresh.status_code == 200
+    assert fresh.json()["meta"]["owner"] == "me"  # PUT keeps keys it was not given
+    assert fresh.json()["body"] == "two\n"
+
+
+def test_archive_restore_and_list(client: TestClient) -> None:
+    create(client, name="a", description="alpha")
+    create(client, name="b", description="beta")
+    create(client, "skill", name="s", description="a skill")
+    archived = client.post("/v1/memories/knowledge/a/archive", json={"reason": "outdated"})
+    assert archived.status_code == 200
+    assert archived.json()["archived"] is True
+    assert archived.json()["path"] == "memory/archived/a/SKILL.md"
+    assert_problem(client.get("/v1/memories/knowledge/a"), 404, "not_found")
+    listing = client.get("/v1/memories", params={"kind": "knowledge"}).json()
+    assert [item["name"] for item in listing["items"]] == ["b"]
+    everything = client.get("/v1/memories", params={"archived": "true"}).json()
+    assert everything["total"] == 3
+    found = client.get("/v1/memories", params={"text": "ALPHA", "archived": "true"}).json()
+    assert [item["name"] for item in found["items"]] == ["a"]
+    paged = client.get("/v1/memories", params={"limit": 1, "offset": 1}).json()
+    assert paged["total"] == 2 and len(paged["items"]) == 1
+    restored = client.post("/v1/memories/knowledge/a/restore")
+    assert restored.status_code == 200 and restored.json()["archived"] is False
+    assert client.get("/v1/memories/knowledge/a").status_code == 200
+
+
+def test_conflicts_and_missing(client: TestClient) -> None:
+    create(client, name="k")
+    assert_problem(client.post("/v1/memories/knowledge", json={"name": "k"}), 409, "conflict")
+    assert_problem(
+        client.post("/v1/memories/knowledge", json={"description": "no name"}), 400, "invalid_input"
+    )
+    assert_problem(client.patch("/v1/memories/knowledge/zz", json={}), 404, "not_found")
+    assert_problem(client.post("/v1/memories/knowledge/zz/restore"), 404, "not_found")
+    assert_problem(client.post("/v1/memories/profile/about_me/archive"), 400, "invalid_input")
+
+
+def test_profiles(client: TestClient, data_dir: Path) -> None:
+    create(client, "profile", name="about_me", description="who I am", body="A careful helper.")
+    create(client, "profile", name="ou_1", description="Alice", body="Runs releases.")
+    assert (data_dir / "memory/about_me.md").is_file()
+    assert (data_dir / "memory/users/ou_1/about_user.md").is_file()
+    names = [
+        i["name"] for i in client.get("/v1/memories", params={"kind": "profile"}).json()["items"]
+    ]
+    assert names == ["about_me", "ou_1"]
+
+
+def test_decay_over_http_with_a_moving_clock(client: TestClient, clock: object) -> None:
+    from datetime import timedelta
+
+    from somnid.memory.clock import ManualClock
+
+    assert isinstance(clock, ManualClock)
+    create(client, name="fades", description="never used again")
+    create(client, "episode", name="big-day", fields={"salience": "high"})
+    create(client, "intention", description="stays", fields={"due": "2026-10-04"})
+    clock.advance(timedelta(days=1))
+    report = client.post("/v1/maintenance/decay").json()
+    assert {(c["name"], round(c["scoreAfter"], 4)) for c in report["decayed"]} == {
+        ("fades", 0.45),
+        ("big-day", 0.72),
+    }
+    again = client.post("/v1/maintenance/decay").json()
+    assert again["decayed"] == []  # idempotent within a day
+    clock.advance(timedelta(days=8))  # 0.5 * 0.9**9 = 0.1937 < 0.2
+    report = client.post("/v1/maintenance/decay").json()
+    assert [c["name"] for c in report["retired"]] == ["fades"]
+    archived = client.get("/v1/memories/knowledge/fades", params={"archived": "true"}).json()
+    assert archived["meta"]["archive_reason"] == "retired"
+    assert archived["score"] == 0.1937
+    episode = client.get("/v1/memories/episode/big-day").json()
+    assert episode["score"] == round(0.8 * 0.9**9, 4)
+    intentions = client.get("/v1/memories", params={"kind": "intention"}).json()
+    assert intentions["total"] == 1 and intentions["items"][0]["score"] == 1.0

@@ -1,0 +1,54 @@
+"""Shared fixtures: real settings on a temp data dir, the real app with its lifespan, and a
+real daemon process on a free loopback port."""
+
+from __future__ import annotations
+
+import datetime as dt
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from somnid.api.app import create_app
+from somnid.config import Settings
+from somnid.memory.clock import ManualClock
+from tests.daemon import Daemon, start_daemon
+
+FIXTURES = Path(__file__).parent / "fixtures"
+START = dt.datetime(2026, 10, 3, 12, 0, tzinfo=dt.UTC)
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    return tmp_path / "data"
+
+
+@pytest.fixture
+def settings(data_dir: Path) -> Settings:
+    return Settings(data_dir=data_dir, timezone="UTC", embed={"provider": "off"})
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock(START)
+
+
+@pytest.fixture
+def client(settings: Settings, clock: ManualClock) -> Iterator[TestClient]:
+    with TestClient(create_app(settings, clock=clock)) as test_client:
+        yield test_client
+
+
+@pytest.fixture
+def original_data_dir(data_dir: Path) -> Path:
+    """A copy of a data dir written by the original plugin, quirks and all."""
+    shutil.copytree(FIXTURES / "original-datadir", data_dir)
+    return data_dir
+
+
+@pytest.fixture
+def daemon(tmp_path: Path) -> Iterator[Daemon]:
+    with start_daemon(tmp_path / "daemon-data") as running:
+        yield running

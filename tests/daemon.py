@@ -1,0 +1,96 @@
+"""Start the real ``somnid serve`` in a child process on a free loopback port."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@dataclass
+class Daemon:
+    process: subprocess.Popen[bytes]
+    base_url: str
+    data_dir: Path
+    log_path: Path
+
+    def client(self, timeout: float = 10.0) -> httpx.Client:
+        return httpx.Client(base_url=self.base_url, timeout=timeout)
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 20.0) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+        return self.process.wait(timeout=timeout)
+
+
+def spawn(
+    data_dir: Path, port: int, log_path: Path, *extra_env: tuple[str, str]
+) -> subprocess.Popen[bytes]:
+    env = {
+        **os.environ,
+        "SOMNID_DATA_DIR": str(data_dir),
+        "SOMNID_PORT": str(port),
+        "SOMNID_HOST": "127.0.0.1",
+        "SOMNID_EMBED__PROVIDER": "off",
+        "SOMNID_TIMEZONE": "UTC",
+        "XDG_CONFIG_HOME": str(data_dir.parent / "xdg-config"),
+        **dict(extra_env),
+    }
+    log = log_path.open("ab")
+    try:
+        return subprocess.Popen(
+            [sys.executable, "-m", "somnid", "serve"],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
+    finally:
+        log.close()
+
+
+def wait_ready(process: subprocess.Popen[bytes], base_url: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"somnid exited early with status {process.returncode}")
+        with contextlib.suppress(httpx.HTTPError):
+            if httpx.get(f"{base_url}/v1/health", timeout=1.0).status_code == 200:
+                return
+        time.sleep(0.05)
+    raise TimeoutError("somnid did not become ready")
+
+
+@contextlib.contextmanager
+def start_daemon(data_dir: Path, *extra_env: tuple[str, str]) -> Iterator[Daemon]:
+    port = free_port()
+    base_url = f"http://127.0.0.1:{port}"
+    log_path = data_dir.parent / f"somnid-{port}.log"
+    process = spawn(data_dir, port, log_path, *extra_env)
+    daemon = Daemon(process, base_url, data_dir, log_path)
+    try:
+        wait_ready(process, base_url)
+        yield daemon
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=10)

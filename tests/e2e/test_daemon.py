@@ -1,0 +1,118 @@
+"""The real daemon: uvicorn in a child process on a free loopback port, spoken to over HTTP."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from somnid.memory.kinds import Kind
+from somnid.store import frontmatter
+from somnid.store.atomic import TEMP_PREFIX
+from tests.daemon import Daemon, free_port, spawn, start_daemon
+
+
+def test_health_create_and_hand_edit(daemon: Daemon) -> None:
+    with daemon.client() as client:
+        health = client.get("/v1/health").json()
+        assert health["status"] == "ok" and health["dataDir"] == str(daemon.data_dir)
+        made = client.post("/v1/memories/knowledge", json={"name": "port", "body": "7373"})
+        assert made.status_code == 201
+        path = daemon.data_dir / made.json()["path"]
+        path.write_text(path.read_text().replace("7373", "7474"))
+        assert client.get("/v1/memories/knowledge/port").json()["body"] == "7474\n"
+        docs = client.get("/docs")
+        assert docs.status_code == 200 and "swagger" in docs.text.lower()
+
+
+def test_second_daemon_on_the_same_dir_exits_at_once(daemon: Daemon, tmp_path: Path) -> None:
+    log = tmp_path / "second.log"
+    started = time.monotonic()
+    second = spawn(daemon.data_dir, free_port(), log)
+    status = second.wait(timeout=20)
+    assert status != 0
+    assert time.monotonic() - started < 15
+    assert "already using the data dir" in log.read_text()
+    with daemon.client() as client:
+        assert client.get("/v1/health").status_code == 200  # the first one is unharmed
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_signal_during_writes_loses_nothing_acknowledged(tmp_path: Path, sig: int) -> None:
+    acknowledged: list[tuple[str, str]] = []
+    lock = threading.Lock()
+    stop = threading.Event()
+
+    with start_daemon(tmp_path / "data") as daemon:
+
+        def writer(worker: int) -> None:
+            with httpx.Client(base_url=daemon.base_url, timeout=5) as client:
+                for number in range(10_000):
+                    if stop.is_set():
+                        return
+                    name = f"w{worker}-{number}"
+                    body = f"payload {worker} {number} " + "x" * 2000
+                    try:
+                        response = client.post(
+                            "/v1/memories/knowledge", json={"name": name, "body": body}
+                        )
+                    except httpx.HTTPError:
+                        return
+                    if response.status_code == 201:
+                        with lock:
+                            acknowledged.append((name, body))
+                    elif response.status_code >= 500:
+                        return
+
+        threads = [threading.Thread(target=writer, args=(n,)) for n in range(8)]
+        for thread in threads:
+            thread.start()
+        time.sleep(1.5)
+        started = time.monotonic()
+        status = daemon.stop(sig, timeout=30)
+        took = time.monotonic() - started
+        stop.set()
+        for thread in threads:
+            thread.join(timeout=10)
+
+    assert status == 0, daemon.log()
+    assert took < 12  # within the 10 s shutdown budget
+    assert len(acknowledged) > 20
+    root = tmp_path / "data"
+    assert list(root.rglob(f"{TEMP_PREFIX}*")) == []
+    for name, body in acknowledged:
+        text = (root / "memory/knowledge" / name / "SKILL.md").read_text()
+        assert frontmatter.parse(text).body == body + "\n"
+    for path in (root / "memory/knowledge").rglob("SKILL.md"):
+        frontmatter.parse(path.read_text())  # every file on disk parses, acknowledged or not
+
+
+def test_restart_keeps_everything(tmp_path: Path) -> None:
+    with start_daemon(tmp_path / "data") as daemon, daemon.client() as client:
+        for kind in Kind:
+            name = "about_me" if kind is Kind.PROFILE else f"{kind.value}-1"
+            assert client.post(f"/v1/memories/{kind.value}", json={"name": name}).status_code == 201
+        daemon.stop()
+    with start_daemon(tmp_path / "data") as daemon, daemon.client() as client:
+        counts = client.get("/v1/health").json()["counts"]
+        assert counts == {kind.value: 1 for kind in Kind}
+
+
+def test_bad_config_exits_with_a_message(tmp_path: Path) -> None:
+    config = tmp_path / "bad.toml"
+    config.write_text("[assoc]\ntreshold = 1\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "somnid", "--config", str(config), "serve"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert "treshold" in result.stderr and "Traceback" not in result.stderr

@@ -50,7 +50,7 @@ class TensorEntry:
     nbytes: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Q4Matrix:
     """A [rows, cols] matrix in Q4_0 blocks: nibbles [rows, cols/32, 16], scales [rows, cols/32]."""
 
@@ -80,7 +80,7 @@ class _Cursor:
         self.pos += size
         return tuple(values)
 
-    def int(self, fmt: str = "<i") -> int:
+    def num(self, fmt: str = "<i") -> int:
         (value,) = self.take(fmt)
         return int(value)
 
@@ -92,7 +92,7 @@ class _Cursor:
         return chunk
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class E5File:
     header: E5Header
     pieces: tuple[str, ...]
@@ -147,7 +147,7 @@ _LINEAR = {
 _LAYER_NORMS = {"aln": "attention.output.LayerNorm", "oln": "output.LayerNorm"}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class E5Weights:
     """The model's weights under HF BertModel names, all float32 except the word table."""
 
@@ -190,11 +190,11 @@ def parse_e5_file(data: bytes) -> E5File:
     if data[:4] != MAGIC:
         raise EmbedError("not an E5S1 model file (bad magic)")
     cur = _Cursor(data, 8)  # magic + a version word the format does not need
-    hidden, layers, heads, inter, vocab, max_pos, type_vocab = (cur.int() for _ in range(7))
+    hidden, layers, heads, inter, vocab, max_pos, type_vocab = (cur.num() for _ in range(7))
     (eps,) = cur.take("<f")
-    block = cur.int()
-    n_pieces, bos, eos, pad, unk = (cur.int() for _ in range(5))
-    blob_len = cur.int("<Q")
+    block = cur.num()
+    n_pieces, bos, eos, pad, unk = (cur.num() for _ in range(5))
+    blob_len = cur.num("<Q")
     if block != Q4_BLOCK or hidden % heads or n_pieces < 1 or n_pieces > vocab:
         raise EmbedError("e5 model file has an unsupported header")
     offsets = np.frombuffer(cur.raw(4 * (n_pieces + 1)), dtype="<u4")
@@ -205,21 +205,21 @@ def parse_e5_file(data: bytes) -> E5File:
     except UnicodeDecodeError as exc:
         raise EmbedError("e5 model file has a piece that is not UTF-8") from exc
 
-    n_norm = cur.int()
-    norm_cur = _Cursor(cur.raw(cur.int("<I")))
+    n_norm = cur.num()
+    norm_cur = _Cursor(cur.raw(cur.num("<I")))
     norm_map: dict[int, tuple[int, ...]] = {}
     for _ in range(n_norm):
-        codepoint = norm_cur.int("<I")
-        count = norm_cur.int("<B")
-        norm_map[codepoint] = tuple(norm_cur.int("<I") for _ in range(count))
+        codepoint = norm_cur.num("<I")
+        count = norm_cur.num("<B")
+        norm_map[codepoint] = tuple(norm_cur.num("<I") for _ in range(count))
 
     tensors: dict[str, TensorEntry] = {}
-    for _ in range(cur.int()):
-        name = cur.raw(cur.int("<H")).decode("utf-8", errors="replace")
-        dtype = cur.int("<B")
-        count = cur.int("<I")
-        offset = cur.int("<Q")
-        nbytes = cur.int("<Q")
+    for _ in range(cur.num()):
+        name = cur.raw(cur.num("<H")).decode("utf-8", errors="replace")
+        dtype = cur.num("<B")
+        count = cur.num("<I")
+        offset = cur.num("<Q")
+        nbytes = cur.num("<Q")
         tensors[name] = TensorEntry(name, dtype, count, offset, nbytes)
 
     header = E5Header(

@@ -14,6 +14,7 @@ those, with standard ops (Cast, Mod, Div, Concat, Sub, Mul).
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -39,12 +40,12 @@ class _GraphBuilder:
         self.initializers: list[onnx.TensorProto] = []
         self._count = 0
 
-    def const(self, name: str, value: npt.ArrayLike, dtype: npt.DTypeLike = None) -> str:
+    def const(self, name: str, value: npt.ArrayLike, dtype: npt.DTypeLike | None = None) -> str:
         array = np.asarray(value, dtype=dtype)
         self.initializers.append(numpy_helper.from_array(array, name))
         return name
 
-    def op(self, op_type: str, *inputs: str, out: str | None = None, **attrs: object) -> str:
+    def op(self, op_type: str, *inputs: str, out: str | None = None, **attrs: Any) -> str:
         self._count += 1
         output = out or f"{op_type.lower()}_{self._count}"
         self.nodes.append(helper.make_node(op_type, list(inputs), [output], **attrs))
@@ -78,7 +79,7 @@ class _Encoder:
         )
 
     def embeddings(self) -> str:
-        g, h = self.g, self.h
+        g = self.g
         word = self.w.word_embeddings
         nibbles = g.const("embeddings.word_embeddings.nibbles", word.nibbles)
         scales = g.const("embeddings.word_embeddings.scales", word.scales[..., None])

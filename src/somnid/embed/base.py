@@ -10,7 +10,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["EmbedError", "Embedder", "HashEmbedder", "normalize_rows"]
+__all__ = ["EmbedError", "Embedder", "HashEmbedder", "normalize_rows", "text_list"]
 
 Matrix = npt.NDArray[np.float32]
 
@@ -45,6 +45,17 @@ class Embedder(Protocol):
         ...
 
 
+def text_list(texts: Sequence[str]) -> list[str]:
+    """``texts`` as a list, refusing a bare string (which would embed one vector per char)."""
+    if isinstance(texts, str):
+        raise TypeError("expected a sequence of texts, got a single str")
+    out = list(texts)
+    for text in out:
+        if not isinstance(text, str):
+            raise TypeError(f"expected str, got {type(text).__name__}")
+    return out
+
+
 def normalize_rows(matrix: npt.NDArray[np.floating]) -> Matrix:
     """Return ``matrix`` as float32 with every row scaled to unit L2 norm (zero rows stay zero)."""
     out = np.asarray(matrix, dtype=np.float32)
@@ -58,8 +69,8 @@ class HashEmbedder:
 
     Each text is NFKC-normalised and lower-cased, framed with boundary marks, and cut into
     character n-grams; each n-gram is hashed (BLAKE2b, so stable across processes) to a
-    signed bucket. Equal texts give equal vectors and texts sharing n-grams score higher
-    cosine than unrelated ones. Queries and passages are embedded the same way.
+    bucket whose count it raises. Equal texts give equal vectors and texts sharing n-grams
+    score higher cosine than unrelated ones. Queries and passages are embedded the same way.
     """
 
     def __init__(self, dim: int = 256, *, ngram_sizes: Sequence[int] = (2, 3, 4)) -> None:
@@ -81,8 +92,9 @@ class HashEmbedder:
         return None
 
     def _embed(self, texts: Sequence[str]) -> Matrix:
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for row, text in enumerate(texts):
+        items = text_list(texts)
+        out = np.zeros((len(items), self.dim), dtype=np.float32)
+        for row, text in enumerate(items):
             self._accumulate(out[row], text)
         return normalize_rows(out)
 
@@ -92,7 +104,5 @@ class HashEmbedder:
             for start in range(max(len(framed) - size + 1, 1)):
                 gram = framed[start : start + size].encode("utf-8")
                 digest = hashlib.blake2b(gram, digest_size=8).digest()
-                value = int.from_bytes(digest, "little")
-                bucket = value % self.dim
-                sign = 1.0 if (value >> 63) & 1 else -1.0
-                row[bucket] += sign
+                # Unsigned counts: a row can never cancel out to zero.
+                row[int.from_bytes(digest, "little") % self.dim] += 1.0

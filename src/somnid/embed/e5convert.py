@@ -82,30 +82,34 @@ def install_default_model(
     """
     report = progress or _no_progress
     target = default_model_dir(models_dir)
-    variant = _variant(quantize)
-    if _has_variant(target, variant):
-        report("done", 1.0)
-        return target
-    try:
-        models_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise EmbedError(f"cannot create models directory {models_dir}: {exc}") from exc
-    with _exclusive(models_dir / _LOCK_FILE):
-        if _has_variant(target, variant):  # another process finished while we waited
-            report("done", 1.0)
-            return target
-        _remove_stale_temp_dirs(models_dir)
-        report("reading", 0.0)
-        path = source or _find_source()
-        data = _read_verified(path)
-        work = Path(tempfile.mkdtemp(prefix=_TMP_PREFIX, dir=models_dir))
+    if not _has_variant(target, _variant(quantize)):
         try:
-            _convert(data, work, quantize=quantize, report=report, source=path)
-            _swap_into_place(work, target)
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
+            models_dir.mkdir(parents=True, exist_ok=True)
+            with _exclusive(models_dir / _LOCK_FILE):
+                _install_locked(models_dir, quantize=quantize, report=report, source=source)
+        except OSError as exc:
+            raise EmbedError(f"cannot install the e5 model into {models_dir}: {exc}") from exc
     report("done", 1.0)
     return target
+
+
+def _install_locked(
+    models_dir: Path, *, quantize: bool, report: Progress, source: Path | None
+) -> None:
+    target = default_model_dir(models_dir)
+    if _has_variant(target, _variant(quantize)):  # another process finished while we waited
+        return
+    _remove_stale_temp_dirs(models_dir)
+    report("reading", 0.0)
+    path = source or _find_source()
+    data = _read_verified(path)
+    work = Path(tempfile.mkdtemp(prefix=_TMP_PREFIX, dir=models_dir))
+    try:
+        work.chmod(0o755)  # mkdtemp makes it private; the model is not a secret
+        _convert(data, work, quantize=quantize, report=report, source=path)
+        _swap_into_place(work, target)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def _no_progress(stage: str, fraction: float) -> None:
@@ -300,4 +304,5 @@ def _swap_into_place(work: Path, target: Path) -> None:
             os.replace(work, target)
     except OSError as exc:
         raise EmbedError(f"cannot move the converted model into {target}: {exc}") from exc
-    _fsync(target.parent)
+    with contextlib.suppress(OSError):  # not every platform can fsync a directory
+        _fsync(target.parent)

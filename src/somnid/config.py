@@ -110,6 +110,23 @@ class EmbedSettings(_Section):
     batch_size: int = Field(32, ge=1, le=1024)
 
 
+class RecallSettings(_Section):
+    """Hybrid scoring: every weight of the fused score."""
+
+    vector_weight: float = Field(0.6, ge=0.0, le=10.0)
+    keyword_weight: float = Field(0.4, ge=0.0, le=10.0)
+    literal_boost: float = Field(0.2, ge=0.0, le=10.0)
+    cos_floor: float = Field(0.78, ge=-1.0, le=1.0)
+    cos_span: float = Field(0.12, gt=0.0, le=2.0)
+    link_spread: float = Field(0.6, ge=0.0, le=1.0)
+    candidates: int = Field(60, ge=5, le=2000)
+    name_weight: float = Field(3.0, ge=0.0)
+    description_weight: float = Field(2.0, ge=0.0)
+    tags_weight: float = Field(2.0, ge=0.0)
+    body_weight: float = Field(1.0, ge=0.0)
+    watch: bool = True
+
+
 class MemorySettings(_Section):
     """The memory lifecycle: reinforcement, decay, retirement, intentions."""
 
@@ -144,6 +161,7 @@ class Settings(BaseSettings):
     tools: ToolsSettings = ToolsSettings()
     dream: DreamSettings = DreamSettings()
     embed: EmbedSettings = EmbedSettings()
+    recall: RecallSettings = RecallSettings()
     memory: MemorySettings = MemorySettings()
 
     @field_validator("data_dir", mode="after")

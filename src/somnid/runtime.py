@@ -17,6 +17,8 @@ from somnid import __version__
 from somnid.config import Settings
 from somnid.memory.clock import Clock, SystemClock, resolve_timezone
 from somnid.memory.kinds import Kind
+from somnid.recall.assoc import Associator
+from somnid.recall.system import RecallSystem
 from somnid.services.maintenance import Maintenance
 from somnid.services.memories import MemoryService
 from somnid.store.atomic import ensure_dir, sweep_temp_files
@@ -36,8 +38,18 @@ class Runtime:
     store: MemoryStore
     memories: MemoryService
     maintenance: Maintenance
+    recall: RecallSystem
     version: str = __version__
     _closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+
+    @property
+    def index(self) -> RecallSystem:
+        """The index side of recall: ``sync()``, ``wait_idle()``, ``status()``."""
+        return self.recall
+
+    @property
+    def assoc(self) -> Associator:
+        return self.recall.assoc
 
     @classmethod
     @contextlib.asynccontextmanager
@@ -69,9 +81,13 @@ class Runtime:
                 retire_below=settings.memory.retire_below,
                 intention_expiry_days=settings.memory.intention_expiry_days,
             )
-            runtime = cls(settings, clock, layout, lock, store, memories, maintenance)
+            recall = RecallSystem(settings, store, clock)
+            memories.subscribe(recall.entry_changed)
+            runtime = cls(settings, clock, layout, lock, store, memories, maintenance, recall)
             # One full read at start-up: finds files broken by hand so health reports them.
             await asyncio.to_thread(store.scan, tuple(Kind), archived=True)
+            await recall.start()
+            runtime._closers.append(recall.stop)
             log.info("somnid %s serving %s", __version__, layout.root)
             try:
                 yield runtime

@@ -111,6 +111,29 @@ class Layout:
     def entry_folder(self, kind: Kind, name: str, *, archived: bool = False) -> Path:
         return self.entry_file(kind, name, archived=archived).parent
 
+    def classify(self, path: Path) -> tuple[Kind, str, bool] | None:
+        """(kind, name, archived) of an entry file, or None if ``path`` is not one."""
+        try:
+            rel = PurePosixPath(path.relative_to(self.root).as_posix())
+        except ValueError:
+            return None
+        if rel == PurePosixPath("memory/about_me.md"):
+            return Kind.PROFILE, SELF_PROFILE, False
+        if rel == PurePosixPath("memory/about_user.md"):
+            return Kind.PROFILE, LEGACY_DEFAULT_USER, False
+        parts = rel.parts
+        if len(parts) < 2:
+            return None
+        folder, name, file_name = rel.parent.parent, rel.parent.name, rel.name
+        for kind in Kind:
+            if file_name != _FILE_NAMES[kind]:
+                continue
+            if folder == _KIND_DIRS[kind] and name != ARCHIVED:
+                return kind, name, False
+            if kind in _ARCHIVE_DIRS and folder == _ARCHIVE_DIRS[kind]:
+                return kind, name, True
+        return None
+
     def relative(self, path: Path) -> PurePosixPath:
         return PurePosixPath(path.relative_to(self.root).as_posix())
 

@@ -66,6 +66,18 @@ class MemoryStore:
             raise NotFound(f"no {where}{kind.value} named {name!r}")
         return self._load(path, kind, name, archived)
 
+    def read_path(self, path: Path) -> Entry | None:
+        """The live entry stored at ``path`` (absolute), or None if ``path`` is no live entry.
+
+        Raises BrokenFile for a broken one."""
+        located = self.layout.classify(path)
+        if located is None or located[2]:
+            return None
+        kind, name, _ = located
+        if not path.is_file():
+            return None
+        return self._load(path, kind, name, False)
+
     def exists(self, kind: Kind, name: str, *, archived: bool = False) -> bool:
         return self._locate(kind, name, archived=archived) is not None
 
@@ -73,7 +85,7 @@ class MemoryStore:
         """Every readable entry of ``kinds``, sorted by (kind, name); broken ones are reported."""
         entries: list[Entry] = []
         for kind in kinds:
-            for path, name, is_archived in self._files(kind, archived=archived):
+            for path, name, is_archived in self.files(kind, archived=archived):
                 try:
                     entries.append(self._load(path, kind, name, is_archived))
                 except BrokenFile:
@@ -96,7 +108,7 @@ class MemoryStore:
             if not path.exists():
                 self._forget_broken(rel)
 
-    def _files(self, kind: Kind, *, archived: bool) -> Iterator[tuple[Path, str, bool]]:
+    def files(self, kind: Kind, *, archived: bool = False) -> Iterator[tuple[Path, str, bool]]:
         if kind is Kind.PROFILE:
             yield from self._profile_files()
             return

@@ -1,0 +1,122 @@
+"""The SQLite file behind the index: schema, PRAGMAs, one writer, many readers.
+
+Derived data only: deleting ``<data>/index/`` loses nothing; the next start rebuilds it.
+A schema version change simply rebuilds it too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+SCHEMA_VERSION = 2
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS entries (
+    id          INTEGER PRIMARY KEY,
+    path        TEXT NOT NULL UNIQUE,
+    kind        TEXT NOT NULL,
+    name        TEXT NOT NULL,
+    file_hash   TEXT NOT NULL,
+    text_hash   TEXT NOT NULL,
+    embed_hash  TEXT NOT NULL,
+    embed_text  TEXT NOT NULL,
+    score       REAL NOT NULL,
+    project     TEXT,
+    related     TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX IF NOT EXISTS entries_kind_name ON entries(kind, name);
+CREATE INDEX IF NOT EXISTS entries_embed_hash ON entries(embed_hash);
+CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
+    name, description, tags, body,
+    tokenize = 'porter unicode61 remove_diacritics 2'
+);
+CREATE TABLE IF NOT EXISTS vectors (
+    embed_hash  TEXT NOT NULL,
+    model       TEXT NOT NULL,
+    vec         BLOB NOT NULL,
+    PRIMARY KEY (embed_hash, model)
+);
+CREATE TABLE IF NOT EXISTS state (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+"""
+
+
+def _configure(conn: sqlite3.Connection) -> None:
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    conn.execute("PRAGMA busy_timeout = 10000")
+    conn.execute("PRAGMA foreign_keys = ON")
+    conn.execute("PRAGMA temp_store = MEMORY")
+
+
+class Database:
+    """One writer connection behind a lock; a reader connection per thread."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._write_lock = threading.Lock()
+        self._writer = self._connect()
+        self._local = threading.local()
+        self._readers: list[sqlite3.Connection] = []
+        self._readers_lock = threading.Lock()
+        self._migrate()
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        _configure(conn)
+        return conn
+
+    def _migrate(self) -> None:
+        with self._write_lock:
+            version = self._writer.execute("PRAGMA user_version").fetchone()[0]
+            if version not in (0, SCHEMA_VERSION):
+                for table in ("entries", "fts", "vectors", "state"):
+                    self._writer.execute(f"DROP TABLE IF EXISTS {table}")
+            self._writer.executescript(SCHEMA)
+            self._writer.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    @contextlib.contextmanager
+    def write(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction (BEGIN IMMEDIATE ... COMMIT), serialised across threads."""
+        with self._write_lock:
+            self._writer.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._writer
+            except BaseException:
+                self._writer.execute("ROLLBACK")
+                raise
+            self._writer.execute("COMMIT")
+
+    def read(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._connect()
+            self._local.conn = conn
+            with self._readers_lock:
+                self._readers.append(conn)
+        return conn
+
+    def size_bytes(self) -> int:
+        total = 0
+        for suffix in ("", "-wal", "-shm"):
+            with contextlib.suppress(OSError):
+                total += Path(f"{self.path}{suffix}").stat().st_size
+        return total
+
+    def close(self) -> None:
+        with self._readers_lock:
+            for conn in self._readers:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.close()
+            self._readers.clear()
+        with self._write_lock:
+            with contextlib.suppress(sqlite3.Error):
+                self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            self._writer.close()

@@ -1,0 +1,181 @@
+"""The embedder's life in the daemon: chosen from settings, loaded off the event loop,
+and a background worker that fills in missing vectors in batches.
+
+Until the model is ready the index answers keyword queries; hints stay silent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import enum
+import logging
+import os
+from pathlib import Path
+
+import numpy as np
+
+from somnid.config import EmbedSettings
+from somnid.embed.base import EmbedError, Embedder
+from somnid.recall.index import Index
+from somnid.recall.vectors import Vector
+
+log = logging.getLogger(__name__)
+
+QUERY_CACHE_SIZE = 512
+
+
+class EmbedState(enum.StrEnum):
+    OFF = "off"
+    STARTING = "starting"
+    READY = "ready"
+    FAILED = "failed"
+
+
+def build_embedder(settings: EmbedSettings, models_dir: Path) -> Embedder | None:
+    """The configured embedder, loaded. Blocking (may convert the default model once)."""
+    if settings.provider == "off":
+        return None
+    if settings.provider == "http":
+        from somnid.embed.http import HttpEmbedder
+
+        if not settings.base_url or not settings.model or not settings.dim:
+            raise EmbedError(
+                "embed.provider = http needs embed.base_url, embed.model and embed.dim"
+            )
+        return HttpEmbedder(
+            settings.base_url,
+            settings.model,
+            dim=settings.dim,
+            api_key=os.environ.get(settings.api_key_env),
+            batch_size=settings.batch_size,
+        )
+    from somnid.embed.e5convert import default_model_dir, install_default_model
+    from somnid.embed.onnx import OnnxEmbedder
+
+    model_dir = settings.model_dir
+    if model_dir is None:
+        model_dir = default_model_dir(models_dir)
+        if not (model_dir / "model.onnx").is_file():
+            log.info("converting the default embedding model into %s (once)", model_dir)
+
+            def progress(stage: str, fraction: float) -> None:
+                log.info("model install: %s %d%%", stage, round(fraction * 100))
+
+            model_dir = install_default_model(models_dir, progress=progress)
+    embedder = OnnxEmbedder.load(
+        model_dir, threads=settings.threads, batch_size=settings.batch_size
+    )
+    if settings.dim is not None and embedder.dim != settings.dim:
+        raise EmbedError(f"model dimension {embedder.dim} differs from embed.dim {settings.dim}")
+    return embedder
+
+
+class EmbedWorker:
+    """Loads the embedder, then keeps every indexed text embedded. start() / stop()."""
+
+    def __init__(self, settings: EmbedSettings, models_dir: Path, index: Index) -> None:
+        self.settings = settings
+        self.models_dir = models_dir
+        self.index = index
+        self.state = EmbedState.OFF if settings.provider == "off" else EmbedState.STARTING
+        self.error: str | None = None
+        self.embedder: Embedder | None = None
+        self.embedded = 0
+        self._wake = asyncio.Event()
+        self._idle = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._cache: collections.OrderedDict[str, Vector] = collections.OrderedDict()
+
+    @property
+    def ready(self) -> bool:
+        return self.state is EmbedState.READY
+
+    @property
+    def idle(self) -> bool:
+        """No text is waiting for its vector (always true when embeddings are off)."""
+        return self._idle.is_set()
+
+    @property
+    def model(self) -> str | None:
+        return self.embedder.name if self.embedder is not None else None
+
+    def start(self) -> None:
+        if self.state is EmbedState.OFF:
+            self._idle.set()
+            return
+        self._task = asyncio.create_task(self._run(), name="somnid-embed-worker")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        if self.embedder is not None:
+            self.embedder.close()
+
+    def wake(self) -> None:
+        self._idle.clear()
+        self._wake.set()
+
+    async def wait_idle(self) -> None:
+        """Until the model is loaded (or failed) and no text waits for a vector."""
+        await self._idle.wait()
+
+    async def _run(self) -> None:
+        try:
+            embedder = await asyncio.to_thread(build_embedder, self.settings, self.models_dir)
+        except Exception as exc:  # the daemon keeps serving keywords; health says why
+            self.state = EmbedState.FAILED
+            self.error = str(exc) or type(exc).__name__
+            log.error("embeddings unavailable, recall is keyword-only: %s", self.error)
+            self._idle.set()
+            return
+        assert embedder is not None
+        self.embedder = embedder
+        await asyncio.to_thread(self.index.use_model, embedder.name, embedder.dim)
+        self.state = EmbedState.READY
+        log.info("embedding model %s ready (dim %d)", embedder.name, embedder.dim)
+        while True:
+            batch = await asyncio.to_thread(
+                self.index.missing_vectors, self.settings.batch_size * 4
+            )
+            if not batch:
+                self._idle.set()
+                await self._wake.wait()
+                self._wake.clear()
+                continue
+            try:
+                vectors = await asyncio.to_thread(embedder.embed_passages, [t for _, t in batch])
+            except EmbedError as exc:
+                log.warning("embedding a batch failed, retrying soon: %s", exc)
+                await asyncio.sleep(5)
+                continue
+            items = [
+                (h, np.asarray(v, dtype=np.float32))
+                for (h, _), v in zip(batch, vectors, strict=True)
+            ]
+            await asyncio.to_thread(self.index.store_vectors, items)
+            self.embedded += len(items)
+
+    async def embed_query(self, text: str) -> Vector | None:
+        """The query's vector, or None while the model is not ready."""
+        if self.embedder is None or not self.ready:
+            return None
+        cached = self._cache.get(text)
+        if cached is not None:
+            self._cache.move_to_end(text)
+            return cached
+        embedder = self.embedder
+        try:
+            matrix = await asyncio.to_thread(embedder.embed_queries, [text])
+        except EmbedError as exc:
+            log.warning("could not embed a query: %s", exc)
+            return None
+        vector = np.asarray(matrix[0], dtype=np.float32)
+        self._cache[text] = vector
+        if len(self._cache) > QUERY_CACHE_SIZE:
+            self._cache.popitem(last=False)
+        return vector

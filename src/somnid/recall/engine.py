@@ -1,0 +1,178 @@
+"""Recall: a query in, the memories that matter out, each able to explain its score.
+
+Keyword candidates come from SQLite FTS5, vector candidates from the in-memory matrix; their
+union is scored by :mod:`somnid.recall.scorer`. Blocking work runs in threads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from dataclasses import dataclass, field
+
+from somnid.config import RecallSettings
+from somnid.memory.kinds import Kind
+from somnid.recall.embedding import EmbedWorker
+from somnid.recall.index import INDEXED_KINDS, KIND_CODE, Index, Row
+from somnid.recall.scorer import Candidate, Scored, Weights, fuse, spread_links
+from somnid.recall.text import query_terms
+from somnid.recall.vectors import Vector
+
+DEFAULT_KINDS = (Kind.KNOWLEDGE, Kind.EPISODE, Kind.SKILL)
+MIN_LITERAL_CHARS = 4
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    kind: Kind
+    name: str
+    path: str
+    score: float
+    activation: float
+    components: dict[str, float] = field(default_factory=dict)
+
+
+def weights_of(settings: RecallSettings) -> Weights:
+    return Weights(
+        vector=settings.vector_weight,
+        keyword=settings.keyword_weight,
+        literal=settings.literal_boost,
+        cos_floor=settings.cos_floor,
+        cos_span=settings.cos_span,
+        link_spread=settings.link_spread,
+    )
+
+
+class Recall:
+    def __init__(self, index: Index, worker: EmbedWorker, settings: RecallSettings) -> None:
+        self.index = index
+        self.worker = worker
+        self.settings = settings
+        self.weights = weights_of(settings)
+
+    @property
+    def vectors_ready(self) -> bool:
+        """Vectors are searched once the model is loaded and the table holds rows."""
+        return self.worker.ready and self.index.vectors is not None and len(self.index.vectors) > 0
+
+    @property
+    def worker_idle(self) -> bool:
+        return self.worker.idle
+
+    async def search(
+        self,
+        query: str,
+        *,
+        kinds: tuple[Kind, ...] | None = None,
+        limit: int = 10,
+        project: str | None = None,
+    ) -> list[Hit]:
+        query = query.strip()
+        if not query:
+            return []
+        kinds = tuple(k for k in (kinds or DEFAULT_KINDS) if k in INDEXED_KINDS)
+        if not kinds:
+            return []
+        vector = await self.worker.embed_query(query) if self.vectors_ready else None
+        return await asyncio.to_thread(self._search, query, vector, kinds, limit, project)
+
+    def _search(
+        self,
+        query: str,
+        vector: Vector | None,
+        kinds: tuple[Kind, ...],
+        limit: int,
+        project: str | None,
+    ) -> list[Hit]:
+        pool = max(self.settings.candidates, limit * 3)
+        terms = query_terms(query)
+        keyword = dict(self.index.keyword_search(terms, kinds, pool))
+        cosines: dict[int, float] = {}
+        table = self.index.vectors
+        use_vectors = vector is not None and table is not None
+        if vector is not None and table is not None:
+            codes = [KIND_CODE[kind] for kind in kinds]
+            cosines = dict(table.search(vector, codes, pool))
+            missing = [entry_id for entry_id in keyword if entry_id not in cosines]
+            cosines.update(table.cosines(vector, missing))
+        ids = set(keyword) | set(cosines)
+        rows = self.index.rows_by_id(ids)
+        rows = {i: r for i, r in rows.items() if _in_scope(r, kinds, project)}
+        texts = self.index.texts(rows)
+        needle = query.casefold()
+        candidates = [
+            Candidate(
+                entry_id=i,
+                activation=row.score,
+                cosine=cosines.get(i),
+                keyword=keyword.get(i, 0.0),
+                literal=len(needle) >= MIN_LITERAL_CHARS and needle in texts.get(i, ""),
+            )
+            for i, row in rows.items()
+        ]
+        confidence = self._keyword_confidence(terms, keyword, texts) if use_vectors else 1.0
+        scored = fuse(candidates, self.weights, vectors=use_vectors, keyword_confidence=confidence)
+        scored = self._spread(scored, rows, kinds, project, limit)
+        hits: list[Hit] = []
+        all_rows = rows | self.index.rows_by_id(
+            s.entry_id for s in scored if s.entry_id not in rows
+        )
+        for s in scored[:limit]:
+            row = all_rows.get(s.entry_id)
+            if row is None:
+                continue
+            hits.append(
+                Hit(row.kind, row.name, row.path, round(s.score, 4), row.score, s.components)
+            )
+        return hits
+
+    def _keyword_confidence(
+        self, terms: list[str], keyword: dict[int, float], texts: dict[int, str]
+    ) -> float:
+        """Share of the query's terms, weighted by rarity, that the best keyword hit holds."""
+        if not keyword or not terms:
+            return 0.0
+        best = max(keyword, key=lambda i: keyword[i])
+        text = texts.get(best, "")
+        total = covered = 0.0
+        documents = max(1, self.index.total())
+        for term in terms:
+            weight = math.log(1 + documents / (1 + self.index.term_frequency(term)))
+            total += weight
+            if term in text:
+                covered += weight
+        return covered / total if total else 0.0
+
+    def _spread(
+        self,
+        scored: list[Scored],
+        rows: dict[int, Row],
+        kinds: tuple[Kind, ...],
+        project: str | None,
+        limit: int,
+    ) -> list[Scored]:
+        if self.weights.link_spread <= 0:
+            return scored
+        seeds = scored[:limit]
+        names = [name for s in seeds if s.entry_id in rows for name in rows[s.entry_id].related]
+        if not names:
+            return scored
+        ids = self.index.ids_by_name(names)
+        linked = self.index.rows_by_id(ids.values())
+        linked = {i: r for i, r in linked.items() if _in_scope(r, kinds, project)}
+        neighbours: dict[int, list[int]] = {}
+        for s in seeds:
+            row = rows.get(s.entry_id)
+            if row is None:
+                continue
+            neighbours[s.entry_id] = [ids[n] for n in row.related if n in ids and ids[n] in linked]
+        activation = {i: r.score for i, r in linked.items()}
+        return spread_links(
+            scored, neighbours, activation, seeds=limit, decay=self.weights.link_spread
+        )
+
+
+def _in_scope(row: Row, kinds: tuple[Kind, ...], project: str | None) -> bool:
+    if row.kind not in kinds:
+        return False
+    return project is None or row.project is None or row.project == project

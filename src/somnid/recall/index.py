@@ -1,0 +1,342 @@
+"""The derived index: one row per live entry, its keyword document, and vectors by content.
+
+Vectors are stored by the hash of the text they were made from and the model that made
+them, so moving, renaming or reinforcing an entry never re-embeds it, and a restart
+re-embeds nothing. Blocking methods (plain ``def``); callers run them in threads.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sqlite3
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from somnid.memory.kinds import Kind
+from somnid.recall.db import Database
+from somnid.recall.text import IndexedText, fts_query
+from somnid.recall.vectors import Vector, VectorTable
+
+INDEXED_KINDS = (Kind.KNOWLEDGE, Kind.EPISODE, Kind.SKILL, Kind.INTENTION)
+KIND_CODE = {kind: code for code, kind in enumerate(INDEXED_KINDS, start=1)}
+
+# bm25() column weights: name, description, tags, body.
+DEFAULT_FIELD_WEIGHTS = (3.0, 2.0, 2.0, 1.0)
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    id: int
+    path: str
+    kind: Kind
+    name: str
+    file_hash: str
+    text_hash: str
+    embed_hash: str
+    score: float
+    project: str | None
+    related: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """What the reconciler hands the index for one entry."""
+
+    path: str
+    kind: Kind
+    name: str
+    file_hash: str
+    text: IndexedText
+    score: float
+    project: str | None
+    related: tuple[str, ...]
+
+
+_ROW_COLUMNS = "id, path, kind, name, file_hash, text_hash, embed_hash, score, project, related"
+
+
+def _row(values: tuple[object, ...]) -> Row:
+    related = json.loads(str(values[9])) if values[9] else []
+    return Row(
+        id=int(values[0]),  # type: ignore[call-overload]
+        path=str(values[1]),
+        kind=Kind(str(values[2])),
+        name=str(values[3]),
+        file_hash=str(values[4]),
+        text_hash=str(values[5]),
+        embed_hash=str(values[6]),
+        score=float(values[7]),  # type: ignore[arg-type]
+        project=None if values[8] is None else str(values[8]),
+        related=tuple(related),
+    )
+
+
+class Index:
+    def __init__(
+        self, path: Path, field_weights: tuple[float, ...] = DEFAULT_FIELD_WEIGHTS
+    ) -> None:
+        self.db = Database(path)
+        self.field_weights = field_weights
+        self.vectors: VectorTable | None = None
+        self.model: str | None = None
+
+    def close(self) -> None:
+        self.db.close()
+
+    # ------------------------------------------------------------------ rows
+
+    def rows(self) -> list[Row]:
+        cursor = self.db.read().execute(f"SELECT {_ROW_COLUMNS} FROM entries")
+        return [_row(values) for values in cursor]
+
+    def row_by_path(self, path: str) -> Row | None:
+        values = (
+            self.db.read()
+            .execute(f"SELECT {_ROW_COLUMNS} FROM entries WHERE path = ?", (path,))
+            .fetchone()
+        )
+        return None if values is None else _row(values)
+
+    def rows_under(self, prefix: str) -> list[Row]:
+        escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        cursor = self.db.read().execute(
+            f"SELECT {_ROW_COLUMNS} FROM entries WHERE path LIKE ? ESCAPE '\\'", (escaped + "%",)
+        )
+        return [_row(values) for values in cursor]
+
+    def rows_by_id(self, ids: Iterable[int]) -> dict[int, Row]:
+        wanted = list(ids)
+        found: dict[int, Row] = {}
+        conn = self.db.read()
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            cursor = conn.execute(
+                f"SELECT {_ROW_COLUMNS} FROM entries WHERE id IN ({marks})", chunk
+            )
+            for values in cursor:
+                row = _row(values)
+                found[row.id] = row
+        return found
+
+    def ids_by_name(self, names: Iterable[str]) -> dict[str, int]:
+        wanted = list(dict.fromkeys(names))
+        if not wanted:
+            return {}
+        marks = ",".join("?" * len(wanted))
+        cursor = self.db.read().execute(
+            f"SELECT name, id FROM entries WHERE name IN ({marks}) ORDER BY kind", wanted
+        )
+        result: dict[str, int] = {}
+        for name, entry_id in cursor:
+            result.setdefault(str(name), int(entry_id))
+        return result
+
+    def texts(self, ids: Iterable[int]) -> dict[int, str]:
+        """The searchable text of entries, lower-cased: for literal-hit checks."""
+        wanted = list(ids)
+        if not wanted:
+            return {}
+        marks = ",".join("?" * len(wanted))
+        cursor = self.db.read().execute(
+            f"SELECT rowid, name, description, body FROM fts WHERE rowid IN ({marks})", wanted
+        )
+        return {int(r[0]): f"{r[1]}\n{r[2]}\n{r[3]}".casefold() for r in cursor}
+
+    def upsert(self, doc: Document) -> tuple[int, bool]:
+        """Insert or update one entry. Returns (id, whether its searchable text changed)."""
+        text = doc.text
+        related = json.dumps(list(doc.related), ensure_ascii=False)
+        with self.db.write() as conn:
+            existing = conn.execute(
+                "SELECT id, text_hash FROM entries WHERE path = ?", (doc.path,)
+            ).fetchone()
+            if existing is None:
+                cursor = conn.execute(
+                    "INSERT INTO entries (path, kind, name, file_hash, text_hash, embed_hash,"
+                    " embed_text, score, project, related) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                    (doc.path, doc.kind.value, doc.name, doc.file_hash, text.hash,
+                     text.embed_hash, text.embed_text, doc.score, doc.project, related),
+                )  # fmt: skip
+                entry_id = int(cursor.lastrowid or 0)
+                changed = True
+            else:
+                entry_id, old_hash = int(existing[0]), str(existing[1])
+                changed = old_hash != text.hash
+                conn.execute(
+                    "UPDATE entries SET kind=?, name=?, file_hash=?, text_hash=?, embed_hash=?,"
+                    " embed_text=?, score=?, project=?, related=? WHERE id=?",
+                    (doc.kind.value, doc.name, doc.file_hash, text.hash, text.embed_hash,
+                     text.embed_text, doc.score, doc.project, related, entry_id),
+                )  # fmt: skip
+                if changed:
+                    conn.execute("DELETE FROM fts WHERE rowid = ?", (entry_id,))
+            if changed:
+                conn.execute(
+                    "INSERT INTO fts (rowid, name, description, tags, body) VALUES (?,?,?,?,?)",
+                    (entry_id, text.fts_name, text.fts_description, text.fts_tags, text.fts_body),
+                )
+        return entry_id, changed
+
+    def delete(self, path: str) -> int | None:
+        with self.db.write() as conn:
+            found = conn.execute("SELECT id FROM entries WHERE path = ?", (path,)).fetchone()
+            if found is None:
+                return None
+            entry_id = int(found[0])
+            conn.execute("DELETE FROM entries WHERE id = ?", (entry_id,))
+            conn.execute("DELETE FROM fts WHERE rowid = ?", (entry_id,))
+        if self.vectors is not None:
+            self.vectors.remove(entry_id)
+        return entry_id
+
+    # ------------------------------------------------------------------ keywords
+
+    def keyword_search(
+        self, terms: list[str], kinds: tuple[Kind, ...], limit: int
+    ) -> list[tuple[int, float]]:
+        """Best keyword matches: (entry id, relevance > 0), best first (BM25 over fields)."""
+        if not terms:
+            return []
+        weights = ", ".join(str(weight) for weight in self.field_weights)
+        marks = ",".join("?" * len(kinds))
+        sql = (
+            f"SELECT fts.rowid, -bm25(fts, {weights}) AS rank FROM fts"
+            f" JOIN entries ON entries.id = fts.rowid"
+            f" WHERE fts MATCH ? AND entries.kind IN ({marks})"
+            f" ORDER BY rank DESC LIMIT ?"
+        )
+        try:
+            cursor = self.db.read().execute(
+                sql, (fts_query(terms), *[kind.value for kind in kinds], limit)
+            )
+        except sqlite3.OperationalError:
+            return []
+        return [(int(entry_id), float(rank)) for entry_id, rank in cursor if rank > 0]
+
+    # ------------------------------------------------------------------ vectors
+
+    def use_model(self, model: str, dim: int) -> None:
+        """Load every stored vector of ``model`` for the current entries into memory."""
+        table = VectorTable(dim)
+        cursor = self.db.read().execute(
+            "SELECT entries.id, entries.kind, vectors.vec FROM entries"
+            " JOIN vectors ON vectors.embed_hash = entries.embed_hash AND vectors.model = ?",
+            (model,),
+        )
+        for entry_id, kind, blob in cursor:
+            vector = np.frombuffer(blob, dtype=np.float32)
+            if vector.shape == (dim,):
+                table.put(int(entry_id), KIND_CODE[Kind(kind)], vector)
+        self.model = model
+        self.vectors = table
+
+    def missing_vectors(self, limit: int) -> list[tuple[str, str]]:
+        """(embed hash, text) of entries whose text has no vector for the current model."""
+        if self.model is None:
+            return []
+        cursor = self.db.read().execute(
+            "SELECT DISTINCT entries.embed_hash, entries.embed_text FROM entries"
+            " LEFT JOIN vectors ON vectors.embed_hash = entries.embed_hash AND vectors.model = ?"
+            " WHERE vectors.embed_hash IS NULL LIMIT ?",
+            (self.model, limit),
+        )
+        return [(str(h), str(t)) for h, t in cursor]
+
+    def count_missing_vectors(self) -> int:
+        if self.model is None:
+            return 0
+        row = (
+            self.db.read()
+            .execute(
+                "SELECT COUNT(DISTINCT entries.embed_hash) FROM entries"
+                " LEFT JOIN vectors ON vectors.embed_hash = entries.embed_hash AND vectors.model = ?"
+                " WHERE vectors.embed_hash IS NULL",
+                (self.model,),
+            )
+            .fetchone()
+        )
+        return int(row[0])
+
+    def store_vectors(self, items: list[tuple[str, Vector]]) -> None:
+        """Persist vectors for text hashes and load them for every entry using those texts."""
+        if self.model is None or self.vectors is None or not items:
+            return
+        model, table = self.model, self.vectors
+        with self.db.write() as conn:
+            conn.executemany(
+                "INSERT OR REPLACE INTO vectors (embed_hash, model, vec) VALUES (?,?,?)",
+                [
+                    (embed_hash, model, vector.astype(np.float32).tobytes())
+                    for embed_hash, vector in items
+                ],
+            )
+        by_hash = dict(items)
+        marks = ",".join("?" * len(by_hash))
+        cursor = self.db.read().execute(
+            f"SELECT id, kind, embed_hash FROM entries WHERE embed_hash IN ({marks})", list(by_hash)
+        )
+        for entry_id, kind, embed_hash in cursor:
+            table.put(int(entry_id), KIND_CODE[Kind(kind)], by_hash[str(embed_hash)])
+
+    def attach_vector(self, entry_id: int, kind: Kind, embed_hash: str) -> bool:
+        """Give an entry the stored vector of its text, if there is one. True if attached."""
+        if self.model is None or self.vectors is None:
+            return False
+        found = (
+            self.db.read()
+            .execute(
+                "SELECT vec FROM vectors WHERE embed_hash = ? AND model = ?",
+                (embed_hash, self.model),
+            )
+            .fetchone()
+        )
+        if found is None:
+            self.vectors.remove(entry_id)
+            return False
+        self.vectors.put(entry_id, KIND_CODE[kind], np.frombuffer(found[0], dtype=np.float32))
+        return True
+
+    def prune_vectors(self) -> int:
+        """Drop stored vectors no current entry uses (any model); returns how many."""
+        with self.db.write() as conn:
+            cursor = conn.execute(
+                "DELETE FROM vectors WHERE embed_hash NOT IN (SELECT embed_hash FROM entries)"
+            )
+            return int(cursor.rowcount)
+
+    # ------------------------------------------------------------------ state
+
+    def set_state(self, key: str, value: str) -> None:
+        with self.db.write() as conn:
+            conn.execute("INSERT OR REPLACE INTO state (key, value) VALUES (?, ?)", (key, value))
+
+    def get_state(self, key: str) -> str | None:
+        row = self.db.read().execute("SELECT value FROM state WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def total(self) -> int:
+        return int(self.db.read().execute("SELECT COUNT(*) FROM entries").fetchone()[0])
+
+    def term_frequency(self, term: str) -> int:
+        """How many entries contain ``term`` (as FTS5 tokenises and stems it)."""
+        try:
+            row = (
+                self.db.read()
+                .execute("SELECT COUNT(*) FROM fts WHERE fts MATCH ?", (fts_query([term]),))
+                .fetchone()
+            )
+        except sqlite3.OperationalError:
+            return 0
+        return int(row[0])
+
+    def counts(self) -> dict[str, int]:
+        cursor = self.db.read().execute("SELECT kind, COUNT(*) FROM entries GROUP BY kind")
+        return {str(kind): int(count) for kind, count in cursor}
+
+    def stamp_sync(self, when: dt.datetime) -> None:
+        self.set_state("last_sync", when.isoformat())

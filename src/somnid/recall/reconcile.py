@@ -1,0 +1,139 @@
+"""One reconcile path keeps the index equal to the files: at start-up, after every write
+through the API, and after hand edits the watcher sees.
+
+A file is compared by the hash of its bytes (never its mtime); only a changed file is parsed
+again, and only changed text is re-embedded.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+from somnid.errors import BrokenFile
+from somnid.memory.clock import Clock
+from somnid.memory.entry import Entry
+from somnid.recall.index import INDEXED_KINDS, KIND_CODE, Document, Index
+from somnid.recall.text import indexed_text, related_names
+from somnid.store.memories import MemoryStore, etag_of
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class SyncReport:
+    scanned: int = 0
+    added: int = 0
+    updated: int = 0
+    removed: int = 0
+    unchanged: int = 0
+    broken: int = 0
+
+
+def document_of(entry: Entry, tz: dt.tzinfo) -> Document:
+    project = entry.field("project")
+    return Document(
+        path=str(entry.path),
+        kind=entry.kind,
+        name=entry.name,
+        file_hash=entry.etag,
+        text=indexed_text(entry),
+        score=entry.vitals(tz).score,
+        project=None if project in (None, "") else str(project),
+        related=tuple(related_names(entry)),
+    )
+
+
+class Reconciler:
+    def __init__(self, store: MemoryStore, index: Index, clock: Clock) -> None:
+        self.store = store
+        self.index = index
+        self.clock = clock
+
+    def _apply(self, entry: Entry) -> bool:
+        """Upsert one entry; True if its searchable text changed."""
+        doc = document_of(entry, self.clock.tz)
+        entry_id, changed = self.index.upsert(doc)
+        if changed or (self.index.vectors is not None and entry_id not in self.index.vectors):
+            self.index.attach_vector(entry_id, entry.kind, doc.text.embed_hash)
+        elif self.index.vectors is not None:
+            self.index.vectors.set_kind(entry_id, KIND_CODE[entry.kind])
+        return changed
+
+    def path(self, path: Path) -> None:
+        """Bring the index in line with one file (absolute path), whatever happened to it."""
+        rel = str(self.store.layout.relative(path))
+        row = self.index.row_by_path(rel)
+        if row is not None:
+            try:
+                if etag_of(path.read_bytes()) == row.file_hash:
+                    return
+            except OSError:
+                pass
+        try:
+            entry = self.store.read_path(path)
+        except BrokenFile:
+            entry = None  # a broken file is reported by the store and not searchable
+        except FileNotFoundError:
+            entry = None
+        if entry is None or entry.kind not in INDEXED_KINDS:
+            self.index.delete(rel)
+            return
+        self._apply(entry)
+
+    def folder(self, folder: Path) -> None:
+        """Reconcile whatever is (or was) inside ``folder``: after a folder move or removal."""
+        root = self.store.layout.root
+        try:
+            prefix = str(self.store.layout.relative(folder))
+        except ValueError:
+            return
+        if prefix in (".", ""):
+            self.full()
+            return
+        for row in self.index.rows_under(prefix + "/"):
+            self.path(root / row.path)
+        if folder.is_dir():
+            for path in sorted(folder.rglob("*.md")):
+                if self.store.layout.classify(path) is not None:
+                    self.path(path)
+
+    def full(self) -> SyncReport:
+        """Compare every live entry file with the index by hash; fix what differs."""
+        report = SyncReport()
+        known = {row.path: row for row in self.index.rows()}
+        seen: set[str] = set()
+        for kind in INDEXED_KINDS:
+            for path, _name, _archived in self.store.files(kind):
+                report.scanned += 1
+                rel = str(self.store.layout.relative(path))
+                seen.add(rel)
+                try:
+                    file_hash = etag_of(path.read_bytes())
+                except OSError:
+                    continue
+                row = known.get(rel)
+                if row is not None and row.file_hash == file_hash:
+                    report.unchanged += 1
+                    continue
+                try:
+                    entry = self.store.read_path(path)
+                except (BrokenFile, FileNotFoundError):
+                    report.broken += 1
+                    if row is not None:
+                        self.index.delete(rel)
+                    continue
+                if entry is None:
+                    continue
+                self._apply(entry)
+                if row is None:
+                    report.added += 1
+                else:
+                    report.updated += 1
+        for rel in set(known) - seen:
+            self.index.delete(rel)
+            report.removed += 1
+        self.index.stamp_sync(self.clock.now())
+        return report

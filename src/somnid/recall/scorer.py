@@ -1,0 +1,125 @@
+"""The fused recall score, as pure arithmetic over one query's candidates.
+
+    score = vector_weight · v + keyword_weight · k + literal_boost · [whole query appears]
+
+* ``v``: the cosine, min-max normalised over this query's candidates (raw E5 cosines sit in
+  a narrow 0.75–0.95 band, so unnormalised they would be drowned by keywords), scaled by the
+  best cosine's absolute confidence ``clip((best − cos_floor) / cos_span, 0, 1)``: a query
+  nothing matches well gets low scores everywhere, which the hint gate relies on.
+* ``k``: BM25 over weighted fields relative to the best keyword hit, scaled the same way by
+  the share of the query's terms (weighted by rarity) that the best hit contains.
+* Without vectors (provider off, model not ready) the keyword part alone ranks, with the
+  best keyword hit at 1.0, as the original's keyword mode did.
+* Then one hop of spreading over ``related:`` links (a neighbour gets ``link_spread`` of
+  its seed's score if that is more than its own), and ties go to the higher activation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class Weights:
+    vector: float = 0.6
+    keyword: float = 0.4
+    literal: float = 0.2
+    cos_floor: float = 0.78
+    cos_span: float = 0.12
+    link_spread: float = 0.6
+
+
+@dataclass(slots=True)
+class Candidate:
+    entry_id: int
+    activation: float
+    cosine: float | None = None
+    keyword: float = 0.0  # BM25 relevance, > 0 when the entry matched any term
+    literal: bool = False
+
+
+@dataclass(slots=True)
+class Scored:
+    entry_id: int
+    score: float
+    activation: float
+    components: dict[str, float] = field(default_factory=dict)
+
+
+def _clip(value: float) -> float:
+    return min(1.0, max(0.0, value))
+
+
+def fuse(
+    candidates: list[Candidate],
+    weights: Weights,
+    *,
+    vectors: bool,
+    keyword_confidence: float = 1.0,
+) -> list[Scored]:
+    """Score every candidate; best first, ties broken by activation then id."""
+    if not candidates:
+        return []
+    cosines = [c.cosine for c in candidates if c.cosine is not None]
+    best_cos = max(cosines) if cosines else 0.0
+    low_cos = min(cosines) if cosines else 0.0
+    confidence = _clip((best_cos - weights.cos_floor) / weights.cos_span) if cosines else 0.0
+    spread = best_cos - low_cos
+    best_kw = max((c.keyword for c in candidates), default=0.0)
+    scored: list[Scored] = []
+    for c in candidates:
+        k = c.keyword / best_kw if best_kw > 0 else 0.0
+        parts: dict[str, float] = {}
+        if vectors:
+            v = 0.0
+            if c.cosine is not None:
+                relative = (c.cosine - low_cos) / spread if spread > 1e-9 else 1.0
+                v = confidence * _clip(relative)
+                parts["cosine"] = round(c.cosine, 4)
+            k *= _clip(keyword_confidence)
+            parts["vector"] = round(weights.vector * v, 4)
+            parts["keyword"] = round(weights.keyword * k, 4)
+            total = weights.vector * v + weights.keyword * k
+        else:
+            parts["keyword"] = round(k, 4)
+            total = k
+        if c.literal:
+            parts["literal"] = weights.literal
+            total += weights.literal
+        if c.keyword > 0:
+            parts["bm25"] = round(c.keyword, 4)
+        if total > 0:
+            scored.append(Scored(c.entry_id, total, c.activation, parts))
+    return rank(scored)
+
+
+def rank(scored: list[Scored]) -> list[Scored]:
+    return sorted(scored, key=lambda s: (-s.score, -s.activation, s.entry_id))
+
+
+def spread_links(
+    scored: list[Scored],
+    neighbours: dict[int, list[int]],
+    activation: dict[int, float],
+    *,
+    seeds: int,
+    decay: float,
+) -> list[Scored]:
+    """One hop over ``related:`` links from the top ``seeds`` results; no second hop."""
+    if decay <= 0:
+        return scored
+    by_id = {s.entry_id: s for s in scored}
+    for seed in scored[:seeds]:
+        for neighbour in neighbours.get(seed.entry_id, []):
+            if neighbour == seed.entry_id:
+                continue
+            value = seed.score * decay
+            current = by_id.get(neighbour)
+            if current is None:
+                by_id[neighbour] = Scored(
+                    neighbour, value, activation.get(neighbour, 0.0), {"spread": round(value, 4)}
+                )
+            elif current.score < value and "spread" not in current.components:
+                current.components["spread"] = round(value - current.score, 4)
+                current.score = value
+    return rank(list(by_id.values()))

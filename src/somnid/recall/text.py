@@ -1,0 +1,125 @@
+"""What of an entry is searched, and how text becomes index terms in Chinese and English.
+
+SQLite's ``unicode61`` tokenizer splits on spaces and punctuation and ``porter`` stems
+English; Chinese has no spaces, so runs of CJK characters are rewritten as overlapping
+bigrams (``部署窗口`` → ``部署 署窗 窗口``) on both the document and the query side.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from somnid.memory.entry import Entry
+from somnid.memory.kinds import Kind
+
+# CJK Unified Ideographs (+ extension A), Hiragana, Katakana, Hangul syllables.
+_CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af"
+_CJK_RUN = re.compile(f"[{_CJK}]+")
+_WORD = re.compile(rf"[{_CJK}]+|[^\W_]+(?:['’][^\W_]+)?", re.UNICODE)
+MAX_BODY_CHARS = 20_000
+MAX_EMBED_CHARS = 2_000
+
+
+def cjk_bigrams(text: str) -> str:
+    """Rewrite every CJK run as space-separated overlapping bigrams; keep the rest."""
+
+    def split(match: re.Match[str]) -> str:
+        run = match.group(0)
+        if len(run) < 2:
+            return f" {run} "
+        return " " + " ".join(run[i : i + 2] for i in range(len(run) - 1)) + " "
+
+    return _CJK_RUN.sub(split, text)
+
+
+def query_terms(query: str) -> list[str]:
+    """Distinct search terms of a query, in order: words (len ≥ 2) and CJK bigrams."""
+    terms: list[str] = []
+    for word in _WORD.findall(query.casefold()):
+        if _CJK_RUN.fullmatch(word):
+            pieces = [word] if len(word) < 2 else [word[i : i + 2] for i in range(len(word) - 1)]
+        else:
+            pieces = [word] if len(word) >= 2 else []
+        for piece in pieces:
+            if piece not in terms:
+                terms.append(piece)
+    return terms
+
+
+def fts_query(terms: Iterable[str]) -> str:
+    """An FTS5 MATCH expression: any of the terms, each quoted so nothing is syntax."""
+    return " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
+
+
+@dataclass(frozen=True, slots=True)
+class IndexedText:
+    """The searchable parts of an entry, and the text its vector is made from."""
+
+    name: str
+    description: str
+    tags: str
+    body: str
+    embed_text: str
+
+    @property
+    def hash(self) -> str:
+        digest = hashlib.sha256()
+        for part in (self.name, self.description, self.tags, self.body, self.embed_text):
+            digest.update(part.encode("utf-8"))
+            digest.update(b"\x00")
+        return digest.hexdigest()
+
+    @property
+    def fts_name(self) -> str:
+        return cjk_bigrams(self.name)
+
+    @property
+    def fts_description(self) -> str:
+        return cjk_bigrams(self.description)
+
+    @property
+    def fts_tags(self) -> str:
+        return cjk_bigrams(self.tags)
+
+    @property
+    def fts_body(self) -> str:
+        return cjk_bigrams(self.body)
+
+    @property
+    def embed_hash(self) -> str:
+        return hashlib.sha256(self.embed_text.encode("utf-8")).hexdigest()
+
+
+def _listish(value: object) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, list | tuple):
+        return [str(item).strip() for item in value if str(item).strip()]
+    text = str(value).strip().strip("[]")
+    return [part.strip().strip("'\"") for part in re.split(r"[,，、]", text) if part.strip()]
+
+
+def related_names(entry: Entry) -> list[str]:
+    return _listish(entry.field("related"))
+
+
+def indexed_text(entry: Entry) -> IndexedText:
+    """What is searched. Score, stability and dates are left out on purpose: reinforcement
+    and decay rewrite them daily and must never cause re-embedding."""
+    name_words = re.sub(r"[-_.]+", " ", entry.name)
+    description = entry.description
+    tag_parts = _listish(entry.field("tags")) + [entry.entry_type]
+    for key in ("applies_when", "cue", "outcome", "actors", "when"):
+        value = entry.field(key)
+        if value not in (None, ""):
+            tag_parts.append(str(value))
+    tags = " ".join(part for part in tag_parts if part)
+    body = entry.body[:MAX_BODY_CHARS]
+    if entry.kind is Kind.EPISODE:
+        embed = f"{description}\n{body}"
+    else:
+        embed = f"{name_words}\n{description}\n{body}"
+    return IndexedText(name_words, description, tags, body, embed.strip()[:MAX_EMBED_CHARS])

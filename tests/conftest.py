@@ -13,11 +13,26 @@ from fastapi.testclient import TestClient
 
 from somnid.api.app import create_app
 from somnid.config import Settings
+from somnid.embed.e5convert import install_default_model
+from somnid.embed.onnx import OnnxEmbedder
 from somnid.memory.clock import ManualClock
 from tests.daemon import Daemon, start_daemon
 
 FIXTURES = Path(__file__).parent / "fixtures"
 START = dt.datetime(2026, 10, 3, 12, 0, tzinfo=dt.UTC)
+
+
+@pytest.fixture(scope="session")
+def e5_int8_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The default model (int8 multilingual-e5-small), converted once per test session."""
+    return install_default_model(tmp_path_factory.mktemp("models-int8"), quantize=True)
+
+
+@pytest.fixture(scope="session")
+def int8_embedder(e5_int8_dir: Path) -> Iterator[OnnxEmbedder]:
+    embedder = OnnxEmbedder.load(e5_int8_dir, threads=2)
+    yield embedder
+    embedder.close()
 
 
 @pytest.fixture

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from somnid import __version__
 from somnid.config import Settings
+from somnid.embed.base import Embedder
 from somnid.memory.clock import Clock, SystemClock, resolve_timezone
 from somnid.memory.kinds import Kind
 from somnid.recall.assoc import Associator
@@ -59,7 +60,9 @@ class Runtime:
         *,
         clock: Clock | None = None,
         lock: DataDirLock | None = None,
+        embedder: Embedder | None = None,
     ) -> AsyncIterator[Runtime]:
+        """Open everything; ``embedder`` replaces the configured one (tests, benchmarks)."""
         clock = clock or SystemClock(resolve_timezone(settings.timezone))
         layout = Layout(settings.data_dir)
         ensure_dir(layout.root)
@@ -81,7 +84,7 @@ class Runtime:
                 retire_below=settings.memory.retire_below,
                 intention_expiry_days=settings.memory.intention_expiry_days,
             )
-            recall = RecallSystem(settings, store, clock)
+            recall = RecallSystem(settings, store, clock, embedder)
             memories.subscribe(recall.entry_changed)
             runtime = cls(settings, clock, layout, lock, store, memories, maintenance, recall)
             # One full read at start-up: finds files broken by hand so health reports them.

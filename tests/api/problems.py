@@ -17,6 +17,7 @@ class ResponseLike(Protocol):
     def text(self) -> str: ...
     def json(self) -> Any: ...
 
+
 PROBLEM_KEYS = {"type", "title", "status", "detail", "code"}
 
 

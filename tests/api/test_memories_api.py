@@ -153,3 +153,12 @@ def test_decay_over_http_with_a_moving_clock(client: TestClient, clock: object) 
     assert episode["score"] == round(0.8 * 0.9**9, 4)
     intentions = client.get("/v1/memories", params={"kind": "intention"}).json()
     assert intentions["total"] == 1 and intentions["items"][0]["score"] == 1.0
+
+
+def test_chinese_names_round_trip_through_urls(client: TestClient) -> None:
+    made = client.post("/v1/memories/knowledge", json={"name": "部署 窗口", "body": "周二到周四"})
+    assert made.status_code == 201
+    assert made.json()["name"] == "部署-窗口"
+    location = made.headers["location"]
+    assert location == "/v1/memories/knowledge/%E9%83%A8%E7%BD%B2-%E7%AA%97%E5%8F%A3"
+    assert client.get(location).json()["body"] == "周二到周四\n"

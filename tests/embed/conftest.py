@@ -19,21 +19,8 @@ def e5_fp32_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def e5_int8_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The int8 conversion, the default (about 5 s on 2 cores)."""
-    return install_default_model(tmp_path_factory.mktemp("models-int8"), quantize=True)
-
-
-@pytest.fixture(scope="session")
 def fp32_embedder(e5_fp32_dir: Path) -> Iterator[OnnxEmbedder]:
     embedder = OnnxEmbedder.load(e5_fp32_dir, threads=2)
-    yield embedder
-    embedder.close()
-
-
-@pytest.fixture(scope="session")
-def int8_embedder(e5_int8_dir: Path) -> Iterator[OnnxEmbedder]:
-    embedder = OnnxEmbedder.load(e5_int8_dir, threads=2)
     yield embedder
     embedder.close()
 

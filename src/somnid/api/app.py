@@ -13,9 +13,10 @@ from somnid import __version__
 from somnid.api import errors
 from somnid.api.errors import PROBLEM_JSON
 from somnid.api.limits import RequestLimits
-from somnid.api.routes import health, maintenance, memories
+from somnid.api.routes import assoc, health, maintenance, memories, recall
 from somnid.api.schemas import ERROR_RESPONSES
 from somnid.config import Settings
+from somnid.embed.base import Embedder
 from somnid.memory.clock import Clock
 from somnid.runtime import Runtime
 from somnid.store.lock import DataDirLock
@@ -33,11 +34,15 @@ def _operation_id(route: APIRoute) -> str:
 
 
 def create_app(
-    settings: Settings, *, clock: Clock | None = None, lock: DataDirLock | None = None
+    settings: Settings,
+    *,
+    clock: Clock | None = None,
+    lock: DataDirLock | None = None,
+    embedder: Embedder | None = None,
 ) -> FastAPI:
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, Runtime]]:
-        async with Runtime.open(settings, clock=clock, lock=lock) as runtime:
+        async with Runtime.open(settings, clock=clock, lock=lock, embedder=embedder) as runtime:
             app.state.runtime = runtime
             yield {"runtime": runtime}
 
@@ -50,7 +55,7 @@ def create_app(
     )
     errors.install(app)
     app.add_middleware(RequestLimits, max_body_bytes=settings.max_body_bytes)
-    for module in (health, memories, maintenance):
+    for module in (health, memories, maintenance, recall, assoc):
         app.include_router(module.router, responses=ERROR_RESPONSES)
     _problem_json_contract(app)
     return app

@@ -95,11 +95,14 @@ def format_hint(items: list[HintItem], lang: str, token_budget: int) -> str:
     lines = [head]
     budget = token_budget - estimate_tokens(head)
     for item in items:
-        desc = " ".join(item.description.split())
-        text = line.format(name=item.hit.name, desc=desc, path=item.hit.path)
-        while estimate_tokens(text) > budget and len(desc) > 20:
-            desc = desc[: max(20, len(desc) * 3 // 4)].rstrip() + "…"
-            text = line.format(name=item.hit.name, desc=desc, path=item.hit.path)
+        full = " ".join(item.description.split())
+        cut = len(full)
+        text = line.format(name=item.hit.name, desc=full, path=item.hit.path)
+        while estimate_tokens(text) > budget and cut > 20:
+            cut = max(20, cut * 3 // 4)
+            text = line.format(
+                name=item.hit.name, desc=full[:cut].rstrip() + "…", path=item.hit.path
+            )
         if estimate_tokens(text) > budget:
             break
         lines.append(text)

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from somnid.config import EmbedSettings
-from somnid.embed.base import EmbedError, Embedder
+from somnid.embed.base import Embedder, EmbedError
 from somnid.recall.index import Index
 from somnid.recall.vectors import Vector
 
@@ -75,11 +75,19 @@ def build_embedder(settings: EmbedSettings, models_dir: Path) -> Embedder | None
 class EmbedWorker:
     """Loads the embedder, then keeps every indexed text embedded. start() / stop()."""
 
-    def __init__(self, settings: EmbedSettings, models_dir: Path, index: Index) -> None:
+    def __init__(
+        self,
+        settings: EmbedSettings,
+        models_dir: Path,
+        index: Index,
+        embedder: Embedder | None = None,
+    ) -> None:
         self.settings = settings
         self.models_dir = models_dir
         self.index = index
-        self.state = EmbedState.OFF if settings.provider == "off" else EmbedState.STARTING
+        self._given = embedder
+        off = settings.provider == "off" and embedder is None
+        self.state = EmbedState.OFF if off else EmbedState.STARTING
         self.error: str | None = None
         self.embedder: Embedder | None = None
         self.embedded = 0
@@ -113,8 +121,8 @@ class EmbedWorker:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
-        if self.embedder is not None:
-            self.embedder.close()
+        if self.embedder is not None and self.embedder is not self._given:
+            self.embedder.close()  # an embedder handed in belongs to whoever made it
 
     def wake(self) -> None:
         self._idle.clear()
@@ -126,7 +134,9 @@ class EmbedWorker:
 
     async def _run(self) -> None:
         try:
-            embedder = await asyncio.to_thread(build_embedder, self.settings, self.models_dir)
+            embedder = self._given or await asyncio.to_thread(
+                build_embedder, self.settings, self.models_dir
+            )
         except Exception as exc:  # the daemon keeps serving keywords; health says why
             self.state = EmbedState.FAILED
             self.error = str(exc) or type(exc).__name__
@@ -138,6 +148,7 @@ class EmbedWorker:
         await asyncio.to_thread(self.index.use_model, embedder.name, embedder.dim)
         self.state = EmbedState.READY
         log.info("embedding model %s ready (dim %d)", embedder.name, embedder.dim)
+        failures = 0
         while True:
             batch = await asyncio.to_thread(
                 self.index.missing_vectors, self.settings.batch_size * 4
@@ -150,9 +161,12 @@ class EmbedWorker:
             try:
                 vectors = await asyncio.to_thread(embedder.embed_passages, [t for _, t in batch])
             except EmbedError as exc:
-                log.warning("embedding a batch failed, retrying soon: %s", exc)
-                await asyncio.sleep(5)
+                failures += 1
+                delay = min(60.0, 2.0**failures)
+                log.warning("embedding a batch failed, retrying in %.0f s: %s", delay, exc)
+                await asyncio.sleep(delay)
                 continue
+            failures = 0
             items = [
                 (h, np.asarray(v, dtype=np.float32))
                 for (h, _), v in zip(batch, vectors, strict=True)

@@ -56,6 +56,11 @@ class Document:
     related: tuple[str, ...]
 
 
+_MISSING = (
+    " FROM entries LEFT JOIN vectors"
+    " ON vectors.embed_hash = entries.embed_hash AND vectors.model = ?"
+    " WHERE vectors.embed_hash IS NULL"
+)
 _ROW_COLUMNS = "id, path, kind, name, file_hash, text_hash, embed_hash, score, project, related"
 
 
@@ -240,9 +245,7 @@ class Index:
         if self.model is None:
             return []
         cursor = self.db.read().execute(
-            "SELECT DISTINCT entries.embed_hash, entries.embed_text FROM entries"
-            " LEFT JOIN vectors ON vectors.embed_hash = entries.embed_hash AND vectors.model = ?"
-            " WHERE vectors.embed_hash IS NULL LIMIT ?",
+            "SELECT DISTINCT entries.embed_hash, entries.embed_text" + _MISSING + " LIMIT ?",
             (self.model, limit),
         )
         return [(str(h), str(t)) for h, t in cursor]
@@ -253,9 +256,7 @@ class Index:
         row = (
             self.db.read()
             .execute(
-                "SELECT COUNT(DISTINCT entries.embed_hash) FROM entries"
-                " LEFT JOIN vectors ON vectors.embed_hash = entries.embed_hash AND vectors.model = ?"
-                " WHERE vectors.embed_hash IS NULL",
+                "SELECT COUNT(DISTINCT entries.embed_hash)" + _MISSING,
                 (self.model,),
             )
             .fetchone()

@@ -14,8 +14,10 @@ import enum
 import logging
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from somnid.config import Settings
+from somnid.embed.base import Embedder
 from somnid.memory.clock import Clock
 from somnid.memory.entry import Entry
 from somnid.memory.kinds import Kind
@@ -54,7 +56,13 @@ class IndexStatus:
 
 
 class RecallSystem:
-    def __init__(self, settings: Settings, store: MemoryStore, clock: Clock) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        store: MemoryStore,
+        clock: Clock,
+        embedder: Embedder | None = None,
+    ) -> None:
         self.settings = settings
         self.store = store
         self.clock = clock
@@ -64,7 +72,7 @@ class RecallSystem:
             layout.index_dir / INDEX_FILE,
             (recall.name_weight, recall.description_weight, recall.tags_weight, recall.body_weight),
         )
-        self.worker = EmbedWorker(settings.embed, layout.models_dir, self.index)
+        self.worker = EmbedWorker(settings.embed, layout.models_dir, self.index, embedder)
         self.reconciler = Reconciler(store, self.index, clock)
         self.recall = Recall(self.index, self.worker, recall)
         self.assoc = Associator(self.recall, settings.assoc, settings.prompt_lang)
@@ -125,8 +133,8 @@ class RecallSystem:
 
     async def wait_idle(self) -> None:
         """Until the first sync ran and no text waits for its vector."""
-        while self._initial is not None and not self._initial.done():
-            await asyncio.sleep(0.01)
+        if self._initial is not None:
+            await asyncio.shield(self._initial)
         await self.worker.wait_idle()
 
     async def entry_changed(self, entry: Entry | None, path: str) -> None:
@@ -161,7 +169,7 @@ class RecallSystem:
         )
 
     @property
-    def vector_status(self) -> tuple[str, str | None]:
+    def vector_status(self) -> tuple[Literal["ok", "off", "starting", "unavailable"], str | None]:
         """(ok | off | starting | unavailable, detail) for health."""
         state = self.worker.state
         if state is EmbedState.OFF:

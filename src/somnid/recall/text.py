@@ -111,7 +111,7 @@ def indexed_text(entry: Entry) -> IndexedText:
     and decay rewrite them daily and must never cause re-embedding."""
     name_words = re.sub(r"[-_.]+", " ", entry.name)
     description = entry.description
-    tag_parts = _listish(entry.field("tags")) + [entry.entry_type]
+    tag_parts = [*_listish(entry.field("tags")), entry.entry_type]
     for key in ("applies_when", "cue", "outcome", "actors", "when"):
         value = entry.field(key)
         if value not in (None, ""):

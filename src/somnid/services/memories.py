@@ -120,8 +120,8 @@ class MemoryService:
         kind: Kind,
         name: str | None,
         *,
-        description: str,
-        body: str,
+        description: str = "",
+        body: str = "",
         fields: dict[str, Any] | None = None,
     ) -> Entry:
         fields = dict(fields or {})

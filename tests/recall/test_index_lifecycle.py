@@ -1,0 +1,168 @@
+"""The derived index follows the files: API writes, hand edits, moves, deletions, restarts."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import shutil
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from somnid.config import Settings
+from somnid.embed.base import HashEmbedder, Matrix
+from somnid.memory.clock import ManualClock
+from somnid.memory.kinds import Kind
+from somnid.runtime import Runtime
+
+START = dt.datetime(2026, 10, 3, 12, 0, tzinfo=dt.UTC)
+
+
+class CountingEmbedder(HashEmbedder):
+    """The hash embedder, counting how many passages it was asked to embed."""
+
+    def __init__(self) -> None:
+        super().__init__(dim=64)
+        self.passages = 0
+
+    def embed_passages(self, texts: Sequence[str]) -> Matrix:
+        self.passages += len(texts)
+        return super().embed_passages(texts)
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    return Settings(data_dir=tmp_path / "data", timezone="UTC", embed={"provider": "off"})
+
+
+async def names(rt: Runtime, query: str, kinds: tuple[Kind, ...] | None = None) -> list[str]:
+    return [hit.name for hit in await rt.recall.search(query, kinds=kinds, limit=5)]
+
+
+async def until(predicate: object, seconds: float = 10.0) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        result = predicate() if callable(predicate) else predicate
+        if asyncio.iscoroutine(result):
+            result = await result
+        if result:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("condition not met in time")
+
+
+async def test_api_writes_are_indexed_at_once(settings: Settings) -> None:
+    async with Runtime.open(settings, clock=ManualClock(START)) as rt:
+        await rt.memories.create(
+            Kind.KNOWLEDGE,
+            "deploy-window",
+            description="when we deploy",
+            body="Only Tuesday to Thursday.",
+        )
+        await rt.memories.create(
+            Kind.KNOWLEDGE, "部署窗口", description="部署时间", body="周一和周五禁止部署"
+        )
+        assert await names(rt, "deploy tuesday") == ["deploy-window"]
+        assert await names(rt, "禁止部署") == ["部署窗口"]
+        await rt.memories.update(Kind.KNOWLEDGE, "deploy-window", body="Wednesdays only.")
+        assert await names(rt, "tuesday") == []
+        assert await names(rt, "wednesdays") == ["deploy-window"]
+        await rt.memories.archive(Kind.KNOWLEDGE, "deploy-window")
+        assert await names(rt, "wednesdays") == []
+
+
+async def test_hand_edits_moves_and_deletions_are_noticed(settings: Settings) -> None:
+    async with Runtime.open(settings, clock=ManualClock(START)) as rt:
+        await rt.index.wait_idle()
+        folder = settings.data_dir / "memory/knowledge/by-hand"
+        folder.mkdir()
+        (folder / "SKILL.md").write_text(
+            "---\nname: by-hand\ndescription: typed in vim\n---\n\nzebra crossing\n"
+        )
+        await until(lambda: names(rt, "zebra"))
+        assert await names(rt, "zebra") == ["by-hand"]
+        (folder / "SKILL.md").write_text("---\nname: by-hand\n---\n\ngiraffe neck\n")
+        await until(lambda: _async_equal(names(rt, "giraffe"), ["by-hand"]))
+        assert await names(rt, "zebra") == []
+        folder.rename(settings.data_dir / "memory/knowledge/moved")
+        await until(lambda: _async_equal(names(rt, "giraffe"), ["moved"]))
+        shutil.rmtree(settings.data_dir / "memory/knowledge/moved")
+        await until(lambda: _async_equal(names(rt, "giraffe"), []))
+
+
+async def _async_equal(awaitable: object, expected: object) -> bool:
+    return bool(await awaitable == expected)  # type: ignore[misc]
+
+
+async def test_restart_reembeds_nothing_and_a_deleted_index_is_rebuilt(settings: Settings) -> None:
+    first = CountingEmbedder()
+    async with Runtime.open(settings, clock=ManualClock(START), embedder=first) as rt:
+        for number in range(30):
+            await rt.memories.create(
+                Kind.EPISODE,
+                f"ep-{number}",
+                description=f"event {number}",
+                body=f"something happened, number {number}",
+            )
+        await rt.index.wait_idle()
+        status = rt.index.status()
+        assert (status.vectors, status.pending) == (30, 0)
+        for number in range(5):  # reinforcement rewrites files but not their text
+            await rt.memories.record_usage(Kind.EPISODE, f"ep-{number}")
+        await rt.memories.archive(Kind.EPISODE, "ep-0")
+        await rt.memories.restore(Kind.EPISODE, "ep-0")
+        await rt.index.wait_idle()
+    assert first.passages == 30
+
+    second = CountingEmbedder()
+    async with Runtime.open(settings, clock=ManualClock(START), embedder=second) as rt:
+        await rt.index.wait_idle()
+        assert rt.index.status().vectors == 30
+        assert rt.index.last_report is not None and rt.index.last_report.unchanged == 30
+    assert second.passages == 0
+
+    shutil.rmtree(settings.data_dir / "index")
+    third = CountingEmbedder()
+    async with Runtime.open(settings, clock=ManualClock(START), embedder=third) as rt:
+        await rt.index.wait_idle()
+        assert rt.index.status().vectors == 30
+        assert await names(rt, "number 7", (Kind.EPISODE,)) != []
+    assert third.passages == 30
+
+
+async def test_changes_while_stopped_are_found_at_start(settings: Settings) -> None:
+    async with Runtime.open(settings, clock=ManualClock(START)) as rt:
+        await rt.memories.create(Kind.KNOWLEDGE, "kept", body="alpha")
+        await rt.memories.create(Kind.KNOWLEDGE, "gone", body="beta")
+        await rt.memories.create(Kind.KNOWLEDGE, "edited", body="gamma")
+    root = settings.data_dir / "memory/knowledge"
+    shutil.rmtree(root / "gone")
+    path = root / "edited/SKILL.md"
+    path.write_text(path.read_text().replace("gamma", "delta"))
+    (root / "new").mkdir()
+    (root / "new/SKILL.md").write_text("epsilon\n")
+    (root / "broken").mkdir()
+    (root / "broken/SKILL.md").write_text("---\nname: [\n---\nzeta\n")
+    async with Runtime.open(settings, clock=ManualClock(START)) as rt:
+        await rt.index.wait_idle()
+        report = rt.index.last_report
+        assert report is not None
+        assert (report.added, report.updated, report.removed, report.broken) == (1, 1, 1, 1)
+        assert await names(rt, "beta") == []
+        assert await names(rt, "gamma") == []
+        assert await names(rt, "delta") == ["edited"]
+        assert await names(rt, "epsilon") == ["new"]
+        assert await names(rt, "zeta") == []
+
+
+async def test_keywords_answer_while_vectors_are_missing(settings: Settings) -> None:
+    async with Runtime.open(settings, clock=ManualClock(START)) as rt:
+        await rt.memories.create(Kind.KNOWLEDGE, "k", body="kiwi fruit")
+        assert not rt.recall.recall.vectors_ready
+        hits = await rt.recall.search("kiwi")
+        assert [h.name for h in hits] == ["k"] and hits[0].score == 1.2  # best + literal
+        assert rt.assoc.evaluate(hits).reason == "fired"  # the gate itself is pure ...
+        decision = await rt.assoc.thought("s1", "tell me about kiwi fruit")
+        assert decision.reason == "silent"  # ... but no hint fires without vectors

@@ -7,7 +7,6 @@ stop the others. Nothing here knows about HTTP.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -17,7 +16,6 @@ from somnid import __version__
 from somnid.config import Settings
 from somnid.embed.base import Embedder
 from somnid.memory.clock import Clock, SystemClock, resolve_timezone
-from somnid.memory.kinds import Kind
 from somnid.recall.assoc import Associator
 from somnid.recall.system import RecallSystem
 from somnid.services.maintenance import Maintenance
@@ -87,8 +85,6 @@ class Runtime:
             recall = RecallSystem(settings, store, clock, embedder)
             memories.subscribe(recall.entry_changed)
             runtime = cls(settings, clock, layout, lock, store, memories, maintenance, recall)
-            # One full read at start-up: finds files broken by hand so health reports them.
-            await asyncio.to_thread(store.scan, tuple(Kind), archived=True)
             await recall.start()
             runtime._closers.append(recall.stop)
             log.info("somnid %s serving %s", __version__, layout.root)

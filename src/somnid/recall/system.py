@@ -104,7 +104,9 @@ class RecallSystem:
         await asyncio.to_thread(self.index.close)
 
     async def _first_sync(self) -> None:
-        await self.sync()
+        await self.sync()  # reads every changed file: broken ones get reported on the way
+        # Profiles are not indexed; read them once so a broken one shows in health too.
+        await asyncio.to_thread(self.store.scan, (Kind.PROFILE,))
         self.worker.start()
 
     async def sync(self) -> SyncReport:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import json
 import logging
 import sys
@@ -64,6 +65,7 @@ def _serve(settings: Settings) -> int:
     from somnid.daemon import serve
 
     logs.configure(settings.log_level)
+    faulthandler.enable()  # a crash in native code still leaves a Python stack in the log
     try:
         return serve(settings)
     except DataDirLocked as exc:

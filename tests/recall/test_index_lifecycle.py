@@ -166,3 +166,9 @@ async def test_keywords_answer_while_vectors_are_missing(settings: Settings) -> 
         assert rt.assoc.evaluate(hits).reason == "fired"  # the gate itself is pure ...
         decision = await rt.assoc.thought("s1", "tell me about kiwi fruit")
         assert decision.reason == "silent"  # ... but no hint fires without vectors
+
+
+async def test_wait_idle_returns_with_embeddings_off(settings: Settings) -> None:
+    async with Runtime.open(settings, clock=ManualClock(START)) as rt:
+        await rt.memories.create(Kind.KNOWLEDGE, "k", body="kiwi")
+        await asyncio.wait_for(rt.index.wait_idle(), 5)

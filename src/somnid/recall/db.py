@@ -9,8 +9,11 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
+
+from somnid.errors import Unavailable
 
 SCHEMA_VERSION = 2
 
@@ -66,6 +69,12 @@ class Database:
         self._local = threading.local()
         self._readers: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()
+        # Every use is counted so close() can wait for threads still inside a query: a
+        # request cancelled at shutdown leaves its worker thread running, and closing a
+        # connection under a running statement crashes the process.
+        self._use = threading.Condition()
+        self._active = 0
+        self._closed = False
         self._migrate()
 
     def _connect(self) -> sqlite3.Connection:
@@ -83,9 +92,22 @@ class Database:
             self._writer.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     @contextlib.contextmanager
+    def _using(self) -> Iterator[None]:
+        with self._use:
+            if self._closed:
+                raise Unavailable("the index is closed (somnid is shutting down)")
+            self._active += 1
+        try:
+            yield
+        finally:
+            with self._use:
+                self._active -= 1
+                self._use.notify_all()
+
+    @contextlib.contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
         """A write transaction (BEGIN IMMEDIATE ... COMMIT), serialised across threads."""
-        with self._write_lock:
+        with self._using(), self._write_lock:
             self._writer.execute("BEGIN IMMEDIATE")
             try:
                 yield self._writer
@@ -94,14 +116,30 @@ class Database:
                 raise
             self._writer.execute("COMMIT")
 
-    def read(self) -> sqlite3.Connection:
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = self._connect()
-            self._local.conn = conn
-            with self._readers_lock:
-                self._readers.append(conn)
-        return conn
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[sqlite3.Connection]:
+        """This thread's reader connection; finish with the results inside the block."""
+        with self._using():
+            conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+            if conn is None:
+                conn = self._connect()
+                self._local.conn = conn
+                with self._readers_lock:
+                    self._readers.append(conn)
+            yield conn
+
+    def fetchall(self, sql: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
+        with self.reading() as conn:
+            return conn.execute(sql, params).fetchall()
+
+    def fetchone(self, sql: str, params: Sequence[object] = ()) -> tuple[Any, ...] | None:
+        with self.reading() as conn:
+            row: tuple[Any, ...] | None = conn.execute(sql, params).fetchone()
+            return row
+
+    def count(self, sql: str, params: Sequence[object] = ()) -> int:
+        row = self.fetchone(sql, params)
+        return 0 if row is None or row[0] is None else int(row[0])
 
     def size_bytes(self) -> int:
         total = 0
@@ -110,7 +148,11 @@ class Database:
                 total += Path(f"{self.path}{suffix}").stat().st_size
         return total
 
-    def close(self) -> None:
+    def close(self, wait: float = 30.0) -> None:
+        """Refuse new uses, wait for those under way, then close every connection."""
+        with self._use:
+            self._closed = True
+            self._use.wait_for(lambda: self._active == 0, timeout=wait)
         with self._readers_lock:
             for conn in self._readers:
                 with contextlib.suppress(sqlite3.Error):

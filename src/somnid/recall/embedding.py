@@ -125,6 +125,9 @@ class EmbedWorker:
             self.embedder.close()  # an embedder handed in belongs to whoever made it
 
     def wake(self) -> None:
+        """Something changed in the index: look for texts without vectors."""
+        if self.state in (EmbedState.OFF, EmbedState.FAILED):
+            return  # nothing will ever embed them; waiting for idle must not hang
         self._idle.clear()
         self._wake.set()
 

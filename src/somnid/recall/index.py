@@ -95,20 +95,16 @@ class Index:
     # ------------------------------------------------------------------ rows
 
     def rows(self) -> list[Row]:
-        cursor = self.db.read().execute(f"SELECT {_ROW_COLUMNS} FROM entries")
+        cursor = self.db.fetchall(f"SELECT {_ROW_COLUMNS} FROM entries")
         return [_row(values) for values in cursor]
 
     def row_by_path(self, path: str) -> Row | None:
-        values = (
-            self.db.read()
-            .execute(f"SELECT {_ROW_COLUMNS} FROM entries WHERE path = ?", (path,))
-            .fetchone()
-        )
+        values = self.db.fetchone(f"SELECT {_ROW_COLUMNS} FROM entries WHERE path = ?", (path,))
         return None if values is None else _row(values)
 
     def rows_under(self, prefix: str) -> list[Row]:
         escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        cursor = self.db.read().execute(
+        cursor = self.db.fetchall(
             f"SELECT {_ROW_COLUMNS} FROM entries WHERE path LIKE ? ESCAPE '\\'", (escaped + "%",)
         )
         return [_row(values) for values in cursor]
@@ -116,11 +112,10 @@ class Index:
     def rows_by_id(self, ids: Iterable[int]) -> dict[int, Row]:
         wanted = list(ids)
         found: dict[int, Row] = {}
-        conn = self.db.read()
         for start in range(0, len(wanted), 500):
             chunk = wanted[start : start + 500]
             marks = ",".join("?" * len(chunk))
-            cursor = conn.execute(
+            cursor = self.db.fetchall(
                 f"SELECT {_ROW_COLUMNS} FROM entries WHERE id IN ({marks})", chunk
             )
             for values in cursor:
@@ -133,7 +128,7 @@ class Index:
         if not wanted:
             return {}
         marks = ",".join("?" * len(wanted))
-        cursor = self.db.read().execute(
+        cursor = self.db.fetchall(
             f"SELECT name, id FROM entries WHERE name IN ({marks}) ORDER BY kind", wanted
         )
         result: dict[str, int] = {}
@@ -147,7 +142,7 @@ class Index:
         if not wanted:
             return {}
         marks = ",".join("?" * len(wanted))
-        cursor = self.db.read().execute(
+        cursor = self.db.fetchall(
             f"SELECT rowid, name, description, body FROM fts WHERE rowid IN ({marks})", wanted
         )
         return {int(r[0]): f"{r[1]}\n{r[2]}\n{r[3]}".casefold() for r in cursor}
@@ -216,7 +211,7 @@ class Index:
             f" ORDER BY rank DESC LIMIT ?"
         )
         try:
-            cursor = self.db.read().execute(
+            cursor = self.db.fetchall(
                 sql, (fts_query(terms), *[kind.value for kind in kinds], limit)
             )
         except sqlite3.OperationalError:
@@ -228,7 +223,7 @@ class Index:
     def use_model(self, model: str, dim: int) -> None:
         """Load every stored vector of ``model`` for the current entries into memory."""
         table = VectorTable(dim)
-        cursor = self.db.read().execute(
+        cursor = self.db.fetchall(
             "SELECT entries.id, entries.kind, vectors.vec FROM entries"
             " JOIN vectors ON vectors.embed_hash = entries.embed_hash AND vectors.model = ?",
             (model,),
@@ -244,7 +239,7 @@ class Index:
         """(embed hash, text) of entries whose text has no vector for the current model."""
         if self.model is None:
             return []
-        cursor = self.db.read().execute(
+        cursor = self.db.fetchall(
             "SELECT DISTINCT entries.embed_hash, entries.embed_text" + _MISSING + " LIMIT ?",
             (self.model, limit),
         )
@@ -253,15 +248,7 @@ class Index:
     def count_missing_vectors(self) -> int:
         if self.model is None:
             return 0
-        row = (
-            self.db.read()
-            .execute(
-                "SELECT COUNT(DISTINCT entries.embed_hash)" + _MISSING,
-                (self.model,),
-            )
-            .fetchone()
-        )
-        return int(row[0])
+        return self.db.count("SELECT COUNT(DISTINCT entries.embed_hash)" + _MISSING, (self.model,))
 
     def store_vectors(self, items: list[tuple[str, Vector]]) -> None:
         """Persist vectors for text hashes and load them for every entry using those texts."""
@@ -278,7 +265,7 @@ class Index:
             )
         by_hash = dict(items)
         marks = ",".join("?" * len(by_hash))
-        cursor = self.db.read().execute(
+        cursor = self.db.fetchall(
             f"SELECT id, kind, embed_hash FROM entries WHERE embed_hash IN ({marks})", list(by_hash)
         )
         for entry_id, kind, embed_hash in cursor:
@@ -288,13 +275,9 @@ class Index:
         """Give an entry the stored vector of its text, if there is one. True if attached."""
         if self.model is None or self.vectors is None:
             return False
-        found = (
-            self.db.read()
-            .execute(
-                "SELECT vec FROM vectors WHERE embed_hash = ? AND model = ?",
-                (embed_hash, self.model),
-            )
-            .fetchone()
+        found = self.db.fetchone(
+            "SELECT vec FROM vectors WHERE embed_hash = ? AND model = ?",
+            (embed_hash, self.model),
         )
         if found is None:
             self.vectors.remove(entry_id)
@@ -317,26 +300,21 @@ class Index:
             conn.execute("INSERT OR REPLACE INTO state (key, value) VALUES (?, ?)", (key, value))
 
     def get_state(self, key: str) -> str | None:
-        row = self.db.read().execute("SELECT value FROM state WHERE key = ?", (key,)).fetchone()
+        row = self.db.fetchone("SELECT value FROM state WHERE key = ?", (key,))
         return None if row is None else str(row[0])
 
     def total(self) -> int:
-        return int(self.db.read().execute("SELECT COUNT(*) FROM entries").fetchone()[0])
+        return self.db.count("SELECT COUNT(*) FROM entries")
 
     def term_frequency(self, term: str) -> int:
         """How many entries contain ``term`` (as FTS5 tokenises and stems it)."""
         try:
-            row = (
-                self.db.read()
-                .execute("SELECT COUNT(*) FROM fts WHERE fts MATCH ?", (fts_query([term]),))
-                .fetchone()
-            )
+            return self.db.count("SELECT COUNT(*) FROM fts WHERE fts MATCH ?", (fts_query([term]),))
         except sqlite3.OperationalError:
             return 0
-        return int(row[0])
 
     def counts(self) -> dict[str, int]:
-        cursor = self.db.read().execute("SELECT kind, COUNT(*) FROM entries GROUP BY kind")
+        cursor = self.db.fetchall("SELECT kind, COUNT(*) FROM entries GROUP BY kind")
         return {str(kind): int(count) for kind, count in cursor}
 
     def stamp_sync(self, when: dt.datetime) -> None:

@@ -174,7 +174,7 @@ class Associator:
 
     async def _associate(self, session_id: str, cue: str, project: str | None) -> Decision:
         cue = cue.strip()[:MAX_CUE_CHARS]
-        if len(cue) < MIN_CUE_CHARS or not self.recall.vectors_ready or not self.recall.worker_idle:
+        if len(cue) < MIN_CUE_CHARS or not self.recall.vectors_ready or not self.recall.filled:
             return self._count(Decision([], "silent"))
         hits = await self.recall.search(cue, kinds=HINT_KINDS, limit=TOP_K, project=project)
         seen = self.habituation.seen(session_id)

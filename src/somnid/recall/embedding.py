@@ -91,6 +91,7 @@ class EmbedWorker:
         self.error: str | None = None
         self.embedder: Embedder | None = None
         self.embedded = 0
+        self.filled = False  # the first pass over all texts is done
         self._wake = asyncio.Event()
         self._idle = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -157,6 +158,7 @@ class EmbedWorker:
                 self.index.missing_vectors, self.settings.batch_size * 4
             )
             if not batch:
+                self.filled = True
                 self._idle.set()
                 await self._wake.wait()
                 self._wake.clear()

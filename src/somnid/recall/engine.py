@@ -56,8 +56,9 @@ class Recall:
         return self.worker.ready and self.index.vectors is not None and len(self.index.vectors) > 0
 
     @property
-    def worker_idle(self) -> bool:
-        return self.worker.idle
+    def filled(self) -> bool:
+        """The first embedding pass is over: vectors cover the store (new writes aside)."""
+        return self.worker.filled
 
     async def search(
         self,

@@ -15,21 +15,21 @@ def test_hybrid_scores() -> None:
         Candidate(2, activation=0.5, cosine=0.84, keyword=0.0),
         Candidate(3, activation=0.5, cosine=0.80, keyword=2.0, literal=True),
     ]
-    scored = {s.entry_id: s for s in fuse(candidates, W, vectors=True, keyword_confidence=0.5)}
+    scored = {s.entry_id: s for s in fuse(candidates, W, vectors=True)}
     # confidence = clip((0.90 - 0.78) / 0.12) = 1.0; min-max over [0.80, 0.90]
-    # 1: 0.6 * 1.0 + 0.4 * (4/4 * 0.5) = 0.8
-    assert scored[1].score == pytest.approx(0.8)
+    # 1: 0.6 * 1.0 + 0.4 * 4/4 = 1.0
+    assert scored[1].score == pytest.approx(1.0)
     # 2: 0.6 * (0.04 / 0.10) = 0.24
     assert scored[2].score == pytest.approx(0.24)
-    # 3: 0.6 * 0 + 0.4 * (2/4 * 0.5) + 0.2 = 0.3
-    assert scored[3].score == pytest.approx(0.3)
+    # 3: 0.6 * 0 + 0.4 * 2/4 + 0.2 = 0.4
+    assert scored[3].score == pytest.approx(0.4)
     assert scored[3].components["literal"] == 0.2
-    assert scored[1].components == {"cosine": 0.9, "vector": 0.6, "keyword": 0.2, "bm25": 4.0}
+    assert scored[1].components == {"cosine": 0.9, "vector": 0.6, "keyword": 0.4, "bm25": 4.0}
 
 
 def test_weak_best_cosine_scales_everything_down() -> None:
     candidates = [Candidate(1, 0.5, cosine=0.81), Candidate(2, 0.5, cosine=0.79)]
-    scored = fuse(candidates, W, vectors=True, keyword_confidence=0.0)
+    scored = fuse(candidates, W, vectors=True)
     # confidence = (0.81 - 0.78) / 0.12 = 0.25 -> top gets 0.6 * 0.25
     assert scored[0].score == pytest.approx(0.15)
     assert [s.entry_id for s in scored] == [1]  # the bottom of the pool scores 0 and drops

@@ -7,7 +7,6 @@ union is scored by :mod:`somnid.recall.scorer`. Blocking work runs in threads.
 from __future__ import annotations
 
 import asyncio
-import math
 from dataclasses import dataclass, field
 
 from somnid.config import RecallSettings
@@ -111,8 +110,7 @@ class Recall:
             )
             for i, row in rows.items()
         ]
-        confidence = self._keyword_confidence(terms, keyword, texts) if use_vectors else 1.0
-        scored = fuse(candidates, self.weights, vectors=use_vectors, keyword_confidence=confidence)
+        scored = fuse(candidates, self.weights, vectors=use_vectors)
         scored = self._spread(scored, rows, kinds, project, limit)
         hits: list[Hit] = []
         all_rows = rows | self.index.rows_by_id(
@@ -126,23 +124,6 @@ class Recall:
                 Hit(row.kind, row.name, row.path, round(s.score, 4), row.score, s.components)
             )
         return hits
-
-    def _keyword_confidence(
-        self, terms: list[str], keyword: dict[int, float], texts: dict[int, str]
-    ) -> float:
-        """Share of the query's terms, weighted by rarity, that the best keyword hit holds."""
-        if not keyword or not terms:
-            return 0.0
-        best = max(keyword, key=lambda i: keyword[i])
-        text = texts.get(best, "")
-        total = covered = 0.0
-        documents = max(1, self.index.total())
-        for term in terms:
-            weight = math.log(1 + documents / (1 + self.index.term_frequency(term)))
-            total += weight
-            if term in text:
-                covered += weight
-        return covered / total if total else 0.0
 
     def _spread(
         self,

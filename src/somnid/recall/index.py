@@ -306,13 +306,6 @@ class Index:
     def total(self) -> int:
         return self.db.count("SELECT COUNT(*) FROM entries")
 
-    def term_frequency(self, term: str) -> int:
-        """How many entries contain ``term`` (as FTS5 tokenises and stems it)."""
-        try:
-            return self.db.count("SELECT COUNT(*) FROM fts WHERE fts MATCH ?", (fts_query([term]),))
-        except sqlite3.OperationalError:
-            return 0
-
     def counts(self) -> dict[str, int]:
         cursor = self.db.fetchall("SELECT kind, COUNT(*) FROM entries GROUP BY kind")
         return {str(kind): int(count) for kind, count in cursor}

@@ -35,8 +35,35 @@ def cjk_bigrams(text: str) -> str:
     return _CJK_RUN.sub(split, text)
 
 
-def query_terms(query: str) -> list[str]:
-    """Distinct search terms of a query, in order: words (len ≥ 2) and CJK bigrams."""
+# Function words that carry no topic in a question. Left out of keyword queries only;
+# documents keep every word (a literal phrase still matches). Chinese queries are searched
+# as bigrams, so the Chinese entries are bigrams.
+_STOP_TEXT = """
+a an and are as at be been being but by can could did do does doing for from had has have
+having he her hers him his how i if in into is it its itself me my no nor not of on or our
+ours she should so than that the their theirs them then there these they this those to too
+us was we were what when where which while who whom why will with would you your yours
+any some such just also very about after before again against all am both each few more
+most other only own same up down out off over under until further once here during through
+above below between let lets ll re ve don doesn didn isn wasn weren won wouldn shouldn couldn
+什么 怎么 怎样 没有 为了 哪里 哪个 这个 那个 这些 那些 我们 你们 他们 她们 可以 一个 就是
+还是 但是 因为 所以 如果 已经 的话 是不 不是 有没 吗
+"""
+STOP_WORDS = frozenset(_STOP_TEXT.split())
+
+
+def query_terms(query: str, *, drop_stop_words: bool = True) -> list[str]:
+    """Distinct search terms of a query, in order: words (len ≥ 2) and CJK bigrams.
+
+    Stop words are dropped unless nothing else is left."""
+    terms = _terms(query)
+    if not drop_stop_words:
+        return terms
+    kept = [term for term in terms if term not in STOP_WORDS]
+    return kept or terms
+
+
+def _terms(query: str) -> list[str]:
     terms: list[str] = []
     for word in _WORD.findall(query.casefold()):
         if _CJK_RUN.fullmatch(word):
@@ -112,7 +139,7 @@ def indexed_text(entry: Entry) -> IndexedText:
     name_words = re.sub(r"[-_.]+", " ", entry.name)
     description = entry.description
     tag_parts = [*_listish(entry.field("tags")), entry.entry_type]
-    for key in ("applies_when", "cue", "outcome", "actors", "when"):
+    for key in ("applies_when", "cue", "outcome", "actors"):
         value = entry.field(key)
         if value not in (None, ""):
             tag_parts.append(str(value))

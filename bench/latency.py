@@ -1,0 +1,956 @@
+"""Latency benchmark: the running daemon over loopback HTTP on generated multilingual stores.
+
+For each store size a seeded store of English, Chinese and mixed entries is written straight
+to disk (``bench/_stores.py``), ``somnid serve`` is started on it as a child process, and:
+
+* **index build**: from the embedding model being ready to every entry having its vector,
+  in entries/s, beside the model's own batch throughput (``embed_passages`` in batches of
+  32) on a sample of the same texts, measured in this process before the daemon starts;
+* **latency**: ``--queries`` distinct cues against ``/v1/assoc/thought`` (a new session each)
+  and as many others against ``/v1/recall`` (limit 10), one after another over one
+  keep-alive connection after a warm-up, beside the time to embed each cue alone with the
+  same model in this process (while the daemon is idle);
+* **restart**: SIGTERM, start again over the same data dir; time from spawn until the
+  first answer, until ``/v1/health`` answers 200 and until ``/v1/recall`` answers in mode
+  ``hybrid``;
+* peak RSS of each daemon (``VmHWM``), store and index size.
+
+No cue is ever sent twice in a run: the daemon caches query vectors.
+
+Run from the repo root::
+
+    .venv/bin/python bench/latency.py                     # 1k and 10k entries, ~4 minutes
+    .venv/bin/python bench/latency.py --sizes 100000      # ~15 minutes more (100k embeds)
+
+The table goes to stdout, progress to stderr, everything to ``bench/results/latency.json``
+(or ``--out``); results for sizes not run this time are kept from an existing file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import contextlib
+import datetime as dt
+import json
+import os
+import platform
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+
+if __package__ in (None, ""):  # run as a script: make the repo root importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench._stores import CueSource, GeneratedEntry, embed_text, generate_entries, write_store
+from somnid import __version__ as somnid_version
+from somnid.embed.e5convert import install_default_model
+from somnid.embed.onnx import OnnxEmbedder
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_OUT = REPO / "bench" / "results" / "latency.json"
+MODEL_CACHE = REPO / "bench" / ".cache" / "models"
+HOST = "127.0.0.1"
+BATCH = 32
+MB = 1024 * 1024
+
+
+# ----------------------------------------------------------------------------- targets
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    key: str
+    label: str
+    path: tuple[str, ...]  # where the value sits in a size's result
+    limit: float
+    at_least: bool  # True: value ≥ limit passes; False: value ≤ limit passes
+    applies: Callable[[int], bool]
+    unit: str
+
+
+def _upto_10k(size: int) -> bool:
+    return size <= 10_000
+
+
+def _beyond_10k(size: int) -> bool:
+    return size > 10_000
+
+
+def _always(size: int) -> bool:
+    return True
+
+
+TARGETS = (
+    Target(
+        "hint_p50", "hint p50 ≤ 15 ms", ("latency", "hint", "p50_ms"), 15, False,
+        _upto_10k, "ms",
+    ),
+    Target(
+        "hint_p99", "hint p99 ≤ 40 ms", ("latency", "hint", "p99_ms"), 40, False,
+        _upto_10k, "ms",
+    ),
+    Target(
+        "recall_p95", "recall p95 ≤ 50 ms", ("latency", "recall", "p95_ms"), 50, False,
+        _upto_10k, "ms",
+    ),
+    Target(
+        "recall_p95_100k", "recall p95 ≤ 150 ms", ("latency", "recall", "p95_ms"), 150, False,
+        _beyond_10k, "ms",
+    ),
+    Target(
+        "build_ratio", "index build ≥ 0.85× model alone", ("build", "ratio"), 0.85, True,
+        _always, "×",
+    ),
+    Target(
+        "restart_health", "restart: health 200 ≤ 2 s", ("restart", "health_s"), 2.0, False,
+        _upto_10k, "s",
+    ),
+    Target(
+        "restart_hybrid", "restart: hybrid recall ≤ 2 s", ("restart", "hybrid_s"), 2.0, False,
+        _upto_10k, "s",
+    ),
+)  # fmt: skip
+
+
+def _lookup(result: dict[str, Any], path: Sequence[str]) -> float | None:
+    value: Any = result
+    for key in path:
+        if not isinstance(value, dict) or key not in value:
+            return None
+        value = value[key]
+    return float(value) if isinstance(value, int | float) else None
+
+
+def judge(size: int, result: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each target that applies at ``size``: its value and whether it passes.
+
+    The 10k targets are held against smaller stores too (a smaller store must not be slower).
+    """
+    verdicts: list[dict[str, Any]] = []
+    for target in TARGETS:
+        if not target.applies(size):
+            continue
+        value = _lookup(result, target.path)
+        passed = None
+        if value is not None:
+            passed = value >= target.limit if target.at_least else value <= target.limit
+        verdicts.append(
+            {
+                "key": target.key,
+                "bound_at": "10k" if target.applies is _upto_10k and size < 10_000 else None,
+                "label": target.label,
+                "limit": target.limit,
+                "value": value,
+                "unit": target.unit,
+                "pass": passed,
+            }
+        )
+    return verdicts
+
+
+# ----------------------------------------------------------------------------- stats
+
+
+def percentiles(seconds: Sequence[float]) -> dict[str, float | int | None]:
+    """p50 / p95 / p99 / max / mean of durations (seconds in, milliseconds out)."""
+    if not seconds:
+        return {"count": 0, "p50_ms": None, "p95_ms": None, "p99_ms": None, "max_ms": None}
+    values = np.asarray(seconds, dtype=np.float64) * 1000.0
+    return {
+        "count": len(seconds),
+        "p50_ms": round(float(np.percentile(values, 50)), 3),
+        "p95_ms": round(float(np.percentile(values, 95)), 3),
+        "p99_ms": round(float(np.percentile(values, 99)), 3),
+        "max_ms": round(float(values.max()), 3),
+        "mean_ms": round(float(values.mean()), 3),
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class CpuMark:
+    wall: float
+    busy_ticks: int  # all CPUs, all processes
+    own_ticks: int  # this process and the daemon
+
+
+def _busy_ticks() -> int:
+    fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(f) for f in fields[:8])
+    return user + nice + system + irq + softirq + steal
+
+
+def _process_ticks(pid: int) -> int:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0
+    return int(fields[11]) + int(fields[12])
+
+
+def cpu_mark(*pids: int) -> CpuMark:
+    own = sum(_process_ticks(pid) for pid in (os.getpid(), *pids))
+    return CpuMark(time.perf_counter(), _busy_ticks(), own)
+
+
+def foreign_cores(start: CpuMark, end: CpuMark) -> float:
+    """CPUs' worth of work done by other processes between two marks (0 on a quiet box)."""
+    wall = end.wall - start.wall
+    if wall <= 0:
+        return 0.0
+    ticks = (end.busy_ticks - start.busy_ticks) - (end.own_ticks - start.own_ticks)
+    return round(max(0.0, ticks / os.sysconf("SC_CLK_TCK") / wall), 2)
+
+
+def wait_quiet(timeout: float, *pids: int, limit: float = 0.15, window: float = 2.0) -> float:
+    """Wait (at most ``timeout`` s) until other processes use under ``limit`` CPUs over a
+    ``window``; return what they used in the last window."""
+    deadline = time.monotonic() + timeout
+    told = False
+    while True:
+        start = cpu_mark(*pids)
+        time.sleep(window)
+        used = foreign_cores(start, cpu_mark(*pids))
+        if used < limit or time.monotonic() >= deadline:
+            if used >= limit:
+                progress(f"other processes still use {used:.2f} CPUs; measuring anyway")
+            return used
+        if not told:
+            progress(f"other processes use {used:.2f} CPUs; waiting up to {timeout:.0f} s")
+            told = True
+
+
+def progress(message: str) -> None:
+    stamp = dt.datetime.now().strftime("%H:%M:%S")
+    print(f"[{stamp}] {message}", file=sys.stderr, flush=True)
+
+
+# ----------------------------------------------------------------------------- the daemon
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((HOST, 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@dataclass
+class Daemon:
+    """One ``somnid serve`` child on a free loopback port."""
+
+    process: subprocess.Popen[bytes]
+    base_url: str
+    log_path: Path
+    spawned_wall: float  # time.time() at spawn, to place log timestamps
+    spawned: float  # time.perf_counter() at spawn
+
+    @classmethod
+    def spawn(cls, data_dir: Path, model_dir: Path, work: Path, label: str) -> Daemon:
+        port = free_port()
+        xdg = work / "xdg-config"  # empty: no user config file is read
+        xdg.mkdir(exist_ok=True)
+        env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith("SOMNID_")},
+            "SOMNID_DATA_DIR": str(data_dir),
+            "SOMNID_PORT": str(port),
+            "SOMNID_HOST": HOST,
+            "SOMNID_TIMEZONE": "UTC",
+            "SOMNID_LOG_LEVEL": "info",
+            "SOMNID_EMBED__MODEL_DIR": str(model_dir),
+            "XDG_CONFIG_HOME": str(xdg),
+        }
+        log_path = work / f"somnid-{label}.log"
+        with log_path.open("ab") as log:
+            wall, start = time.time(), time.perf_counter()
+            process = subprocess.Popen(
+                [sys.executable, "-m", "somnid", "serve"],
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+            )
+        return cls(process, f"http://{HOST}:{port}", log_path, wall, start)
+
+    def since_spawn(self) -> float:
+        return time.perf_counter() - self.spawned
+
+    def alive(self) -> None:
+        if self.process.poll() is not None:
+            raise RuntimeError(
+                f"somnid exited with status {self.process.returncode}:\n{self.log_tail()}"
+            )
+
+    def client(self, timeout: float = 60.0) -> httpx.Client:
+        return httpx.Client(base_url=self.base_url, timeout=timeout, trust_env=False)
+
+    def log_tail(self, lines: int = 30) -> str:
+        text = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+        return "\n".join(text.splitlines()[-lines:])
+
+    def log_events(self) -> list[tuple[float, str]]:
+        """(seconds after spawn, message) of the daemon's JSON log lines."""
+        events: list[tuple[float, str]] = []
+        if not self.log_path.exists():
+            return events
+        for line in self.log_path.read_text(errors="replace").splitlines():
+            with contextlib.suppress(ValueError, KeyError, TypeError):
+                record = json.loads(line)
+                when = dt.datetime.fromisoformat(record["ts"]).timestamp()
+                events.append((when - self.spawned_wall, str(record["msg"])))
+        return events
+
+    def first_event(self, prefix: str) -> float | None:
+        return next((t for t, msg in self.log_events() if msg.startswith(prefix)), None)
+
+    def proc_status(self) -> dict[str, int]:
+        """VmHWM / VmRSS in bytes and CPU seconds (user + system) of the daemon."""
+        found: dict[str, int] = {}
+        pid = self.process.pid
+        with contextlib.suppress(OSError):
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                key, _, value = line.partition(":")
+                if key in ("VmHWM", "VmRSS"):
+                    found[key] = int(value.split()[0]) * 1024
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            ticks = os.sysconf("SC_CLK_TCK")
+            found["cpu_ms"] = (int(fields[11]) + int(fields[12])) * 1000 // ticks
+        return found
+
+    def stop(self, timeout: float = 60.0) -> tuple[int | None, float]:
+        """SIGTERM, then SIGKILL after ``timeout``: (exit status, seconds to exit)."""
+        start = time.perf_counter()
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=10)
+        return self.process.returncode, time.perf_counter() - start
+
+
+@contextlib.contextmanager
+def running(daemon: Daemon) -> Iterator[Daemon]:
+    """Whatever happens, the daemon is stopped on the way out."""
+    try:
+        yield daemon
+    finally:
+        daemon.stop()
+
+
+def wait_until(
+    check: Callable[[], bool], timeout: float, interval: float, what: str, daemon: Daemon
+) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        daemon.alive()
+        if check():
+            return
+        time.sleep(interval)
+    raise TimeoutError(f"{what} did not happen within {timeout:.0f} s:\n{daemon.log_tail()}")
+
+
+def try_get(client: httpx.Client, path: str) -> httpx.Response | None:
+    try:
+        return client.get(path)
+    except httpx.TransportError:
+        return None
+
+
+# ----------------------------------------------------------------------------- phases
+
+
+def disk_usage(root: Path) -> tuple[int, int]:
+    """(bytes in files, bytes allocated to files and folders) under ``root``."""
+    apparent = allocated = 0
+    for folder, dirs, files in os.walk(root):
+        for name in (*dirs, *files):
+            with contextlib.suppress(OSError):
+                stat = os.lstat(os.path.join(folder, name))
+                allocated += stat.st_blocks * 512
+                if name in files:
+                    apparent += stat.st_size
+    return apparent, allocated
+
+
+def model_batch_throughput(
+    embedder: OnnxEmbedder,
+    entries: Sequence[GeneratedEntry],
+    sample: int,
+    seed: int,
+    *pids: int,
+) -> dict[str, Any]:
+    """The model's own throughput on a random sample of the store's texts (the very texts
+    the daemon embeds), in this process: one ``embed_passages`` call over the whole sample,
+    which sorts the texts by length and runs them in batches of 32 (the daemon's batch size),
+    so padding is as small as it gets."""
+    rng = random.Random(f"somnid-latency-sample-{seed}-{len(entries)}")
+    chosen = rng.sample(list(entries), min(sample, len(entries)))
+    texts = [embed_text(entry) for entry in chosen]
+    embedder.embed_passages(texts[:BATCH])  # warm-up
+    mark = cpu_mark(*pids)
+    cpu = time.process_time()
+    start = time.perf_counter()
+    embedder.embed_passages(texts)
+    seconds = time.perf_counter() - start
+    cpu = time.process_time() - cpu
+    return {
+        "sample": len(texts),
+        "batch": BATCH,
+        "seconds": round(seconds, 3),
+        "texts_per_s": round(len(texts) / seconds, 2),
+        "texts_per_cpu_s": round(len(texts) / cpu, 2),
+        "mean_chars": round(sum(map(len, texts)) / len(texts), 1),
+        "foreign_cpus": foreign_cores(mark, cpu_mark(*pids)),
+    }
+
+
+def wait_for_index(daemon: Daemon, size: int, timeout: float) -> dict[str, Any]:
+    """Poll /v1/index/status until every entry has its vector; the start-up timeline."""
+    timeline: dict[str, Any] = {}
+    # Poll often enough to time the build to ~1 %, rarely enough not to slow it down
+    # (each status call counts the missing vectors over the whole index).
+    interval = min(2.0, max(0.1, size / 130 / 100))
+    timeline["poll_interval_s"] = interval
+    deadline = time.monotonic() + timeout
+    with daemon.client() as client:
+        while (response := try_get(client, "/v1/index/status")) is None:
+            daemon.alive()
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"somnid never answered:\n{daemon.log_tail()}")
+            time.sleep(0.02)
+        timeline["serving_s"] = round(daemon.since_spawn(), 3)
+        ready_seen: float | None = None
+        ready_mark = cpu_mark(daemon.process.pid)
+        ready_ticks = 0
+        last_not_done = daemon.since_spawn()
+        status: dict[str, Any] = response.json()
+        while True:
+            daemon.alive()
+            if status.get("embedState") == "failed":
+                raise RuntimeError(f"the model failed to load: {status.get('embedError')}")
+            now = daemon.since_spawn()
+            if status.get("embedState") == "ready" and ready_seen is None:
+                ready_seen = now
+                ready_mark = cpu_mark(daemon.process.pid)
+                ready_ticks = _process_ticks(daemon.process.pid)
+            done = (
+                status.get("embedState") == "ready"
+                and status.get("syncState") == "ready"
+                and status.get("pending") == 0
+                and status.get("entries") == size
+                and status.get("vectors") == size
+            )
+            if done:
+                timeline["vectors_done_s"] = round((last_not_done + now) / 2, 3)
+                timeline["vectors_done_resolution_s"] = round(now - last_not_done, 3)
+                done_mark = cpu_mark(daemon.process.pid)
+                ticks = _process_ticks(daemon.process.pid) - ready_ticks
+                timeline["build_daemon_cpu_s"] = round(ticks / os.sysconf("SC_CLK_TCK"), 2)
+                timeline["build_wall_polled_s"] = round(done_mark.wall - ready_mark.wall, 3)
+                timeline["build_foreign_cpus"] = foreign_cores(ready_mark, done_mark)
+                break
+            last_not_done = now
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"index not built in {timeout:.0f} s; last status {status}")
+            time.sleep(interval)
+            status = client.get("/v1/index/status").json()
+    sync_done = daemon.first_event("index sync:")
+    model_ready = daemon.first_event("embedding model")
+    timeline["sync_done_s"] = None if sync_done is None else round(sync_done, 3)
+    timeline["model_ready_s"] = round(
+        model_ready if model_ready is not None else ready_seen or 0, 3
+    )
+    timeline["model_ready_from"] = "log" if model_ready is not None else "poll"
+    timeline["status"] = status
+    return timeline
+
+
+def timed_requests(
+    client: httpx.Client, requests: Sequence[tuple[str, dict[str, Any]]]
+) -> tuple[list[float], list[dict[str, Any]]]:
+    durations: list[float] = []
+    bodies: list[dict[str, Any]] = []
+    for path, payload in requests:
+        start = time.perf_counter()
+        response = client.post(path, json=payload)
+        body = response.json()
+        durations.append(time.perf_counter() - start)
+        if response.status_code != 200:
+            raise RuntimeError(f"{path} answered {response.status_code}: {body}")
+        bodies.append(body)
+    return durations, bodies
+
+
+def thought_requests(cues: Sequence[str], label: str) -> list[tuple[str, dict[str, Any]]]:
+    return [
+        ("/v1/assoc/thought", {"sessionId": f"{label}-{i}", "cue": cue})
+        for i, cue in enumerate(cues)
+    ]
+
+
+def recall_requests(cues: Sequence[str]) -> list[tuple[str, dict[str, Any]]]:
+    return [("/v1/recall", {"query": cue, "limit": 10}) for cue in cues]
+
+
+def measure_latency(
+    daemon: Daemon, cue_source: CueSource, queries: int, warmup: int, size: int
+) -> tuple[dict[str, Any], list[str]]:
+    """Hints then recalls, sequential, over one keep-alive connection. Returns the figures
+    and every cue sent (for the model-alone comparison)."""
+    label = f"bench-{size}-{os.getpid()}"
+    warm = [cue.text for cue in cue_source.take(2 * warmup)]
+    thought_cues = cue_source.take(queries)
+    recall_cues = cue_source.take(queries)
+    with daemon.client(timeout=30.0) as client:
+        timed_requests(client, thought_requests(warm[:warmup], f"{label}-warm"))
+        timed_requests(client, recall_requests(warm[warmup:]))
+        hint_s, hint_bodies = timed_requests(
+            client, thought_requests([c.text for c in thought_cues], label)
+        )
+        recall_s, recall_bodies = timed_requests(
+            client, recall_requests([c.text for c in recall_cues])
+        )
+    decisions = collections.Counter(str(b["decision"]) for b in hint_bodies)
+    modes = collections.Counter(str(b["mode"]) for b in recall_bodies)
+    hint = {
+        **percentiles(hint_s),
+        "decisions": dict(decisions),
+        "fired_near": sum(
+            1 for c, b in zip(thought_cues, hint_bodies, strict=True) if c.near and b["items"]
+        ),
+        "fired_far": sum(
+            1 for c, b in zip(thought_cues, hint_bodies, strict=True) if not c.near and b["items"]
+        ),
+    }
+    recall = {
+        **percentiles(recall_s),
+        "modes": dict(modes),
+        "items_mean": round(sum(len(b["items"]) for b in recall_bodies) / len(recall_bodies), 2),
+    }
+    cue_langs = collections.Counter(c.lang for c in [*thought_cues, *recall_cues])
+    near = sum(1 for c in [*thought_cues, *recall_cues] if c.near)
+    figures = {
+        "queries": queries,
+        "warmup": warmup,
+        "hint": hint,
+        "recall": recall,
+        "cues": {"langs": dict(cue_langs), "near": near, "far": 2 * queries - near},
+    }
+    return figures, [c.text for c in [*thought_cues, *recall_cues]]
+
+
+def model_alone_queries(embedder: OnnxEmbedder, cues: Sequence[str], *pids: int) -> dict[str, Any]:
+    """``embed_queries([cue])`` for each cue, in this process, no cache."""
+    for text in ("warm-up one", "预热 二", "warm-up three"):
+        embedder.embed_queries([text])
+    mark = cpu_mark(*pids)
+    durations = []
+    for cue in cues:
+        start = time.perf_counter()
+        embedder.embed_queries([cue])
+        durations.append(time.perf_counter() - start)
+    return {**percentiles(durations), "foreign_cpus": foreign_cores(mark, cpu_mark(*pids))}
+
+
+def measure_restart(
+    data_dir: Path, model_dir: Path, work: Path, cue_source: CueSource, size: int
+) -> dict[str, Any]:
+    """Start again over the indexed data dir; time to first answer, health 200, hybrid."""
+    mark = cpu_mark()
+    daemon = Daemon.spawn(data_dir, model_dir, work, "restart")
+    figures: dict[str, Any] = {}
+    with running(daemon), daemon.client(timeout=120.0) as client:
+        deadline = time.monotonic() + 120.0
+
+        def bounded() -> None:
+            daemon.alive()
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"restart did not finish:\n{daemon.log_tail()}")
+
+        while try_get(client, "/v1/index/status") is None:
+            bounded()
+            time.sleep(0.01)
+        figures["listening_s"] = round(daemon.since_spawn(), 3)
+        while True:
+            bounded()
+            start = time.perf_counter()
+            response = try_get(client, "/v1/health")
+            if response is not None and response.status_code == 200:
+                figures["health_request_ms"] = round((time.perf_counter() - start) * 1000, 1)
+                break
+            time.sleep(0.01)
+        figures["health_s"] = round(daemon.since_spawn(), 3)
+        attempts = 0
+        while True:
+            bounded()
+            attempts += 1
+            cue = cue_source.next().text
+            body = client.post("/v1/recall", json={"query": cue, "limit": 10}).json()
+            if body.get("mode") == "hybrid":
+                break
+            time.sleep(0.02)
+        figures["hybrid_s"] = round(daemon.since_spawn(), 3)
+        figures["hybrid_attempts"] = attempts
+        figures["foreign_cpus"] = foreign_cores(mark, cpu_mark(daemon.process.pid))
+        model_ready = daemon.first_event("embedding model")
+        figures["model_ready_s"] = None if model_ready is None else round(model_ready, 3)
+        opened = daemon.first_event("somnid ")
+        figures["runtime_open_s"] = None if opened is None else round(opened, 3)
+        status = client.get("/v1/index/status").json()
+        figures["status"] = status
+        proc = daemon.proc_status()
+        figures["peak_rss_bytes"] = proc.get("VmHWM")
+        figures["rss_bytes"] = proc.get("VmRSS")
+        exit_status, shutdown_s = daemon.stop()
+        figures["exit_status"], figures["shutdown_s"] = exit_status, round(shutdown_s, 3)
+    if status.get("pending") not in (0, None) or status.get("vectors") != size:
+        figures["note"] = "the restarted daemon did not hold every vector at once"
+    return figures
+
+
+# ----------------------------------------------------------------------------- one size
+
+
+@dataclass
+class Options:
+    queries: int
+    warmup: int
+    seed: int
+    sample: int
+    keep: bool
+    work_dir: Path | None
+    build_timeout: float | None
+    quiet_timeout: float
+
+
+def run_size(
+    size: int,
+    options: Options,
+    model_dir: Path,
+    embedder: OnnxEmbedder,
+    cue_source: CueSource,
+) -> dict[str, Any]:
+    result: dict[str, Any] = {"size": size, "seed": options.seed}
+    result["foreign_cpus_before"] = wait_quiet(options.quiet_timeout)
+    work = Path(tempfile.mkdtemp(prefix=f"somnid-latency-{size}-", dir=options.work_dir))
+    data_dir = work / "data"
+    try:
+        progress(f"{size}: generating the store in {work}")
+        start = time.perf_counter()
+        entries = generate_entries(size, options.seed)
+        generated = time.perf_counter() - start
+        start = time.perf_counter()
+        files = write_store(data_dir, entries)
+        written = time.perf_counter() - start
+        apparent, allocated = disk_usage(data_dir)
+        chars = [entry.chars for entry in entries]
+        result["store"] = {
+            "kinds": dict(collections.Counter(e.kind.value for e in entries)),
+            "langs": dict(collections.Counter(e.lang for e in entries)),
+            "chars_mean": round(sum(chars) / len(chars), 1),
+            "chars_min": min(chars),
+            "chars_max": max(chars),
+            "files": files.files,
+            "file_bytes": apparent,
+            "disk_bytes": allocated,
+            "generate_s": round(generated, 3),
+            "write_s": round(written, 3),
+        }
+
+        sample = min(options.sample, size)
+        progress(f"{size}: the model alone on {sample} of the texts")
+        alone_before = model_batch_throughput(embedder, entries, options.sample, options.seed)
+        progress(f"{size}: model alone {alone_before['texts_per_s']:.1f} texts/s; starting somnid")
+
+        timeout = options.build_timeout or 120.0 + size / 20
+        daemon = Daemon.spawn(data_dir, model_dir, work, "first")
+        with running(daemon):
+            pid = daemon.process.pid
+            timeline = wait_for_index(daemon, size, timeout)
+            build_s = timeline["vectors_done_s"] - timeline["model_ready_s"]
+            rate = size / build_s
+            result["startup"] = {
+                k: v for k, v in timeline.items() if k != "status" and not k.startswith("build_")
+            }
+            progress(f"{size}: built in {build_s:.1f} s ({rate:.1f}/s); measuring latency")
+            wait_quiet(options.quiet_timeout, pid)
+            mark = cpu_mark(pid)
+            latency, cues = measure_latency(
+                daemon, cue_source, options.queries, options.warmup, size
+            )
+            latency["foreign_cpus"] = foreign_cores(mark, cpu_mark(pid))
+            progress(f"{size}: the model alone on {len(cues)} cues and again on {sample} texts")
+            latency["model_alone_query"] = model_alone_queries(embedder, cues, pid)
+            alone_after = model_batch_throughput(
+                embedder, entries, options.sample, options.seed, pid
+            )
+            result["latency"] = latency
+            with daemon.client() as client:
+                status = client.get("/v1/index/status").json()
+            proc = daemon.proc_status()
+            exit_status, shutdown_s = daemon.stop()
+        del entries
+        model_rate = (alone_before["texts_per_s"] + alone_after["texts_per_s"]) / 2
+        model_cpu_rate = (alone_before["texts_per_cpu_s"] + alone_after["texts_per_cpu_s"]) / 2
+        daemon_cpu_rate = size / timeline["build_daemon_cpu_s"]
+        result["build"] = {
+            "entries": size,
+            "seconds": round(build_s, 3),
+            "entries_per_s": round(rate, 2),
+            "model_alone_before": alone_before,
+            "model_alone_after": alone_after,
+            "model_texts_per_s": round(model_rate, 2),
+            "ratio": round(rate / model_rate, 3),
+            "daemon_cpu_s": timeline["build_daemon_cpu_s"],
+            "entries_per_cpu_s": round(daemon_cpu_rate, 2),
+            "cpu_ratio": round(daemon_cpu_rate / model_cpu_rate, 3),
+            "foreign_cpus": timeline["build_foreign_cpus"],
+        }
+        result["index"] = {
+            "size_bytes_live": status.get("sizeBytes"),
+            "size_bytes_closed": sum(
+                p.stat().st_size for p in (data_dir / "index").glob("*") if p.is_file()
+            ),
+            "entries": status.get("entries"),
+            "vectors": status.get("vectors"),
+            "counts": status.get("counts"),
+        }
+        result["first_daemon"] = {
+            "peak_rss_bytes": proc.get("VmHWM"),
+            "rss_bytes": proc.get("VmRSS"),
+            "cpu_s": round(proc.get("cpu_ms", 0) / 1000, 1),
+            "exit_status": exit_status,
+            "shutdown_s": round(shutdown_s, 3),
+        }
+
+        progress(f"{size}: restart")
+        wait_quiet(options.quiet_timeout)
+        result["restart"] = measure_restart(data_dir, model_dir, work, cue_source, size)
+        result["targets"] = judge(size, result)
+        return result
+    finally:
+        if options.keep:
+            progress(f"{size}: kept {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+# ----------------------------------------------------------------------------- report
+
+
+def _mb(value: Any) -> str:
+    return "—" if not isinstance(value, int | float) else f"{value / MB:,.1f} MB"
+
+
+def _ms(value: Any) -> str:
+    return "—" if not isinstance(value, int | float) else f"{value:7.1f}"
+
+
+def format_size(result: dict[str, Any]) -> str:
+    size = result["size"]
+    store, build, startup = result["store"], result["build"], result["startup"]
+    latency, restart, index = result["latency"], result["restart"], result["index"]
+    kinds = " / ".join(f"{k} {v}" for k, v in sorted(store["kinds"].items()))
+    langs = " / ".join(f"{k} {v}" for k, v in sorted(store["langs"].items()))
+    before, after = build["model_alone_before"], build["model_alone_after"]
+    sync_done = startup["sync_done_s"]
+    lines = [
+        f"== {size:,} entries ({kinds}; {langs}; {store['chars_mean']:.0f} chars mean)",
+        f"store        {_mb(store['file_bytes'])} in files, {_mb(store['disk_bytes'])} on disk;"
+        f" index {_mb(index['size_bytes_closed'])}; written in {store['write_s']:.1f} s",
+        f"start-up     answering {startup['serving_s']:.2f} s, first sync done"
+        f" {'—' if sync_done is None else f'{sync_done:.2f}'} s, model ready"
+        f" {startup['model_ready_s']:.2f} s, all vectors {startup['vectors_done_s']:.2f} s",
+        f"index build  {build['entries_per_s']:.1f} entries/s over {build['seconds']:.1f} s;"
+        f" model alone {before['texts_per_s']:.1f} / {after['texts_per_s']:.1f} texts/s"
+        f" (before / after, batch {before['batch']}, {before['sample']} texts)"
+        f" → ratio {build['ratio']:.2f}",
+        f"             per CPU-second: daemon {build['entries_per_cpu_s']:.1f}, model alone"
+        f" {before['texts_per_cpu_s']:.1f} / {after['texts_per_cpu_s']:.1f}"
+        f" → {build['cpu_ratio']:.2f}",
+        "latency (ms)                      p50     p95     p99     max",
+    ]
+    for label, figures in (
+        ("hint   POST /v1/assoc/thought", latency["hint"]),
+        ("recall POST /v1/recall", latency["recall"]),
+        ("model alone, embed the cue", latency["model_alone_query"]),
+    ):
+        lines.append(
+            f"  {label:<30}{_ms(figures['p50_ms'])} {_ms(figures['p95_ms'])}"
+            f" {_ms(figures['p99_ms'])} {_ms(figures['max_ms'])}"
+        )
+    hint = latency["hint"]
+    lines.append(
+        f"  hint decisions {hint['decisions']}; fired on {hint['fired_near']} near /"
+        f" {hint['fired_far']} unrelated cues; recall modes {latency['recall']['modes']}"
+    )
+    lines.append(
+        f"restart      answering {restart['listening_s']:.2f} s, health 200"
+        f" {restart['health_s']:.2f} s (that request {restart['health_request_ms']:.0f} ms),"
+        f" hybrid recall {restart['hybrid_s']:.2f} s"
+    )
+    lines.append(
+        f"peak RSS     first daemon {_mb(result['first_daemon']['peak_rss_bytes'])},"
+        f" restarted {_mb(restart['peak_rss_bytes'])}"
+    )
+    lines.append(
+        f"other load   CPUs used by other processes: {result['foreign_cpus_before']} before,"
+        f" {build['foreign_cpus']} during the build, {latency['foreign_cpus']} during latency,"
+        f" {restart['foreign_cpus']} during restart"
+    )
+    lines.append("targets")
+    for verdict in result["targets"]:
+        value = verdict["value"]
+        shown = "—" if value is None else f"{value:.3g}"
+        mark = {True: "PASS", False: "MISS", None: "n/a"}[verdict["pass"]]
+        scope = f"  ({verdict['bound_at']} bound)" if verdict.get("bound_at") else ""
+        lines.append(f"  {verdict['label']:<36} {shown:>8} {verdict['unit']:<2} {mark}{scope}")
+    return "\n".join(lines)
+
+
+def machine() -> dict[str, Any]:
+    cpu = ""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    return {
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "cpu": cpu,
+        "cpus": os.cpu_count(),
+        "affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+    }
+
+
+def git_commit() -> dict[str, Any]:
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", *args], cwd=REPO, capture_output=True, text=True, check=False
+        ).stdout.strip()
+
+    return {"commit": git("rev-parse", "HEAD") or None, "dirty": bool(git("status", "--short"))}
+
+
+def write_results(out: Path, results: dict[int, dict[str, Any]], fresh: bool) -> None:
+    merged: dict[str, Any] = {}
+    if out.exists() and not fresh:
+        with contextlib.suppress(ValueError, OSError):
+            previous = json.loads(out.read_text(encoding="utf-8"))
+            if isinstance(previous.get("results"), dict):
+                merged = dict(previous["results"])
+    merged.update({str(size): result for size, result in results.items()})
+    document = {
+        "benchmark": "latency",
+        "updated": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "targets": [
+            {"key": t.key, "label": t.label, "limit": t.limit, "unit": t.unit} for t in TARGETS
+        ],
+        "results": dict(sorted(merged.items(), key=lambda item: int(item[0]))),
+    }
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    tmp.replace(out)
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument(
+        "--sizes",
+        default="1000,10000",
+        help="store sizes, comma-separated (100000 embeds 100k texts: ~15 minutes)",
+    )
+    parser.add_argument("--queries", type=int, default=300, help="cues per route")
+    parser.add_argument("--warmup", type=int, default=20, help="warm-up cues per route")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--sample", type=int, default=1024, help="texts for the model's own batch throughput"
+    )
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument("--fresh", action="store_true", help="drop results of other sizes")
+    parser.add_argument("--work-dir", type=Path, default=None, help="where stores are written")
+    parser.add_argument("--keep", action="store_true", help="keep the generated data dirs")
+    parser.add_argument("--build-timeout", type=float, default=None, help="seconds per size")
+    parser.add_argument(
+        "--quiet-timeout",
+        type=float,
+        default=300.0,
+        help="before each phase, wait up to this long for other processes to leave the CPU",
+    )
+    args = parser.parse_args(argv)
+    try:
+        args.size_list = [int(part) for part in str(args.sizes).split(",") if part.strip()]
+    except ValueError:
+        parser.error("--sizes takes comma-separated integers")
+    if not args.size_list or min(args.size_list) < 1:
+        parser.error("--sizes needs positive sizes")
+    if args.queries < 1 or args.warmup < 0 or args.sample < 1:
+        parser.error("--queries and --sample must be positive, --warmup not negative")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    options = Options(
+        queries=args.queries,
+        warmup=args.warmup,
+        seed=args.seed,
+        sample=args.sample,
+        keep=args.keep,
+        work_dir=args.work_dir,
+        build_timeout=args.build_timeout,
+        quiet_timeout=args.quiet_timeout,
+    )
+    progress(f"model in {MODEL_CACHE}")
+    model_dir = install_default_model(MODEL_CACHE)
+    embedder = OnnxEmbedder.load(model_dir, threads=2, batch_size=BATCH)  # as the daemon
+    cue_source = CueSource(args.seed)
+    meta = {
+        "somnid": somnid_version,
+        **git_commit(),
+        "machine": machine(),
+        "model": embedder.name,
+        "run_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+    }
+    results: dict[int, dict[str, Any]] = {}
+    try:
+        for size in args.size_list:
+            result = run_size(size, options, model_dir, embedder, cue_source)
+            result["run"] = meta
+            results[size] = result
+            print(format_size(result), flush=True)
+            print(flush=True)
+            write_results(args.out, results, args.fresh)
+    finally:
+        embedder.close()
+    progress(f"wrote {args.out}")
+    missed = [
+        f"{size}: {v['label']}"
+        for size, result in results.items()
+        for v in result["targets"]
+        if v["pass"] is False
+    ]
+    if missed:
+        print("missed: " + "; ".join(missed))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -34,6 +34,14 @@ def _parser() -> argparse.ArgumentParser:
 
     openapi = commands.add_parser("openapi", help="print or write the OpenAPI document")
     openapi.add_argument("--out", type=Path, help="write here instead of stdout")
+
+    model = commands.add_parser("model", help="the local embedding model")
+    model_commands = model.add_subparsers(dest="model_command", required=True)
+    install = model_commands.add_parser(
+        "install", help="convert the bundled multilingual-e5-small into <data>/models (offline)"
+    )
+    install.add_argument("--data-dir", type=Path)
+    install.add_argument("--fp32", action="store_true", help="keep full precision (slower)")
     return parser
 
 
@@ -57,6 +65,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _serve(settings)
     if args.command == "openapi":
         return _openapi(settings, args.out)
+    if args.command == "model":
+        return _model_install(settings, fp32=args.fp32)
     return EXIT_USAGE
 
 
@@ -71,6 +81,25 @@ def _serve(settings: Settings) -> int:
     except DataDirLocked as exc:
         print(f"somnid: {exc.detail}", file=sys.stderr)
         return EXIT_LOCKED
+
+
+def _model_install(settings: Settings, *, fp32: bool) -> int:
+    from somnid.embed.base import EmbedError
+    from somnid.embed.e5convert import install_default_model
+
+    def progress(stage: str, fraction: float) -> None:
+        width = 30
+        filled = round(fraction * width)
+        line = f"\r{stage:<16} [{'#' * filled}{'.' * (width - filled)}] {fraction:4.0%}"
+        print(line, end="", file=sys.stderr, flush=True)
+
+    try:
+        path = install_default_model(settings.models_dir, quantize=not fp32, progress=progress)
+    except EmbedError as exc:
+        print(f"\nsomnid: {exc}", file=sys.stderr)
+        return 1
+    print(f"\nmodel ready in {path}", file=sys.stderr)
+    return 0
 
 
 def openapi_document(settings: Settings) -> dict[str, Any]:

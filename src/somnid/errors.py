@@ -4,7 +4,8 @@ No HTTP here: ``somnid.api.errors`` maps each class to a status code in one plac
 
     SomnidError
     ├── InvalidInput          bad name, bad value, bad request content
-    │   └── InvalidName       a name that is unsafe or empty
+    │   ├── InvalidName       a name that is unsafe or empty
+    │   └── InvalidArguments  a tool's arguments do not fit its schema
     ├── NotFound              no such entry / route / kind
     ├── Conflict              the entry exists already, or the target is taken
     ├── PreconditionFailed    If-Match did not match the current version
@@ -22,6 +23,7 @@ __all__ = [
     "BrokenFile",
     "Conflict",
     "DataDirLocked",
+    "InvalidArguments",
     "InvalidInput",
     "InvalidName",
     "NotFound",
@@ -51,6 +53,12 @@ class InvalidInput(SomnidError):
 
 class InvalidName(InvalidInput):
     code = "invalid_name"
+
+
+class InvalidArguments(InvalidInput):
+    """A tool was called with arguments that do not fit its schema."""
+
+    code = "invalid_arguments"
 
 
 class NotFound(SomnidError):

@@ -26,6 +26,7 @@ log = logging.getLogger(__name__)
 PROBLEM_JSON = "application/problem+json"
 
 _STATUS: list[tuple[type[errors.SomnidError], int]] = [
+    (errors.InvalidArguments, 422),
     (errors.InvalidInput, 400),
     (errors.NotFound, 404),
     (errors.Conflict, 409),

@@ -1,0 +1,118 @@
+"""Prospective memory: which open intentions to raise now, and on which cue.
+
+Pure: entries and a day in, groups out. An intention is *due* when its due date has come
+(or passed), *upcoming* within ``UPCOMING_DAYS``, *someday* without a due date, and *later*
+when further out (raised only when the current message matches its cue).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass, field
+
+from somnid.memory.clock import local_date
+from somnid.memory.entry import Entry
+from somnid.memory.kinds import PRIORITIES, normalise_priority
+
+UPCOMING_DAYS = 3
+MAX_DUE = 10
+MAX_UPCOMING = 5
+MAX_SOMEDAY = 5
+MAX_CUE_EXTRAS = 3
+
+_CUE_SPLIT = re.compile(r"[,，、;；|]")
+
+
+@dataclass(frozen=True, slots=True)
+class Intention:
+    id: str
+    what: str
+    due: dt.date | None
+    cue: tuple[str, ...]
+    priority: str
+    status: str
+    path: str
+
+
+@dataclass(slots=True)
+class Agenda:
+    due: list[Intention] = field(default_factory=list)
+    upcoming: list[Intention] = field(default_factory=list)
+    someday: list[Intention] = field(default_factory=list)
+    cued: list[Intention] = field(default_factory=list)  # matched the current message
+
+    def __bool__(self) -> bool:
+        return bool(self.due or self.upcoming or self.someday or self.cued)
+
+
+def split_cues(raw: object) -> tuple[str, ...]:
+    """Cues are separated by commas (ASCII or Chinese), 、 or semicolons."""
+    if raw is None:
+        return ()
+    if isinstance(raw, list | tuple):
+        parts = [str(item) for item in raw]
+    else:
+        parts = _CUE_SPLIT.split(str(raw))
+    return tuple(dict.fromkeys(part.strip().casefold() for part in parts if part.strip()))
+
+
+def intention_of(entry: Entry, tz: dt.tzinfo) -> Intention:
+    """Read an intention entry, including the original's body-line fields and its lack of a
+    status key (open while live, closed once archived)."""
+    status = entry.text_field("status").strip().lower()
+    if not status:
+        status = "closed" if entry.archived else "open"
+    return Intention(
+        id=entry.name,
+        what=entry.description or _first_line(entry.body),
+        due=local_date(entry.field("due"), tz),
+        cue=split_cues(entry.field("cue")),
+        priority=normalise_priority(entry.field("priority")),
+        status=status,
+        path=str(entry.path),
+    )
+
+
+def _first_line(body: str) -> str:
+    for line in body.splitlines():
+        if line.strip() and not line.lstrip().startswith("- "):
+            return line.strip()
+    return ""
+
+
+def cue_matches(intention: Intention, message: str) -> bool:
+    text = message.casefold()
+    return any(cue in text for cue in intention.cue)
+
+
+def _priority_rank(intention: Intention) -> int:
+    return PRIORITIES.index(intention.priority) if intention.priority in PRIORITIES else 1
+
+
+def agenda(intentions: list[Intention], today: dt.date, message: str | None = None) -> Agenda:
+    """Group open intentions for the prompt: due (≤ 10), upcoming (≤ 5), someday (≤ 5),
+    then up to 3 more whose cue the current message matches, from any group not shown."""
+    open_ones = sorted(
+        (i for i in intentions if i.status == "open"),
+        key=lambda i: (i.due or dt.date.max, _priority_rank(i), i.id),
+    )
+    result = Agenda()
+    shown: set[str] = set()
+    for intention in open_ones:
+        if intention.due is not None and intention.due <= today:
+            group, cap = result.due, MAX_DUE
+        elif intention.due is not None and (intention.due - today).days <= UPCOMING_DAYS:
+            group, cap = result.upcoming, MAX_UPCOMING
+        elif intention.due is None:
+            group, cap = result.someday, MAX_SOMEDAY
+        else:
+            continue  # later: only on a cue
+        if len(group) < cap:
+            group.append(intention)
+            shown.add(intention.id)
+    if message:
+        cued = [i for i in open_ones if i.id not in shown and cue_matches(i, message)]
+        cued.sort(key=_priority_rank)
+        result.cued = cued[:MAX_CUE_EXTRAS]
+    return result

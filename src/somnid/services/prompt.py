@@ -1,0 +1,142 @@
+"""The resident prompt sections: identity, intentions, discipline — byte-stable.
+
+The same memory gives byte-identical sections (and hashes), so a model provider's prefix
+cache stays warm and clients refresh only when a hash changes. Nothing here depends on the
+current message except ``cued``: intentions whose cue the message matches, meant for the
+per-turn messages, never for the system prompt. Every ``{{`` in memory text is broken up,
+because the harness treats ``{{name}}`` in a section as a template variable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from dataclasses import dataclass
+
+from somnid.config import InjectSettings
+from somnid.errors import BrokenFile, InvalidName, NotFound
+from somnid.memory.clock import Clock
+from somnid.memory.entry import Entry
+from somnid.memory.intentions import Agenda, Intention
+from somnid.memory.kinds import SELF_PROFILE, Kind
+from somnid.services.intentions import Intentions
+from somnid.services.prompt_text import PromptText, text_for
+from somnid.store.memories import MemoryStore
+
+MAX_PARTICIPANTS = 10
+PARTICIPANT_LINE_CHARS = 80
+
+
+@dataclass(frozen=True, slots=True)
+class Section:
+    text: str
+
+    @property
+    def hash(self) -> str:
+        return hashlib.sha256(self.text.encode("utf-8")).hexdigest()[:16]
+
+
+@dataclass(frozen=True, slots=True)
+class Sections:
+    identity: Section
+    intentions: Section
+    discipline: Section
+    cued: Section
+
+
+def escape_template(text: str) -> str:
+    """``{{x}}`` → ``{ {x} }``: readable, and never a template variable."""
+    while "{{" in text or "}}" in text:
+        text = text.replace("{{", "{ {").replace("}}", "} }")
+    return text
+
+
+class PromptBuilder:
+    def __init__(
+        self,
+        store: MemoryStore,
+        intentions: Intentions,
+        clock: Clock,
+        inject: InjectSettings,
+        lang: str,
+    ) -> None:
+        self.store = store
+        self.intentions = intentions
+        self.clock = clock
+        self.inject = inject
+        self.text: PromptText = text_for(lang)
+
+    async def build(
+        self,
+        *,
+        speaker: str | None = None,
+        participants: list[str] | None = None,
+        message: str | None = None,
+        project: str | None = None,
+    ) -> Sections:
+        identity = ""
+        if self.inject.identity:
+            identity = await asyncio.to_thread(self._identity, speaker, participants or [])
+        plan = await self.intentions.agenda(message, project)
+        intentions = self._intentions(plan) if self.inject.intentions else ""
+        cued = self._cued(plan.cued) if self.inject.intentions else ""
+        discipline = self.text.discipline if self.inject.discipline else ""
+        return Sections(
+            Section(escape_template(identity)),
+            Section(escape_template(intentions)),
+            Section(escape_template(discipline)),
+            Section(escape_template(cued)),
+        )
+
+    def _profile(self, name: str) -> Entry | None:
+        try:
+            return self.store.read(Kind.PROFILE, name)
+        except (NotFound, BrokenFile, InvalidName):
+            return None
+
+    def _identity(self, speaker: str | None, participants: list[str]) -> str:
+        t = self.text
+        parts: list[str] = []
+        me = self._profile(SELF_PROFILE)
+        if me is not None and me.body.strip():
+            parts.append(f"{t.about_me}\n{me.body.strip()}")
+        if speaker:
+            profile = self._profile(speaker)
+            if profile is not None:
+                name = profile.text_field("name") or speaker
+                department = profile.text_field("department")
+                head = f"{name} ({department})" if department else name
+                body = profile.body.strip()
+                parts.append(f"{t.speaker}\n{head}" + (f"\n{body}" if body else ""))
+        lines: list[str] = []
+        for user in dict.fromkeys(p for p in participants if p and p != speaker):
+            if len(lines) >= MAX_PARTICIPANTS:
+                break
+            profile = self._profile(user)
+            if profile is None:
+                continue
+            name = profile.text_field("name") or user
+            first = next((ln.strip() for ln in profile.body.splitlines() if ln.strip()), "")
+            lines.append(f"- {name}: {first[:PARTICIPANT_LINE_CHARS]}".rstrip(": "))
+        if lines:
+            parts.append(t.participants + "\n" + "\n".join(lines))
+        return "\n\n".join(parts)
+
+    def _line(self, template: str, intention: Intention) -> str:
+        due = intention.due.isoformat() if intention.due else ""
+        return template.format(id=intention.id, what=" ".join(intention.what.split()), due=due)
+
+    def _intentions(self, plan: Agenda) -> str:
+        t = self.text
+        lines = [self._line(t.due, i) for i in plan.due]
+        lines += [self._line(t.upcoming, i) for i in plan.upcoming]
+        lines += [self._line(t.someday, i) for i in plan.someday]
+        if not lines:
+            return ""
+        return "\n".join([t.intentions, t.intentions_rule, *lines])
+
+    def _cued(self, cued: list[Intention]) -> str:
+        if not cued:
+            return ""
+        t = self.text
+        return "\n".join([t.cued_heading, t.cued_rule, *(self._line(t.cued, i) for i in cued)])

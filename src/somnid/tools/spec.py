@@ -1,0 +1,126 @@
+"""A tool's JSON schema and argument validator, made from its Python signature and docstring.
+
+The docstring's text before ``Args:`` is the tool's description; each ``name: text`` line of
+the ``Args:`` section (continued by indented lines) describes that parameter. Types map to
+JSON Schema (str → string, int → integer, float → number, bool → boolean). A parameter
+without a default is required; empty-string defaults are not advertised, so a model does
+not learn to send ``""``. Arguments are validated by a pydantic model built from the same
+signature: unknown arguments are refused and the failing field is named.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+
+from somnid.errors import InvalidArguments
+
+_JSON_TYPES: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
+_ARG_HEAD = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*:\s*(.*)$")
+_SECTION = re.compile(r"^\s*(Args|Arguments|Returns|Raises|Yields|Examples?)\s*:\s*$")
+_SKIPPED = {"self", "ctx"}
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    concurrent: bool
+    model: type[BaseModel]
+
+    def validate(self, args: dict[str, Any]) -> dict[str, Any]:
+        try:
+            parsed = self.model.model_validate(args)
+        except ValidationError as exc:
+            issues = [
+                {"field": ".".join(str(p) for p in error["loc"]) or "args", "message": error["msg"]}
+                for error in exc.errors()
+            ]
+            fields = ", ".join(issue["field"] for issue in issues)
+            raise InvalidArguments(
+                f"invalid arguments for {self.name}: {fields}", errors=issues
+            ) from None
+        return parsed.model_dump()
+
+    def schema(self) -> dict[str, Any]:
+        return {"name": self.name, "description": self.description, "parameters": self.parameters}
+
+
+def _docs(fn: Callable[..., Any]) -> tuple[str, dict[str, str]]:
+    doc = inspect.cleandoc(fn.__doc__ or "")
+    description: list[str] = []
+    params: dict[str, str] = {}
+    section: str | None = None
+    current: str | None = None
+    for line in doc.splitlines():
+        header = _SECTION.match(line)
+        if header:
+            section, current = header.group(1), None
+            continue
+        if section is None:
+            description.append(line)
+        elif section in ("Args", "Arguments"):
+            head = _ARG_HEAD.match(line)
+            if head and not line.startswith((" " * 8, "\t\t")):
+                current = head.group(1)
+                params[current] = head.group(2).strip()
+            elif current and line.strip():
+                params[current] = f"{params[current]} {line.strip()}".strip()
+    paragraphs = "\n".join(description).strip().split("\n\n")
+    text = "\n\n".join(" ".join(part.split()) for part in paragraphs)
+    return text or fn.__name__, params
+
+
+def _json_type(annotation: Any) -> tuple[str, bool]:
+    """(JSON type, optional?) of an annotation such as ``str``, ``int | None``."""
+    args = typing.get_args(annotation)
+    if args and type(None) in args:
+        inner = [a for a in args if a is not type(None)]
+        return _JSON_TYPES.get(inner[0], "string") if len(inner) == 1 else "string", True
+    return _JSON_TYPES.get(annotation, "string"), False
+
+
+def tool_spec(
+    fn: Callable[..., Any], *, name: str | None = None, concurrent: bool = True
+) -> ToolSpec:
+    name = name or fn.__name__
+    description, param_docs = _docs(fn)
+    hints = typing.get_type_hints(fn)
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    fields: dict[str, Any] = {}
+    for param in inspect.signature(fn).parameters.values():
+        if param.name in _SKIPPED or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            continue
+        annotation = hints.get(param.name, str)
+        json_type, optional = _json_type(annotation)
+        prop: dict[str, Any] = {"type": json_type}
+        if param.name in param_docs:
+            prop["description"] = param_docs[param.name]
+        if param.default is inspect.Parameter.empty:
+            required.append(param.name)
+            fields[param.name] = (annotation, ...)
+        else:
+            if param.default not in (None, ""):
+                prop["default"] = param.default
+            fields[param.name] = (annotation, param.default)
+        if optional:
+            prop["type"] = [json_type, "null"]
+        properties[param.name] = prop
+    model = create_model(
+        f"{name}_args", __config__=ConfigDict(extra="forbid", strict=False), **fields
+    )
+    parameters = {
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": False,
+    }
+    return ToolSpec(name, description, parameters, concurrent, model)

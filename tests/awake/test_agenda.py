@@ -1,0 +1,61 @@
+"""Which intentions the prompt raises: due, upcoming, someday, and cue-matched."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from somnid.memory.intentions import Intention, agenda, cue_matches, split_cues
+
+TODAY = dt.date(2026, 10, 10)
+
+
+def intention(id: str, due: dt.date | None = None, cue: str = "", priority: str = "mid",
+              status: str = "open") -> Intention:  # fmt: skip
+    return Intention(id, f"do {id}", due, split_cues(cue), priority, status, f"memory/intentions/{id}/INTENT.md")
+
+
+def ids(items: list[Intention]) -> list[str]:
+    return [item.id for item in items]
+
+
+def test_groups_and_order() -> None:
+    plan = agenda(
+        [
+            intention("late", TODAY - dt.timedelta(days=5)),
+            intention("today", TODAY, priority="high"),
+            intention("in-3", TODAY + dt.timedelta(days=3)),
+            intention("in-4", TODAY + dt.timedelta(days=4), cue="passport"),
+            intention("someday-b"),
+            intention("someday-a", priority="high"),
+            intention("done", TODAY, status="completed"),
+        ],
+        TODAY,
+    )
+    assert ids(plan.due) == ["late", "today"]
+    assert ids(plan.upcoming) == ["in-3"]
+    assert ids(plan.someday) == ["someday-a", "someday-b"]
+    assert plan.cued == []  # in-4 waits for its cue
+
+
+def test_cue_brings_far_and_capped_ones() -> None:
+    many = [intention(f"s{n:02d}", cue="garden" if n == 9 else "") for n in range(9)]
+    many.append(intention("s09", cue="garden"))
+    many.append(intention("far", TODAY + dt.timedelta(days=40), cue="Passport, 护照"))
+    plan = agenda(many, TODAY, "We need new 护照 photos and the garden")
+    assert len(plan.someday) == 5
+    assert ids(plan.cued) == ["far", "s09"]  # dated first; s09 is beyond the someday cap
+
+
+def test_cue_splitting_and_matching() -> None:
+    assert split_cues("域名，domain、DNS; renew ,") == ("域名", "domain", "dns", "renew")
+    assert split_cues(["A", " b "]) == ("a", "b")
+    assert cue_matches(intention("x", cue="Domain"), "our DOMAIN expires")
+    assert not cue_matches(intention("x"), "anything")
+
+
+def test_moving_clock_moves_groups() -> None:
+    item = intention("x", TODAY + dt.timedelta(days=10))
+    assert not agenda([item], TODAY)
+    assert ids(agenda([item], TODAY + dt.timedelta(days=7)).upcoming) == ["x"]
+    assert ids(agenda([item], TODAY + dt.timedelta(days=10)).due) == ["x"]
+    assert ids(agenda([item], TODAY + dt.timedelta(days=400)).due) == ["x"]  # never expires here

@@ -10,9 +10,9 @@ to disk (``bench/_stores.py``), ``somnid serve`` is started on it as a child pro
   and as many others against ``/v1/recall`` (limit 10), one after another over one
   keep-alive connection after a warm-up, beside the time to embed each cue alone with the
   same model in this process (while the daemon is idle);
-* **restart**: SIGTERM, start again over the same data dir; time from spawn until the
-  first answer, until ``/v1/health`` answers 200 and until ``/v1/recall`` answers in mode
-  ``hybrid``;
+* **restart**: SIGTERM, start again over the same data dir and time from spawn until
+  ``/v1/recall`` first answers and first answers in mode ``hybrid``; then once more, asking
+  only ``/v1/health``, until it answers 200 (apart, since a health request reads every file);
 * peak RSS of each daemon (``VmHWM``), store and index size.
 
 No cue is ever sent twice in a run: the daemon caches query vectors.
@@ -433,9 +433,13 @@ def wait_for_index(daemon: Daemon, size: int, timeout: float) -> dict[str, Any]:
                 raise TimeoutError(f"somnid never answered:\n{daemon.log_tail()}")
             time.sleep(0.02)
         timeline["serving_s"] = round(daemon.since_spawn(), 3)
+        pid = daemon.process.pid
         ready_seen: float | None = None
-        ready_mark = cpu_mark(daemon.process.pid)
-        ready_ticks = 0
+        ready_mark = cpu_mark(pid)
+        # The first poll with the model ready and every file indexed: from there on the
+        # daemon does nothing but embed (the model loads beside the first sync).
+        synced: tuple[float, int, int] | None = None  # (seconds, vectors, daemon ticks)
+        samples: list[tuple[float, int, int]] = []  # (seconds, entries, vectors)
         last_not_done = daemon.since_spawn()
         status: dict[str, Any] = response.json()
         while True:
@@ -443,24 +447,30 @@ def wait_for_index(daemon: Daemon, size: int, timeout: float) -> dict[str, Any]:
             if status.get("embedState") == "failed":
                 raise RuntimeError(f"the model failed to load: {status.get('embedError')}")
             now = daemon.since_spawn()
-            if status.get("embedState") == "ready" and ready_seen is None:
+            ready = status.get("embedState") == "ready"
+            samples.append((round(now, 2), int(status["entries"]), int(status["vectors"])))
+            if ready and ready_seen is None:
                 ready_seen = now
-                ready_mark = cpu_mark(daemon.process.pid)
-                ready_ticks = _process_ticks(daemon.process.pid)
+                ready_mark = cpu_mark(pid)
+            indexed = status.get("syncState") == "ready" and status.get("entries") == size
+            if ready and indexed and synced is None:
+                synced = (now, int(status["vectors"]), _process_ticks(pid))
             done = (
-                status.get("embedState") == "ready"
-                and status.get("syncState") == "ready"
+                synced is not None
                 and status.get("pending") == 0
                 and status.get("entries") == size
                 and status.get("vectors") == size
             )
-            if done:
-                timeline["vectors_done_s"] = round((last_not_done + now) / 2, 3)
+            if done and synced is not None:
+                done_s = (last_not_done + now) / 2
+                timeline["vectors_done_s"] = round(done_s, 3)
                 timeline["vectors_done_resolution_s"] = round(now - last_not_done, 3)
-                done_mark = cpu_mark(daemon.process.pid)
-                ticks = _process_ticks(daemon.process.pid) - ready_ticks
-                timeline["build_daemon_cpu_s"] = round(ticks / os.sysconf("SC_CLK_TCK"), 2)
-                timeline["build_wall_polled_s"] = round(done_mark.wall - ready_mark.wall, 3)
+                done_mark = cpu_mark(pid)
+                ticks = _process_ticks(pid) - synced[2]
+                timeline["build_synced_s"] = round(synced[0], 3)
+                timeline["build_vectors_at_synced"] = synced[1]
+                timeline["build_after_sync_s"] = round(done_s - synced[0], 3)
+                timeline["build_after_sync_cpu_s"] = round(ticks / os.sysconf("SC_CLK_TCK"), 2)
                 timeline["build_foreign_cpus"] = foreign_cores(ready_mark, done_mark)
                 break
             last_not_done = now
@@ -476,6 +486,8 @@ def wait_for_index(daemon: Daemon, size: int, timeout: float) -> dict[str, Any]:
     )
     timeline["model_ready_from"] = "log" if model_ready is not None else "poll"
     timeline["status"] = status
+    step = max(1, len(samples) // 100)
+    timeline["progress"] = samples[::step] + ([samples[-1]] if len(samples) % step != 1 else [])
     return timeline
 
 
@@ -566,57 +578,85 @@ def model_alone_queries(embedder: OnnxEmbedder, cues: Sequence[str], *pids: int)
     return {**percentiles(durations), "foreign_cpus": foreign_cores(mark, cpu_mark(*pids))}
 
 
-def measure_restart(
-    data_dir: Path, model_dir: Path, work: Path, cue_source: CueSource, size: int
+def restart_once(
+    data_dir: Path, model_dir: Path, work: Path, cue_source: CueSource, probe: str
 ) -> dict[str, Any]:
-    """Start again over the indexed data dir; time to first answer, health 200, hybrid."""
+    """Start somnid over the indexed data dir and time what ``probe`` asks for:
+    "recall" (the first answer of /v1/recall, then the first in mode hybrid) or
+    "health" (the first 200 of /v1/health). Nothing else is asked meanwhile."""
     mark = cpu_mark()
-    daemon = Daemon.spawn(data_dir, model_dir, work, "restart")
-    figures: dict[str, Any] = {}
+    daemon = Daemon.spawn(data_dir, model_dir, work, f"restart-{probe}")
+    figures: dict[str, Any] = {"probe": probe}
     with running(daemon), daemon.client(timeout=120.0) as client:
         deadline = time.monotonic() + 120.0
-
-        def bounded() -> None:
+        while True:
             daemon.alive()
             if time.monotonic() > deadline:
                 raise TimeoutError(f"restart did not finish:\n{daemon.log_tail()}")
-
-        while try_get(client, "/v1/index/status") is None:
-            bounded()
-            time.sleep(0.01)
-        figures["listening_s"] = round(daemon.since_spawn(), 3)
-        while True:
-            bounded()
             start = time.perf_counter()
-            response = try_get(client, "/v1/health")
-            if response is not None and response.status_code == 200:
-                figures["health_request_ms"] = round((time.perf_counter() - start) * 1000, 1)
+            try:
+                if probe == "health":
+                    response = client.get("/v1/health")
+                else:
+                    cue = cue_source.next().text
+                    response = client.post("/v1/recall", json={"query": cue, "limit": 10})
+            except httpx.TransportError:
+                time.sleep(0.01)
+                continue
+            request_ms = round((time.perf_counter() - start) * 1000, 1)
+            since = round(daemon.since_spawn(), 3)
+            if response.status_code != 200:
+                time.sleep(0.01)
+                continue
+            if probe == "health":
+                figures["health_s"], figures["health_request_ms"] = since, request_ms
                 break
-            time.sleep(0.01)
-        figures["health_s"] = round(daemon.since_spawn(), 3)
-        attempts = 0
-        while True:
-            bounded()
-            attempts += 1
-            cue = cue_source.next().text
-            body = client.post("/v1/recall", json={"query": cue, "limit": 10}).json()
-            if body.get("mode") == "hybrid":
+            mode = response.json().get("mode")
+            if "first_answer_s" not in figures:
+                figures["first_answer_s"], figures["first_mode"] = since, mode
+            if mode == "hybrid":
+                figures["hybrid_s"], figures["hybrid_request_ms"] = since, request_ms
                 break
             time.sleep(0.02)
-        figures["hybrid_s"] = round(daemon.since_spawn(), 3)
-        figures["hybrid_attempts"] = attempts
         figures["foreign_cpus"] = foreign_cores(mark, cpu_mark(daemon.process.pid))
-        model_ready = daemon.first_event("embedding model")
-        figures["model_ready_s"] = None if model_ready is None else round(model_ready, 3)
         opened = daemon.first_event("somnid ")
         figures["runtime_open_s"] = None if opened is None else round(opened, 3)
-        status = client.get("/v1/index/status").json()
-        figures["status"] = status
+        model_ready = daemon.first_event("embedding model")
+        figures["model_ready_s"] = None if model_ready is None else round(model_ready, 3)
+        figures["status"] = client.get("/v1/index/status").json()
         proc = daemon.proc_status()
         figures["peak_rss_bytes"] = proc.get("VmHWM")
         figures["rss_bytes"] = proc.get("VmRSS")
         exit_status, shutdown_s = daemon.stop()
         figures["exit_status"], figures["shutdown_s"] = exit_status, round(shutdown_s, 3)
+    return figures
+
+
+def measure_restart(
+    data_dir: Path,
+    model_dir: Path,
+    work: Path,
+    cue_source: CueSource,
+    size: int,
+    quiet_timeout: float,
+) -> dict[str, Any]:
+    """Two restarts over the indexed data dir: one asks only /v1/recall, one only
+    /v1/health (a health request reads every entry file, so it would slow the other)."""
+    recall = restart_once(data_dir, model_dir, work, cue_source, "recall")
+    wait_quiet(quiet_timeout)
+    health = restart_once(data_dir, model_dir, work, cue_source, "health")
+    figures: dict[str, Any] = {
+        "first_answer_s": recall["first_answer_s"],
+        "first_mode": recall["first_mode"],
+        "hybrid_s": recall["hybrid_s"],
+        "health_s": health["health_s"],
+        "health_request_ms": health["health_request_ms"],
+        "peak_rss_bytes": max(recall["peak_rss_bytes"] or 0, health["peak_rss_bytes"] or 0),
+        "foreign_cpus": max(recall["foreign_cpus"], health["foreign_cpus"]),
+        "recall_probe": recall,
+        "health_probe": health,
+    }
+    status = recall["status"]
     if status.get("pending") not in (0, None) or status.get("vectors") != size:
         figures["note"] = "the restarted daemon did not hold every vector at once"
     return figures
@@ -684,8 +724,11 @@ def run_size(
             build_s = timeline["vectors_done_s"] - timeline["model_ready_s"]
             rate = size / build_s
             result["startup"] = {
-                k: v for k, v in timeline.items() if k != "status" and not k.startswith("build_")
+                k: v
+                for k, v in timeline.items()
+                if k not in ("status", "progress") and not k.startswith("build_")
             }
+            result["startup"]["progress"] = timeline["progress"]
             progress(f"{size}: built in {build_s:.1f} s ({rate:.1f}/s); measuring latency")
             wait_quiet(options.quiet_timeout, pid)
             mark = cpu_mark(pid)
@@ -706,7 +749,10 @@ def run_size(
         del entries
         model_rate = (alone_before["texts_per_s"] + alone_after["texts_per_s"]) / 2
         model_cpu_rate = (alone_before["texts_per_cpu_s"] + alone_after["texts_per_cpu_s"]) / 2
-        daemon_cpu_rate = size / timeline["build_daemon_cpu_s"]
+        # After the first sync, alone: the embedding the daemon still had to do then.
+        left = size - timeline["build_vectors_at_synced"]
+        after_sync = timeline["build_after_sync_s"]
+        after_sync_cpu = timeline["build_after_sync_cpu_s"]
         result["build"] = {
             "entries": size,
             "seconds": round(build_s, 3),
@@ -715,9 +761,17 @@ def run_size(
             "model_alone_after": alone_after,
             "model_texts_per_s": round(model_rate, 2),
             "ratio": round(rate / model_rate, 3),
-            "daemon_cpu_s": timeline["build_daemon_cpu_s"],
-            "entries_per_cpu_s": round(daemon_cpu_rate, 2),
-            "cpu_ratio": round(daemon_cpu_rate / model_cpu_rate, 3),
+            "after_sync": {
+                "from_s": timeline["build_synced_s"],
+                "entries": left,
+                "seconds": after_sync,
+                "entries_per_s": round(left / after_sync, 2) if after_sync > 0 else None,
+                "ratio": round(left / after_sync / model_rate, 3) if after_sync > 0 else None,
+                "daemon_cpu_s": after_sync_cpu,
+                "cpu_ratio": (
+                    round(left / after_sync_cpu / model_cpu_rate, 3) if after_sync_cpu else None
+                ),
+            },
             "foreign_cpus": timeline["build_foreign_cpus"],
         }
         result["index"] = {
@@ -739,7 +793,9 @@ def run_size(
 
         progress(f"{size}: restart")
         wait_quiet(options.quiet_timeout)
-        result["restart"] = measure_restart(data_dir, model_dir, work, cue_source, size)
+        result["restart"] = measure_restart(
+            data_dir, model_dir, work, cue_source, size, options.quiet_timeout
+        )
         result["targets"] = judge(size, result)
         return result
     finally:
@@ -756,6 +812,10 @@ def _mb(value: Any) -> str:
     return "—" if not isinstance(value, int | float) else f"{value / MB:,.1f} MB"
 
 
+def _num(value: Any, digits: int = 1) -> str:
+    return "—" if not isinstance(value, int | float) else f"{value:.{digits}f}"
+
+
 def _ms(value: Any) -> str:
     return "—" if not isinstance(value, int | float) else f"{value:7.1f}"
 
@@ -767,6 +827,7 @@ def format_size(result: dict[str, Any]) -> str:
     kinds = " / ".join(f"{k} {v}" for k, v in sorted(store["kinds"].items()))
     langs = " / ".join(f"{k} {v}" for k, v in sorted(store["langs"].items()))
     before, after = build["model_alone_before"], build["model_alone_after"]
+    steady = build["after_sync"]
     sync_done = startup["sync_done_s"]
     lines = [
         f"== {size:,} entries ({kinds}; {langs}; {store['chars_mean']:.0f} chars mean)",
@@ -779,9 +840,9 @@ def format_size(result: dict[str, Any]) -> str:
         f" model alone {before['texts_per_s']:.1f} / {after['texts_per_s']:.1f} texts/s"
         f" (before / after, batch {before['batch']}, {before['sample']} texts)"
         f" → ratio {build['ratio']:.2f}",
-        f"             per CPU-second: daemon {build['entries_per_cpu_s']:.1f}, model alone"
-        f" {before['texts_per_cpu_s']:.1f} / {after['texts_per_cpu_s']:.1f}"
-        f" → {build['cpu_ratio']:.2f}",
+        f"             once every file was indexed ({steady['from_s']:.1f} s):"
+        f" {_num(steady['entries_per_s'])} entries/s for {steady['entries']} entries"
+        f" → ratio {_num(steady['ratio'], 2)}; per CPU-second → {_num(steady['cpu_ratio'], 2)}",
         "latency (ms)                      p50     p95     p99     max",
     ]
     for label, figures in (
@@ -798,14 +859,18 @@ def format_size(result: dict[str, Any]) -> str:
         f"  hint decisions {hint['decisions']}; fired on {hint['fired_near']} near /"
         f" {hint['fired_far']} unrelated cues; recall modes {latency['recall']['modes']}"
     )
+    recall_probe, health_probe = restart["recall_probe"], restart["health_probe"]
     lines.append(
-        f"restart      answering {restart['listening_s']:.2f} s, health 200"
-        f" {restart['health_s']:.2f} s (that request {restart['health_request_ms']:.0f} ms),"
-        f" hybrid recall {restart['hybrid_s']:.2f} s"
+        f"restart      recall: first answer {restart['first_answer_s']:.2f} s"
+        f" ({restart['first_mode']}), hybrid {restart['hybrid_s']:.2f} s"
+        f" (model ready {recall_probe['model_ready_s'] or float('nan'):.2f} s);"
+        f" health 200 {restart['health_s']:.2f} s (that request"
+        f" {restart['health_request_ms']:.0f} ms)"
     )
     lines.append(
         f"peak RSS     first daemon {_mb(result['first_daemon']['peak_rss_bytes'])},"
-        f" restarted {_mb(restart['peak_rss_bytes'])}"
+        f" restarted {_mb(recall_probe['peak_rss_bytes'])} (recall only) /"
+        f" {_mb(health_probe['peak_rss_bytes'])} (after a health request)"
     )
     lines.append(
         f"other load   CPUs used by other processes: {result['foreign_cpus_before']} before,"

@@ -7,6 +7,7 @@ stop the others. Nothing here knows about HTTP.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -18,14 +19,55 @@ from somnid.embed.base import Embedder
 from somnid.memory.clock import Clock, SystemClock, resolve_timezone
 from somnid.recall.assoc import Associator
 from somnid.recall.system import RecallSystem
+from somnid.services.conversation import search_conversation
+from somnid.services.intentions import Intentions
 from somnid.services.maintenance import Maintenance
 from somnid.services.memories import MemoryService
+from somnid.services.prompt import PromptBuilder
+from somnid.sessions.logs import SessionLogs, SessionService
 from somnid.store.atomic import ensure_dir, sweep_temp_files
 from somnid.store.layout import Layout
 from somnid.store.lock import DataDirLock
 from somnid.store.memories import MemoryStore
+from somnid.tools.memory_tools import MemoryTools, ToolContext
+from somnid.tools.registry import ToolRegistry
+from somnid.tools.seen import SeenTracker
 
 log = logging.getLogger(__name__)
+
+
+class AwakeHooks:
+    """What the memory tools need from the rest of the daemon: conversation logs, dreams."""
+
+    def __init__(
+        self, settings: Settings, layout: Layout, clock: Clock, sessions: SessionService
+    ) -> None:
+        self.settings = settings
+        self.layout = layout
+        self.clock = clock
+        self.sessions = sessions
+
+    async def conversation(self, ctx: ToolContext, query: str, limit: int) -> str:
+        return await asyncio.to_thread(
+            search_conversation,
+            self.layout,
+            self.clock.tz,
+            self.clock.now(),
+            session_id=ctx.session_id,
+            query=query,
+            limit=limit,
+            budget=self.settings.tools.conversation_char_budget,
+            lang=self.settings.prompt_lang,
+        )
+
+    async def dream(self, ctx: ToolContext) -> str:
+        """Close open logs first (a dream must never read a log still being written)."""
+        closed = await self.sessions.close_all()
+        return (
+            f"Closed {len(closed)} open session log(s); they wait for consolidation. "
+            "Dreaming is not available in this version of somnid yet, so nothing was "
+            "consolidated now."
+        )
 
 
 @dataclass
@@ -38,6 +80,11 @@ class Runtime:
     memories: MemoryService
     maintenance: Maintenance
     recall: RecallSystem
+    sessions: SessionService
+    intentions: Intentions
+    prompt: PromptBuilder
+    seen: SeenTracker
+    tools: ToolRegistry
     version: str = __version__
     _closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
 
@@ -84,9 +131,24 @@ class Runtime:
             )
             recall = RecallSystem(settings, store, clock, embedder)
             memories.subscribe(recall.entry_changed)
-            runtime = cls(settings, clock, layout, lock, store, memories, maintenance, recall)
+            sessions = SessionService(SessionLogs(layout, clock, settings.capture))
+            intentions = Intentions(memories, clock)
+            prompt = PromptBuilder(store, intentions, clock, settings.inject, settings.prompt_lang)
+            seen = SeenTracker(settings.assoc.max_sessions)
+            awake = AwakeHooks(settings, layout, clock, sessions)
+            tools = ToolRegistry(
+                MemoryTools(
+                    memories, recall, intentions, clock, seen, awake.conversation, awake.dream
+                )
+            )
+            runtime = cls(
+                settings, clock, layout, lock, store, memories, maintenance, recall, sessions,
+                intentions, prompt, seen, tools,
+            )  # fmt: skip
             await recall.start()
             runtime._closers.append(recall.stop)
+            # Closers run in reverse: open session logs are finalised before recall stops.
+            runtime._closers.append(sessions.stop)
             log.info("somnid %s serving %s", __version__, layout.root)
             try:
                 yield runtime

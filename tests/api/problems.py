@@ -21,10 +21,10 @@ class ResponseLike(Protocol):
 PROBLEM_KEYS = {"type", "title", "status", "detail", "code"}
 
 
-def assert_problem(response: ResponseLike, status: int, code: str) -> dict[str, object]:
+def assert_problem(response: ResponseLike, status: int, code: str) -> dict[str, Any]:
     assert response.status_code == status, response.text
     assert response.headers["content-type"].startswith("application/problem+json")
-    body: dict[str, object] = response.json()
+    body: dict[str, Any] = response.json()
     assert PROBLEM_KEYS <= set(body), body
     assert body["status"] == status
     assert body["code"] == code

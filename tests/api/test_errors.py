@@ -20,7 +20,7 @@ def test_invalid_json_and_validation(client: TestClient) -> None:
     assert_problem(bad, 400, "invalid_json")
     wrong = client.post("/v1/memories/knowledge", json={"name": 5, "bogus": True})
     body = assert_problem(wrong, 422, "validation_error")
-    fields = {error["field"] for error in body["errors"]}  # type: ignore[attr-defined]
+    fields = {error["field"] for error in body["errors"]}
     assert fields == {"body.name", "body.bogus"}
     assert_problem(client.get("/v1/memories/nokind/x"), 422, "validation_error")
     assert_problem(client.get("/v1/memories", params={"limit": 0}), 422, "validation_error")

@@ -11,7 +11,9 @@ TODAY = dt.date(2026, 10, 10)
 
 def intention(id: str, due: dt.date | None = None, cue: str = "", priority: str = "mid",
               status: str = "open") -> Intention:  # fmt: skip
-    return Intention(id, f"do {id}", due, split_cues(cue), priority, status, f"memory/intentions/{id}/INTENT.md")
+    return Intention(
+        id, f"do {id}", due, split_cues(cue), priority, status, f"memory/intentions/{id}/INTENT.md"
+    )
 
 
 def ids(items: list[Intention]) -> list[str]:

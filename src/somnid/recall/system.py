@@ -104,10 +104,11 @@ class RecallSystem:
         await asyncio.to_thread(self.index.close)
 
     async def _first_sync(self) -> None:
+        # The model loads beside the sync: vectors already stored serve at once.
+        self.worker.start()
         await self.sync()  # reads every changed file: broken ones get reported on the way
         # Profiles are not indexed; read them once so a broken one shows in health too.
         await asyncio.to_thread(self.store.scan, (Kind.PROFILE,))
-        self.worker.start()
 
     async def sync(self) -> SyncReport:
         """A full hash-diff reconcile of the files against the index."""

@@ -1,0 +1,89 @@
+"""Bodies of the session-capture routes."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from somnid.api.schemas import Schema
+from somnid.sessions.logs import Appended, Closed
+
+MAX_BATCH = 500
+MAX_FIELD = 1_000_000
+
+
+class MessageIn(Schema):
+    role: Literal["user", "agent"]
+    text: str = Field(
+        max_length=MAX_FIELD,
+        description="Cut at capture.maxMessageChars with a visible marker; empty is skipped.",
+    )
+    user_id: str | None = Field(
+        None, min_length=1, max_length=200, description="Names the log's user when it opens."
+    )
+    chat_type: str | None = Field(None, min_length=1, max_length=100)
+    speaker: str | None = Field(
+        None, max_length=200, description="Who spoke, written as [user:<speaker>]."
+    )
+
+
+class MessagesIn(Schema):
+    """One message is a batch of one; a batch is written in order, in one append."""
+
+    messages: list[MessageIn] = Field(min_length=1, max_length=MAX_BATCH)
+
+
+class ToolCallIn(Schema):
+    call: str = Field(min_length=1, max_length=MAX_FIELD, description='e.g. search(query="x")')
+    result: str = Field("", max_length=MAX_FIELD, description="Cut at 300 characters.")
+    error: str | None = Field(None, max_length=MAX_FIELD, description="Cut at 300 characters.")
+    reason: str | None = Field(None, max_length=MAX_FIELD)
+
+
+class SkippedOut(Schema):
+    index: int = Field(description="Position in the request.")
+    reason: Literal["empty", "disabled"]
+
+
+class CaptureOut(Schema):
+    session_id: str
+    path: str | None = Field(description="The log written to, relative to the data dir.")
+    written: int
+    truncated: int = Field(description="Messages cut at capture.maxMessageChars.")
+    skipped: list[SkippedOut] = Field(
+        description="Entries not written: empty text, or capture disabled."
+    )
+    message_count: int = Field(description="Entries in that log so far.")
+
+    @classmethod
+    def of(cls, session_id: str, appended: Appended) -> CaptureOut:
+        return cls(
+            session_id=session_id,
+            path=str(appended.path) if appended.path else None,
+            written=appended.written,
+            truncated=appended.truncated,
+            skipped=[SkippedOut(index=index, reason=reason) for index, reason in appended.skipped],
+            message_count=appended.message_count,
+        )
+
+
+class CloseOut(Schema):
+    session_id: str
+    path: str | None = Field(description="The log closed; null if the session had none open.")
+    part: int = Field(description="Its part number (1 unless the session rolled over).")
+    message_count: int = Field(description="Entries in that log.")
+
+    @classmethod
+    def of(cls, session_id: str, closed: Closed) -> CloseOut:
+        return cls(
+            session_id=session_id,
+            path=str(closed.path) if closed.path else None,
+            part=closed.part,
+            message_count=closed.message_count,
+        )
+
+
+class CloseAllOut(Schema):
+    closed: int
+    paths: list[str]

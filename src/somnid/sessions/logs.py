@@ -1,0 +1,509 @@
+"""Session capture: the conversation of each client session appended to its log, durably.
+
+:class:`SessionLogs` is the blocking writer (plain ``def``; safe from any thread);
+:class:`SessionService` is its async face for the API.
+
+- A log opens lazily at a session's first entry: ``session-log/<day>_<NNN>.md``, ``<day>``
+  in the configured zone, NNN one more than the highest number that day among live *and*
+  archived logs (never re-used). Its front-matter is written at once (``status: pending``).
+- One lock per session: its entries land in order; different sessions write in parallel.
+  An append is ``O_APPEND`` + ``fsync`` before it returns: acknowledged means on disk.
+- A part that would grow past ``capture.log_max_bytes`` is finalised (``end_time``,
+  ``message_count``, ``continued_by``) and the session continues in a new log with
+  ``part: N`` and ``continues: <previous stem>``. An append larger than the cap gets a part
+  of its own.
+- :meth:`SessionLogs.close` finalises the front-matter (atomic rewrite under the session's
+  lock; ``status`` stays ``pending`` for the dreamer) and forgets the writer. The next entry
+  of that session opens a new log, with a new number.
+- The writer remembers which file it created (device and inode) and opens it without
+  ``O_CREAT``: a log that was moved or replaced behind its back (a dream archiving it) is
+  never re-created or appended to; the session continues in a new part instead. Logs left
+  open by a crash stay pending without ``end_time``; nothing resumes them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import logging
+import os
+import threading
+import unicodedata
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any, Literal, TypeVar
+
+from somnid.config import CaptureSettings
+from somnid.errors import BrokenFile, InvalidInput, StorageError, Unavailable
+from somnid.memory.clock import Clock
+from somnid.sessions import transcript
+from somnid.store import frontmatter
+from somnid.store.atomic import _storage_error, write_atomic
+from somnid.store.layout import Layout
+
+log = logging.getLogger(__name__)
+
+MAX_ID_CHARS = 200
+DEFAULT_USER = "default"
+
+Role = Literal["user", "agent"]
+SkipReason = Literal["empty", "disabled"]
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    role: Role
+    text: str
+    speaker: str | None = None
+    user_id: str | None = None
+    chat_type: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    call: str
+    result: str = ""
+    error: str | None = None
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Appended:
+    """What one append did. ``path`` (relative to the data dir) is the log written to, None
+    if nothing was; ``skipped`` lists (index in the request, reason)."""
+
+    path: PurePosixPath | None
+    written: int
+    truncated: int
+    skipped: list[tuple[int, SkipReason]]
+    message_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class Closed:
+    """A closed log: its path (relative), its part number and its entries."""
+
+    path: PurePosixPath | None
+    part: int = 0
+    message_count: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class PendingLog:
+    path: Path
+    open: bool
+
+
+def check_session_id(session_id: str) -> None:
+    """A session id is client text, never used in a path: 1–200 characters, no controls."""
+    if not session_id or len(session_id) > MAX_ID_CHARS:
+        raise InvalidInput(f"a session id has 1 to {MAX_ID_CHARS} characters")
+    _check_printable(session_id, "session id")
+
+
+def _check_printable(value: str, what: str) -> None:
+    for ch in value:
+        if unicodedata.category(ch) in ("Cc", "Cs", "Zl", "Zp"):
+            raise InvalidInput(f"the {what} contains a control character ({ord(ch):#x})")
+
+
+@dataclass(slots=True)
+class _OpenLog:
+    """The writer state of one session: the part it appends to, and how to know it is
+    still the file it created (``file_id`` = device, inode)."""
+
+    path: Path
+    part: int
+    file_id: tuple[int, int]
+    user: str
+    chat_type: str | None
+    count: int = 0
+    total: int = 0
+
+    @property
+    def stem(self) -> str:
+        return self.path.stem
+
+
+@dataclass(slots=True, eq=False)
+class _Session:
+    session_id: str
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    log: _OpenLog | None = None
+    retired: bool = False
+
+
+class SessionLogs:
+    def __init__(self, layout: Layout, clock: Clock, capture: CaptureSettings) -> None:
+        self.layout = layout
+        self.clock = clock
+        self.capture = capture
+        self._registry = threading.Lock()
+        self._sessions: dict[str, _Session] = {}
+        self._open: dict[Path, str] = {}
+        self._numbering = threading.Lock()
+        self._numbers: dict[dt.date, int] = {}
+        self._stopped = False
+
+    # ------------------------------------------------------------------ capture
+
+    def append_messages(self, session_id: str, messages: Sequence[Message]) -> Appended:
+        """Append messages in order, as one write. Empty ones are skipped, long ones cut."""
+        check_session_id(session_id)
+        for message in messages:
+            for value, what in (
+                (message.user_id, "user id"),
+                (message.chat_type, "chat type"),
+                (message.speaker, "speaker"),
+            ):
+                if value is not None:
+                    _check_printable(value, what)
+        if not self.capture.enabled:
+            return self._disabled(len(messages))
+        now = self._now()
+        limit = self.capture.max_message_chars
+        blocks: list[str] = []
+        skipped: list[tuple[int, SkipReason]] = []
+        truncated = 0
+        opener: Message | None = None
+        for index, message in enumerate(messages):
+            text = transcript.clean_text(message.text)
+            if not text:
+                skipped.append((index, "empty"))
+                continue
+            text, was_cut = transcript.cut(text, limit)
+            truncated += was_cut
+            opener = opener or message
+            blocks.append(transcript.message_block(message.role, text, now, message.speaker))
+        if opener is None:
+            return Appended(None, 0, 0, skipped, 0)
+        user, chat_type = opener.user_id, opener.chat_type
+        with self._session(session_id, writing=True) as session:
+            written = self._write(session, blocks, user, chat_type)
+            return Appended(
+                self.layout.relative(written.path), len(blocks), truncated, skipped, written.count
+            )
+
+    def append_tool(self, session_id: str, tool: ToolCall) -> Appended:
+        """Append one tool call block."""
+        check_session_id(session_id)
+        if not self.capture.enabled:
+            return self._disabled(1)
+        limit = self.capture.max_message_chars
+        block = transcript.tool_block(
+            tool.call, tool.result, self._now(), error=tool.error, reason=tool.reason, limit=limit
+        )
+        with self._session(session_id, writing=True) as session:
+            written = self._write(session, [block], None, None)
+            return Appended(self.layout.relative(written.path), 1, 0, [], written.count)
+
+    def close(self, session_id: str) -> Closed:
+        """Finalise the session's open log; ``Closed(None)`` if it has none."""
+        check_session_id(session_id)
+        with self._session(session_id) as session:
+            current = session.log
+            if current is None:
+                return Closed(None)
+            self._finalise(current, last=True)
+            session.log = None
+            return Closed(self.layout.relative(current.path), current.part, current.count)
+
+    def close_all(self) -> list[Closed]:
+        """Close every open log (before a dream, at shutdown); returns those closed."""
+        with self._registry:
+            session_ids = list(self._sessions)
+        closed: list[Closed] = []
+        for session_id in session_ids:
+            result = self.close(session_id)
+            if result.path is not None:
+                closed.append(result)
+        return closed
+
+    def stop(self) -> list[Closed]:
+        """Refuse further entries, then close every open log."""
+        with self._registry:
+            self._stopped = True
+        return self.close_all()
+
+    # ------------------------------------------------------------------ for the dreamer
+
+    def pending_logs(self) -> list[PendingLog]:
+        """Live logs (directly in ``session-log/``) whose ``status`` is not ``processed``,
+        oldest first, each with whether a session still appends to it. A file whose
+        front-matter cannot be read counts as pending: it is work to do, not lost."""
+        pending: list[PendingLog] = []
+        for path in transcript.live_files(self.layout):
+            try:
+                doc = frontmatter.parse(path.read_text("utf-8"))
+                status = str(doc.meta.get("status", "pending"))
+            except FileNotFoundError:
+                continue
+            except (OSError, UnicodeDecodeError, BrokenFile):
+                status = "pending"
+            if status != "processed":
+                pending.append(PendingLog(path, self.is_open(path)))
+        return pending
+
+    def is_open(self, path: Path) -> bool:
+        """Whether a session is appending to ``path`` (absolute): leave such a log alone."""
+        with self._registry:
+            return path in self._open
+
+    # ------------------------------------------------------------------ internals
+
+    def _now(self) -> dt.datetime:
+        return self.clock.now().astimezone(self.clock.tz).replace(microsecond=0)
+
+    def _disabled(self, count: int) -> Appended:
+        return Appended(None, 0, 0, [(index, "disabled") for index in range(count)], 0)
+
+    @contextlib.contextmanager
+    def _session(self, session_id: str, *, writing: bool = False) -> Iterator[_Session]:
+        """Hold the session's lock. A session without an open log leaves the registry when
+        released; a thread that waited on its lock meanwhile starts over with a fresh one.
+        Once stopped, nothing may write any more (closing still works)."""
+        while True:
+            with self._registry:
+                if writing and self._stopped:
+                    raise Unavailable("somnid is shutting down; capture is closed")
+                session = self._sessions.get(session_id)
+                if session is None:
+                    session = self._sessions[session_id] = _Session(session_id)
+            session.lock.acquire()
+            if not session.retired:
+                break
+            session.lock.release()
+        try:
+            yield session
+        finally:
+            if session.log is None:
+                with self._registry:
+                    session.retired = True
+                    if self._sessions.get(session_id) is session:
+                        del self._sessions[session_id]
+            session.lock.release()
+
+    def _write(
+        self, session: _Session, blocks: list[str], user: str | None, chat_type: str | None
+    ) -> _OpenLog:
+        data = "".join(blocks).encode("utf-8")
+        current = session.log or self._open_new(session, user, chat_type)
+        fd = self._reopen(current)
+        if fd is None:
+            log.warning(
+                "session log %s was moved or replaced; the session continues in a new part",
+                current.path.name,
+            )
+            self._forget(current)
+            current = self._open_new(session, current.user, current.chat_type, after=current)
+            fd = self._must_reopen(current)
+        try:
+            size = os.fstat(fd).st_size
+            if current.count and size + len(data) > self.capture.log_max_bytes:
+                os.close(fd)
+                fd = -1
+                previous = current
+                current = self._open_new(session, previous.user, previous.chat_type, after=previous)
+                self._finalise(previous, continued_by=current.stem)
+                fd = self._must_reopen(current)
+                size = os.fstat(fd).st_size
+            _append(fd, data, size, current.path)
+        finally:
+            if fd >= 0:
+                os.close(fd)
+        current.count += len(blocks)
+        current.total += len(blocks)
+        return current
+
+    def _must_reopen(self, current: _OpenLog) -> int:
+        fd = self._reopen(current)
+        if fd is None:
+            raise StorageError(f"the session log {current.path.name} vanished as it was created")
+        return fd
+
+    def _reopen(self, current: _OpenLog) -> int | None:
+        """The log opened for appending, or None if it is gone or no longer our file."""
+        try:
+            fd = os.open(current.path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise _storage_error(exc, current.path) from exc
+        stat = os.fstat(fd)
+        if (stat.st_dev, stat.st_ino) != current.file_id:
+            os.close(fd)
+            return None
+        return fd
+
+    def _open_new(
+        self,
+        session: _Session,
+        user: str | None,
+        chat_type: str | None,
+        *,
+        after: _OpenLog | None = None,
+    ) -> _OpenLog:
+        """Create the next log with its front-matter; it becomes the session's log."""
+        now = self._now()
+        day = now.date()
+        meta: dict[str, Any] = {
+            "session_id": "",
+            "chat_id": session.session_id,
+            "user": user or DEFAULT_USER,
+        }
+        if chat_type:
+            meta["chat_type"] = chat_type
+        if after is not None:
+            meta["part"] = after.part + 1
+            meta["continues"] = after.stem
+        meta["start_time"] = now
+        meta["status"] = "pending"
+        while True:
+            number = self._next_number(day)
+            path = self.layout.session_log_dir / transcript.log_name(day, number)
+            meta["session_id"] = path.stem
+            text = frontmatter.render(frontmatter.Document(frontmatter.new_meta(meta), ""))
+            try:
+                write_atomic(path, text.encode("utf-8"), exclusive=True)
+            except FileExistsError:
+                continue  # a file nobody told us about took the number: take the next
+            break
+        stat = path.stat()
+        opened = _OpenLog(
+            path,
+            part=after.part + 1 if after else 1,
+            file_id=(stat.st_dev, stat.st_ino),
+            user=user or DEFAULT_USER,
+            chat_type=chat_type,
+            total=after.total if after else 0,
+        )
+        with self._registry:
+            self._open[path] = session.session_id
+        session.log = opened
+        return opened
+
+    def _next_number(self, day: dt.date) -> int:
+        with self._numbering:
+            number = max(self._numbers.get(day, 0), transcript.highest_number(self.layout, day)) + 1
+            self._numbers[day] = number
+            return number
+
+    def _forget(self, current: _OpenLog) -> None:
+        with self._registry:
+            self._open.pop(current.path, None)
+
+    def _finalise(
+        self, current: _OpenLog, *, last: bool = False, continued_by: str | None = None
+    ) -> None:
+        """Write ``end_time`` and ``message_count`` (and the link to the next part) into the
+        front-matter, atomically. A file that is no longer ours, or was broken by hand, is
+        left alone."""
+        self._forget(current)
+        try:
+            stat = current.path.stat()
+            if (stat.st_dev, stat.st_ino) != current.file_id:
+                raise FileNotFoundError(current.path)
+            doc = frontmatter.parse(current.path.read_text("utf-8"))
+        except (FileNotFoundError, BrokenFile, UnicodeDecodeError) as exc:
+            log.warning("not finalising session log %s: %s", current.path.name, exc)
+            return
+        except OSError as exc:
+            raise _storage_error(exc, current.path) from exc
+        updates: dict[str, Any] = {"end_time": self._now(), "message_count": current.count}
+        if last and current.part > 1:
+            updates["total_message_count"] = current.total
+        if continued_by is not None:
+            updates["continued_by"] = continued_by
+        _set_before(doc.meta, "status", updates)
+        doc.meta.setdefault("status", "pending")
+        write_atomic(current.path, frontmatter.render(doc).encode("utf-8"))
+
+
+def _set_before(meta: Any, anchor: str, updates: dict[str, Any]) -> None:
+    """Set keys in place if present, else insert them just before ``anchor`` (or at the end)."""
+    for key, value in updates.items():
+        if key in meta:
+            meta[key] = value
+        elif anchor in meta:
+            meta.insert(list(meta).index(anchor), key, value)
+        else:
+            meta[key] = value
+
+
+def _append(fd: int, data: bytes, size: int, path: Path) -> None:
+    """Write all of ``data`` and fsync; on failure cut the file back to ``size``."""
+    try:
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        os.fsync(fd)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, size)
+        raise _storage_error(exc, path) from exc
+
+
+class SessionService:
+    """The async face of :class:`SessionLogs` for the API.
+
+    Blocking work runs on a small pool of its own, so fsync-bound capture never starves
+    the default pool others use. A session's requests queue on an asyncio lock before they
+    take a thread: 32 writers to one session hold one thread, not 32.
+    """
+
+    def __init__(self, logs: SessionLogs, *, workers: int = 8) -> None:
+        self.logs = logs
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="somnid-capture")
+        self._gates: dict[str, tuple[asyncio.Lock, list[int]]] = {}
+
+    async def append_messages(self, session_id: str, messages: Sequence[Message]) -> Appended:
+        async with self._gate(session_id):
+            return await self._run(self.logs.append_messages, session_id, messages)
+
+    async def append_tool(self, session_id: str, tool: ToolCall) -> Appended:
+        async with self._gate(session_id):
+            return await self._run(self.logs.append_tool, session_id, tool)
+
+    async def close(self, session_id: str) -> Closed:
+        async with self._gate(session_id):
+            return await self._run(self.logs.close, session_id)
+
+    async def close_all(self) -> list[Closed]:
+        return await self._run(self.logs.close_all)
+
+    async def pending_logs(self) -> list[PendingLog]:
+        """See :meth:`SessionLogs.pending_logs`; ``logs.is_open(path)`` needs no thread."""
+        return await self._run(self.logs.pending_logs)
+
+    async def stop(self) -> None:
+        """Close every open log and refuse further entries; then release the pool."""
+        try:
+            closed = await self._run(self.logs.stop)
+            if closed:
+                log.info("closed %d open session logs", len(closed))
+        finally:
+            await asyncio.to_thread(self._pool.shutdown, wait=True)
+
+    async def _run(self, fn: Callable[..., _T], *args: Any) -> _T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._pool, fn, *args)
+
+    @contextlib.asynccontextmanager
+    async def _gate(self, session_id: str) -> AsyncIterator[None]:
+        gate = self._gates.get(session_id)
+        if gate is None:
+            gate = self._gates[session_id] = (asyncio.Lock(), [0])
+        lock, users = gate
+        users[0] += 1
+        try:
+            async with lock:
+                yield
+        finally:
+            users[0] -= 1
+            if users[0] == 0 and self._gates.get(session_id) is gate:
+                del self._gates[session_id]

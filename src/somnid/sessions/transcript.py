@@ -1,0 +1,326 @@
+"""The session-log format, written and read back: file names, entry blocks, turns.
+
+A log is Markdown with a YAML front-matter, one block per entry, blocks separated by a
+blank line::
+
+    [user] 2026-10-03T12:00:00+00:00          [user:Alice] … when a speaker is named
+    the message text, as many lines as it has
+
+    [agent] 2026-10-03T12:00:04+00:00
+    the answer
+
+    [tool] 2026-10-03T12:00:09+00:00
+    reason: why the agent called it            (optional)
+    call: search(query="deploy")
+    result: 3 matches ⏎ deploy-window …        (or error: …)
+
+A text line that would read as a block header is written with one more leading backslash
+(``\\[user] …``) and read back without it, so a message can never forge a turn. Inside a
+tool field a newline is shown as `` ⏎ ``. The original plugin's logs (naive local times,
+no escaping) read the same way.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import re
+import unicodedata
+from collections.abc import Collection, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from somnid.errors import BrokenFile
+from somnid.memory.clock import to_datetime
+from somnid.store import frontmatter
+from somnid.store.layout import Layout
+
+LOG_NAME = re.compile(r"^(?P<day>\d{4}-\d{2}-\d{2})_(?P<number>\d{3,})\.md$")
+NEWLINE_MARK = " ⏎ "
+TOOL_FIELD_CHARS = 300
+"""``result`` and ``error`` of a tool call are cut here: the dreamer needs the gist only."""
+MAX_READ_BYTES = 8 * 1024 * 1024
+
+_HEADER = re.compile(r"^\[(?P<tag>[^\[\]\n]+)\] (?P<ts>\S+)[ \t]*$")
+_ESCAPED_HEADER = re.compile(r"^\\+\[[^\[\]\n]+\] \S+[ \t]*$")
+_TOOL_FIELDS = ("reason", "call", "result", "error")
+_DROPPED_CONTROLS = {code: None for code in range(32) if chr(code) not in "\t\n"} | {0x7F: None}
+
+
+# ---------------------------------------------------------------------- file names
+
+
+@dataclass(frozen=True, slots=True)
+class LogFile:
+    """A session log on disk, named ``<YYYY-MM-DD>_<NNN>.md``."""
+
+    path: Path
+    day: str
+    number: int
+    archived: bool
+
+    @property
+    def stem(self) -> str:
+        return self.path.stem
+
+
+def log_name(day: dt.date, number: int) -> str:
+    return f"{day.isoformat()}_{number:03d}.md"
+
+
+def list_logs(layout: Layout, *, live: bool = True, archived: bool = True) -> list[LogFile]:
+    """Well-named logs, oldest first (by day, then number; live before archived on a tie)."""
+    found: list[LogFile] = []
+    folders = [(layout.session_log_dir, False)] if live else []
+    if archived:
+        folders.append((layout.session_log_archive, True))
+    for folder, is_archived in folders:
+        for path in _md_files(folder):
+            match = LOG_NAME.match(path.name)
+            if match:
+                found.append(LogFile(path, match["day"], int(match["number"]), is_archived))
+    found.sort(key=lambda log: (log.day, log.number, log.archived))
+    return found
+
+
+def highest_number(layout: Layout, day: dt.date) -> int:
+    """The highest NNN used on ``day`` by a live or an archived log (0 if none)."""
+    prefix = day.isoformat()
+    numbers = [log.number for log in list_logs(layout) if log.day == prefix]
+    return max(numbers, default=0)
+
+
+def _md_files(folder: Path) -> Iterator[Path]:
+    try:
+        entries = list(os.scandir(folder))
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    for entry in entries:
+        name = entry.name
+        if (
+            name.endswith(".md")
+            and not name.startswith(".")
+            and entry.is_file(follow_symlinks=False)
+        ):
+            yield Path(entry.path)
+
+
+def live_files(layout: Layout) -> list[Path]:
+    """Every ``*.md`` directly in ``session-log/`` (odd names too: the original treated any
+    such file as a log), oldest first."""
+    return sorted(_md_files(layout.session_log_dir), key=_order_key)
+
+
+def _order_key(path: Path) -> tuple[str, int, str]:
+    match = LOG_NAME.match(path.name)
+    if match:
+        return match["day"], int(match["number"]), path.name
+    return path.stem, -1, path.name
+
+
+# ---------------------------------------------------------------------- writing
+
+
+def clean_text(text: str) -> str:
+    """Newlines normalised, control characters (but tab and newline) dropped, trimmed."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text.translate(_DROPPED_CONTROLS).strip()
+
+
+def cut(text: str, limit: int) -> tuple[str, bool]:
+    """``text`` at most ``limit`` characters, with a visible marker when it was cut."""
+    if len(text) <= limit:
+        return text, False
+    return f"{text[:limit].rstrip()} …(truncated, {len(text)} chars)", True
+
+
+def speaker_tag(speaker: str | None) -> str:
+    """A speaker as it can stand in a block header: one line, no brackets, ≤ 100 chars."""
+    if not speaker:
+        return ""
+    tag = speaker.replace("[", "(").replace("]", ")")
+    tag = " ".join("".join(ch if unicodedata.category(ch)[0] != "C" else " " for ch in tag).split())
+    return tag[:100].strip()
+
+
+def _stamp(when: dt.datetime) -> str:
+    return when.isoformat(timespec="seconds")
+
+
+def _escape_line(line: str) -> str:
+    if _HEADER.match(line) or _ESCAPED_HEADER.match(line):
+        return "\\" + line
+    return line
+
+
+def message_block(role: str, text: str, when: dt.datetime, speaker: str | None = None) -> str:
+    """One message as a block; ``text`` is already cleaned and cut, and not empty."""
+    tag = speaker_tag(speaker)
+    header = f"[{role}:{tag}]" if tag else f"[{role}]"
+    body = "\n".join(_escape_line(line) for line in text.split("\n"))
+    return f"{header} {_stamp(when)}\n{body}\n\n"
+
+
+def _field(value: str, limit: int | None) -> str:
+    flat = NEWLINE_MARK.join(clean_text(value).split("\n"))
+    return cut(flat, limit)[0] if limit is not None else flat
+
+
+def tool_block(
+    call: str,
+    result: str,
+    when: dt.datetime,
+    *,
+    error: str | None = None,
+    reason: str | None = None,
+    limit: int,
+) -> str:
+    """One tool call as a block: ``reason`` and ``call`` cut at ``limit`` characters,
+    ``result`` and ``error`` at :data:`TOOL_FIELD_CHARS`, each on one line."""
+    lines = [f"[tool] {_stamp(when)}"]
+    if reason and reason.strip():
+        lines.append(f"reason: {_field(reason, limit)}")
+    lines.append(f"call: {_field(call, limit)}")
+    has_error = error is not None and bool(error.strip())
+    if result.strip() or not has_error:
+        lines.append(f"result: {_field(result, min(limit, TOOL_FIELD_CHARS))}")
+    if error is not None and has_error:
+        lines.append(f"error: {_field(error, min(limit, TOOL_FIELD_CHARS))}")
+    return "\n".join(lines) + "\n\n"
+
+
+# ---------------------------------------------------------------------- reading
+
+
+@dataclass(frozen=True, slots=True)
+class ToolBlock:
+    call: str
+    result: str | None
+    error: str | None
+    reason: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """One block of a log. ``role`` is the tag before ``:`` (``user``, ``agent``, ``tool``,
+    or whatever else a file holds); ``text`` is the block's text as written (for a tool
+    call, its field lines); ``tool`` is set for ``[tool]`` blocks; ``log`` is the file stem."""
+
+    role: str
+    speaker: str | None
+    timestamp: dt.datetime | None
+    text: str
+    tool: ToolBlock | None = None
+    log: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Transcript:
+    path: Path
+    meta: dict[str, Any]
+    turns: list[Turn]
+
+    @property
+    def chat_id(self) -> str | None:
+        value = self.meta.get("chat_id")
+        return None if value is None else str(value)
+
+
+def parse_turns(body: str, tz: dt.tzinfo, *, log: str = "") -> list[Turn]:
+    """The blocks of a log body, in file order. Text before the first header is ignored;
+    blocks whose text is empty are dropped (as the original did); naive times get ``tz``."""
+    turns: list[Turn] = []
+    header: re.Match[str] | None = None
+    lines: list[str] = []
+
+    def flush() -> None:
+        if header is None:
+            return
+        text = "\n".join(lines).strip()
+        if not text:
+            return
+        role, _, speaker = header["tag"].partition(":")
+        when = to_datetime(header["ts"], tz)
+        tool = _tool_of(text) if role == "tool" else None
+        turns.append(Turn(role, speaker or None, when, text, tool, log))
+
+    for line in body.split("\n"):
+        match = _HEADER.match(line)
+        if match:
+            flush()
+            header, lines = match, []
+        else:
+            lines.append(line[1:] if _ESCAPED_HEADER.match(line) else line)
+    flush()
+    return turns
+
+
+def _tool_of(text: str) -> ToolBlock:
+    fields: dict[str, str] = {}
+    for line in text.split("\n"):
+        key, sep, value = line.partition(": ")
+        if not sep:
+            key, sep, value = line.partition(":")
+        if sep and key in _TOOL_FIELDS and key not in fields:
+            fields[key] = value.replace(NEWLINE_MARK, "\n").strip()
+    return ToolBlock(
+        call=fields.get("call", ""),
+        result=fields.get("result"),
+        error=fields.get("error"),
+        reason=fields.get("reason"),
+    )
+
+
+def read_log(path: Path, tz: dt.tzinfo) -> Transcript:
+    """One log's front-matter and turns. A front-matter that cannot be read leaves the
+    meta empty and the whole file as body. Raises OSError if the file cannot be read."""
+    if path.stat().st_size > MAX_READ_BYTES:
+        raise OSError(f"{path} is larger than {MAX_READ_BYTES} bytes")
+    text = path.read_bytes().decode("utf-8", errors="replace")
+    try:
+        doc = frontmatter.parse(text)
+        meta: dict[str, Any] = dict(doc.meta)
+        body = doc.body
+    except BrokenFile:
+        meta, body = {}, text
+    return Transcript(path, meta, parse_turns(body, tz, log=path.stem))
+
+
+def _readable(paths: Iterator[Path], tz: dt.tzinfo) -> Iterator[Transcript]:
+    for path in paths:
+        try:
+            yield read_log(path, tz)
+        except (OSError, UnicodeError):
+            continue  # moved by a dream, or unreadable: not a conversation to show
+
+
+def session_turns(
+    layout: Layout, session_id: str, tz: dt.tzinfo, *, roles: Collection[str] | None = None
+) -> list[Turn]:
+    """Every turn the client session ``session_id`` (the logs' ``chat_id``) left, across its
+    logs and their parts, live and archived, oldest first."""
+    paths = (log.path for log in list_logs(layout))
+    turns: list[Turn] = []
+    for transcript in _readable(paths, tz):
+        if transcript.chat_id == session_id:
+            turns.extend(t for t in transcript.turns if roles is None or t.role in roles)
+    return turns
+
+
+def recent_turns(
+    layout: Layout, tz: dt.tzinfo, *, limit: int, roles: Collection[str] | None = None
+) -> list[Turn]:
+    """The newest ``limit`` turns of all logs, live and archived, newest first. Files are
+    read newest first and reading stops once ``limit`` turns are found."""
+    if limit <= 0:
+        return []
+    paths = (log.path for log in reversed(list_logs(layout)))
+    found: list[Turn] = []
+    for transcript in _readable(paths, tz):
+        for turn in reversed(transcript.turns):
+            if roles is None or turn.role in roles:
+                found.append(turn)
+                if len(found) >= limit:
+                    return found
+    return found

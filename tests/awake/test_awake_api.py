@@ -1,0 +1,274 @@
+"""The awake half over HTTP: a scripted conversation, prompt sections, intentions, tools."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+from fastapi.testclient import TestClient
+
+from somnid.memory.clock import ManualClock
+from tests.api.problems import assert_problem
+
+
+def call(client: TestClient, name: str, **body: Any) -> str:
+    response = client.post(f"/v1/tools/{name}", json=body)
+    assert response.status_code == 200, response.text
+    result: str = response.json()["result"]
+    return result
+
+
+def prompt(client: TestClient, **body: Any) -> dict[str, Any]:
+    response = client.post("/v1/prompt", json=body)
+    assert response.status_code == 200, response.text
+    data: dict[str, Any] = response.json()
+    return data
+
+
+def memory(client: TestClient, kind: str, **body: Any) -> None:
+    assert client.post(f"/v1/memories/{kind}", json=body).status_code == 201
+
+
+def test_scripted_conversation_lands_in_a_readable_log(client: TestClient, data_dir: Path) -> None:
+    turns = [
+        {
+            "role": "user",
+            "text": "Remind me to renew the domain before 15 December.",
+            "userId": "ou_1",
+        },
+        {"role": "agent", "text": "I'll remind you about the domain renewal."},
+    ]
+    assert client.post("/v1/sessions/chat-1/messages", json={"messages": turns}).status_code == 200
+    tool = {"call": "add_intention(what='renew domain')", "result": "Added intention pi-1"}
+    assert client.post("/v1/sessions/chat-1/tool-calls", json=tool).status_code == 200
+    closed = client.post("/v1/sessions/chat-1/close").json()
+    text = (data_dir / closed["path"]).read_text()
+    assert "chat_id: chat-1" in text and "status: pending" in text and "message_count: 3" in text
+    assert "[user] 2026-10-03" in text and "Remind me to renew the domain" in text
+    assert "[tool]" in text and "call: add_intention" in text
+
+
+def test_sections_reflect_profiles_and_intentions_and_stay_byte_stable(
+    client: TestClient,
+) -> None:
+    memory(client, "profile", name="about_me", body="I am a careful coding assistant.")
+    memory(
+        client,
+        "profile",
+        name="ou_1",
+        body="Alice runs the release train.",
+        fields={"department": "platform"},
+    )
+    memory(client, "profile", name="ou_2", body="Bob owns the database.\nLikes tea.")
+    first = prompt(client, speakerUserId="ou_1", participantUserIds=["ou_1", "ou_2"])
+    identity = first["identity"]["text"]
+    assert "I am a careful coding assistant." in identity
+    assert "ou_1 (platform)\nAlice runs the release train." in identity
+    assert "- ou_2: Bob owns the database." in identity and "Likes tea" not in identity
+    assert first["intentions"]["text"] == ""
+    assert "## Recall discipline" in first["discipline"]["text"]
+    again = prompt(
+        client,
+        speakerUserId="ou_1",
+        participantUserIds=["ou_1", "ou_2"],
+        currentMessage="something else entirely",
+    )
+    for name in ("identity", "intentions", "discipline"):
+        assert again[name] == first[name]  # byte-identical, whatever the message
+    call(
+        client,
+        "add_intention",
+        args={"what": "Renew the domain", "due": "2026-10-04", "priority": "high"},
+    )
+    changed = prompt(client, speakerUserId="ou_1", participantUserIds=["ou_1", "ou_2"])
+    assert changed["identity"] == first["identity"]
+    assert changed["intentions"]["hash"] != first["intentions"]["hash"]
+    assert (
+        "📅 soon [pi-20261003-001] Renew the domain (due 2026-10-04)"
+        in changed["intentions"]["text"]
+    )
+
+
+def test_due_and_cue_with_a_moving_clock(client: TestClient, clock: ManualClock) -> None:
+    call(client, "add_intention", args={"what": "Send the report", "due": "2026-10-20"})
+    call(client, "add_intention", args={"what": "Book the passport photo", "cue": "passport, 护照"})
+    call(
+        client,
+        "add_intention",
+        args={"what": "Renew insurance", "due": "2026-12-01", "cue": "insurance"},
+    )
+    text = prompt(client)["intentions"]["text"]
+    assert "Send the report" not in text  # 17 days out
+    assert "• [pi-20261003-002] Book the passport photo" in text
+    assert "insurance" not in text.casefold()
+    cued = prompt(client, currentMessage="Is my INSURANCE still valid?")["cued"]["text"]
+    assert "💡 [pi-20261003-003] Renew insurance" in cued
+    clock.advance(dt.timedelta(days=15))
+    assert "📅 soon [pi-20261003-001]" in prompt(client)["intentions"]["text"]
+    clock.advance(dt.timedelta(days=10))
+    assert "⏰ due [pi-20261003-001]" in prompt(client)["intentions"]["text"]
+    call(client, "complete_intention", args={"intention_id": "pi-20261003-001"})
+    assert "pi-20261003-001" not in prompt(client)["intentions"]["text"]
+
+
+def test_templates_in_memory_are_escaped(client: TestClient) -> None:
+    memory(client, "profile", name="about_me", body="Call me {{agent_name}}; {{{x}}}")
+    call(client, "add_intention", args={"what": "fill in {{user_name}}"})
+    sections = prompt(client)
+    for name in ("identity", "intentions"):
+        assert "{{" not in sections[name]["text"] and "}}" not in sections[name]["text"]
+    assert "{ {agent_name} }" in sections["identity"]["text"]
+
+
+def test_tool_list_and_schemas(client: TestClient) -> None:
+    tools = {tool["name"]: tool for tool in client.get("/v1/tools").json()["tools"]}
+    assert set(tools) == {
+        "recall_memories", "search_episodes", "search_recent_conversation", "search_knowledge",
+        "add_intention", "complete_intention", "cancel_intention", "list_intentions", "dream_now",
+    }  # fmt: skip
+    recall = tools["recall_memories"]
+    assert recall["parameters"]["required"] == ["query"]
+    assert recall["parameters"]["properties"]["limit"] == {
+        "type": "integer", "description": "How many memories to return (1-20).", "default": 5
+    }  # fmt: skip
+    assert recall["concurrent"] is True and tools["add_intention"]["concurrent"] is False
+    assert "types" not in recall["parameters"]["required"]
+    assert "default" not in recall["parameters"]["properties"]["types"]  # no "" defaults
+
+
+def test_bad_tool_calls(client: TestClient) -> None:
+    assert_problem(client.post("/v1/tools/forget_everything", json={}), 404, "not_found")
+    missing = client.post("/v1/tools/recall_memories", json={"args": {}})
+    body = assert_problem(missing, 422, "invalid_arguments")
+    assert body["errors"] == [{"field": "query", "message": "Field required"}]
+    wrong = client.post("/v1/tools/recall_memories", json={"args": {"query": "x", "limit": "many"}})
+    assert "limit" in assert_problem(wrong, 422, "invalid_arguments")["detail"]
+    extra = client.post("/v1/tools/list_intentions", json={"args": {"surprise": 1}})
+    assert "surprise" in assert_problem(extra, 422, "invalid_arguments")["detail"]
+    assert_problem(
+        client.post("/v1/tools/search_episodes", json={"args": {"since": "yesterday"}}),
+        400,
+        "invalid_input",
+    )
+    assert_problem(
+        client.post("/v1/tools/recall_memories", json={"args": {"query": "x", "types": "dreams"}}),
+        400,
+        "invalid_input",
+    )
+    gone = call(client, "complete_intention", args={"intention_id": "pi-19990101-001"})
+    assert "no open intention" in gone
+
+
+def test_intention_tools_round_trip(client: TestClient) -> None:
+    added = call(
+        client, "add_intention", args={"what": "Ask Bob about backups", "due": "2026-10-05"}
+    )
+    assert "pi-20261003-001" in added
+    assert "[pi-20261003-001] Ask Bob about backups (due 2026-10-05, mid)" in call(
+        client, "list_intentions"
+    )
+    assert "Cancelled pi-20261003-001" in call(
+        client, "cancel_intention", args={"intention_id": "pi-20261003-001"}
+    )
+    assert call(client, "list_intentions") == "No open intentions."
+    archived = client.get(
+        "/v1/memories/intention/pi-20261003-001", params={"archived": "true"}
+    ).json()
+    assert (
+        archived["meta"]["status"] == "cancelled"
+        and archived["meta"]["archive_reason"] == "cancelled"
+    )
+    assert "pi-20261003-002" in call(
+        client, "add_intention", args={"what": "again"}
+    )  # never re-used
+
+
+def test_recall_reinforces_and_tracks_what_was_seen(client: TestClient) -> None:
+    for number in range(8):
+        memory(
+            client,
+            "knowledge",
+            name=f"garden-{number}",
+            description=f"garden tip {number}",
+            body=f"tomato garden watering advice number {number}",
+        )
+    first = call(
+        client, "recall_memories", args={"query": "tomato garden", "limit": 4}, sessionId="s1"
+    )
+    shown = {
+        line.split("] ")[1].split(" —")[0] for line in first.splitlines() if line.startswith("[")
+    }
+    assert len(shown) == 4
+    second = call(
+        client, "recall_memories", args={"query": "tomato garden", "limit": 4}, sessionId="s1"
+    )
+    again = [
+        line.split("] ")[1].split(" —")[0] for line in second.splitlines() if line.startswith("[")
+    ]
+    assert (
+        again[:3] == sorted(shown, key=lambda n: again.index(n) if n in again else 99)[:3]
+        or set(again[:3]) <= shown
+    )
+    assert again[3] not in shown  # the fourth slot brings something new
+    assert client.post("/v1/sessions/s1/compacted").json() == {"forgotten": True}
+    third = call(
+        client, "recall_memories", args={"query": "tomato garden", "limit": 4}, sessionId="s1"
+    )
+    assert third == first  # compaction forgot what was shown
+    entry = client.get(f"/v1/memories/knowledge/{again[0]}").json()
+    assert entry["score"] > 0.5  # used through a tool: reinforced
+
+
+def test_project_scoping(client: TestClient) -> None:
+    memory(
+        client,
+        "knowledge",
+        name="alpha-deploy",
+        body="deploy with make ship",
+        fields={"project": "alpha"},
+    )
+    memory(
+        client,
+        "knowledge",
+        name="beta-deploy",
+        body="deploy with make ship",
+        fields={"project": "beta"},
+    )
+    memory(client, "knowledge", name="global-deploy", body="deploy only on weekdays, make ship")
+    found = call(client, "recall_memories", args={"query": "make ship deploy"}, project="alpha")
+    assert "alpha-deploy" in found and "global-deploy" in found and "beta-deploy" not in found
+    everything = call(client, "recall_memories", args={"query": "make ship deploy"})
+    assert "beta-deploy" in everything
+    call(client, "add_intention", args={"what": "alpha thing"}, project="alpha")
+    call(client, "add_intention", args={"what": "beta thing"}, project="beta")
+    alpha = prompt(client, project="alpha")["intentions"]["text"]
+    assert "alpha thing" in alpha and "beta thing" not in alpha
+
+
+def test_search_recent_conversation(client: TestClient) -> None:
+    old = [{"role": "user", "text": "The staging password rotates every Monday."}]
+    client.post("/v1/sessions/old/messages", json={"messages": old})
+    client.post("/v1/sessions/old/close")
+    now = [{"role": "user", "text": f"message number {n} about lunch"} for n in range(30)]
+    now.append({"role": "agent", "text": "The newest line, about the rollout."})
+    client.post("/v1/sessions/cur/messages", json={"messages": now})
+    latest = call(client, "search_recent_conversation", args={"limit": 5}, sessionId="cur")
+    assert latest.splitlines()[-1].endswith("you: The newest line, about the rollout.")
+    assert "number 26" in latest and "number 25" not in latest
+    found = call(client, "search_recent_conversation", args={"query": "password"}, sessionId="cur")
+    assert "The staging password rotates every Monday." in found
+    small = client.post(
+        "/v1/tools/search_recent_conversation", json={"args": {"limit": 31}, "sessionId": "cur"}
+    ).json()["result"]
+    assert small.splitlines()[-1].endswith("The newest line, about the rollout.")
+
+
+def test_dream_now_closes_open_logs(client: TestClient, data_dir: Path) -> None:
+    client.post(
+        "/v1/sessions/open-one/messages", json={"messages": [{"role": "user", "text": "hi there"}]}
+    )
+    answer = call(client, "dream_now")
+    assert "Closed 1 open session log" in answer and "not available" in answer
+    log = next((data_dir / "memory/session-log").glob("*.md")).read_text()
+    assert "end_time:" in log and "status: pending" in log

@@ -4,23 +4,27 @@ For each store size a seeded store of English, Chinese and mixed entries is writ
 to disk (``bench/_stores.py``), ``somnid serve`` is started on it as a child process, and:
 
 * **index build**: from the embedding model being ready to every entry having its vector,
-  in entries/s, beside the model's own batch throughput (``embed_passages`` in batches of
-  32) on a sample of the same texts, measured in this process before the daemon starts;
+  in entries/s, beside the model's own throughput on a sample of the same texts (one
+  ``embed_passages`` call, batches of 32) measured in this process before the daemon starts
+  and again once it is idle; the ratio is taken against their mean. The model loads beside
+  the first sync, so the rate once every file is indexed is given too;
 * **latency**: ``--queries`` distinct cues against ``/v1/assoc/thought`` (a new session each)
   and as many others against ``/v1/recall`` (limit 10), one after another over one
   keep-alive connection after a warm-up, beside the time to embed each cue alone with the
   same model in this process (while the daemon is idle);
 * **restart**: SIGTERM, start again over the same data dir and time from spawn until
   ``/v1/recall`` first answers and first answers in mode ``hybrid``; then once more, asking
-  only ``/v1/health``, until it answers 200 (apart, since a health request reads every file);
+  only ``/v1/health``, until it answers 200 (apart, so neither probe slows the other);
 * peak RSS of each daemon (``VmHWM``), store and index size.
 
-No cue is ever sent twice in a run: the daemon caches query vectors.
+No cue is ever sent twice in a run: the daemon caches query vectors. Other work on the
+machine skews every figure, so each phase waits (``--quiet-timeout``) for other processes
+to leave the CPU, and the CPU they used meanwhile is reported beside the figures.
 
 Run from the repo root::
 
     .venv/bin/python bench/latency.py                     # 1k and 10k entries, ~4 minutes
-    .venv/bin/python bench/latency.py --sizes 100000      # ~15 minutes more (100k embeds)
+    .venv/bin/python bench/latency.py --sizes 100000      # ~20 minutes (100k embeds)
 
 The table goes to stdout, progress to stderr, everything to ``bench/results/latency.json``
 (or ``--out``); results for sizes not run this time are kept from an existing file.
@@ -753,6 +757,7 @@ def run_size(
         left = size - timeline["build_vectors_at_synced"]
         after_sync = timeline["build_after_sync_s"]
         after_sync_cpu = timeline["build_after_sync_cpu_s"]
+        measurable = left > 0 and after_sync > 0
         result["build"] = {
             "entries": size,
             "seconds": round(build_s, 3),
@@ -765,11 +770,13 @@ def run_size(
                 "from_s": timeline["build_synced_s"],
                 "entries": left,
                 "seconds": after_sync,
-                "entries_per_s": round(left / after_sync, 2) if after_sync > 0 else None,
-                "ratio": round(left / after_sync / model_rate, 3) if after_sync > 0 else None,
+                "entries_per_s": round(left / after_sync, 2) if measurable else None,
+                "ratio": round(left / after_sync / model_rate, 3) if measurable else None,
                 "daemon_cpu_s": after_sync_cpu,
                 "cpu_ratio": (
-                    round(left / after_sync_cpu / model_cpu_rate, 3) if after_sync_cpu else None
+                    round(left / after_sync_cpu / model_cpu_rate, 3)
+                    if measurable and after_sync_cpu > 0
+                    else None
                 ),
             },
             "foreign_cpus": timeline["build_foreign_cpus"],

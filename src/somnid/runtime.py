@@ -15,6 +15,11 @@ from dataclasses import dataclass, field
 
 from somnid import __version__
 from somnid.config import Settings
+from somnid.dream.llm.base import build_backend
+from somnid.dream.llm.bridge import BridgeHub
+from somnid.dream.schedule import Activity, SleepScheduler
+from somnid.dream.service import Dreamer
+from somnid.dream.tools import DreamTools
 from somnid.embed.base import Embedder
 from somnid.memory.clock import Clock, SystemClock, resolve_timezone
 from somnid.recall.assoc import Associator
@@ -35,17 +40,25 @@ from somnid.tools.seen import SeenTracker
 
 log = logging.getLogger(__name__)
 
+DREAM_NOW_WAIT_S = 60.0
+
 
 class AwakeHooks:
     """What the memory tools need from the rest of the daemon: conversation logs, dreams."""
 
     def __init__(
-        self, settings: Settings, layout: Layout, clock: Clock, sessions: SessionService
+        self,
+        settings: Settings,
+        layout: Layout,
+        clock: Clock,
+        sessions: SessionService,
+        dreamer: Dreamer,
     ) -> None:
         self.settings = settings
         self.layout = layout
         self.clock = clock
         self.sessions = sessions
+        self.dreamer = dreamer
 
     async def conversation(self, ctx: ToolContext, query: str, limit: int) -> str:
         return await asyncio.to_thread(
@@ -61,12 +74,22 @@ class AwakeHooks:
         )
 
     async def dream(self, ctx: ToolContext) -> str:
-        """Close open logs first (a dream must never read a log still being written)."""
+        """Close open logs and dream; answer with the result, or that it goes on behind."""
         closed = await self.sessions.close_all()
-        return (
-            f"Closed {len(closed)} open session log(s); they wait for consolidation. "
-            "Dreaming is not available in this version of somnid yet, so nothing was "
-            "consolidated now."
+        started, task = self.dreamer.start("dream_now")
+        if task is None:
+            return "Could not start a dream."
+        done, _ = await asyncio.wait({task}, timeout=DREAM_NOW_WAIT_S)
+        prefix = f"Closed {len(closed)} open session log(s). "
+        if not done:
+            return prefix + "The dream goes on in the background; memory updates when it ends."
+        result = task.result()
+        if not started:
+            return prefix + "A dream was already running; it has now finished."
+        return prefix + (
+            f"Dream {result.status} ({result.reason}): {len(result.processed)} logs processed, "
+            f"{result.created} memories created, {result.updated} updated, "
+            f"{result.archived} archived."
         )
 
 
@@ -85,6 +108,9 @@ class Runtime:
     prompt: PromptBuilder
     seen: SeenTracker
     tools: ToolRegistry
+    bridge: BridgeHub
+    dreamer: Dreamer
+    scheduler: SleepScheduler
     version: str = __version__
     _closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
 
@@ -135,7 +161,17 @@ class Runtime:
             intentions = Intentions(memories, clock)
             prompt = PromptBuilder(store, intentions, clock, settings.inject, settings.prompt_lang)
             seen = SeenTracker(settings.assoc.max_sessions)
-            awake = AwakeHooks(settings, layout, clock, sessions)
+            bridge = BridgeHub(request_timeout_s=settings.dream.request_timeout_s)
+            dream_tools = DreamTools(
+                memories, recall, sessions, maintenance, layout, clock, settings.prompt_lang,
+                intentions=intentions,
+            )  # fmt: skip
+            dreamer = Dreamer(
+                settings.dream, settings.prompt_lang, clock, layout, sessions, maintenance,
+                recall, dream_tools, build_backend(settings.dream, bridge),
+            )  # fmt: skip
+            scheduler = SleepScheduler(settings.dream, clock, Activity(clock), dreamer, sessions)
+            awake = AwakeHooks(settings, layout, clock, sessions, dreamer)
             tools = ToolRegistry(
                 MemoryTools(
                     memories, recall, intentions, clock, seen, awake.conversation, awake.dream
@@ -143,12 +179,17 @@ class Runtime:
             )
             runtime = cls(
                 settings, clock, layout, lock, store, memories, maintenance, recall, sessions,
-                intentions, prompt, seen, tools,
+                intentions, prompt, seen, tools, bridge, dreamer, scheduler,
             )  # fmt: skip
             await recall.start()
             runtime._closers.append(recall.stop)
-            # Closers run in reverse: open session logs are finalised before recall stops.
+            # Closers run in reverse: the scheduler stops first, then the dream and the
+            # bridge, then open session logs are finalised, and recall stops last.
             runtime._closers.append(sessions.stop)
+            runtime._closers.append(bridge.close)
+            runtime._closers.append(dreamer.stop)
+            scheduler.start()
+            runtime._closers.append(scheduler.stop)
             log.info("somnid %s serving %s", __version__, layout.root)
             try:
                 yield runtime

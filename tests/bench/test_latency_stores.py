@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import json
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,7 @@ from bench._stores import (
     parse_entry,
     write_store,
 )
-from bench.latency import judge, percentiles
+from bench.latency import judge, percentiles, write_results
 
 from somnid.memory.kinds import Kind
 from somnid.memory.names import check_name
@@ -158,3 +159,15 @@ def test_percentiles_and_judging() -> None:
     }
     at_100k = {v["key"]: v["pass"] for v in judge(100_000, result)}
     assert at_100k == {"recall_p95_100k": True, "build_ratio": True}
+
+
+def test_results_of_other_sizes_are_kept_unless_fresh(tmp_path: Path) -> None:
+    out = tmp_path / "latency.json"
+    write_results(out, {1000: {"size": 1000}}, fresh=False)
+    write_results(out, {10_000: {"size": 10_000}}, fresh=False)
+    assert list(json.loads(out.read_text())["results"]) == ["1000", "10000"]
+    write_results(out, {1000: {"size": 1000, "again": True}}, fresh=False)
+    assert json.loads(out.read_text())["results"]["1000"]["again"] is True
+    write_results(out, {100_000: {"size": 100_000}}, fresh=True)
+    assert list(json.loads(out.read_text())["results"]) == ["100000"]
+    assert not list(tmp_path.glob("*.tmp"))

@@ -13,7 +13,17 @@ from somnid import __version__
 from somnid.api import errors
 from somnid.api.errors import PROBLEM_JSON
 from somnid.api.limits import RequestLimits
-from somnid.api.routes import assoc, awake, health, maintenance, memories, recall, sessions
+from somnid.api.routes import (
+    assoc,
+    awake,
+    bridge,
+    health,
+    maintenance,
+    memories,
+    recall,
+    sessions,
+    sleep,
+)
 from somnid.api.schemas import ERROR_RESPONSES
 from somnid.config import Settings
 from somnid.embed.base import Embedder
@@ -55,7 +65,7 @@ def create_app(
     )
     errors.install(app)
     app.add_middleware(RequestLimits, max_body_bytes=settings.max_body_bytes)
-    for module in (health, memories, maintenance, recall, assoc, sessions, awake):
+    for module in (health, memories, maintenance, recall, assoc, sessions, awake, sleep, bridge):
         app.include_router(module.router, responses=ERROR_RESPONSES)
     _problem_json_contract(app)
     return app

@@ -16,13 +16,14 @@ async def health(runtime: RuntimeDep) -> HealthOut:
     """Is somnid up, where is its data, and is anything wrong with it."""
     status = await asyncio.to_thread(collect_status, runtime.store)
     vector, vector_detail = runtime.recall.vector_status
+    llm, llm_detail = runtime.dreamer.llm_status()
     return HealthOut(
         status="degraded" if status.broken or vector == "unavailable" else "ok",
         version=runtime.version,
         data_dir=str(runtime.layout.root),
         memory_dir=str(runtime.layout.memory_dir),
         skill_dir=str(runtime.layout.skills_dir),
-        llm=ComponentStatus(status="off", detail="dreaming is not available yet"),
+        llm=ComponentStatus(status=llm, detail=llm_detail),
         vector=ComponentStatus(status=vector, detail=vector_detail),
         pending_logs=status.pending_logs,
         counts=status.counts,

@@ -1,0 +1,208 @@
+"""The writes a dream makes, with the original's arithmetic and somnid's safety.
+
+Every write goes through :class:`MemoryService` (serialised, atomic, indexed). Numbers are
+read-modify-written with ``If-Match``: a recall reinforcing the same entry meanwhile makes
+the update read again instead of losing either change. Refusals raise :class:`SomnidError`
+subclasses whose detail tells a model what to do instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from somnid.dream import items
+from somnid.errors import Conflict, InvalidInput, NotFound, PreconditionFailed
+from somnid.memory.clock import Clock
+from somnid.memory.entry import Entry
+from somnid.memory.kinds import Kind
+from somnid.memory.lifecycle import clamp_score
+from somnid.services.memories import MemoryService
+
+RETRIES = 5
+
+
+class MemoryEdits:
+    def __init__(self, memories: MemoryService, clock: Clock) -> None:
+        self.memories = memories
+        self.clock = clock
+
+    async def missing(self, kind: Kind, name: str) -> str:
+        """Why ``(kind, name)`` is not there, and where to look instead."""
+        store = self.memories.store
+        for other in items.MEMORY_KINDS:
+            if other is not kind and await asyncio.to_thread(store.exists, other, name):
+                return (
+                    f"no {kind.value} named {name!r}, but a {other.value} has that name "
+                    f"(use kind={other.value} or the {other.value} tools)"
+                )
+        if await asyncio.to_thread(store.exists, kind, name, archived=True):
+            return f"{kind.value} {name!r} is archived; archived entries are not changed"
+        return f"no {kind.value} named {name!r}; find names with find_similar or list_items"
+
+    async def get(self, kind: Kind, name: str) -> Entry:
+        try:
+            return await self.memories.get(kind, name)
+        except NotFound:
+            raise NotFound(await self.missing(kind, name)) from None
+
+    async def create(
+        self,
+        kind: Kind,
+        name: str,
+        *,
+        entry_type: str,
+        description: str,
+        body: str,
+        verified: bool,
+    ) -> Entry:
+        slug = items.name_of(name)
+        fields: dict[str, Any] = {"verified": verified}
+        if entry_type.strip():
+            fields["type"] = items.one_line(entry_type, "entry_type", limit=40).lower()
+        try:
+            return await self.memories.create(
+                kind,
+                slug,
+                description=items.one_line(description, "description"),
+                body=items.body_of(body),
+                fields=fields,
+            )
+        except Conflict:
+            tool = "update_knowledge" if kind is Kind.KNOWLEDGE else "update_skill"
+            raise Conflict(
+                f"a {kind.value} named {slug!r} exists already; change it with "
+                f'{tool}(name="{slug}", …) or choose another name'
+            ) from None
+
+    async def update(
+        self,
+        kind: Kind,
+        name: str,
+        *,
+        description: str,
+        body: str,
+        stability_delta: int,
+        score_delta: float,
+        verified: bool | None,
+    ) -> tuple[Entry, list[str]]:
+        """Replace the description and body given, move the numbers by the deltas
+        (stability ≥ 0, score within 0..1; a positive stability delta is a use: last_used
+        moves to now). Returns the entry and what changed."""
+        slug = items.name_of(name)
+        line = items.one_line(description, "description", required=False)
+        text = items.body_of(body)
+        if not (line or text.strip() or stability_delta or score_delta or verified is not None):
+            raise InvalidInput("nothing to change: give a description, a body, a delta or verified")
+        if not -1.0 <= score_delta <= 1.0 or not -10 <= stability_delta <= 10:
+            raise InvalidInput("score_delta must be within -1..1 and stability_delta -10..10")
+        for _ in range(RETRIES):
+            before = await self.get(kind, slug)
+            if kind is Kind.SKILL and items.merge_refused(before):
+                raise Conflict(
+                    f"skill {slug!r} has auto_merge: false: a person keeps it; leave it as it "
+                    "is and note the lesson in write_dream_log"
+                )
+            fields, changes = self._numbers(before, stability_delta, score_delta, verified)
+            changes[:0] = [part for part, given in (("description", line), ("body", text)) if given]
+            new_body = text if text.strip() else None
+            if verified is True and items.pending_banner(new_body or before.body):
+                new_body = items.without_banner(new_body or before.body)  # the original's mark
+            try:
+                entry = await self.memories.update(
+                    kind,
+                    slug,
+                    description=line or None,
+                    body=new_body,
+                    fields=fields or None,
+                    if_match=before.etag,
+                )
+            except PreconditionFailed:
+                continue  # changed meanwhile (a recall reinforced it): read it again
+            return entry, changes
+        raise PreconditionFailed(f"{kind.value} {slug!r} kept changing; try again")
+
+    def _numbers(
+        self, before: Entry, stability_delta: int, score_delta: float, verified: bool | None
+    ) -> tuple[dict[str, Any], list[str]]:
+        vitals = before.vitals(self.clock.tz)
+        fields: dict[str, Any] = {}
+        changes: list[str] = []
+        if stability_delta:
+            stability = max(0, vitals.stability + stability_delta)
+            fields["stability"] = stability
+            changes.append(f"stability {vitals.stability}→{stability}")
+            if stability_delta > 0:
+                fields["last_used"] = self.clock.now()
+        if score_delta:
+            score = round(clamp_score(vitals.score + score_delta), 4)
+            fields["score"] = score
+            changes.append(f"score {vitals.score:.2f}→{score:.2f}")
+        if verified is True and items.unverified(before):
+            fields["verified"] = None  # removes the key: verified is the default
+            changes.append("now verified")
+        elif verified is False and not items.unverified(before):
+            fields["verified"] = False
+            changes.append("now unverified")
+        return fields, changes
+
+    async def archive(self, kind: Kind, name: str, reason: str) -> Entry:
+        slug = items.name_of(name)
+        why = items.one_line(reason, "reason")
+        try:
+            return await self.memories.archive(kind, slug, reason=why)
+        except NotFound:
+            raise NotFound(await self.missing(kind, slug)) from None
+
+    async def record_episode(
+        self, what: str, details: str, when: str, salience: str, fields: dict[str, str]
+    ) -> Entry:
+        """A new episode named ``ep-YYYYMMDD-HHMMSS`` (never a caller's text: a source that
+        is a path names nothing here); its facts go into the front-matter."""
+        meta: dict[str, Any] = {"salience": items.salience_of(salience)}
+        moment = items.when_of(when, self.clock.tz)
+        if moment is not None:
+            meta["when"] = moment
+        for key, value in fields.items():
+            if key == "tags":
+                value = items.tags_of(value)
+            line = items.one_line(value, key, limit=items.MAX_FIELD, required=False)
+            if line:
+                meta[key] = line
+        return await self.memories.create(
+            Kind.EPISODE,
+            None,
+            description=items.one_line(what, "what"),
+            body=items.body_of(details, "details"),
+            fields=meta,
+        )
+
+    async def write_profile(
+        self, name: str, text: str, *, description: str, defaults: dict[str, Any]
+    ) -> Entry:
+        """Replace a profile's body, keeping every front-matter key it has; ``defaults``
+        are added where missing. A missing profile is created."""
+        now = self.clock.now()
+        for _ in range(RETRIES):
+            try:
+                before = await self.memories.get(Kind.PROFILE, name)
+            except NotFound:
+                try:
+                    return await self.memories.create(
+                        Kind.PROFILE,
+                        name,
+                        description=description,
+                        body=text,
+                        fields={**defaults, "updated": now},
+                    )
+                except Conflict:
+                    continue  # created meanwhile: update it instead
+            fields = {key: value for key, value in defaults.items() if key not in before.meta}
+            fields["updated"] = now
+            try:
+                return await self.memories.update(
+                    Kind.PROFILE, name, body=text, fields=fields, if_match=before.etag
+                )
+            except (PreconditionFailed, NotFound):
+                continue
+        raise PreconditionFailed(f"profile {name!r} kept changing; try again")

@@ -1,0 +1,344 @@
+"""The dream tools about memories: find and read them, create, update and archive
+knowledge and skills, record episodes, rewrite the profiles.
+
+Names are slugs (a name that is a path is refused, never repaired into one); an existing
+live name is refused on create with a pointer to the update tool; archiving never deletes
+and never overwrites an earlier archived copy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from somnid.dream import items
+from somnid.dream.guard import dreamer_role_phrase
+from somnid.dream.ledger import ItemRef
+from somnid.dream.logfiles import cut_tokens
+from somnid.dream.toolbase import ToolBase, answers_errors
+from somnid.errors import InvalidInput
+from somnid.memory.entry import Entry
+from somnid.memory.kinds import SELF_PROFILE, Kind
+from somnid.services.recalling import load_hits
+from somnid.store import frontmatter
+
+READABLE = (*items.MEMORY_KINDS, Kind.INTENTION, Kind.PROFILE)
+MAX_PROFILE = 8000
+_ABOUT_ME = {
+    "en": "The agent's view of itself: who it is, its character and manner",
+    "zh": "智能体的自我认知与人格画像",
+}
+
+
+class EntryTools(ToolBase):
+    @answers_errors
+    async def list_items(self, kind: str = "", query: str = "", limit: int = 50) -> str:
+        """List memories with their kind, type, score and one-line description. With a
+        query, the closest matches by meaning and keywords; without, the strongest first.
+
+        Args:
+            kind: knowledge, skill, episode, intention or profile. Empty: knowledge, skills
+                and episodes.
+            query: What to look for, in a few words or a sentence.
+            limit: How many to list (1-100).
+        """
+        everything = kind.strip().lower() in ("", "all")
+        kinds = items.MEMORY_KINDS if everything else items.kinds_of(kind, READABLE)
+        limit = min(100, max(1, limit))
+        tz = self.clock.tz
+        if query.strip() and Kind.PROFILE not in kinds:
+            hits = await self.recall.search(query, kinds=kinds, limit=limit)
+            found = await asyncio.to_thread(load_hits, self.memories.store, hits)
+            if not found:
+                return f"nothing matches {query!r}"
+            lines = [f"{len(found)} entries matching {query!r}, best first:"]
+            lines += [items.entry_line(f.entry, tz, f.hit.score) for f in found]
+            return "\n".join(lines)
+        page = await self.memories.list(kinds, text=query.strip() or None, limit=10_000)
+        entries = sorted(page.items, key=lambda e: (-e.vitals(tz).score, e.kind.value, e.name))
+        if not entries:
+            return "no entries" + (f" matching {query!r}" if query.strip() else "")
+        shown = entries[:limit]
+        head = f"{len(shown)} of {page.total} entries, strongest first"
+        if len(shown) < page.total:
+            head += " (give a query or a kind to narrow the list)"
+        return "\n".join([head + ":", *(items.entry_line(e, tz) for e in shown)])
+
+    @answers_errors
+    async def read_item(self, kind: str, name: str) -> str:
+        """Read one memory in full: its front-matter and its body.
+
+        Args:
+            kind: knowledge, skill, episode, intention or profile.
+            name: Its name, as list_items shows it (for profiles: about_me or a user id).
+        """
+        wanted = items.kind_of(kind, READABLE)
+        slug = items.name_of(name)
+        entry = await self.edits.get(wanted, slug)
+        document = frontmatter.Document(frontmatter.as_commented(entry.meta), entry.body)
+        text, cut = cut_tokens(frontmatter.render(document), self.item_tokens)
+        answer = f"{wanted.value} {entry.name} ({entry.path}):\n\n{text}"
+        return answer + "\n…(cut here: the entry is longer)" if cut else answer
+
+    @answers_errors
+    async def find_similar(self, text: str, kind: str = "", limit: int = 5) -> str:
+        """Before creating a memory, find existing ones on the same topic (update those
+        instead of creating a duplicate) or ones the new information contradicts.
+
+        Args:
+            text: The description or content you are about to store.
+            kind: knowledge, skill or episode. Empty: all three.
+            limit: How many to show (1-20).
+        """
+        if not text.strip():
+            return "error: text is empty; give the description you are about to store"
+        kinds = items.kinds_of(kind, items.MEMORY_KINDS)
+        hits = await self.recall.search(text, kinds=kinds, limit=min(20, max(1, limit)))
+        found = await asyncio.to_thread(load_hits, self.memories.store, hits)
+        if not found:
+            return "nothing similar: a new entry is fine"
+        lines = [
+            f"{len(found)} similar entries, closest first. The same topic: update it instead "
+            "of creating; a contradiction: correct the one that is wrong."
+        ]
+        lines += [items.entry_line(f.entry, self.clock.tz, f.hit.score) for f in found]
+        return "\n".join(lines)
+
+    # ------------------------------------------------------------------ knowledge and skills
+
+    async def _create(
+        self, kind: Kind, name: str, entry_type: str, description: str, body: str, verified: bool
+    ) -> str:
+        entry = await self.edits.create(
+            kind,
+            name,
+            entry_type=entry_type,
+            description=description,
+            body=body,
+            verified=verified,
+        )
+        self.ledger.add_created(self._ref(entry))
+        score = entry.vitals(self.clock.tz).score
+        state = "verified" if verified else "unverified until confirmed"
+        return (
+            f"created {kind.value} {entry.name!r} (type {entry.entry_type}, score {score:.2f}, "
+            f"{state}) at {entry.path}"
+        )
+
+    async def _update(
+        self,
+        kind: Kind,
+        name: str,
+        description: str,
+        body: str,
+        stability_delta: int,
+        score_delta: float,
+        verified: bool | None,
+    ) -> tuple[Entry, str]:
+        entry, changes = await self.edits.update(
+            kind,
+            name,
+            description=description,
+            body=body,
+            stability_delta=stability_delta,
+            score_delta=score_delta,
+            verified=verified,
+        )
+        self.ledger.add_updated(self._ref(entry))
+        return entry, f"updated {kind.value} {entry.name!r}: {', '.join(changes) or 'no change'}"
+
+    @answers_errors
+    async def create_knowledge(
+        self, name: str, entry_type: str, description: str, body: str, verified: bool = True
+    ) -> str:
+        """Store a new piece of knowledge: a fact, decision, pitfall or preference. Check
+        find_similar first; an existing name is refused (update it instead).
+
+        Args:
+            name: A short slug, e.g. deploy-window.
+            entry_type: fact, decision, pitfall or preference.
+            description: One sentence (at most 300 characters): what it is and when it applies.
+            body: The details, values and reasons, in Markdown.
+            verified: false for a conclusion not yet confirmed (it starts weaker).
+        """
+        return await self._create(Kind.KNOWLEDGE, name, entry_type, description, body, verified)
+
+    @answers_errors
+    async def update_knowledge(
+        self,
+        name: str,
+        description: str = "",
+        body: str = "",
+        stability_delta: int = 0,
+        score_delta: float = 0.0,
+        verified: bool | None = None,
+    ) -> str:
+        """Change a piece of knowledge: rewrite its description or body to the current
+        truth, and strengthen it when it was confirmed or used again.
+
+        Args:
+            name: Its name.
+            description: A new one-sentence description. Empty: keep it.
+            body: A new body, replacing the old one entirely. Empty: keep it.
+            stability_delta: +1 when confirmed or used on another day.
+            score_delta: +0.2 for positive feedback, +0.1 when seen again (-1..1).
+            verified: true once an unverified entry is confirmed; false if it became doubtful.
+        """
+        args = (description, body, stability_delta, score_delta, verified)
+        return (await self._update(Kind.KNOWLEDGE, name, *args))[1]
+
+    @answers_errors
+    async def create_skill(
+        self, name: str, description: str, body: str, verified: bool = True
+    ) -> str:
+        """Store a new skill: a procedure that was walked through and worked, step by step,
+        with its gotchas. An existing name is refused (update it instead).
+
+        Args:
+            name: A short slug, e.g. release-checklist.
+            description: One sentence (at most 300 characters): what it does and when to use it.
+            body: The steps in Markdown; mark dangerous steps with ⚠️.
+            verified: false when the procedure has not been seen to work yet.
+        """
+        return await self._create(Kind.SKILL, name, "", description, body, verified)
+
+    @answers_errors
+    async def update_skill(
+        self,
+        name: str,
+        description: str = "",
+        body: str = "",
+        merge_note: str = "",
+        stability_delta: int = 0,
+        score_delta: float = 0.0,
+        verified: bool | None = None,
+    ) -> str:
+        """Improve a skill: merge new steps or a lesson into its body (send the whole new
+        body), or strengthen it after it worked again. Skills marked auto_merge: false are
+        kept by a person and refused.
+
+        Args:
+            name: Its name.
+            description: A new one-sentence description. Empty: keep it.
+            body: The complete new body (old steps merged with the new). Empty: keep it.
+            merge_note: What was merged and why, for the dream journal.
+            stability_delta: +1 when it worked again on another day.
+            score_delta: +0.2 for positive feedback (-1..1).
+            verified: true once the procedure is confirmed to work.
+        """
+        note = items.one_line(merge_note, "merge_note", limit=items.MAX_FIELD, required=False)
+        args = (description, body, stability_delta, score_delta, verified)
+        entry, answer = await self._update(Kind.SKILL, name, *args)
+        if note:
+            self.ledger.notes.append(f"skill {entry.name}: {note}")
+            answer += f" (merge note kept for the journal: {note})"
+        return answer
+
+    @answers_errors
+    async def archive_item(self, kind: str, name: str, reason: str) -> str:
+        """Move a memory to the archive: when the user asked to forget it, or it proved
+        wrong or obsolete. Nothing is deleted; a person can restore it.
+
+        Args:
+            kind: knowledge, skill or episode.
+            name: Its name.
+            reason: Why, in one sentence.
+        """
+        wanted = items.kind_of(kind, items.MEMORY_KINDS)
+        entry = await self.edits.archive(wanted, name, reason)
+        live_name = items.name_of(name)
+        self.ledger.add_archived(ItemRef(wanted, live_name, str(entry.path)))
+        reason_given = entry.text_field("archive_reason")
+        return f"archived {wanted.value} {live_name!r} to {entry.path} (reason: {reason_given})"
+
+    # ------------------------------------------------------------------ episodes
+
+    @answers_errors
+    async def record_episode(
+        self,
+        what: str,
+        when: str = "",
+        actors: str = "",
+        outcome: str = "",
+        objects: str = "",
+        tools: str = "",
+        tags: str = "",
+        salience: str = "low",
+        source: str = "",
+        details: str = "",
+    ) -> str:
+        """Record what happened: a task, request, debugging session, decision, incident or
+        delivery, with when, who, how it went and where it came from.
+
+        Args:
+            what: One sentence: what happened.
+            when: When it happened, e.g. 2026-10-02T09:30 (the log's time). Empty: now.
+            actors: Who took part, e.g. "Alice, agent".
+            outcome: How it ended: success, failure, partial, pending, …
+            objects: What it was about: files, services, hosts.
+            tools: Tools and commands used.
+            tags: Comma-separated keywords.
+            salience: low (routine), mid (notable) or high (a milestone or serious failure).
+            source: The session log it came from, e.g. 2026-10-02_001.
+            details: More of the story, in Markdown, if it matters.
+        """
+        facts = {"actors": actors, "outcome": outcome, "objects": objects, "tools": tools}
+        facts |= {"tags": tags, "source": source}
+        entry = await self.edits.record_episode(what, details, when, salience, facts)
+        self.ledger.add_created(self._ref(entry))
+        score = entry.vitals(self.clock.tz).score
+        level = entry.text_field("salience")
+        return f"recorded episode {entry.name!r} (salience {level}, score {score:.2f})"
+
+    # ------------------------------------------------------------------ profiles
+
+    def _profile_text(self, content: str) -> str:
+        text, _ = items.without_front_matter(content)
+        if not text:
+            raise InvalidInput("content is empty; give the whole profile text")
+        if len(text) > MAX_PROFILE:
+            raise InvalidInput(f"content has {len(text)} characters; keep it under {MAX_PROFILE}")
+        return text
+
+    @answers_errors
+    async def update_about_me(self, content: str) -> str:
+        """Rewrite the agent's own profile (who it is, its character, how it works with its
+        users), only when conversations really discussed that. It replaces the old text.
+
+        Args:
+            content: The whole new profile in Markdown, written about the agent.
+        """
+        text = self._profile_text(content)
+        phrase = dreamer_role_phrase(text)
+        if phrase is not None:
+            return (
+                f"error: about_me must describe the agent as its users know it, not this "
+                f"consolidation process ({phrase!r}); leave about_me as it is unless the "
+                "conversations discussed the agent's identity"
+            )
+        description = _ABOUT_ME.get(self.lang, _ABOUT_ME["en"])
+        entry = await self.edits.write_profile(
+            SELF_PROFILE, text, description=description, defaults={"type": "identity"}
+        )
+        self.ledger.add_profile(f"about_me ({entry.path})")
+        return f"updated about_me ({len(text)} characters)"
+
+    @answers_errors
+    async def update_about_user(self, user_id: str, content: str) -> str:
+        """Rewrite what is known about one user: role, preferences, habits, context. Only
+        that user's facts (the log's user); it replaces the old text.
+
+        Args:
+            user_id: The user's id, as the log's user field gives it (e.g. default).
+            content: The whole new profile in Markdown.
+        """
+        raw = user_id.strip() or "default"
+        name = items.name_of(raw)
+        if name == SELF_PROFILE:
+            return "error: about_me is the agent's own profile, not a user; use update_about_me"
+        text = self._profile_text(content)
+        description = f"用户 {raw} 的画像" if self.lang == "zh" else f"Profile of user {raw}"
+        entry = await self.edits.write_profile(
+            name, text, description=description, defaults={"user_id": raw, "type": "identity"}
+        )
+        self.ledger.add_profile(f"user {name} ({entry.path})")
+        return f"updated the profile of user {name} ({len(text)} characters)"

@@ -1,0 +1,102 @@
+"""The dream journal: one Markdown file per dream in ``memory/dream-log/``, written by somnid
+itself from what the dream actually did — even when the model forgot to write notes, and
+even when the dream was interrupted.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from somnid.store import frontmatter
+from somnid.store.atomic import write_atomic
+from somnid.store.layout import Layout
+
+_NAME = re.compile(r"^(\d{4}-\d{2}-\d{2})_dream_(\d{3,})\.md$")
+
+
+@dataclass(slots=True)
+class JournalEntry:
+    trigger: str
+    status: str
+    started: dt.datetime
+    finished: dt.datetime
+    processed_logs: list[str] = field(default_factory=list)
+    created: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    archived: list[str] = field(default_factory=list)
+    profiles: list[str] = field(default_factory=list)
+    decayed: int = 0
+    retired: list[str] = field(default_factory=list)
+    tokens: dict[str, int] = field(default_factory=dict)
+    iterations: int = 0
+    tool_calls: int = 0
+    reason: str = ""
+    notes: str = ""
+    summary: str = ""
+
+
+def next_journal_path(layout: Layout, day: dt.date) -> Path:
+    """``<day>_dream_<NNN>.md`` with NNN one past the highest used that day (deleting a
+    journal never makes the next one overwrite another)."""
+    folder = layout.dream_log_dir
+    highest = 0
+    if folder.is_dir():
+        for path in folder.iterdir():
+            match = _NAME.match(path.name)
+            if match and match.group(1) == day.isoformat():
+                highest = max(highest, int(match.group(2)))
+    return folder / f"{day.isoformat()}_dream_{highest + 1:03d}.md"
+
+
+def _section(title: str, items: list[str]) -> str:
+    body = "\n".join(f"- {item}" for item in items) if items else "- none"
+    return f"## {title}\n{body}\n"
+
+
+def write_journal(layout: Layout, entry: JournalEntry) -> Path:
+    path = next_journal_path(layout, entry.started.date())
+    meta: dict[str, Any] = {
+        "dream_id": path.stem,
+        "trigger": entry.trigger,
+        "status": entry.status,
+        "start_time": entry.started,
+        "end_time": entry.finished,
+        "processed_logs": list(entry.processed_logs),
+        "iterations": entry.iterations,
+        "tool_calls": entry.tool_calls,
+        "tokens": dict(entry.tokens),
+    }
+    if entry.reason:
+        meta["reason"] = entry.reason
+    parts = [
+        _section("Created", entry.created),
+        _section("Updated", entry.updated),
+        _section("Archived", entry.archived),
+        _section("Profiles", entry.profiles),
+        f"## Decay\n- {entry.decayed} entries decayed; retired: "
+        f"{', '.join(entry.retired) if entry.retired else 'none'}\n",
+    ]
+    if entry.notes.strip():
+        parts.append("## The dreamer's notes\n" + entry.notes.strip() + "\n")
+    if entry.summary.strip():
+        parts.append("## Summary\n" + entry.summary.strip() + "\n")
+    document = frontmatter.Document(frontmatter.new_meta(meta), "\n".join(parts))
+    write_atomic(path, frontmatter.render(document).encode("utf-8"), exclusive=True)
+    return path
+
+
+def latest_journal(layout: Layout) -> str | None:
+    folder = layout.dream_log_dir
+    if not folder.is_dir():
+        return None
+    names = sorted((p for p in folder.iterdir() if _NAME.match(p.name)), key=lambda p: p.name)
+    if not names:
+        return None
+    try:
+        return names[-1].read_text("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None

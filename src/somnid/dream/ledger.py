@@ -1,0 +1,79 @@
+"""What one dream did, as its tools did it: the facts its journal is written from.
+
+One ledger per dream. The tools add to it as they change memory; the dream loop reads it to
+write the journal (even when the dream was interrupted, the ledger holds what was done up
+to that point). Each entry is recorded once, under the first thing that happened to it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from somnid.memory.kinds import Kind
+from somnid.services.maintenance import DecayReport
+
+
+class ItemRef(NamedTuple):
+    """An entry the dream touched: its kind, its name and its file (relative to the data
+    dir). For an archived entry, ``name`` is the name it had and ``path`` where it went."""
+
+    kind: Kind
+    name: str
+    path: str
+
+
+@dataclass(slots=True)
+class LogReading:
+    """How much of a session log the dream has read: pages seen out of ``pages``."""
+
+    pages: int
+    seen: set[int] = field(default_factory=set)
+
+    @property
+    def missing(self) -> list[int]:
+        return [page for page in range(1, self.pages + 1) if page not in self.seen]
+
+
+@dataclass(slots=True)
+class Ledger:
+    created: list[ItemRef] = field(default_factory=list)
+    updated: list[ItemRef] = field(default_factory=list)
+    archived: list[ItemRef] = field(default_factory=list)
+    processed_logs: list[str] = field(default_factory=list)
+    """Stems of the session logs marked processed, in order."""
+    profiles: list[str] = field(default_factory=list)
+    """Profiles written, as ``about_me (memory/about_me.md)`` or ``user <id> (<path>)``."""
+    decay: DecayReport | None = None
+    notes: list[str] = field(default_factory=list)
+    """The dreamer's own notes (``write_dream_log``), in the order given."""
+    reads: dict[str, LogReading] = field(default_factory=dict)
+    """Session logs read in this dream, by stem."""
+
+    def add_created(self, ref: ItemRef) -> None:
+        if ref not in self.created:
+            self.created.append(ref)
+
+    def add_updated(self, ref: ItemRef) -> None:
+        """An update of an entry this dream created or updated already is not listed again."""
+        if any(seen[:2] == ref[:2] for seen in (*self.created, *self.updated)):
+            return
+        self.updated.append(ref)
+
+    def add_archived(self, ref: ItemRef) -> None:
+        self.archived.append(ref)
+
+    def add_profile(self, line: str) -> None:
+        if line not in self.profiles:
+            self.profiles.append(line)
+
+    def add_processed(self, stem: str) -> None:
+        if stem not in self.processed_logs:
+            self.processed_logs.append(stem)
+
+    def add_read(self, stem: str, page: int, pages: int) -> LogReading:
+        reading = self.reads.get(stem)
+        if reading is None or reading.pages != pages:
+            reading = self.reads[stem] = LogReading(pages)
+        reading.seen.add(page)
+        return reading

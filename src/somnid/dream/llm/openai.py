@@ -1,0 +1,66 @@
+"""``dream.llm = "openai"``: somnid calls an OpenAI-compatible chat-completions endpoint.
+
+``POST {base_url}/chat/completions`` with ``model``, ``messages`` and, when there are tools,
+``tools`` and ``tool_choice: "auto"`` (servers refuse ``tool_choice`` without tools). Works
+with OpenAI, DeepSeek and local servers (llama.cpp, Ollama, vLLM); the key, if any, is sent
+as ``Authorization: Bearer``. ``choices[0].message`` becomes the assistant message; usage
+includes ``prompt_tokens_details.cached_tokens`` (or DeepSeek's ``prompt_cache_hit_tokens``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from somnid.dream.llm.base import (
+    ChatResult,
+    LLMBadResponse,
+    LLMRejected,
+    Usage,
+    parse_assistant_message,
+)
+from somnid.dream.llm.retry import HttpPoster, RetryPolicy
+
+__all__ = ["OpenAIBackend"]
+
+
+class OpenAIBackend:
+    """``api_key`` is the key itself (the composition root reads it from the environment
+    variable the settings name); it is never logged nor put in an error."""
+
+    name = "openai"
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key: str | None,
+        timeout_s: float,
+        retry: RetryPolicy | None = None,
+    ) -> None:
+        self.model = model
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        url = base_url.rstrip("/") + "/chat/completions"
+        self._configured = bool(base_url.strip() and model.strip())
+        self._poster = HttpPoster(url, timeout_s=timeout_s, headers=headers, retry=retry)
+
+    def available(self) -> bool:
+        return self._configured
+
+    async def chat(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ChatResult:
+        payload: dict[str, Any] = {"model": self.model, "messages": messages}
+        if tools:
+            payload["tools"] = tools
+            payload["tool_choice"] = "auto"
+        body = await self._poster.post(payload)
+        source = f"{self._poster.url} (model {self.model})"
+        choices = body.get("choices")
+        error = body.get("error")
+        if not choices and error:  # some gateways answer 200 with an error body
+            detail = error.get("message") if isinstance(error, Mapping) else error
+            raise LLMRejected(f"{source} answered with an error: {str(detail)[:300]}")
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping):
+            raise LLMBadResponse(f"{source} answered without choices")
+        message = parse_assistant_message(choices[0].get("message"), source)
+        return ChatResult(message, Usage.from_wire(body.get("usage")))

@@ -1,0 +1,292 @@
+"""Sleep: one dream at a time, over the oldest pending session logs.
+
+A dream closes open logs first, gives the model the logs and the dream tools, always runs
+decay and retirement once, writes its journal itself, and lets the index catch up. Without
+a reachable LLM it still sleeps: a maintenance sleep runs decay, retirement and index
+upkeep and leaves the logs pending. Cancelling (a user turn starts) stops it within a
+second, aborting an LLM call in flight; logs already marked processed stay processed, the
+rest wait for the next dream.
+
+Result statuses: ``deep_sleep`` (a dream ran), ``maintenance`` (no LLM: upkeep only),
+``skipped`` (nothing to do, or one is already running), ``interrupted``, ``error``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from somnid.config import DreamSettings
+from somnid.dream.journal import JournalEntry, latest_journal, write_journal
+from somnid.dream.ledger import Ledger
+from somnid.dream.llm.base import ChatBackend, LLMError, Usage
+from somnid.dream.loop import LoopResult, ReactLoop
+from somnid.dream.prompts import system_prompt, task_message
+from somnid.dream.tools import DreamTools
+from somnid.memory.clock import Clock
+from somnid.recall.system import RecallSystem
+from somnid.services.maintenance import DecayReport, Maintenance
+from somnid.sessions.logs import SessionService
+from somnid.store.layout import Layout
+
+log = logging.getLogger(__name__)
+
+MAX_EVENTS_QUEUED = 1000
+
+
+@dataclass(slots=True)
+class DreamResult:
+    status: str
+    reason: str = ""
+    trigger: str = ""
+    started: str | None = None
+    finished: str | None = None
+    logs: list[str] = field(default_factory=list)
+    processed: list[str] = field(default_factory=list)
+    created: int = 0
+    updated: int = 0
+    archived: int = 0
+    decayed: int = 0
+    retired: int = 0
+    tokens: dict[str, int] = field(default_factory=dict)
+    iterations: int = 0
+    journal: str | None = None
+    summary: str = ""
+
+
+class Events:
+    """Fan-out of dream events to Server-Sent-Events listeners."""
+
+    def __init__(self) -> None:
+        self._queues: set[asyncio.Queue[dict[str, Any]]] = set()
+
+    def publish(self, event: dict[str, Any]) -> None:
+        for queue in list(self._queues):
+            with contextlib.suppress(asyncio.QueueFull):
+                queue.put_nowait(event)
+
+    @contextlib.asynccontextmanager
+    async def subscribe(self) -> AsyncIterator[asyncio.Queue[dict[str, Any]]]:
+        queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(MAX_EVENTS_QUEUED)
+        self._queues.add(queue)
+        try:
+            yield queue
+        finally:
+            self._queues.discard(queue)
+
+
+def _tokens(usage: Usage) -> dict[str, int]:
+    return {
+        "prompt": usage.prompt_tokens,
+        "completion": usage.completion_tokens,
+        "cached": usage.cached_tokens,
+        "total": usage.prompt_tokens + usage.completion_tokens,
+    }
+
+
+class Dreamer:
+    def __init__(
+        self,
+        settings: DreamSettings,
+        lang: str,
+        clock: Clock,
+        layout: Layout,
+        sessions: SessionService,
+        maintenance: Maintenance,
+        recall: RecallSystem,
+        tools: DreamTools,
+        backend: ChatBackend | None,
+    ) -> None:
+        self.settings = settings
+        self.lang = lang
+        self.clock = clock
+        self.layout = layout
+        self.sessions = sessions
+        self.maintenance = maintenance
+        self.recall = recall
+        self.tools = tools
+        self.backend = backend
+        self.events = Events()
+        self.last: DreamResult | None = None
+        self.last_finished: float | None = None  # monotonic time of the last dream
+        self._task: asyncio.Task[DreamResult] | None = None
+        self._current: DreamResult | None = None
+        self._ledger: Ledger | None = None
+
+    @property
+    def sleeping(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    def llm_status(self) -> tuple[str, str | None]:
+        if self.backend is None:
+            return "off", "dream.llm = off: sleep runs maintenance only"
+        if not self.backend.available():
+            return "unavailable", f"{self.backend.name}: not connected"
+        return "ok", self.backend.name
+
+    def start(self, trigger: str) -> tuple[bool, asyncio.Task[DreamResult] | None]:
+        """Start a dream in the background; (False, running task) if one is running."""
+        if self._task is not None and not self._task.done():
+            return False, self._task
+        self._task = asyncio.create_task(self._dream(trigger), name="somnid-dream")
+        return True, self._task
+
+    async def run(self, trigger: str) -> DreamResult:
+        started, task = self.start(trigger)
+        if not started:
+            return DreamResult("skipped", "already_running", trigger)
+        assert task is not None
+        return await asyncio.shield(task)
+
+    async def cancel(self) -> bool:
+        """Interrupt the running dream; returns once it has stopped (within a second)."""
+        task = self._task
+        if task is None or task.done():
+            return False
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await asyncio.wait_for(asyncio.shield(task), timeout=5)
+        return True
+
+    async def stop(self) -> None:
+        await self.cancel()
+
+    async def _dream(self, trigger: str) -> DreamResult:
+        now = self.clock.now()
+        result = DreamResult("skipped", trigger=trigger, started=now.isoformat())
+        self._current = result
+        self.events.publish({"type": "started", "trigger": trigger, "at": now.isoformat()})
+        try:
+            await self.sessions.close_all()  # a dream never reads a log still being written
+            pending = [p for p in await self.sessions.pending_logs() if not p.open]
+            result.logs = [p.path.stem for p in pending[: self.settings.max_logs]]
+            status, reason = self.llm_status()
+            if status != "ok":
+                await self._maintenance(result, f"no_llm: {reason}")
+            elif not result.logs:
+                await self._maintenance(result, "no_pending_logs")
+                result.status = "skipped"
+            else:
+                await self._deep_sleep(result, trigger)
+        except asyncio.CancelledError:
+            result.status, result.reason = "interrupted", result.reason or "cancelled"
+        except LLMError as exc:
+            result.status, result.reason = "interrupted", f"llm: {exc}"
+        except Exception as exc:  # a dream must never take the daemon down
+            log.exception("dream failed")
+            result.status, result.reason = "error", f"{type(exc).__name__}: {exc}"
+        finally:
+            result.finished = self.clock.now().isoformat()
+            await self._finish(result)
+        return result
+
+    async def _maintenance(self, result: DreamResult, reason: str) -> None:
+        report = await self.maintenance.run()
+        self._count_decay(result, report)
+        await self.recall.sync()
+        result.status, result.reason = "maintenance", reason
+
+    def _count_decay(self, result: DreamResult, report: DecayReport) -> None:
+        result.decayed = len(report.decayed)
+        result.retired = len(report.retired)
+
+    async def _deep_sleep(self, result: DreamResult, trigger: str) -> None:
+        assert self.backend is not None
+        ledger = Ledger()
+        self._ledger = ledger
+        self.tools.bind(ledger)
+        messages: list[dict[str, Any]] = [
+            {"role": "system", "content": system_prompt(self.lang)},
+            {
+                "role": "user",
+                "content": task_message(
+                    result.logs, trigger, self.clock.now(), latest_journal(self.layout), self.lang
+                ),
+            },
+        ]
+        loop = ReactLoop(
+            self.backend,
+            self.tools.specs(),
+            self.tools.call,
+            max_iterations=self.settings.max_iterations,
+            token_budget=self.settings.token_budget,
+            emit=self.events.publish,
+        )
+        outcome: LoopResult | None = None
+        try:
+            outcome = await loop.run(messages)
+        finally:
+            result.tokens = _tokens(loop.usage)
+            # Decay and retirement run once per dream, whether or not the model asked.
+            if ledger.decay is None:
+                with contextlib.suppress(Exception):
+                    ledger.decay = await asyncio.shield(self.maintenance.run())
+        result.status = "deep_sleep"
+        result.reason = outcome.reason
+        result.summary = outcome.final_text
+        result.iterations = outcome.iterations
+
+    async def _finish(self, result: DreamResult) -> None:
+        ledger = self._ledger
+        if ledger is not None:
+            result.processed = list(ledger.processed_logs)
+            result.created = len(ledger.created)
+            result.updated = len(ledger.updated)
+            result.archived = len(ledger.archived)
+            if ledger.decay is not None:
+                self._count_decay(result, ledger.decay)
+        if result.status not in ("skipped",):
+            try:
+                path = await asyncio.shield(asyncio.to_thread(self._write_journal, result, ledger))
+                result.journal = str(self.layout.relative(path))
+            except Exception:
+                log.exception("could not write the dream journal")
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self.recall.sync())
+        self._ledger = None
+        self.last = result
+        self.last_finished = asyncio.get_running_loop().time()
+        self._current = None
+        self.events.publish({"type": "finished", "status": result.status, "reason": result.reason})
+        log.info(
+            "dream %s (%s): %d logs processed", result.status, result.reason, len(result.processed)
+        )
+
+    def _write_journal(self, result: DreamResult, ledger: Ledger | None) -> Path:
+        entry = JournalEntry(
+            trigger=result.trigger,
+            status=result.status,
+            started=dt.datetime.fromisoformat(result.started)
+            if result.started
+            else self.clock.now(),
+            finished=self.clock.now(),
+            processed_logs=list(result.processed),
+            tokens=dict(result.tokens),
+            iterations=result.iterations,
+            reason=result.reason,
+            summary=result.summary,
+        )
+        if ledger is not None:
+            entry.created = [f"{kind} {name} ({path})" for kind, name, path in ledger.created]
+            entry.updated = [f"{kind} {name} ({path})" for kind, name, path in ledger.updated]
+            entry.archived = [f"{kind} {name} ({path})" for kind, name, path in ledger.archived]
+            entry.profiles = list(ledger.profiles)
+            entry.notes = "\n\n".join(ledger.notes)
+            if ledger.decay is not None:
+                entry.decayed = len(ledger.decay.decayed)
+                entry.retired = [f"{c.kind.value} {c.name}" for c in ledger.decay.retired]
+        return write_journal(self.layout, entry)
+
+    def status(self) -> dict[str, Any]:
+        current = self._current
+        return {
+            "sleeping": self.sleeping,
+            "trigger": current.trigger if current else None,
+            "since": current.started if current else None,
+        }

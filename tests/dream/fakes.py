@@ -1,0 +1,80 @@
+"""A scripted LLM for dreams: deterministic tool-call sequences, honouring the ChatBackend
+protocol (the only fake the dream tests use)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from typing import Any
+
+from somnid.dream.llm.base import ChatResult, LLMUnavailable, Usage
+
+Step = dict[str, Any] | Callable[[list[dict[str, Any]]], dict[str, Any]]
+
+
+def call(tool: str, /, **args: Any) -> dict[str, Any]:
+    """An assistant message calling one tool."""
+    return calls((tool, args))
+
+
+def calls(*items: tuple[str, dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            {"id": f"c{n}", "type": "function",
+             "function": {"name": name, "arguments": json.dumps(args, ensure_ascii=False)}}
+            for n, (name, args) in enumerate(items)
+        ],
+    }  # fmt: skip
+
+
+def say(text: str) -> dict[str, Any]:
+    return {"role": "assistant", "content": text}
+
+
+class ScriptedLLM:
+    """Answers each chat with the next step. A step ``"hang"`` waits until cancelled; a
+    step ``"drop"`` fails as a lost connection would."""
+
+    name = "scripted"
+
+    def __init__(self, steps: list[Step | str], usage: int = 100) -> None:
+        self.steps = list(steps)
+        self.usage = usage
+        self.requests: list[list[dict[str, Any]]] = []
+        self.cancelled = asyncio.Event()
+        self.connected = True
+        self._asked = asyncio.Condition()
+
+    def available(self) -> bool:
+        return self.connected
+
+    async def chat(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ChatResult:
+        self.requests.append([dict(m) for m in messages])
+        async with self._asked:
+            self._asked.notify_all()
+        step = self.steps.pop(0) if self.steps else say("done")
+        if step == "hang":
+            try:
+                await asyncio.sleep(3600)
+            except asyncio.CancelledError:
+                self.cancelled.set()
+                raise
+        if step == "drop":
+            raise LLMUnavailable("the host went away")
+        assert not isinstance(step, str)
+        message = step(messages) if callable(step) else step
+        return ChatResult(
+            message, Usage(prompt_tokens=self.usage, completion_tokens=self.usage // 4)
+        )
+
+    async def reached(self, count: int) -> None:
+        """Until the model has been asked ``count`` times."""
+        async with self._asked:
+            await self._asked.wait_for(lambda: len(self.requests) >= count)
+
+    def tool_results(self) -> list[str]:
+        last = self.requests[-1] if self.requests else []
+        return [str(m.get("content")) for m in last if m.get("role") == "tool"]

@@ -1,0 +1,121 @@
+"""When somnid sleeps: idle time, the max interval, pending logs, quiet windows, preemption."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from somnid.config import Settings
+from somnid.dream.schedule import QuietWindow
+from somnid.errors import InvalidInput
+from somnid.memory.clock import ManualClock
+from somnid.runtime import Runtime
+from somnid.sessions.logs import Message
+from tests.dream.fakes import ScriptedLLM, say
+
+START = dt.datetime(2026, 10, 3, 22, 0, tzinfo=dt.UTC)
+MINUTE = dt.timedelta(minutes=1)
+
+
+@pytest.fixture
+async def runtime(tmp_path: Path) -> AsyncIterator[Runtime]:
+    settings = Settings(
+        data_dir=tmp_path / "data",
+        timezone="UTC",
+        embed={"provider": "off"},
+        dream={
+            "idle_ms": 15 * 60_000,
+            "max_interval_ms": 6 * 3_600_000,
+            "quiet_windows": ["08:00-09:00"],
+        },
+    )
+    async with Runtime.open(settings, clock=ManualClock(START)) as rt:
+        yield rt
+
+
+def clock_of(rt: Runtime) -> ManualClock:
+    assert isinstance(rt.clock, ManualClock)
+    return rt.clock
+
+
+async def test_idle_time_pending_logs_and_running_agents(runtime: Runtime) -> None:
+    scheduler, clock = runtime.scheduler, clock_of(runtime)
+    await scheduler.on_report("host", "agent-1", "running")
+    assert (await scheduler.eligibility()).reason == "an agent is running"
+    await runtime.sessions.append_messages("s", [Message(role="user", text="hello, remember this")])
+    await scheduler.on_report("host", "agent-1", "idle")
+    verdict = await scheduler.eligibility()
+    assert not verdict.eligible and verdict.next_eligible == START + 15 * MINUTE
+    clock.advance(14 * MINUTE)
+    assert not (await scheduler.eligibility()).eligible
+    clock.advance(MINUTE)
+    assert (await scheduler.eligibility()).eligible  # the open log counts; it is closed on start
+    await scheduler.on_report("host", "agent-2", "running")
+    assert not (await scheduler.eligibility()).eligible
+
+
+async def test_a_tick_dreams_and_closes_open_logs_only_then(runtime: Runtime) -> None:
+    scheduler, clock = runtime.scheduler, clock_of(runtime)
+    await runtime.sessions.append_messages("s", [Message(role="user", text="a thing to keep")])
+    clock.advance(10 * MINUTE)
+    await scheduler.tick()
+    assert [p.open for p in await runtime.sessions.pending_logs()] == [True]  # too early: untouched
+    clock.advance(6 * MINUTE)
+    llm = ScriptedLLM([say("nothing to keep")])
+    runtime.dreamer.backend = llm
+    await scheduler.tick()
+    assert runtime.dreamer.last is not None and runtime.dreamer.last.trigger == "idle"
+    assert [p.open for p in await runtime.sessions.pending_logs()] == [
+        False
+    ]  # closed for the dream
+    # No progress (the model processed nothing): the next try waits another idle_ms.
+    verdict = await scheduler.eligibility()
+    assert not verdict.eligible and verdict.next_eligible == clock.now() + 15 * MINUTE
+
+
+async def test_reports_expire_and_the_max_interval(runtime: Runtime) -> None:
+    scheduler, clock = runtime.scheduler, clock_of(runtime)
+    await scheduler.on_report("dead-host", "agent", "running")
+    clock.advance(31 * MINUTE)  # the host went silent: its report expired
+    assert (await scheduler.eligibility()).reason != "an agent is running"
+    scheduler.last_dream = clock.now()
+    await runtime.sessions.append_messages("s", [Message(role="user", text="x y z, remember")])
+    # A busy day: the agent never rests 15 minutes, yet after 6 h it sleeps in a short pause.
+    for _ in range(36):
+        await scheduler.on_report("host", "agent", "running")
+        clock.advance(9 * MINUTE)
+        await scheduler.on_report("host", "agent", "idle")
+        clock.advance(MINUTE)
+        verdict = await scheduler.eligibility()
+        if verdict.eligible:
+            break
+    assert verdict.eligible
+    assert clock.now() - scheduler.last_dream >= dt.timedelta(hours=6)
+
+
+async def test_quiet_windows(runtime: Runtime) -> None:
+    clock = clock_of(runtime)
+    clock.set(dt.datetime(2026, 10, 4, 8, 30, tzinfo=dt.UTC))
+    assert (await runtime.scheduler.eligibility()).reason == "quiet window"
+    window = QuietWindow.parse("22:00-07:00 Asia/Shanghai")
+    assert window.contains(dt.datetime(2026, 10, 4, 15, 0, tzinfo=dt.UTC))  # 23:00 in Shanghai
+    assert not window.contains(dt.datetime(2026, 10, 4, 1, 0, tzinfo=dt.UTC))  # 09:00 there
+    with pytest.raises(InvalidInput):
+        QuietWindow.parse("tonight")
+    with pytest.raises(InvalidInput):
+        QuietWindow.parse("09:00-18:00 Mars/Olympus")
+
+
+async def test_a_running_agent_cancels_the_dream(runtime: Runtime) -> None:
+    await runtime.sessions.append_messages("s", [Message(role="user", text="keep this one")])
+    llm = ScriptedLLM(["hang"])
+    runtime.dreamer.backend = llm
+    runtime.dreamer.start("idle")
+    await asyncio.wait_for(llm.reached(1), 10)
+    assert await runtime.scheduler.on_report("host", "agent", "running")
+    assert runtime.dreamer.last is not None and runtime.dreamer.last.status == "interrupted"
+    assert llm.cancelled.is_set()

@@ -27,6 +27,25 @@ def _answer(runtime: Runtime, entry: Entry, response: Response) -> MemoryOut:
     return MemoryOut.of(entry, runtime.clock.tz)
 
 
+async def _update(
+    runtime: Runtime,
+    kind: Kind,
+    name: str,
+    body: MemoryReplace | MemoryPatch,
+    if_match: str | None,
+    response: Response,
+) -> MemoryOut:
+    entry = await runtime.memories.update(
+        kind,
+        name,
+        description=body.description,
+        body=body.body,
+        fields=dict(body.fields),
+        if_match=if_match,
+    )
+    return _answer(runtime, entry, response)
+
+
 @router.get("", name="listMemories", response_model=MemoryPage)
 async def list_memories(
     runtime: RuntimeDep,
@@ -91,15 +110,7 @@ async def replace_memory(
     response: Response,
 ) -> MemoryOut:
     """Replace description and body. With If-Match, a stale write is refused (412)."""
-    entry = await runtime.memories.update(
-        kind,
-        name,
-        description=body.description,
-        body=body.body,
-        fields=dict(body.fields),
-        if_match=if_match,
-    )
-    return _answer(runtime, entry, response)
+    return await _update(runtime, kind, name, body, if_match, response)
 
 
 @router.patch("/{kind}/{name}", name="patchMemory", response_model=MemoryOut)
@@ -112,15 +123,7 @@ async def patch_memory(
     response: Response,
 ) -> MemoryOut:
     """Change some parts; unknown front-matter keys and comments are kept."""
-    entry = await runtime.memories.update(
-        kind,
-        name,
-        description=body.description,
-        body=body.body,
-        fields=dict(body.fields),
-        if_match=if_match,
-    )
-    return _answer(runtime, entry, response)
+    return await _update(runtime, kind, name, body, if_match, response)
 
 
 @router.post("/{kind}/{name}/archive", name="archiveMemory", response_model=MemoryOut)

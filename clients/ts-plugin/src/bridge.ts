@@ -1,0 +1,318 @@
+import type {
+  CallId, ContentBlock, GenerateOptions, Message, MessageId, StreamChunk, ToolSchema,
+} from '@deepseek-ai/dsh-llm'
+import type { Log } from './client.js'
+import { describe } from './client.js'
+
+/** An OpenAI chat-completions message, as somnid sends it in `llm.chat`. */
+export interface OpenAiMessage {
+  role: 'system' | 'user' | 'assistant' | 'tool'
+  content?: string | null
+  reasoning_content?: string | null
+  tool_calls?: Array<{ id: string; type?: 'function'; function: { name: string; arguments: string } }>
+  tool_call_id?: string
+}
+
+export interface OpenAiTool {
+  type?: 'function'
+  function: { name: string; description?: string; parameters?: Record<string, unknown> }
+}
+
+export interface ChatRequest {
+  type: 'llm.chat'
+  id: string
+  messages: OpenAiMessage[]
+  tools?: OpenAiTool[]
+}
+
+export interface ChatAnswer {
+  message: {
+    role: 'assistant'
+    content: string
+    reasoning_content?: string
+    tool_calls?: Array<{ id: string; type: 'function'; function: { name: string; arguments: string } }>
+  }
+  usage: { prompt_tokens: number; completion_tokens: number; cached_tokens?: number }
+}
+
+export interface ModelSelection {
+  provider: string
+  model: string
+  reasoningEffort?: GenerateOptions['reasoningEffort']
+}
+
+/** What the bridge needs of the harness: `ctx.llm.stream` and the user's current model. */
+export interface BridgeHost {
+  stream(options: GenerateOptions): AsyncIterable<StreamChunk>
+  currentSelection(): ModelSelection
+}
+
+/** The socket the bridge opens; Node 22's global `WebSocket` fits. */
+export interface SocketLike {
+  readyState: number
+  send(data: string): void
+  close(code?: number, reason?: string): void
+  addEventListener(type: 'open' | 'close' | 'error' | 'message', listener: (event: { data?: unknown }) => void): void
+}
+
+export type SocketFactory = (url: string, headers: Record<string, string>) => SocketLike
+
+function frozen<T>(value: T): T {
+  return Object.freeze(value)
+}
+
+function id(): MessageId {
+  return crypto.randomUUID() as MessageId
+}
+
+/** OpenAI-shaped messages and tools → the harness's `GenerateOptions` (system, messages, tools). */
+export function toGenerateOptions(request: ChatRequest, selection: ModelSelection, signal: AbortSignal): GenerateOptions {
+  const system: string[] = []
+  const messages: Message[] = []
+  for (const m of request.messages) {
+    const text = typeof m.content === 'string' ? m.content : ''
+    if (m.role === 'system') {
+      if (text) system.push(text)
+    } else if (m.role === 'user') {
+      messages.push(frozen({ id: id(), role: 'user', content: [{ type: 'text', text }], source: { kind: 'user' } }))
+    } else if (m.role === 'assistant') {
+      const content: ContentBlock[] = []
+      if (m.reasoning_content) content.push({ type: 'reasoning', text: m.reasoning_content })
+      if (text) content.push({ type: 'text', text })
+      for (const call of m.tool_calls ?? []) {
+        content.push({ type: 'tool-call', id: call.id as CallId, name: call.function.name, arguments: call.function.arguments || '{}' })
+      }
+      messages.push(frozen({
+        id: id(), role: 'assistant', content,
+        source: { kind: 'model', provider: selection.provider, model: selection.model },
+      }))
+    } else if (m.role === 'tool') {
+      const callId = (m.tool_call_id ?? '') as CallId
+      messages.push(frozen({
+        id: id(), role: 'user',
+        content: [{ type: 'tool-result', toolCallId: callId, content: [{ type: 'text', text }], isError: false }],
+        source: { kind: 'tool', callId },
+      }))
+    }
+  }
+  const tools: ToolSchema[] = (request.tools ?? []).map((t) => ({
+    name: t.function.name,
+    description: t.function.description ?? '',
+    parameters: t.function.parameters ?? { type: 'object', properties: {} },
+  }))
+  const options: GenerateOptions = {
+    provider: selection.provider,
+    model: selection.model,
+    messages,
+    signal,
+  }
+  if (selection.reasoningEffort) options.reasoningEffort = selection.reasoningEffort
+  if (system.length) options.system = system.join('\n\n')
+  if (tools.length) options.tools = tools
+  return options
+}
+
+/** Run one chat through `ctx.llm.stream` and assemble the OpenAI-shaped answer. Throws on a failed stream. */
+export async function answerChat(host: BridgeHost, request: ChatRequest, signal: AbortSignal): Promise<ChatAnswer> {
+  const options = toGenerateOptions(request, host.currentSelection(), signal)
+  const blocks = new Map<number, ContentBlock>()
+  const texts = new Map<number, { kind: 'text' | 'reasoning'; text: string }>()
+  const calls = new Map<number, { id: string; name: string; args: string }>()
+  const usage: ChatAnswer['usage'] = { prompt_tokens: 0, completion_tokens: 0 }
+  for await (const chunk of host.stream(options)) {
+    switch (chunk.type) {
+      case 'text-delta':
+      case 'reasoning-delta': {
+        const kind = chunk.type === 'text-delta' ? 'text' : 'reasoning'
+        const entry = texts.get(chunk.index) ?? { kind, text: '' }
+        entry.text += chunk.text
+        texts.set(chunk.index, entry)
+        break
+      }
+      case 'tool-call-delta': {
+        const entry = calls.get(chunk.index) ?? { id: chunk.id, name: '', args: '' }
+        if (chunk.name) entry.name = chunk.name
+        entry.args += chunk.argumentsDelta
+        calls.set(chunk.index, entry)
+        break
+      }
+      case 'block-end':
+        blocks.set(chunk.index, chunk.block)
+        break
+      case 'usage':
+        usage.prompt_tokens = chunk.usage.inputTokens
+        usage.completion_tokens = chunk.usage.outputTokens
+        if (chunk.usage.cacheReadTokens !== undefined) usage.cached_tokens = chunk.usage.cacheReadTokens
+        break
+      case 'finish':
+        if (chunk.reason.kind === 'error' || chunk.reason.kind === 'aborted') {
+          const failure = (chunk.reason as { failure?: { message?: string } }).failure
+          throw new Error(`model stream ended with ${chunk.reason.kind}${failure?.message ? `: ${failure.message}` : ''}`)
+        }
+        break
+      default:
+        break
+    }
+  }
+  const indexes = [...new Set([...blocks.keys(), ...texts.keys(), ...calls.keys()])].sort((a, b) => a - b)
+  let content = ''
+  let reasoning = ''
+  const toolCalls: NonNullable<ChatAnswer['message']['tool_calls']> = []
+  for (const index of indexes) {
+    const block = blocks.get(index)
+    if (block?.type === 'text') content += block.text
+    else if (block?.type === 'reasoning') reasoning += block.text
+    else if (block?.type === 'tool-call') {
+      toolCalls.push({ id: block.id, type: 'function', function: { name: block.name, arguments: block.arguments || '{}' } })
+    } else if (!block) {
+      const text = texts.get(index)
+      const call = calls.get(index)
+      if (text?.kind === 'text') content += text.text
+      else if (text?.kind === 'reasoning') reasoning += text.text
+      else if (call) toolCalls.push({ id: call.id, type: 'function', function: { name: call.name, arguments: call.args || '{}' } })
+    }
+  }
+  const message: ChatAnswer['message'] = { role: 'assistant', content }
+  if (reasoning) message.reasoning_content = reasoning
+  if (toolCalls.length) message.tool_calls = toolCalls
+  return { message, usage }
+}
+
+export interface BridgeOptions {
+  url: string
+  headers: Record<string, string>
+  retryMinMs: number
+  retryMaxMs: number
+  hostName: string
+  log: Log
+  socket?: SocketFactory
+}
+
+/**
+ * `WS /v1/llm/bridge`: keeps one socket to somnid open, answers `llm.chat` frames through the
+ * harness's LLM with the user's current model, aborts a stream on `llm.cancel`, and reconnects
+ * with back-off when the socket drops. `close()` ends it and aborts every stream.
+ */
+export class LlmBridge {
+  private socket: SocketLike | undefined
+  private closed = false
+  private delay: number
+  private timer: ReturnType<typeof setTimeout> | undefined
+  private readonly inflight = new Map<string, AbortController>()
+  private warned = false
+  /** Resolves each time a socket opens (tests wait on it). */
+  connected = 0
+
+  constructor(
+    private readonly host: BridgeHost,
+    private readonly options: BridgeOptions,
+  ) {
+    this.delay = options.retryMinMs
+  }
+
+  start(): void {
+    this.connect()
+  }
+
+  close(): void {
+    this.closed = true
+    if (this.timer) clearTimeout(this.timer)
+    for (const controller of this.inflight.values()) controller.abort(new Error('bridge closed'))
+    this.inflight.clear()
+    try {
+      this.socket?.close(1000, 'plugin unloaded')
+    } catch { /* already closed */ }
+    this.socket = undefined
+  }
+
+  private connect(): void {
+    if (this.closed) return
+    let socket: SocketLike
+    try {
+      const factory = this.options.socket ?? defaultSocket
+      socket = factory(this.options.url, this.options.headers)
+    } catch (error) {
+      this.retry(describe(error))
+      return
+    }
+    this.socket = socket
+    socket.addEventListener('open', () => {
+      this.delay = this.options.retryMinMs
+      this.connected++
+      if (this.warned) this.options.log.info('llm bridge reconnected')
+      this.warned = false
+      let model = ''
+      try {
+        const s = this.host.currentSelection()
+        model = `${s.provider}/${s.model}`
+      } catch { /* no selection yet */ }
+      socket.send(JSON.stringify({ type: 'hello', host: this.options.hostName, model }))
+    })
+    socket.addEventListener('message', (event) => this.onFrame(socket, event.data))
+    socket.addEventListener('error', () => { /* a close follows */ })
+    socket.addEventListener('close', () => {
+      if (this.socket !== socket) return
+      this.socket = undefined
+      for (const controller of this.inflight.values()) controller.abort(new Error('bridge socket closed'))
+      this.inflight.clear()
+      this.retry('socket closed')
+    })
+  }
+
+  private retry(reason: string): void {
+    if (this.closed) return
+    if (!this.warned) {
+      this.options.log.debug('llm bridge down (%s); reconnecting with back-off', reason)
+      this.warned = true
+    }
+    const wait = this.delay
+    this.delay = Math.min(this.delay * 2, this.options.retryMaxMs)
+    this.timer = setTimeout(() => this.connect(), wait)
+    this.timer.unref?.()
+  }
+
+  private onFrame(socket: SocketLike, data: unknown): void {
+    let frame: { type?: unknown; id?: unknown }
+    try {
+      frame = JSON.parse(typeof data === 'string' ? data : String(data)) as typeof frame
+    } catch {
+      return
+    }
+    if (typeof frame.id !== 'string') return
+    if (frame.type === 'llm.cancel') {
+      this.inflight.get(frame.id)?.abort(new Error('cancelled by somnid'))
+      this.inflight.delete(frame.id)
+      return
+    }
+    if (frame.type !== 'llm.chat') return
+    const request = frame as ChatRequest
+    const controller = new AbortController()
+    this.inflight.set(request.id, controller)
+    void answerChat(this.host, request, controller.signal).then(
+      (answer) => {
+        if (this.inflight.get(request.id) !== controller) return
+        this.inflight.delete(request.id)
+        send(socket, { type: 'llm.result', id: request.id, ...answer })
+      },
+      (error: unknown) => {
+        if (this.inflight.get(request.id) !== controller) return
+        this.inflight.delete(request.id)
+        this.options.log.warn('llm bridge: chat failed: %s', describe(error))
+        send(socket, { type: 'llm.error', id: request.id, error: describe(error) })
+      },
+    )
+  }
+}
+
+function send(socket: SocketLike, frame: unknown): void {
+  if (socket.readyState !== 1) return
+  try {
+    socket.send(JSON.stringify(frame))
+  } catch { /* the close handler takes over */ }
+}
+
+function defaultSocket(url: string, headers: Record<string, string>): SocketLike {
+  // Node 22's WebSocket (undici) accepts a non-standard `{headers}` init for the bearer token.
+  const Ctor = globalThis.WebSocket as unknown as new (url: string, init?: unknown) => SocketLike
+  return Object.keys(headers).length ? new Ctor(url, { headers }) : new Ctor(url)
+}

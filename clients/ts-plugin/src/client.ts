@@ -1,0 +1,214 @@
+import { readFileSync } from 'node:fs'
+import type { components } from './generated/api.js'
+import { isLoopbackUrl } from './config.js'
+
+export type Schemas = components['schemas']
+
+/** The slice of a cordis logger the plugin uses. */
+export interface Log {
+  info(format: unknown, ...args: unknown[]): void
+  warn(format: unknown, ...args: unknown[]): void
+  error(format: unknown, ...args: unknown[]): void
+  debug(format: unknown, ...args: unknown[]): void
+}
+
+/** A failed somnid request. `status` is set when somnid answered (problem details), unset when it was unreachable. */
+export class SomnidError extends Error {
+  override readonly name = 'SomnidError'
+  constructor(
+    message: string,
+    readonly status?: number,
+    readonly code?: string,
+  ) {
+    super(message)
+  }
+
+  /** True when somnid could not be reached at all (connection refused, timeout), as opposed to an error answer. */
+  get unreachable(): boolean {
+    return this.status === undefined
+  }
+}
+
+export interface ClientOptions {
+  baseUrl: string
+  token?: string
+  tokenFile?: string
+  timeoutMs: number
+  retryMinMs: number
+  retryMaxMs: number
+  healthIntervalMs: number
+  log: Log
+  fetch?: typeof fetch
+}
+
+export interface RequestOptions {
+  signal?: AbortSignal
+  timeoutMs?: number
+}
+
+/**
+ * somnid over loopback HTTP: JSON requests with a timeout and an abort signal, an optional
+ * Bearer token, and up/down tracking. When somnid stops answering the client logs once,
+ * polls `/v1/health` with back-off in the background and calls the `onUp` listeners when
+ * somnid is back. `start()` begins that monitor; `close()` stops it and aborts in-flight requests.
+ */
+export class SomnidClient {
+  readonly baseUrl: string
+  private readonly fetchImpl: typeof fetch
+  private token: string | undefined
+  private tokenRead = false
+  private state: 'unknown' | 'up' | 'down' = 'unknown'
+  private readonly upListeners = new Set<() => void>()
+  private readonly closed = new AbortController()
+  private wake: (() => void) | undefined
+  private monitorDone: Promise<void> | undefined
+
+  constructor(private readonly opts: ClientOptions) {
+    const base = opts.baseUrl.replace(/\/+$/, '')
+    if (!isLoopbackUrl(base)) throw new Error(`somnid baseUrl must be a loopback address, got ${opts.baseUrl}`)
+    this.baseUrl = base
+    this.fetchImpl = opts.fetch ?? fetch
+    if (opts.token) {
+      this.token = opts.token
+      this.tokenRead = true
+    }
+  }
+
+  /** Whether the last contact with somnid succeeded. */
+  get up(): boolean {
+    return this.state === 'up'
+  }
+
+  /** Call `fn` every time somnid becomes reachable (including the first time). Returns an unsubscribe. */
+  onUp(fn: () => void): () => void {
+    this.upListeners.add(fn)
+    return () => this.upListeners.delete(fn)
+  }
+
+  /** Headers for a websocket or a request: the bearer token when one is configured. */
+  authHeaders(): Record<string, string> {
+    const token = this.readToken()
+    return token ? { authorization: `Bearer ${token}` } : {}
+  }
+
+  async request<T>(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown, options: RequestOptions = {}): Promise<T> {
+    if (this.closed.signal.aborted) throw new SomnidError('somnid client is closed')
+    const timeoutMs = options.timeoutMs ?? this.opts.timeoutMs
+    const signals = [this.closed.signal, AbortSignal.timeout(timeoutMs)]
+    if (options.signal) signals.push(options.signal)
+    const signal = AbortSignal.any(signals)
+    const headers: Record<string, string> = { accept: 'application/json', ...this.authHeaders() }
+    if (body !== undefined) headers['content-type'] = 'application/json'
+    let response: Response
+    try {
+      response = await this.fetchImpl(this.baseUrl + path, {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal,
+      })
+    } catch (error) {
+      if (options.signal?.aborted && !this.closed.signal.aborted) {
+        // The caller gave up (turn aborted, tool cancelled): says nothing about somnid.
+        throw new SomnidError(`request aborted: ${method} ${path}`)
+      }
+      const reason = signal.aborted && !this.closed.signal.aborted ? `timed out after ${timeoutMs} ms` : describe(error)
+      this.markDown(reason)
+      throw new SomnidError(`somnid is unreachable at ${this.baseUrl} (${reason})`)
+    }
+    this.markUp()
+    const text = await response.text()
+    if (!response.ok) {
+      let detail = text.slice(0, 500)
+      let code: string | undefined
+      try {
+        const problem = JSON.parse(text) as Partial<Schemas['ProblemDetails']> & { errors?: unknown }
+        code = problem.code
+        detail = [problem.detail ?? problem.title ?? detail, problem.errors ? JSON.stringify(problem.errors) : '']
+          .filter(Boolean).join(' ')
+      } catch { /* not JSON */ }
+      throw new SomnidError(`somnid answered ${response.status}${code ? ` ${code}` : ''}: ${detail}`, response.status, code)
+    }
+    return (text ? JSON.parse(text) : undefined) as T
+  }
+
+  /** Start the background health monitor (idempotent). */
+  start(): void {
+    this.monitorDone ??= this.monitor()
+  }
+
+  /** Stop the monitor and abort every in-flight request; resolves once the monitor has ended. */
+  async close(): Promise<void> {
+    this.closed.abort(new SomnidError('somnid client is closed'))
+    this.wake?.()
+    await this.monitorDone
+  }
+
+  private readToken(): string | undefined {
+    if (!this.tokenRead) {
+      this.tokenRead = true
+      if (this.opts.tokenFile) {
+        try {
+          this.token = readFileSync(this.opts.tokenFile, 'utf8').trim() || undefined
+        } catch (error) {
+          this.opts.log.warn('cannot read tokenFile %s: %s', this.opts.tokenFile, describe(error))
+        }
+      }
+    }
+    return this.token
+  }
+
+  private markUp(): void {
+    if (this.state === 'up') return
+    const was = this.state
+    this.state = 'up'
+    this.opts.log.info(was === 'down' ? 'somnid is back at %s' : 'connected to somnid at %s', this.baseUrl)
+    for (const fn of [...this.upListeners]) {
+      try {
+        fn()
+      } catch (error) {
+        this.opts.log.warn('somnid up-listener failed: %s', describe(error))
+      }
+    }
+  }
+
+  private markDown(reason: string): void {
+    if (this.state === 'down') return
+    this.state = 'down'
+    this.opts.log.warn('somnid is unreachable at %s (%s); memory features pause and retry in the background', this.baseUrl, reason)
+    this.wake?.()
+  }
+
+  private async monitor(): Promise<void> {
+    let delay = this.opts.retryMinMs
+    while (!this.closed.signal.aborted) {
+      try {
+        await this.request<Schemas['HealthOut']>('GET', '/v1/health')
+        delay = this.opts.retryMinMs
+      } catch {
+        // markDown already logged (once); keep backing off quietly.
+      }
+      if (this.closed.signal.aborted) break
+      const wait = this.state === 'up' ? this.opts.healthIntervalMs : delay
+      if (this.state !== 'up') delay = Math.min(delay * 2, this.opts.retryMaxMs)
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(done, wait)
+        timer.unref?.()
+        function done() {
+          clearTimeout(timer)
+          resolve()
+        }
+        this.wake = done
+      })
+      this.wake = undefined
+    }
+  }
+}
+
+export function describe(error: unknown): string {
+  if (error instanceof Error) {
+    const cause = (error as Error & { cause?: unknown }).cause
+    return cause instanceof Error ? `${error.message}: ${cause.message}` : error.message
+  }
+  return String(error)
+}

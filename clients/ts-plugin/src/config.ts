@@ -1,0 +1,113 @@
+import Schema from '@deepseek-ai/schemastery'
+
+/** Plugin configuration. Every key is optional; defaults are filled by the schema before `apply`. */
+export interface Config {
+  /** somnid's address. Loopback only: the plugin refuses to talk to anything else. */
+  baseUrl: string
+  /** Bearer token sent as `Authorization: Bearer <token>` (somnid has no auth yet). */
+  token: string
+  /** A file holding the token (read once, trimmed); used when `token` is empty. */
+  tokenFile: string
+  /** User id written into session logs; empty means the OS user. */
+  userId: string
+  /** Timeout of an ordinary request (capture, sections, activity). */
+  requestTimeoutMs: number
+  /** Timeout of the hot-path hint requests in agent/pre-step and tools/post-execute. */
+  hookTimeoutMs: number
+  /** Timeout of one memory tool call. */
+  toolTimeoutMs: number
+  /** How long `/dream` waits for a dream to finish. */
+  dreamTimeoutMs: number
+  /** Background reconnection back-off while somnid is down: first and largest delay. */
+  retryMinMs: number
+  retryMaxMs: number
+  /** While somnid is up: how often its health is checked. */
+  healthIntervalMs: number
+  capture: {
+    enabled: boolean
+    /** Longer texts are clipped before they are sent (somnid clips again on its side). */
+    maxMessageChars: number
+    /** Drain a session's buffer early once it holds this many entries. */
+    maxBuffered: number
+  }
+  inject: {
+    identity: boolean
+    intentions: boolean
+    discipline: boolean
+    /** Cue-matched intentions (somnid's `cued` section) as a pre-step message. */
+    cued: boolean
+    identityOrder: number
+    intentionsOrder: number
+    disciplineOrder: number
+  }
+  assoc: {
+    enabled: boolean
+    preStep: boolean
+    postExecute: boolean
+  }
+  tools: {
+    enabled: boolean
+  }
+  dream: {
+    enabled: boolean
+    /** Register the `/dream` command. */
+    command: boolean
+    /** Lend the harness's LLM to somnid's dreams over `WS /v1/llm/bridge`. */
+    bridge: boolean
+    /** Report agent activity so a running agent interrupts a dream. */
+    reportActivity: boolean
+  }
+}
+
+const LOOPBACK_URL = /^https?:\/\/(localhost|127(?:\.\d{1,3}){3}|\[::1\])(:\d{1,5})?\/?$/
+
+/** True when `url` names a loopback host (127.0.0.0/8, localhost, [::1]). */
+export function isLoopbackUrl(url: string): boolean {
+  return LOOPBACK_URL.test(url)
+}
+
+/** What a user may write: every key optional, nested groups too. */
+export type ConfigInput = { [K in keyof Config]?: Config[K] extends object ? Partial<Config[K]> : Config[K] }
+
+export const Config: Schema<ConfigInput, Config> = Schema.object({
+  baseUrl: Schema.string().pattern(LOOPBACK_URL).default('http://127.0.0.1:7373')
+    .description('somnid base URL (loopback only).'),
+  token: Schema.string().role('secret').default('').description('Bearer token for somnid (optional).'),
+  tokenFile: Schema.string().default('').description('File holding the bearer token (optional).'),
+  userId: Schema.string().default('').description('User id for session logs; empty = OS user.'),
+  requestTimeoutMs: Schema.natural().min(1).default(5000),
+  hookTimeoutMs: Schema.natural().min(1).default(1500),
+  toolTimeoutMs: Schema.natural().min(1).default(30000),
+  dreamTimeoutMs: Schema.natural().min(1).default(45 * 60 * 1000),
+  retryMinMs: Schema.natural().min(1).default(1000),
+  retryMaxMs: Schema.natural().min(1).default(30000),
+  healthIntervalMs: Schema.natural().min(1).default(30000),
+  capture: Schema.object({
+    enabled: Schema.boolean().default(true),
+    maxMessageChars: Schema.natural().min(1).default(4000),
+    maxBuffered: Schema.natural().min(1).default(32),
+  }).default({} as Config['capture']),
+  inject: Schema.object({
+    identity: Schema.boolean().default(true),
+    intentions: Schema.boolean().default(true),
+    discipline: Schema.boolean().default(true),
+    cued: Schema.boolean().default(true),
+    identityOrder: Schema.number().default(100),
+    intentionsOrder: Schema.number().default(130),
+    disciplineOrder: Schema.number().default(1200),
+  }).default({} as Config['inject']),
+  assoc: Schema.object({
+    enabled: Schema.boolean().default(true),
+    preStep: Schema.boolean().default(true),
+    postExecute: Schema.boolean().default(true),
+  }).default({} as Config['assoc']),
+  tools: Schema.object({
+    enabled: Schema.boolean().default(true),
+  }).default({} as Config['tools']),
+  dream: Schema.object({
+    enabled: Schema.boolean().default(true),
+    command: Schema.boolean().default(true),
+    bridge: Schema.boolean().default(true),
+    reportActivity: Schema.boolean().default(true),
+  }).default({} as Config['dream']),
+})

@@ -1,0 +1,208 @@
+import { hostname, userInfo } from 'node:os'
+import type { Context } from '@deepseek-ai/cordis'
+import type {} from '@deepseek-ai/dsh-agent'
+import type {} from '@deepseek-ai/dsh-agent-default-model'
+import type {} from '@deepseek-ai/dsh-commands'
+import type {} from '@deepseek-ai/dsh-llm'
+import type {} from '@deepseek-ai/dsh-session'
+import type {} from '@deepseek-ai/dsh-system-prompt'
+import type {} from '@deepseek-ai/dsh-tools'
+import { Association } from './assoc.js'
+import { LlmBridge, type SocketFactory } from './bridge.js'
+import { Capture } from './capture.js'
+import { SomnidClient, describe, type Schemas } from './client.js'
+import { Config } from './config.js'
+import { Dreams } from './dream.js'
+import { PLUGIN_NAME } from './messages.js'
+import { SectionCache, type SectionKey } from './sections.js'
+import { toolDefinitions } from './tools.js'
+
+export { Config } from './config.js'
+export { SomnidClient, SomnidError } from './client.js'
+
+export const name = PLUGIN_NAME
+/** Required services. `commands` (for /dream) and `llm` + `agentDefaultModel` (for the bridge) are optional: see `ctx.inject` below. */
+export const inject = ['tools', 'systemPrompt']
+
+/** Test seams; not part of the config. */
+export interface Internals {
+  fetch?: typeof fetch
+  socket?: SocketFactory
+}
+
+function defaultUserId(): string {
+  try {
+    return userInfo().username || 'default'
+  } catch {
+    return process.env.USER || process.env.USERNAME || 'default'
+  }
+}
+
+export function apply(ctx: Context, config: Config, internals: Internals = {}): void {
+  const log = ctx.logger(PLUGIN_NAME)
+  const userId = config.userId || defaultUserId()
+  const hostId = `dsh@${hostname()}:${process.pid}`
+  let active = true
+
+  const client = new SomnidClient({
+    baseUrl: config.baseUrl,
+    token: config.token,
+    tokenFile: config.tokenFile,
+    timeoutMs: config.requestTimeoutMs,
+    retryMinMs: config.retryMinMs,
+    retryMaxMs: config.retryMaxMs,
+    healthIntervalMs: config.healthIntervalMs,
+    log,
+    ...(internals.fetch ? { fetch: internals.fetch } : {}),
+  })
+
+  // Prompt sections: static text from a cache, refreshed only when somnid's hash changes.
+  const sections = new SectionCache(client, log)
+  const specs: Array<{ key: SectionKey; on: boolean; order: number }> = [
+    { key: 'identity', on: config.inject.identity, order: config.inject.identityOrder },
+    { key: 'intentions', on: config.inject.intentions, order: config.inject.intentionsOrder },
+    { key: 'discipline', on: config.inject.discipline, order: config.inject.disciplineOrder },
+  ]
+  for (const spec of specs) {
+    if (!spec.on) continue
+    ctx.systemPrompt.section({ name: `${PLUGIN_NAME}:${spec.key}`, order: spec.order, text: () => sections.text(spec.key) })
+  }
+  const anySection = specs.some((s) => s.on)
+  const refreshSections = () => {
+    if (anySection && active) void sections.refresh()
+  }
+
+  // Capture.
+  const capture = config.capture.enabled
+    ? new Capture(client, log, { maxMessageChars: config.capture.maxMessageChars, maxBuffered: config.capture.maxBuffered, userId })
+    : undefined
+  if (capture) {
+    ctx.on('session/event', (session, event) => capture.onEvent(session, event))
+    ctx.on('session/flush', (session) => capture.flush(session.id))
+  }
+
+  // Association.
+  const memoryTools = new Set<string>()
+  const assoc = new Association(client, log, {
+    hookTimeoutMs: config.hookTimeoutMs,
+    hints: config.assoc.enabled && config.assoc.preStep,
+    cued: config.inject.cued,
+    memoryTools,
+  })
+  if ((config.assoc.enabled && config.assoc.preStep) || config.inject.cued) {
+    ctx.on('agent/pre-step', (payload, next) => assoc.preStep(payload, next))
+  }
+  if (config.assoc.enabled && config.assoc.postExecute) {
+    ctx.on('tools/post-execute', (exec, result, next) => assoc.postExecute(exec, result, next))
+  }
+
+  ctx.on('session/disposed', (session) => {
+    if (session.header.origin === 'subagent') return
+    void (async () => {
+      await capture?.dispose(session)
+      if (config.assoc.enabled) await assoc.reset(session.id)
+    })().catch((error: unknown) => log.debug('session cleanup failed: %s', describe(error)))
+  })
+
+  // A turn may have changed intentions or profiles: the next step's prompt gets fresh sections.
+  const dreams = new Dreams(client, log, {
+    hostId,
+    dreamTimeoutMs: config.dreamTimeoutMs,
+    beforeDream: async () => {
+      await capture?.flushAll()
+    },
+    afterDream: refreshSections,
+  })
+  ctx.on('agent/status', ({ agent, status }) => {
+    if (status === 'idle') refreshSections()
+    if (config.dream.enabled && config.dream.reportActivity) dreams.report(agent.id, status)
+  })
+
+  // Tools: registered once somnid first answers (late registration is fine while active).
+  let toolsRegistered = false
+  const registerTools = async () => {
+    if (!config.tools.enabled || toolsRegistered || !active) return
+    toolsRegistered = true
+    try {
+      const list = await client.request<Schemas['ToolList']>('GET', '/v1/tools')
+      if (!active) return
+      const defs = toolDefinitions(client, log, list.tools, {
+        toolTimeoutMs: config.toolTimeoutMs,
+        userId,
+        onIntentionsChanged: refreshSections,
+      })
+      for (const def of defs) {
+        memoryTools.add(def.name)
+        try {
+          ctx.tools.register(def)
+        } catch (error) {
+          log.warn('cannot register tool %s: %s', def.name, describe(error))
+        }
+      }
+      log.info('registered %d somnid tools', defs.length)
+    } catch (error) {
+      toolsRegistered = false
+      log.debug('tool list not loaded: %s', describe(error))
+    }
+  }
+
+  // /dream.
+  if (config.dream.enabled && config.dream.command) {
+    ctx.inject(['commands'], (sub) => {
+      sub.commands.register({
+        name: 'dream',
+        description: 'Consolidate memory now: somnid dreams over the pending session logs.',
+        async handler(inv) {
+          const result = await dreams.run(inv.signal)
+          return result.ok ? { kind: 'success', text: result.text } : { kind: 'error', text: result.text }
+        },
+      })
+    })
+  }
+
+  // The LLM bridge.
+  if (config.dream.enabled && config.dream.bridge) {
+    ctx.inject(['llm', 'agentDefaultModel'], (sub) => {
+      sub.effect(() => {
+        const bridge = new LlmBridge(
+          {
+            stream: (options) => sub.llm.stream(options),
+            currentSelection: () => sub.agentDefaultModel.currentSelection(),
+          },
+          {
+            url: `${client.baseUrl.replace(/^http/, 'ws')}/v1/llm/bridge`,
+            headers: client.authHeaders(),
+            retryMinMs: config.retryMinMs,
+            retryMaxMs: config.retryMaxMs,
+            hostName: hostId,
+            log,
+            ...(internals.socket ? { socket: internals.socket } : {}),
+          },
+        )
+        bridge.start()
+        return () => bridge.close()
+      }, `${PLUGIN_NAME} llm bridge`)
+    })
+  }
+
+  // The client's lifetime: on (re)connection refresh sections, register tools, drain buffered capture.
+  ctx.effect(() => {
+    const off = client.onUp(() => {
+      refreshSections()
+      void registerTools()
+      void capture?.flushAll()
+    })
+    client.start()
+    return async () => {
+      active = false
+      off()
+      // Quiescence: drain what was captured, then stop the client.
+      if (capture && client.up) {
+        await Promise.race([capture.flushAll(), new Promise((r) => setTimeout(r, config.requestTimeoutMs).unref())])
+      }
+      await client.close()
+    }
+  }, `${PLUGIN_NAME} somnid client`)
+}
+
+export default { name, inject, Config, apply }

@@ -1,0 +1,52 @@
+import type { ContentBlock, MessageId, UserMessage } from '@deepseek-ai/dsh-llm'
+
+/** The plugin's name: the `source.plugin` of every message it injects. */
+export const PLUGIN_NAME = 'dsh-somnid'
+
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value)
+    for (const key of Object.keys(value)) deepFreeze((value as Record<string, unknown>)[key])
+  }
+  return value
+}
+
+/**
+ * A memory hint as the harness's `createUserMessage` would build it (fresh id, role user, deep-frozen),
+ * inlined so the plugin ships no runtime copy of the harness. Source: this plugin, form `recall`,
+ * never `{kind: 'user'}`, so nothing mistakes it for the human's words.
+ */
+export function hintMessage(text: string): UserMessage {
+  return deepFreeze({
+    id: crypto.randomUUID() as MessageId,
+    role: 'user' as const,
+    content: [{ type: 'text' as const, text }],
+    source: { kind: 'plugin' as const, plugin: PLUGIN_NAME, form: 'recall' as const },
+  })
+}
+
+/** True for a message this plugin injected. */
+export function isOwnMessage(message: { source?: { kind: string; plugin?: string } }): boolean {
+  return message.source?.kind === 'plugin' && message.source.plugin === PLUGIN_NAME
+}
+
+/** The text a person would read in some content blocks: text blocks joined, placeholders for attachments. */
+export function blocksText(content: readonly ContentBlock[] | undefined): string {
+  if (!content) return ''
+  const parts: string[] = []
+  for (const block of content) {
+    if (block.type === 'text') parts.push(block.text)
+    else if (block.type === 'image') parts.push('[image]')
+    else if (block.type === 'tool-result') parts.push(blocksText(block.content))
+  }
+  return parts.join('\n').trim()
+}
+
+/** `{{` and `}}` would be read as template variables by the system prompt: break them up. */
+export function escapeTemplate(text: string): string {
+  return text.replace(/\{\{/g, '{ {').replace(/\}\}/g, '} }')
+}
+
+export function clip(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max)}…(truncated, ${text.length} chars)`
+}

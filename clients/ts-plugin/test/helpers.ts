@@ -1,0 +1,27 @@
+import { Config as ConfigSchema, apply, type Internals } from '../src/index.js'
+import type { Config } from '../src/config.js'
+import { FakeCtx } from './fake-ctx.js'
+import { FakeSomnid, until } from './fake-somnid.js'
+
+export async function setup(overrides: Record<string, unknown> = {}, internals: Internals = {}, opts: { start?: boolean } = {}) {
+  const somnid = new FakeSomnid()
+  await somnid.start()
+  if (opts.start === false) await somnid.stop()
+  const ctx = new FakeCtx()
+  const config: Config = ConfigSchema({ baseUrl: somnid.url, retryMinMs: 20, retryMaxMs: 100, hookTimeoutMs: 300, ...overrides })
+  apply(ctx.asContext(), config, internals)
+  return { somnid, ctx, config }
+}
+
+export async function ready(ctx: FakeCtx, somnid: FakeSomnid) {
+  await until(() => ctx.tools.size > 0 && somnid.of('POST', '/v1/prompt').length > 0, 3000, 'plugin ready')
+  await until(() => ctx.sections.size === 3 && sectionText(ctx, 'identity') !== '', 3000, 'sections')
+}
+
+export function sectionText(ctx: FakeCtx, key: string): string {
+  const s = ctx.sections.get(`dsh-somnid:${key}`)
+  if (!s) return ''
+  return typeof s.text === 'function' ? s.text({}) : s.text
+}
+
+export { until }

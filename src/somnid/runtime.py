@@ -1,7 +1,7 @@
 """The composition root: opens every long-lived part in one order and closes them in reverse.
 
-Start-up: lock the data dir -> lay out its folders -> sweep crash leftovers -> open the store
--> build the services. Shut-down runs the same list backwards; one failing closer does not
+Start-up: lock the data dir -> lay out its folders -> open the store -> build the services
+(crash leftovers are swept in the background, see RecallSystem). Shut-down runs the same list backwards; one failing closer does not
 stop the others. Nothing here knows about HTTP.
 """
 
@@ -30,7 +30,7 @@ from somnid.services.maintenance import Maintenance
 from somnid.services.memories import MemoryService
 from somnid.services.prompt import PromptBuilder
 from somnid.sessions.logs import SessionLogs, SessionService
-from somnid.store.atomic import ensure_dir, sweep_temp_files
+from somnid.store.atomic import ensure_dir
 from somnid.store.layout import Layout
 from somnid.store.lock import DataDirLock
 from somnid.store.memories import MemoryStore
@@ -144,9 +144,6 @@ class Runtime:
         try:
             for folder in layout.skeleton():
                 ensure_dir(folder)
-            removed = sweep_temp_files(layout.root)
-            if removed:
-                log.warning("removed %d temp files left by an interrupted write", len(removed))
             store = MemoryStore(layout, clock)
             memories = MemoryService(store, clock)
             maintenance = Maintenance(

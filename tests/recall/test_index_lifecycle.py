@@ -172,3 +172,19 @@ async def test_wait_idle_returns_with_embeddings_off(settings: Settings) -> None
     async with Runtime.open(settings, clock=ManualClock(START)) as rt:
         await rt.memories.create(Kind.KNOWLEDGE, "k", body="kiwi")
         await asyncio.wait_for(rt.index.wait_idle(), 5)
+
+
+async def test_crash_leftovers_are_swept_but_live_temp_files_are_not(settings: Settings) -> None:
+    import os
+
+    folder = settings.data_dir / "memory/knowledge/k"
+    folder.mkdir(parents=True)
+    stale = folder / ".somnid-tmp-0123456789abcdef"
+    stale.write_text("half a file from a crash")
+    os.utime(stale, (1_000_000_000, 1_000_000_000))
+    fresh = folder / ".somnid-tmp-fedcba9876543210"
+    fresh.write_text("a write in flight")
+    os.utime(fresh, (4_000_000_000, 4_000_000_000))
+    async with Runtime.open(settings, clock=ManualClock(START)) as rt:
+        await rt.index.wait_idle()
+        assert not stale.exists() and fresh.exists()

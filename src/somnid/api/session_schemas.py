@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from somnid.api.schemas import Schema
-from somnid.sessions.logs import Appended, Closed
+from somnid.sessions.logs import Appended, Closed, NoDream
 
 MAX_BATCH = 500
 MAX_FIELD = 1_000_000
@@ -87,3 +87,22 @@ class CloseOut(Schema):
 class CloseAllOut(Schema):
     closed: int
     paths: list[str]
+
+
+class NoDreamOut(Schema):
+    session_id: str
+    paths: list[str] = Field(
+        description="The session's pending logs now marked dream: false (the open one "
+        "included), relative to the data dir, oldest first."
+    )
+    open_log: str | None = Field(
+        description="The session's open log, if any: its later parts start marked too."
+    )
+
+    @classmethod
+    def of(cls, session_id: str, marked: NoDream) -> NoDreamOut:
+        return cls(
+            session_id=session_id,
+            paths=[str(path) for path in marked.paths],
+            open_log=str(marked.open) if marked.open else None,
+        )

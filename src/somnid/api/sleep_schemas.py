@@ -22,6 +22,9 @@ class DreamResultOut(Schema):
     finished: str | None
     logs: list[str]
     processed: list[str]
+    skipped_logs: list[str] = Field(
+        description="Logs marked dream: false, archived as processed without a model seeing them."
+    )
     created: int
     updated: int
     archived: int

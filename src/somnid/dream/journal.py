@@ -25,6 +25,8 @@ class JournalEntry:
     started: dt.datetime
     finished: dt.datetime
     processed_logs: list[str] = field(default_factory=list)
+    skipped_logs: list[str] = field(default_factory=list)
+    """Logs marked ``dream: false``, archived unread."""
     created: list[str] = field(default_factory=list)
     updated: list[str] = field(default_factory=list)
     archived: list[str] = field(default_factory=list)
@@ -70,6 +72,8 @@ def write_journal(layout: Layout, entry: JournalEntry) -> Path:
         "tool_calls": entry.tool_calls,
         "tokens": dict(entry.tokens),
     }
+    if entry.skipped_logs:
+        meta["skipped_logs"] = list(entry.skipped_logs)
     if entry.reason:
         meta["reason"] = entry.reason
     parts = [
@@ -80,6 +84,8 @@ def write_journal(layout: Layout, entry: JournalEntry) -> Path:
         f"## Decay\n- {entry.decayed} entries decayed; retired: "
         f"{', '.join(entry.retired) if entry.retired else 'none'}\n",
     ]
+    if entry.skipped_logs:
+        parts.append(_section("Skipped: never dream these (archived unread)", entry.skipped_logs))
     if entry.notes.strip():
         parts.append("## The dreamer's notes\n" + entry.notes.strip() + "\n")
     if entry.summary.strip():

@@ -72,6 +72,8 @@ class LogTools(ToolBase):
         found, pending = await self._pending(stem)
         if found is None:
             return self._no_log(stem, pending)
+        if not found.dream:  # marked while this dream ran: the next one archives it unread
+            return f"error: log {stem} is marked never to be dreamed (dream: false); leave it"
         try:
             transcript = await asyncio.to_thread(read_log, found.path, self.clock.tz)
         except FileNotFoundError:

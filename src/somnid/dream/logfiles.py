@@ -17,6 +17,7 @@ from pathlib import Path
 
 from somnid.errors import BrokenFile, InvalidInput
 from somnid.recall.assoc import estimate_tokens
+from somnid.sessions.logs import LOG_MOVES
 from somnid.sessions.transcript import Transcript
 from somnid.store import frontmatter
 from somnid.store.atomic import move_atomic, write_atomic
@@ -129,14 +130,20 @@ def _free_target(folder: Path, name: str) -> Path:
     return target
 
 
-def mark_processed(layout: Layout, path: Path) -> tuple[Path, str]:
+def mark_processed(layout: Layout, path: Path, *, skipped: bool = False) -> tuple[Path, str]:
     """Move a closed log into ``session-log/archived/`` (never over another file), then set
-    ``status: processed`` there, atomically. Returns where it went and a note when its
-    front-matter could not be set (the file is moved as it is, never rewritten blind).
+    ``status: processed`` there, atomically (with ``dream_skipped: true`` when ``skipped``:
+    a log marked ``dream: false``, archived unread). Returns where it went and a note when
+    its front-matter could not be set (the file is moved as it is, never rewritten blind).
 
     Moving first means a crash in between leaves a log that is archived (out of the
     pending set: done) with a stale status, never a processed log stuck among the pending.
     """
+    with LOG_MOVES:
+        return _mark_processed(layout, path, skipped)
+
+
+def _mark_processed(layout: Layout, path: Path, skipped: bool) -> tuple[Path, str]:
     while True:
         target = _free_target(layout.session_log_archive, path.name)
         try:
@@ -152,6 +159,8 @@ def mark_processed(layout: Layout, path: Path) -> tuple[Path, str]:
     if not text.lstrip("\ufeff").startswith(frontmatter.FENCE):
         return target, "it had no front-matter, so it was moved as it is"
     doc.meta["status"] = "processed"
+    if skipped:
+        doc.meta["dream_skipped"] = True
     write_atomic(target, frontmatter.render(doc).encode("utf-8"))
     return target, ""
 

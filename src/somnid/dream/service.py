@@ -1,9 +1,10 @@
 """Sleep: one dream at a time, over the oldest pending session logs.
 
-A dream closes open logs first, gives the model the logs and the dream tools, always runs
-decay and retirement once, writes its journal itself, and lets the index catch up. Without
-a reachable LLM it still sleeps: a maintenance sleep runs decay, retirement and index
-upkeep and leaves the logs pending. Cancelling (a user turn starts) stops it within a
+A dream closes open logs first, archives the logs marked ``dream: false`` unread (status
+``processed``, ``dream_skipped: true``), gives the model the others and the dream tools,
+always runs decay and retirement once, writes its journal itself, and lets the index catch
+up. Without a reachable LLM it still sleeps: a maintenance sleep runs decay, retirement and
+index upkeep (and archives ``dream: false`` logs) and leaves the other logs pending. Cancelling (a user turn starts) stops it within a
 second, aborting an LLM call in flight; logs already marked processed stay processed, the
 rest wait for the next dream.
 
@@ -26,13 +27,14 @@ from somnid.config import DreamSettings
 from somnid.dream.journal import JournalEntry, latest_journal, write_journal
 from somnid.dream.ledger import Ledger
 from somnid.dream.llm.base import ChatBackend, LLMError, Usage
+from somnid.dream.logfiles import mark_processed
 from somnid.dream.loop import LoopResult, ReactLoop
 from somnid.dream.prompts import system_prompt, task_message
 from somnid.dream.tools import DreamTools
 from somnid.memory.clock import Clock
 from somnid.recall.system import RecallSystem
 from somnid.services.maintenance import DecayReport, Maintenance
-from somnid.sessions.logs import SessionService
+from somnid.sessions.logs import PendingLog, SessionService
 from somnid.store.layout import Layout
 
 log = logging.getLogger(__name__)
@@ -49,6 +51,8 @@ class DreamResult:
     finished: str | None = None
     logs: list[str] = field(default_factory=list)
     processed: list[str] = field(default_factory=list)
+    skipped_logs: list[str] = field(default_factory=list)
+    """Logs marked ``dream: false``: archived without a model ever seeing them."""
     created: int = 0
     updated: int = 0
     archived: int = 0
@@ -165,7 +169,9 @@ class Dreamer:
         try:
             await self.sessions.close_all()  # a dream never reads a log still being written
             pending = [p for p in await self.sessions.pending_logs() if not p.open]
-            result.logs = [p.path.stem for p in pending[: self.settings.max_logs]]
+            await self._skip_no_dream([p for p in pending if not p.dream], result)
+            dreamable = [p for p in pending if p.dream]
+            result.logs = [p.path.stem for p in dreamable[: self.settings.max_logs]]
             status, reason = self.llm_status()
             if status != "ok":
                 await self._maintenance(result, f"no_llm: {reason}")
@@ -185,6 +191,18 @@ class Dreamer:
             result.finished = self.clock.now().isoformat()
             await self._finish(result)
         return result
+
+    async def _skip_no_dream(self, logs: list[PendingLog], result: DreamResult) -> None:
+        """Archive the logs marked ``dream: false`` as processed without reading them, the
+        way a dream marks a log it consolidated (with ``dream_skipped: true``). One that
+        cannot be moved stays pending, and is still never shown to a model."""
+        for pending in logs:
+            try:
+                await asyncio.to_thread(mark_processed, self.layout, pending.path, skipped=True)
+            except Exception:
+                log.exception("could not archive session log %s (dream: false)", pending.path.name)
+                continue
+            result.skipped_logs.append(pending.path.stem)
 
     async def _maintenance(self, result: DreamResult, reason: str) -> None:
         report = await self.maintenance.run()
@@ -241,7 +259,7 @@ class Dreamer:
             result.archived = len(ledger.archived)
             if ledger.decay is not None:
                 self._count_decay(result, ledger.decay)
-        if result.status not in ("skipped",):
+        if result.status != "skipped" or result.skipped_logs:
             try:
                 path = await asyncio.shield(asyncio.to_thread(self._write_journal, result, ledger))
                 result.journal = str(self.layout.relative(path))
@@ -267,6 +285,7 @@ class Dreamer:
             else self.clock.now(),
             finished=self.clock.now(),
             processed_logs=list(result.processed),
+            skipped_logs=list(result.skipped_logs),
             tokens=dict(result.tokens),
             iterations=result.iterations,
             reason=result.reason,

@@ -97,6 +97,9 @@ class EmbedWorker:
         self._wake = asyncio.Event()
         self._idle = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        # Set by the owner once the first index sync is over: embedding waits for it, so
+        # parsing and embedding do not fight over two cores (the model loads meanwhile).
+        self.sync_done = asyncio.Event()
         self._cache: collections.OrderedDict[str, Vector] = collections.OrderedDict()
 
     @property
@@ -154,6 +157,7 @@ class EmbedWorker:
         await asyncio.to_thread(self.index.use_model, embedder.name, embedder.dim)
         self.state = EmbedState.READY
         log.info("embedding model %s ready (dim %d)", embedder.name, embedder.dim)
+        await self.sync_done.wait()
         failures = 0
         while True:
             batch = await asyncio.to_thread(

@@ -9,6 +9,7 @@ fill in as the model gets to them (``status()`` shows the progress).
 from __future__ import annotations
 
 import asyncio
+import time
 import contextlib
 import enum
 import logging
@@ -27,6 +28,7 @@ from somnid.recall.engine import Hit, Recall
 from somnid.recall.index import Index
 from somnid.recall.reconcile import Reconciler, SyncReport
 from somnid.recall.watcher import Watcher
+from somnid.store.atomic import sweep_temp_files
 from somnid.store.memories import MemoryStore
 
 log = logging.getLogger(__name__)
@@ -84,6 +86,7 @@ class RecallSystem:
             else None
         )
         self.sync_state = SyncState.PENDING
+        self._started = time.time()
         self.last_report: SyncReport | None = None
         self._sync_lock = asyncio.Lock()
         self._initial: asyncio.Task[None] | None = None
@@ -106,7 +109,15 @@ class RecallSystem:
     async def _first_sync(self) -> None:
         # The model loads beside the sync: vectors already stored serve at once.
         self.worker.start()
-        await self.sync()  # reads every changed file: broken ones get reported on the way
+        removed = await asyncio.to_thread(
+            sweep_temp_files, self.store.layout.root, older_than=self._started
+        )
+        if removed:
+            log.warning("removed %d temp files left by an interrupted write", len(removed))
+        try:
+            await self.sync()  # reads every changed file: broken ones get reported on the way
+        finally:
+            self.worker.sync_done.set()
         # Profiles are not indexed; read them once so a broken one shows in health too.
         await asyncio.to_thread(self.store.scan, (Kind.PROFILE,))
 

@@ -19,6 +19,11 @@
   ``O_CREAT``: a log that was moved or replaced behind its back (a dream archiving it) is
   never re-created or appended to; the session continues in a new part instead. Logs left
   open by a crash stay pending without ``end_time``; nothing resumes them.
+- :meth:`SessionLogs.mark_no_dream` ("never dream this") writes ``dream: false`` into the
+  front-matter of the session's pending logs, closed and open (atomic rewrites under the
+  session's lock). The session keeps the flag while the daemon runs: its later parts, and
+  any log it opens after a close, start with ``dream: false``. A dream archives such logs
+  unread.
 """
 
 from __future__ import annotations
@@ -48,6 +53,14 @@ log = logging.getLogger(__name__)
 
 MAX_ID_CHARS = 200
 DEFAULT_USER = "default"
+MAX_NO_DREAM_SESSIONS = 10_000
+"""Sessions remembered as "never dream this" (for the logs they open later); oldest go first."""
+_NO = frozenset({"false", "no", "off"})
+
+LOG_MOVES = threading.Lock()
+"""Held while a closed log is rewritten in place or moved out of ``session-log/``. A rewrite
+renames a new file over the log's path: racing a move (a dream archiving the log), it would
+put a copy of the moved log back among the pending ones."""
 
 Role = Literal["user", "agent"]
 SkipReason = Literal["empty", "disabled"]
@@ -93,9 +106,29 @@ class Closed:
 
 
 @dataclass(frozen=True, slots=True)
+class NoDream:
+    """The session's logs now marked ``dream: false`` (relative, oldest first) and its open
+    log, if it has one."""
+
+    paths: list[PurePosixPath]
+    open: PurePosixPath | None
+
+
+@dataclass(frozen=True, slots=True)
 class PendingLog:
     path: Path
     open: bool
+    dream: bool = True
+    """False when its front-matter says ``dream: false``: never shown to a model."""
+
+
+def wants_dream(meta: Any) -> bool:
+    """Whether a log's front-matter lets a dream read it: anything but ``dream: false``
+    (``no`` and ``off`` count as false too: a person may write them by hand)."""
+    value = meta.get("dream", True)
+    if isinstance(value, str):
+        return value.strip().lower() not in _NO
+    return value is not False
 
 
 def check_session_id(session_id: str) -> None:
@@ -147,6 +180,7 @@ class SessionLogs:
         self._open: dict[Path, str] = {}
         self._numbering = threading.Lock()
         self._numbers: dict[dt.date, int] = {}
+        self._no_dream: dict[str, None] = {}  # insertion-ordered: the oldest is dropped first
         self._stopped = False
 
     # ------------------------------------------------------------------ capture
@@ -223,6 +257,29 @@ class SessionLogs:
                 closed.append(result)
         return closed
 
+    def mark_no_dream(self, session_id: str) -> NoDream:
+        """Never dream this session: write ``dream: false`` into its pending logs (closed
+        ones and the open one), each atomically, under the session's lock; from now on its
+        new logs and parts start with it. Logs already processed, and logs whose
+        front-matter a person broke, are left alone. Idempotent."""
+        check_session_id(session_id)
+        with self._session(session_id) as session:
+            with self._registry:
+                self._no_dream.pop(session_id, None)
+                self._no_dream[session_id] = None
+                while len(self._no_dream) > MAX_NO_DREAM_SESSIONS:
+                    del self._no_dream[next(iter(self._no_dream))]
+            current = session.log
+            marked: list[PurePosixPath] = []
+            for path in transcript.live_files(self.layout):
+                if current is not None and path == current.path:
+                    done = self._mark_open(current)
+                else:
+                    done = self._mark_closed(path, session_id)
+                if done:
+                    marked.append(self.layout.relative(path))
+            return NoDream(marked, self.layout.relative(current.path) if current else None)
+
     def stop(self) -> list[Closed]:
         """Refuse further entries, then close every open log."""
         with self._registry:
@@ -233,19 +290,21 @@ class SessionLogs:
 
     def pending_logs(self) -> list[PendingLog]:
         """Live logs (directly in ``session-log/``) whose ``status`` is not ``processed``,
-        oldest first, each with whether a session still appends to it. A file whose
-        front-matter cannot be read counts as pending: it is work to do, not lost."""
+        oldest first, each with whether a session still appends to it and whether it may be
+        dreamed. A file whose front-matter cannot be read counts as pending: it is work to
+        do, not lost."""
         pending: list[PendingLog] = []
         for path in transcript.live_files(self.layout):
             try:
                 doc = frontmatter.parse(path.read_text("utf-8"))
                 status = str(doc.meta.get("status", "pending"))
+                dream = wants_dream(doc.meta)
             except FileNotFoundError:
                 continue
             except (OSError, UnicodeDecodeError, BrokenFile):
-                status = "pending"
+                status, dream = "pending", True
             if status != "processed":
-                pending.append(PendingLog(path, self.is_open(path)))
+                pending.append(PendingLog(path, self.is_open(path), dream))
         return pending
 
     def is_open(self, path: Path) -> bool:
@@ -361,6 +420,9 @@ class SessionLogs:
             meta["part"] = after.part + 1
             meta["continues"] = after.stem
         meta["start_time"] = now
+        with self._registry:
+            if session.session_id in self._no_dream:
+                meta["dream"] = False
         meta["status"] = "pending"
         while True:
             number = self._next_number(day)
@@ -422,6 +484,60 @@ class SessionLogs:
         doc.meta.setdefault("status", "pending")
         write_atomic(current.path, frontmatter.render(doc).encode("utf-8"))
 
+    def _mark_open(self, current: _OpenLog) -> bool:
+        """``dream: false`` into the open log (the caller holds the session's lock); the
+        writer then knows the rewritten file as its own. A file that is no longer ours, or
+        was broken by hand, is left alone (the session continues in a new, marked part)."""
+        try:
+            stat = current.path.stat()
+            if (stat.st_dev, stat.st_ino) != current.file_id:
+                raise FileNotFoundError(current.path)
+            doc = frontmatter.parse(current.path.read_text("utf-8"))
+        except (FileNotFoundError, BrokenFile, UnicodeDecodeError) as exc:
+            log.warning("not marking session log %s dream: false: %s", current.path.name, exc)
+            return False
+        except OSError as exc:
+            raise _storage_error(exc, current.path) from exc
+        if wants_dream(doc.meta):
+            _set_before(doc.meta, "status", {"dream": False})
+            write_atomic(current.path, frontmatter.render(doc).encode("utf-8"))
+            stat = current.path.stat()
+            current.file_id = (stat.st_dev, stat.st_ino)
+        return True
+
+    def _mark_closed(self, path: Path, session_id: str) -> bool:
+        """``dream: false`` into a closed, pending log of ``session_id``; False if the file
+        is not one (another session's, processed, unreadable, or gone)."""
+        if not _pending_of(_read_meta(path), session_id) or self.is_open(path):
+            return False
+        with LOG_MOVES:  # read again: a dream may have moved it meanwhile
+            try:
+                doc = frontmatter.parse(path.read_text("utf-8"))
+            except (OSError, UnicodeDecodeError, BrokenFile):
+                return False
+            if not _pending_of(doc.meta, session_id):
+                return False
+            if wants_dream(doc.meta):
+                _set_before(doc.meta, "status", {"dream": False})
+                write_atomic(path, frontmatter.render(doc).encode("utf-8"))
+        return True
+
+
+def _read_meta(path: Path) -> Any:
+    """A log's front-matter, or None if it cannot be read."""
+    try:
+        return frontmatter.parse(path.read_text("utf-8")).meta
+    except (OSError, UnicodeDecodeError, BrokenFile):
+        return None
+
+
+def _pending_of(meta: Any, session_id: str) -> bool:
+    """Whether a front-matter is that of a pending log of the client session ``session_id``."""
+    if meta is None or str(meta.get("status", "pending")) == "processed":
+        return False
+    chat_id = meta.get("chat_id")
+    return chat_id is not None and str(chat_id) == session_id
+
 
 def _set_before(meta: Any, anchor: str, updates: dict[str, Any]) -> None:
     """Set keys in place if present, else insert them just before ``anchor`` (or at the end)."""
@@ -475,6 +591,10 @@ class SessionService:
 
     async def close_all(self) -> list[Closed]:
         return await self._run(self.logs.close_all)
+
+    async def mark_no_dream(self, session_id: str) -> NoDream:
+        async with self._gate(session_id):
+            return await self._run(self.logs.mark_no_dream, session_id)
 
     async def pending_logs(self) -> list[PendingLog]:
         """See :meth:`SessionLogs.pending_logs`; ``logs.is_open(path)`` needs no thread."""

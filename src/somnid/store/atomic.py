@@ -106,14 +106,22 @@ def move_atomic(source: Path, target: Path) -> None:
         raise _storage_error(exc, target) from exc
 
 
-def sweep_temp_files(root: Path) -> list[Path]:
-    """Remove temp files a crash left behind; returns what was removed."""
+def sweep_temp_files(root: Path, *, older_than: float | None = None) -> list[Path]:
+    """Remove temp files a crash left behind; returns what was removed.
+
+    ``older_than`` (a time.time() value) spares newer files, so a sweep may run while the
+    daemon already writes: its own temp files are younger than its start."""
     removed: list[Path] = []
     if not root.exists():
         return removed
-    for tmp in root.rglob(f"{TEMP_PREFIX}*"):
-        if tmp.is_file():
+    for folder, _dirs, files in os.walk(root):
+        for name in files:
+            if not name.startswith(TEMP_PREFIX):
+                continue
+            tmp = Path(folder) / name
             with contextlib.suppress(OSError):
+                if older_than is not None and tmp.stat().st_mtime >= older_than:
+                    continue
                 tmp.unlink()
                 removed.append(tmp)
     return removed

@@ -5,7 +5,14 @@ from typing import Annotated
 from fastapi import APIRouter, Path
 
 from somnid.api.deps import RuntimeDep
-from somnid.api.session_schemas import CaptureOut, CloseAllOut, CloseOut, MessagesIn, ToolCallIn
+from somnid.api.session_schemas import (
+    CaptureOut,
+    CloseAllOut,
+    CloseOut,
+    MessagesIn,
+    NoDreamOut,
+    ToolCallIn,
+)
 from somnid.sessions.logs import MAX_ID_CHARS, Message, ToolCall
 
 router = APIRouter(prefix="/v1/sessions", tags=["capture"])
@@ -48,3 +55,11 @@ async def close(session_id: SessionId, runtime: RuntimeDep) -> CloseOut:
     """Finalise the session's log (end time, message count); the next message opens a new
     one. A session with no open log answers ``path: null``."""
     return CloseOut.of(session_id, await runtime.sessions.close(session_id))
+
+
+@router.post("/{sessionId}/no-dream", name="setSessionNoDream", response_model=NoDreamOut)
+async def no_dream(session_id: SessionId, runtime: RuntimeDep) -> NoDreamOut:
+    """Never dream this session: its pending logs, closed and open, get ``dream: false`` in
+    their front-matter, and so does every log or part it opens from now on (until somnid
+    restarts). A dream archives such logs unread. Idempotent."""
+    return NoDreamOut.of(session_id, await runtime.sessions.mark_no_dream(session_id))

@@ -7,11 +7,14 @@ the runtime in reverse order of opening and releases the data-dir lock.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import signal
 from collections.abc import Iterator
+from types import FrameType
 
 import uvicorn
+from fastapi import FastAPI
 
 from somnid.api.app import create_app
 from somnid.config import Settings
@@ -19,6 +22,19 @@ from somnid.store.lock import DataDirLock
 
 
 class _Server(uvicorn.Server):
+    def __init__(self, config: uvicorn.Config, app: FastAPI) -> None:
+        super().__init__(config)
+        self._somnid_app = app
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        # uvicorn drains connections before the app hears of the shutdown: end the event
+        # streams first, or every open one would hold shutdown for the whole budget.
+        runtime = getattr(self._somnid_app.state, "runtime", None)
+        if runtime is not None:
+            with contextlib.suppress(RuntimeError):
+                asyncio.get_running_loop().call_soon_threadsafe(runtime.dreamer.events.close)
+        super().handle_exit(sig, frame)
+
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
         """Like uvicorn's, minus re-raising the signal after a graceful shutdown: a daemon
@@ -49,7 +65,7 @@ def serve(settings: Settings) -> int:
             timeout_graceful_shutdown=settings.shutdown_timeout_s,
             server_header=False,
         )
-        server = _Server(config)
+        server = _Server(config, app)
         server.run()
         return 0 if server.started else 1
     finally:

@@ -1,8 +1,9 @@
 """The composition root: opens every long-lived part in one order and closes them in reverse.
 
-Start-up: lock the data dir -> lay out its folders -> open the store -> build the services
-(crash leftovers are swept in the background, see RecallSystem). Shut-down runs the same list backwards; one failing closer does not
-stop the others. Nothing here knows about HTTP.
+Start-up: lock the data dir -> lay out its folders -> open the store -> build the
+services (crash leftovers are swept in the background, see RecallSystem). Shut-down
+runs the same list backwards; one failing closer does not stop the others. Nothing here
+knows about HTTP.
 """
 
 from __future__ import annotations

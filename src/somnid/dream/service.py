@@ -4,9 +4,9 @@ A dream closes open logs first, archives the logs marked ``dream: false`` unread
 ``processed``, ``dream_skipped: true``), gives the model the others and the dream tools,
 always runs decay and retirement once, writes its journal itself, and lets the index catch
 up. Without a reachable LLM it still sleeps: a maintenance sleep runs decay, retirement and
-index upkeep (and archives ``dream: false`` logs) and leaves the other logs pending. Cancelling (a user turn starts) stops it within a
-second, aborting an LLM call in flight; logs already marked processed stay processed, the
-rest wait for the next dream.
+index upkeep (and archives ``dream: false`` logs) and leaves the other logs pending.
+Cancelling (a user turn starts) stops it within a second, aborting an LLM call in flight;
+logs already marked processed stay processed, the rest wait for the next dream.
 
 Result statuses: ``deep_sleep`` (a dream ran), ``maintenance`` (no LLM: upkeep only),
 ``skipped`` (nothing to do, or one is already running), ``interrupted``, ``error``.
@@ -69,11 +69,23 @@ class Events:
 
     def __init__(self) -> None:
         self._queues: set[asyncio.Queue[dict[str, Any]]] = set()
+        self.closed = False
 
     def publish(self, event: dict[str, Any]) -> None:
         for queue in list(self._queues):
             with contextlib.suppress(asyncio.QueueFull):
                 queue.put_nowait(event)
+
+    def close(self) -> None:
+        """End every stream (shutdown): listeners get a final ``closing`` event."""
+        self.closed = True
+        for queue in list(self._queues):
+            while True:  # make room: the last word must get through
+                try:
+                    queue.put_nowait({"type": "closing"})
+                    break
+                except asyncio.QueueFull:
+                    queue.get_nowait()
 
     @contextlib.asynccontextmanager
     async def subscribe(self) -> AsyncIterator[asyncio.Queue[dict[str, Any]]]:

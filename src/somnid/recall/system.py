@@ -9,10 +9,10 @@ fill in as the model gets to them (``status()`` shows the progress).
 from __future__ import annotations
 
 import asyncio
-import time
 import contextlib
 import enum
 import logging
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal

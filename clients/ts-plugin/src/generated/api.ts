@@ -350,6 +350,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/sessions/{sessionId}/no-dream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Setsessionnodream
+         * @description Never dream this session: its pending logs, closed and open, get ``dream: false`` in
+         *     their front-matter, and so does every log or part it opens from now on (until somnid
+         *     restarts). A dream archives such logs unread. Idempotent.
+         */
+        post: operations["setSessionNoDream"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/prompt": {
         parameters: {
             query?: never;
@@ -779,6 +801,11 @@ export interface components {
             logs: string[];
             /** Processed */
             processed: string[];
+            /**
+             * Skippedlogs
+             * @description Logs marked dream: false, archived as processed without a model seeing them.
+             */
+            skippedLogs: string[];
             /** Created */
             created: number;
             /** Updated */
@@ -1092,6 +1119,21 @@ export interface components {
         MessagesIn: {
             /** Messages */
             messages: components["schemas"]["MessageIn"][];
+        };
+        /** NoDreamOut */
+        NoDreamOut: {
+            /** Sessionid */
+            sessionId: string;
+            /**
+             * Paths
+             * @description The session's pending logs now marked dream: false (the open one included), relative to the data dir, oldest first.
+             */
+            paths: string[];
+            /**
+             * Openlog
+             * @description The session's open log, if any: its later parts start marked too.
+             */
+            openLog: string | null;
         };
         /**
          * ProblemDetails
@@ -2157,6 +2199,46 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["CloseOut"];
+                };
+            };
+            /** @description The request was refused; the body says why. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description somnid could not serve the request (storage or a dependency). */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+        };
+    };
+    setSessionNoDream: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                sessionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NoDreamOut"];
                 };
             };
             /** @description The request was refused; the body says why. */

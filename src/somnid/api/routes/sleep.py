@@ -73,13 +73,15 @@ async def sleep_events(runtime: RuntimeDep, request: Request) -> StreamingRespon
     async def stream() -> AsyncIterator[str]:
         async with runtime.dreamer.events.subscribe() as queue:
             yield ": connected\n\n"
-            while not await request.is_disconnected():
+            while not runtime.dreamer.events.closed and not await request.is_disconnected():
                 try:
                     event = await asyncio.wait_for(queue.get(), KEEPALIVE_SECONDS)
                 except TimeoutError:
                     yield ": keep-alive\n\n"
                     continue
                 yield f"event: {event['type']}\ndata: {json.dumps(event, ensure_ascii=False)}\n\n"
+                if event["type"] == "closing":
+                    return
 
     return StreamingResponse(stream(), media_type="text/event-stream")
 

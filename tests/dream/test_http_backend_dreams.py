@@ -1,0 +1,293 @@
+"""Whole dreams through the real daemon over the HTTP backends: somnid POSTs each chat to a
+scripted server on 127.0.0.1 that answers in the callback shape (``{messages, tools}`` →
+``{message, usage}``) or as an OpenAI ``/chat/completions`` endpoint."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from somnid.dream.tools import TOOL_NAMES
+from somnid.store import frontmatter
+from somnid.store.atomic import TEMP_PREFIX
+from tests.daemon import start_daemon
+
+HANG = "hang"  # a script answer: hold the request open until the test ends
+GARBAGE = "garbage"  # a script answer: 200 with a body that is not JSON
+API_KEY = "sk-somnid-test-4c1f"
+KEY_ENV = "SOMNID_TEST_DREAM_KEY"
+MODEL = "scripted-7b"
+CALLBACK_PATH = "/dream/llm"
+TURNS = [
+    {"role": "user", "text": "I only drink green tea, no sugar please."},
+    {"role": "agent", "text": "Green tea without sugar, noted."},
+]
+
+Answer = dict[str, Any] | str
+Script = Callable[[list[dict[str, Any]], list[str]], Answer]
+
+
+def tool_call(name: str, /, **args: Any) -> dict[str, Any]:
+    function = {"name": name, "arguments": json.dumps(args, ensure_ascii=False)}
+    call = {"id": f"{name}-1", "type": "function", "function": function}
+    return {"role": "assistant", "content": "", "tool_calls": [call]}
+
+
+def consolidating(messages: list[dict[str, Any]], logs: list[str]) -> Answer:
+    """The next step follows from how many tool results the request already holds."""
+    done = sum(1 for m in messages if m.get("role") == "tool")
+    log = logs[0]
+    steps = [
+        tool_call("read_session_log", log=log),
+        tool_call("create_knowledge", name="tea-preference", entry_type="preference",
+                  description="The user drinks green tea, no sugar", body="Green tea, no sugar."),
+        tool_call("record_episode", what="Talked about tea", salience="low", source=log),
+        tool_call("create_intention", what="Buy more green tea", cue="tea"),
+        tool_call("mark_log_processed", log=log),
+        tool_call("write_dream_log", content="Kept the tea preference; one reminder."),
+    ]  # fmt: skip
+    if done < len(steps):
+        return steps[done]
+    return {"role": "assistant", "content": "1 log done: 1 knowledge, 1 episode, 1 intention."}
+
+
+@dataclass
+class Request:
+    path: str
+    body: dict[str, Any]
+    headers: dict[str, str]
+
+
+@dataclass
+class LLMServer:
+    """A scripted LLM endpoint; ``script`` may be swapped between dreams."""
+
+    url: str
+    script: Script
+    requests: list[Request] = field(default_factory=list)
+    release: threading.Event = field(default_factory=threading.Event)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def usage(self, path: str) -> dict[str, Any]:
+        if path.endswith("/chat/completions"):
+            return {"prompt_tokens": 500, "completion_tokens": 20, "total_tokens": 520,
+                    "prompt_tokens_details": {"cached_tokens": 384}}  # fmt: skip
+        return {"prompt_tokens": 50, "completion_tokens": 10}
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    llm: LLMServer
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+
+    def do_POST(self) -> None:
+        llm = self.server.llm
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        with llm.lock:
+            llm.requests.append(Request(self.path, body, dict(self.headers.items())))
+        messages = body["messages"]
+        logs = re.findall(r"^- (\S+)$", str(messages[1]["content"]), re.MULTILINE)
+        answer = llm.script(messages, logs)
+        if answer == HANG:
+            llm.release.wait(30)
+            return
+        if answer == GARBAGE:
+            self._send(b"<html><body>502 Bad Gateway (but sent as 200)</body></html>")
+            return
+        assert isinstance(answer, dict)
+        usage = llm.usage(self.path)
+        if self.path.endswith("/chat/completions"):
+            reply: dict[str, Any] = {
+                "id": "chatcmpl-1",
+                "object": "chat.completion",
+                "model": body.get("model"),
+                "choices": [{"index": 0, "message": answer, "finish_reason": "stop"}],
+                "usage": usage,
+            }
+        else:
+            reply = {"message": answer, "usage": usage}
+        self._send(json.dumps(reply).encode())
+
+    def _send(self, raw: bytes) -> None:
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(raw)))
+            self.end_headers()
+            self.wfile.write(raw)
+        except OSError:
+            pass  # somnid gave up on this request
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return None
+
+
+@contextlib.contextmanager
+def llm_server(script: Script) -> Iterator[LLMServer]:
+    httpd = _Server(("127.0.0.1", 0), _Handler)
+    llm = LLMServer(f"http://127.0.0.1:{httpd.server_address[1]}", script)
+    httpd.llm = llm
+    thread = threading.Thread(target=httpd.serve_forever, args=(0.02,), daemon=True)
+    thread.start()
+    try:
+        yield llm
+    finally:
+        llm.release.set()
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(5)
+
+
+def backend_env(backend: str, url: str) -> tuple[tuple[str, str], ...]:
+    """The daemon's settings for ``backend`` against the scripted server at ``url``."""
+    if backend == "callback":
+        return (
+            ("SOMNID_DREAM__LLM", "callback"),
+            ("SOMNID_DREAM__CALLBACK_URL", url + CALLBACK_PATH),
+        )
+    return (
+        ("SOMNID_DREAM__LLM", "openai"),
+        ("SOMNID_DREAM__OPENAI__BASE_URL", url + "/v1"),
+        ("SOMNID_DREAM__OPENAI__MODEL", MODEL),
+        ("SOMNID_DREAM__OPENAI__API_KEY_ENV", KEY_ENV),
+        (KEY_ENV, API_KEY),
+    )
+
+
+async def converse(client: httpx.AsyncClient, session: str = "t1") -> str:
+    """Capture the tea conversation; answers the log's stem."""
+    answer = await client.post(f"/v1/sessions/{session}/messages", json={"messages": TURNS})
+    assert answer.status_code == 200, answer.text
+    return Path(answer.json()["path"]).stem
+
+
+async def dream(client: httpx.AsyncClient) -> dict[str, Any]:
+    answer = await client.post("/v1/sleep/run", json={"trigger": "test", "wait": True})
+    assert answer.status_code == 200, answer.text
+    result: dict[str, Any] = answer.json()["result"]
+    return result
+
+
+@pytest.mark.parametrize("backend", ["callback", "openai"])
+async def test_a_full_dream_over_an_http_backend(tmp_path: Path, backend: str) -> None:
+    with (
+        llm_server(consolidating) as llm,
+        start_daemon(tmp_path / "data", *backend_env(backend, llm.url)) as daemon,
+    ):
+        async with httpx.AsyncClient(base_url=daemon.base_url, timeout=30) as client:
+            log = await converse(client)
+            status = (await client.get("/v1/sleep/status")).json()
+            assert status["llm"] == {"status": "ok", "detail": backend}
+            assert status["pendingLogs"] == 1
+            result = await dream(client)
+            health = (await client.get("/v1/health")).json()
+        daemon_log = daemon.log()
+
+    assert (result["status"], result["reason"]) == ("deep_sleep", "done"), result
+    assert result["logs"] == result["processed"] == [log]
+    assert (result["created"], result["iterations"]) == (3, 7)
+    per_call = 520 if backend == "openai" else 60
+    assert result["tokens"]["total"] == 7 * per_call
+    assert result["summary"].startswith("1 log done")
+    assert health["pendingLogs"] == 0
+
+    root = daemon.data_dir
+    knowledge = frontmatter.parse((root / "memory/knowledge/tea-preference/SKILL.md").read_text())
+    assert knowledge.meta["type"] == "preference" and "Green tea, no sugar." in knowledge.body
+    [episode] = (root / "memory/episodes").glob("ep-*/SKILL.md")
+    episode_meta = frontmatter.parse(episode.read_text()).meta
+    assert episode_meta["source"] == log and episode_meta["salience"] == "low"
+    [intention] = (root / "memory/intentions").glob("pi-*/INTENT.md")
+    assert "Buy more green tea" in intention.read_text()
+    assert not (root / f"memory/session-log/{log}.md").exists()
+    archived = frontmatter.parse((root / f"memory/session-log/archived/{log}.md").read_text())
+    assert archived.meta["status"] == "processed" and "dream_skipped" not in archived.meta
+    assert "I only drink green tea, no sugar please." in archived.body
+
+    journal_text = (root / result["journal"]).read_text()
+    journal = frontmatter.parse(journal_text)
+    assert journal.meta["status"] == "deep_sleep" and list(journal.meta["processed_logs"]) == [log]
+    assert journal.meta["tokens"]["total"] == 7 * per_call
+    assert "knowledge tea-preference" in journal_text and "intention pi-" in journal_text
+    assert "Kept the tea preference; one reminder." in journal_text  # the model's notes
+    assert "1 log done" in journal_text  # its summary
+
+    # What went over the wire: every request carried the whole conversation so far and the
+    # dream tools; the model saw the log quoted, as data.
+    assert len(llm.requests) == 7
+    for request in llm.requests:
+        if backend == "callback":
+            assert request.path == CALLBACK_PATH
+            assert set(request.body) == {"messages", "tools"}
+            assert "authorization" not in {key.lower() for key in request.headers}
+        else:
+            assert request.path == "/v1/chat/completions"
+            assert request.body["model"] == MODEL and request.body["tool_choice"] == "auto"
+            assert request.headers["Authorization"] == f"Bearer {API_KEY}"
+        names = [tool["function"]["name"] for tool in request.body["tools"]]
+        assert names == list(TOOL_NAMES)
+    last = llm.requests[-1].body["messages"]
+    assert [m["role"] for m in last[:2]] == ["system", "user"]
+    assert sum(m["role"] == "tool" for m in last) == 6
+    assert API_KEY not in daemon_log
+    assert list(root.rglob(f"{TEMP_PREFIX}*")) == []
+
+
+@pytest.mark.parametrize("backend", ["callback", "openai"])
+async def test_garbage_or_silence_from_the_llm_interrupts_the_dream(
+    tmp_path: Path, backend: str
+) -> None:
+    """An answer that is not JSON, then an endpoint that never answers (past
+    ``dream.request_timeout_s`` = 1 s): each dream ends ``interrupted`` at once and the
+    log waits, untouched, for the next one."""
+    failure = GARBAGE
+
+    def failing(messages: list[dict[str, Any]], logs: list[str]) -> Answer:
+        if not any(m.get("role") == "tool" for m in messages):
+            return tool_call("read_session_log", log=logs[0])
+        return failure
+
+    with llm_server(failing) as llm:
+        env = (*backend_env(backend, llm.url), ("SOMNID_DREAM__REQUEST_TIMEOUT_S", "1"))
+        with start_daemon(tmp_path / "data", *env) as daemon:
+            async with httpx.AsyncClient(base_url=daemon.base_url, timeout=30) as client:
+                log = await converse(client)
+                live = daemon.data_dir / f"memory/session-log/{log}.md"
+
+                began = time.monotonic()
+                garbage = await dream(client)
+                assert time.monotonic() - began < 5
+                assert garbage["status"] == "interrupted", garbage
+                assert garbage["reason"].startswith("llm: ") and "invalid JSON" in garbage["reason"]
+
+                failure = HANG
+                began = time.monotonic()
+                silence = await dream(client)
+                took = time.monotonic() - began
+                assert 1.0 <= took < 6, took
+                assert silence["status"] == "interrupted", silence
+                assert "no answer within 1 s" in silence["reason"]
+
+                for result in (garbage, silence):
+                    assert result["logs"] == [log] and result["processed"] == []
+                    journal = frontmatter.parse((daemon.data_dir / result["journal"]).read_text())
+                    assert journal.meta["status"] == "interrupted"
+                status = (await client.get("/v1/sleep/status")).json()
+                assert status["sleeping"] is False and status["pendingLogs"] == 1
+                assert frontmatter.parse(live.read_text()).meta["status"] == "pending"
+                assert (await client.get("/v1/health")).status_code == 200
+    assert len(llm.requests) == 4  # each failure was final: no retry

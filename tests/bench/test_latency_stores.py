@@ -144,8 +144,12 @@ def test_percentiles_and_judging() -> None:
     assert figures["p50_ms"] == pytest.approx(50.5)
     assert figures["max_ms"] == pytest.approx(100.0)
     result = {
-        "latency": {"hint": {"p50_ms": 10.0, "p99_ms": 41.0}, "recall": {"p95_ms": 120.0}},
-        "build": {"ratio": 0.9},
+        "latency": {
+            "hint": {"p50_ms": 10.0, "p99_ms": 41.0},
+            "recall": {"p95_ms": 120.0},
+            "foreign_cpus": 0.0,
+        },
+        "build": {"ratio": 0.9, "foreign_cpus": 0.1, "model_alone_before": {"foreign_cpus": 0.9}},
         "restart": {"health_s": 1.0, "hybrid_s": None},
     }
     at_10k = {v["key"]: v["pass"] for v in judge(10_000, result)}
@@ -159,6 +163,8 @@ def test_percentiles_and_judging() -> None:
     }
     at_100k = {v["key"]: v["pass"] for v in judge(100_000, result)}
     assert at_100k == {"recall_p95_100k": True, "build_ratio": True}
+    noisy = {v["key"]: v["noisy"] for v in judge(10_000, result)}
+    assert noisy["build_ratio"] and not noisy["hint_p50"] and not noisy["restart_health"]
 
 
 def test_results_of_other_sizes_are_kept_unless_fresh(tmp_path: Path) -> None:

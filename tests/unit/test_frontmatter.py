@@ -149,3 +149,55 @@ def test_any_text_parses_or_is_reported_broken(text: str) -> None:
     except BrokenFile:
         return
     frontmatter.parse(frontmatter.render(doc))
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    return value
+
+
+def test_the_fast_reader_agrees_with_the_round_trip_reader() -> None:
+    fast = frontmatter.parse(HAND_WRITTEN, round_trip=False)
+    slow = frontmatter.parse(HAND_WRITTEN)
+    assert _plain(fast.meta) == _plain(dict(slow.meta))
+    assert fast.body == slow.body
+    assert fast.meta["flag"] == "yes" and fast.meta["version"] == 7  # YAML 1.2, as ruamel
+    assert frontmatter.parse("---\nn: 010\nh: 0x1F\no: 0o17\n---\n", round_trip=False).meta == {
+        "n": 10, "h": 31, "o": 15
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "---\nname: a\nname: b\n---\n",
+        "---\n- a\n---\n",
+        "---\nx: [unclosed\n---\n",
+        "---\n? [a]\n: 1\n---\n",
+    ],
+)
+def test_the_fast_reader_refuses_what_the_round_trip_reader_refuses(text: str) -> None:
+    with pytest.raises(BrokenFile):
+        frontmatter.parse(text)
+    with pytest.raises(BrokenFile):
+        frontmatter.parse(text, round_trip=False)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(keys, values, max_size=8))
+def test_both_readers_read_what_somnid_writes_alike(meta: dict[str, Any]) -> None:
+    text = frontmatter.render(frontmatter.Document(frontmatter.new_meta(meta), "body"))
+    assert _plain(frontmatter.parse(text, round_trip=False).meta) == _plain(
+        dict(frontmatter.parse(text).meta)
+    )

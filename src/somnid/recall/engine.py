@@ -73,20 +73,27 @@ class Recall:
         kinds = tuple(k for k in (kinds or DEFAULT_KINDS) if k in INDEXED_KINDS)
         if not kinds:
             return []
-        vector = await self.worker.embed_query(query) if self.vectors_ready else None
-        return await asyncio.to_thread(self._search, query, vector, kinds, limit, project)
+        pool = max(self.settings.candidates, limit * 3)
+        # The keyword search runs while the query is embedded: two cores, two threads.
+        keywords = asyncio.create_task(
+            asyncio.to_thread(self.index.keyword_search, query_terms(query), kinds, pool)
+        )
+        try:
+            vector = await self.worker.embed_query(query) if self.vectors_ready else None
+        finally:
+            keyword = dict(await keywords)
+        return await asyncio.to_thread(self._search, query, keyword, vector, kinds, limit, project)
 
     def _search(
         self,
         query: str,
+        keyword: dict[int, float],
         vector: Vector | None,
         kinds: tuple[Kind, ...],
         limit: int,
         project: str | None,
     ) -> list[Hit]:
         pool = max(self.settings.candidates, limit * 3)
-        terms = query_terms(query)
-        keyword = dict(self.index.keyword_search(terms, kinds, pool))
         cosines: dict[int, float] = {}
         table = self.index.vectors
         use_vectors = vector is not None and table is not None

@@ -26,7 +26,7 @@ def pending_session_logs(layout: Layout) -> int:
     pending = 0
     for path in folder.glob("*.md"):
         try:
-            doc = frontmatter.parse(path.read_text("utf-8"))
+            doc = frontmatter.parse(path.read_text("utf-8"), round_trip=False)
         except (OSError, UnicodeDecodeError, BrokenFile):
             pending += 1  # unreadable logs are still work to do, not lost
             continue

@@ -12,11 +12,13 @@ import io
 from dataclasses import dataclass
 from typing import Any
 
+import yaml
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap
 from ruamel.yaml.error import YAMLError
 
 from somnid.errors import BrokenFile
+from somnid.store import fastyaml
 
 FENCE = "---"
 MAX_FRONT_MATTER_CHARS = 64 * 1024
@@ -25,7 +27,7 @@ MAX_NODES = 5000
 
 @dataclass(slots=True)
 class Document:
-    meta: CommentedMap
+    meta: Any  # a CommentedMap when parsed for round trips, else a plain dict
     body: str
 
 
@@ -43,11 +45,13 @@ def _yaml() -> YAML:
     return yaml
 
 
-def parse(text: str) -> Document:
+def parse(text: str, *, round_trip: bool = True) -> Document:
     """Split ``text`` into front-matter and body.
 
     A file that does not start with ``---`` has no front-matter: all of it is body.
     The blank line conventionally written after the closing fence is not part of the body.
+    ``round_trip=False`` reads the front-matter with the fast reader into a plain dict:
+    for reading only, never for a document that will be written back.
     """
     if text.startswith("\ufeff"):
         text = text[1:]
@@ -63,8 +67,13 @@ def parse(text: str) -> Document:
     if len(block) > MAX_FRONT_MATTER_CHARS:
         raise BrokenFile(f"front-matter is larger than {MAX_FRONT_MATTER_CHARS} characters")
     try:
-        meta = _yaml().load(block) if block.strip() else CommentedMap()
-    except YAMLError as exc:
+        if not block.strip():
+            meta = CommentedMap()
+        elif round_trip:
+            meta = _yaml().load(block)
+        else:
+            meta = fastyaml.load(block)
+    except (YAMLError, yaml.YAMLError) as exc:
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise BrokenFile(f"front-matter is not valid YAML: {reason}") from exc
     except RecursionError as exc:
@@ -75,7 +84,7 @@ def parse(text: str) -> Document:
         raise BrokenFile(f"front-matter could not be read: {type(exc).__name__}") from exc
     if meta is None:
         meta = CommentedMap()
-    if not isinstance(meta, CommentedMap):
+    if not isinstance(meta, dict):
         raise BrokenFile("front-matter is not a mapping of keys to values")
     _check_size(meta)
     for key in meta:

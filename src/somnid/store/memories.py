@@ -168,7 +168,11 @@ class MemoryStore:
         self._cache[path] = (key, entry)
         return entry
 
-    def _parse_file(self, path: Path, kind: Kind, name: str, archived: bool) -> Entry:
+    def _parse_file(
+        self, path: Path, kind: Kind, name: str, archived: bool, *, round_trip: bool = False
+    ) -> Entry:
+        """Read an entry. Reads use the fast reader; ``round_trip`` keeps comments and
+        formatting for a document that will be written back."""
         rel = self.layout.relative(path)
         try:
             stat = path.stat()
@@ -179,7 +183,7 @@ class MemoryStore:
                 text = data.decode("utf-8")
             except UnicodeDecodeError as exc:
                 raise BrokenFile(f"file is not valid UTF-8 (byte {exc.start})") from exc
-            doc = frontmatter.parse(text)
+            doc = frontmatter.parse(text, round_trip=round_trip)
         except BrokenFile as exc:
             self._report_broken(str(rel), exc.detail)
             raise BrokenFile(f"{rel}: {exc.detail}", path=str(rel)) from None
@@ -250,7 +254,7 @@ class MemoryStore:
             path = self._locate(kind, name, archived=archived)
             if path is None:
                 raise NotFound(f"no {'archived ' if archived else ''}{kind.value} named {name!r}")
-            current = self._parse_file(path, kind, name, archived)
+            current = self._parse_file(path, kind, name, archived, round_trip=True)
             if if_match is not None and if_match != current.etag:
                 raise PreconditionFailed(
                     f"{kind.value} {name!r} changed since it was read (etag {current.etag})",

@@ -80,6 +80,40 @@ def _row(values: tuple[object, ...]) -> Row:
     )
 
 
+def _upsert(conn: sqlite3.Connection, doc: Document) -> tuple[int, bool]:
+    text = doc.text
+    related = json.dumps(list(doc.related), ensure_ascii=False)
+    existing = conn.execute(
+        "SELECT id, text_hash FROM entries WHERE path = ?", (doc.path,)
+    ).fetchone()
+    if existing is None:
+        cursor = conn.execute(
+            "INSERT INTO entries (path, kind, name, file_hash, text_hash, embed_hash,"
+            " embed_text, score, project, related) VALUES (?,?,?,?,?,?,?,?,?,?)",
+            (doc.path, doc.kind.value, doc.name, doc.file_hash, text.hash,
+             text.embed_hash, text.embed_text, doc.score, doc.project, related),
+        )  # fmt: skip
+        entry_id = int(cursor.lastrowid or 0)
+        changed = True
+    else:
+        entry_id, old_hash = int(existing[0]), str(existing[1])
+        changed = old_hash != text.hash
+        conn.execute(
+            "UPDATE entries SET kind=?, name=?, file_hash=?, text_hash=?, embed_hash=?,"
+            " embed_text=?, score=?, project=?, related=? WHERE id=?",
+            (doc.kind.value, doc.name, doc.file_hash, text.hash, text.embed_hash,
+             text.embed_text, doc.score, doc.project, related, entry_id),
+        )  # fmt: skip
+        if changed:
+            conn.execute("DELETE FROM fts WHERE rowid = ?", (entry_id,))
+    if changed:
+        conn.execute(
+            "INSERT INTO fts (rowid, name, description, tags, body) VALUES (?,?,?,?,?)",
+            (entry_id, text.fts_name, text.fts_description, text.fts_tags, text.fts_body),
+        )
+    return entry_id, changed
+
+
 class Index:
     def __init__(
         self, path: Path, field_weights: tuple[float, ...] = DEFAULT_FIELD_WEIGHTS
@@ -149,38 +183,12 @@ class Index:
 
     def upsert(self, doc: Document) -> tuple[int, bool]:
         """Insert or update one entry. Returns (id, whether its searchable text changed)."""
-        text = doc.text
-        related = json.dumps(list(doc.related), ensure_ascii=False)
+        return self.upsert_many([doc])[0]
+
+    def upsert_many(self, docs: list[Document]) -> list[tuple[int, bool]]:
+        """Several entries in one transaction (a first sync writes thousands)."""
         with self.db.write() as conn:
-            existing = conn.execute(
-                "SELECT id, text_hash FROM entries WHERE path = ?", (doc.path,)
-            ).fetchone()
-            if existing is None:
-                cursor = conn.execute(
-                    "INSERT INTO entries (path, kind, name, file_hash, text_hash, embed_hash,"
-                    " embed_text, score, project, related) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                    (doc.path, doc.kind.value, doc.name, doc.file_hash, text.hash,
-                     text.embed_hash, text.embed_text, doc.score, doc.project, related),
-                )  # fmt: skip
-                entry_id = int(cursor.lastrowid or 0)
-                changed = True
-            else:
-                entry_id, old_hash = int(existing[0]), str(existing[1])
-                changed = old_hash != text.hash
-                conn.execute(
-                    "UPDATE entries SET kind=?, name=?, file_hash=?, text_hash=?, embed_hash=?,"
-                    " embed_text=?, score=?, project=?, related=? WHERE id=?",
-                    (doc.kind.value, doc.name, doc.file_hash, text.hash, text.embed_hash,
-                     text.embed_text, doc.score, doc.project, related, entry_id),
-                )  # fmt: skip
-                if changed:
-                    conn.execute("DELETE FROM fts WHERE rowid = ?", (entry_id,))
-            if changed:
-                conn.execute(
-                    "INSERT INTO fts (rowid, name, description, tags, body) VALUES (?,?,?,?,?)",
-                    (entry_id, text.fts_name, text.fts_description, text.fts_tags, text.fts_body),
-                )
-        return entry_id, changed
+            return [_upsert(conn, doc) for doc in docs]
 
     def delete(self, path: str) -> int | None:
         with self.db.write() as conn:

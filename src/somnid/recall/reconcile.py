@@ -21,6 +21,8 @@ from somnid.store.memories import MemoryStore, etag_of
 
 log = logging.getLogger(__name__)
 
+SYNC_BATCH = 256  # entries per index transaction during a full sync
+
 
 @dataclass(slots=True)
 class SyncReport:
@@ -54,13 +56,20 @@ class Reconciler:
 
     def _apply(self, entry: Entry) -> bool:
         """Upsert one entry; True if its searchable text changed."""
-        doc = document_of(entry, self.clock.tz)
-        entry_id, changed = self.index.upsert(doc)
-        if changed or (self.index.vectors is not None and entry_id not in self.index.vectors):
-            self.index.attach_vector(entry_id, entry.kind, doc.text.embed_hash)
-        elif self.index.vectors is not None:
-            self.index.vectors.set_kind(entry_id, KIND_CODE[entry.kind])
-        return changed
+        return self._apply_many([entry])[0]
+
+    def _apply_many(self, entries: list[Entry]) -> list[bool]:
+        docs = [document_of(entry, self.clock.tz) for entry in entries]
+        results = self.index.upsert_many(docs)
+        vectors = self.index.vectors
+        for entry, doc, (entry_id, changed) in zip(entries, docs, results, strict=True):
+            if vectors is None:
+                continue
+            if changed or entry_id not in vectors:
+                self.index.attach_vector(entry_id, entry.kind, doc.text.embed_hash)
+            else:
+                vectors.set_kind(entry_id, KIND_CODE[entry.kind])
+        return [changed for _, changed in results]
 
     def path(self, path: Path) -> None:
         """Bring the index in line with one file (absolute path), whatever happened to it."""
@@ -105,6 +114,7 @@ class Reconciler:
         report = SyncReport()
         known = {row.path: row for row in self.index.rows()}
         seen: set[str] = set()
+        batch: list[Entry] = []
         for kind in INDEXED_KINDS:
             for path, _name, _archived in self.store.files(kind):
                 report.scanned += 1
@@ -127,11 +137,16 @@ class Reconciler:
                     continue
                 if entry is None:
                     continue
-                self._apply(entry)
+                batch.append(entry)
                 if row is None:
                     report.added += 1
                 else:
                     report.updated += 1
+                if len(batch) >= SYNC_BATCH:
+                    self._apply_many(batch)
+                    batch.clear()
+        if batch:
+            self._apply_many(batch)
         for rel in set(known) - seen:
             self.index.delete(rel)
             report.removed += 1

@@ -30,7 +30,8 @@ from somnid.services.intentions import Intentions
 from somnid.services.maintenance import Maintenance
 from somnid.services.memories import MemoryService
 from somnid.services.prompt import PromptBuilder
-from somnid.sessions.logs import SessionLogs, SessionService
+from somnid.sessions.logs import SessionLogs
+from somnid.sessions.service import SessionService
 from somnid.store.atomic import ensure_dir
 from somnid.store.layout import Layout
 from somnid.store.lock import DataDirLock

@@ -23,7 +23,7 @@ from somnid.config import DreamSettings
 from somnid.dream.service import Dreamer
 from somnid.errors import InvalidInput
 from somnid.memory.clock import Clock
-from somnid.sessions.logs import SessionService
+from somnid.sessions.service import SessionService
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ from somnid.memory.entry import Entry
 from somnid.recall.system import RecallSystem
 from somnid.services.maintenance import Maintenance
 from somnid.services.memories import MemoryService
-from somnid.sessions.logs import SessionService
+from somnid.sessions.service import SessionService
 from somnid.store.layout import Layout
 
 P = ParamSpec("P")

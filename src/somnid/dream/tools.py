@@ -30,7 +30,7 @@ from somnid.recall.system import RecallSystem
 from somnid.services.intentions import Intentions
 from somnid.services.maintenance import Maintenance
 from somnid.services.memories import MemoryService
-from somnid.sessions.logs import SessionService
+from somnid.sessions.service import SessionService
 from somnid.store.layout import Layout
 from somnid.tools.spec import ToolSpec, tool_spec
 

@@ -6,9 +6,9 @@ from somnid.sessions.logs import (
     Message,
     PendingLog,
     SessionLogs,
-    SessionService,
     ToolCall,
 )
+from somnid.sessions.service import SessionService
 from somnid.sessions.transcript import Transcript, Turn, read_log, recent_turns, session_turns
 
 __all__ = [

@@ -1,7 +1,7 @@
 """Session capture: the conversation of each client session appended to its log, durably.
 
 :class:`SessionLogs` is the blocking writer (plain ``def``; safe from any thread);
-:class:`SessionService` is its async face for the API.
+:class:`somnid.sessions.service.SessionService` is its async face for the API.
 
 - A log opens lazily at a session's first entry: ``session-log/<day>_<NNN>.md``, ``<day>``
   in the configured zone, NNN one more than the highest number that day among live *and*
@@ -28,15 +28,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import datetime as dt
 import logging
 import os
 import threading
 import unicodedata
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal, TypeVar
@@ -562,68 +560,3 @@ def _append(fd: int, data: bytes, size: int, path: Path) -> None:
         with contextlib.suppress(OSError):
             os.ftruncate(fd, size)
         raise _storage_error(exc, path) from exc
-
-
-class SessionService:
-    """The async face of :class:`SessionLogs` for the API.
-
-    Blocking work runs on a small pool of its own, so fsync-bound capture never starves
-    the default pool others use. A session's requests queue on an asyncio lock before they
-    take a thread: 32 writers to one session hold one thread, not 32.
-    """
-
-    def __init__(self, logs: SessionLogs, *, workers: int = 8) -> None:
-        self.logs = logs
-        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="somnid-capture")
-        self._gates: dict[str, tuple[asyncio.Lock, list[int]]] = {}
-
-    async def append_messages(self, session_id: str, messages: Sequence[Message]) -> Appended:
-        async with self._gate(session_id):
-            return await self._run(self.logs.append_messages, session_id, messages)
-
-    async def append_tool(self, session_id: str, tool: ToolCall) -> Appended:
-        async with self._gate(session_id):
-            return await self._run(self.logs.append_tool, session_id, tool)
-
-    async def close(self, session_id: str) -> Closed:
-        async with self._gate(session_id):
-            return await self._run(self.logs.close, session_id)
-
-    async def close_all(self) -> list[Closed]:
-        return await self._run(self.logs.close_all)
-
-    async def mark_no_dream(self, session_id: str) -> NoDream:
-        async with self._gate(session_id):
-            return await self._run(self.logs.mark_no_dream, session_id)
-
-    async def pending_logs(self) -> list[PendingLog]:
-        """See :meth:`SessionLogs.pending_logs`; ``logs.is_open(path)`` needs no thread."""
-        return await self._run(self.logs.pending_logs)
-
-    async def stop(self) -> None:
-        """Close every open log and refuse further entries; then release the pool."""
-        try:
-            closed = await self._run(self.logs.stop)
-            if closed:
-                log.info("closed %d open session logs", len(closed))
-        finally:
-            await asyncio.to_thread(self._pool.shutdown, wait=True)
-
-    async def _run(self, fn: Callable[..., _T], *args: Any) -> _T:
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._pool, fn, *args)
-
-    @contextlib.asynccontextmanager
-    async def _gate(self, session_id: str) -> AsyncIterator[None]:
-        gate = self._gates.get(session_id)
-        if gate is None:
-            gate = self._gates[session_id] = (asyncio.Lock(), [0])
-        lock, users = gate
-        users[0] += 1
-        try:
-            async with lock:
-                yield
-        finally:
-            users[0] -= 1
-            if users[0] == 0 and self._gates.get(session_id) is gate:
-                del self._gates[session_id]

@@ -105,15 +105,17 @@ class Recall:
         ids = set(keyword) | set(cosines)
         rows = self.index.rows_by_id(ids)
         rows = {i: r for i, r in rows.items() if _in_scope(r, kinds, project)}
-        texts = self.index.texts(rows)
         needle = query.casefold()
+        # A literal hit contains every word of the query, so it is among the keyword hits.
+        literal_possible = len(needle) >= MIN_LITERAL_CHARS
+        texts = self.index.texts(i for i in rows if i in keyword) if literal_possible else {}
         candidates = [
             Candidate(
                 entry_id=i,
                 activation=row.score,
                 cosine=cosines.get(i),
                 keyword=keyword.get(i, 0.0),
-                literal=len(needle) >= MIN_LITERAL_CHARS and needle in texts.get(i, ""),
+                literal=literal_possible and needle in texts.get(i, ""),
             )
             for i, row in rows.items()
         ]

@@ -8,7 +8,8 @@ from pathlib import Path
 from somnid.config import CaptureSettings
 from somnid.memory.clock import ManualClock
 from somnid.services.conversation import search_conversation
-from somnid.sessions.logs import Message, SessionLogs
+from somnid.sessions.logs import SessionLogs
+from somnid.sessions.records import Message
 from somnid.store.layout import Layout
 
 START = dt.datetime(2026, 10, 3, 12, 0, tzinfo=dt.UTC)

@@ -30,6 +30,25 @@ def calls(*items: tuple[str, dict[str, Any]]) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def tool_call(name: str, /, **args: Any) -> dict[str, Any]:
+    """An assistant message calling one tool, as an LLM host would send it."""
+    function = {"name": name, "arguments": json.dumps(args, ensure_ascii=False)}
+    return {"role": "assistant", "content": "", "tool_calls": [
+        {"id": f"{name}-1", "type": "function", "function": function}]}  # fmt: skip
+
+
+def tea_steps(log: str) -> list[dict[str, Any]]:
+    """The scripted consolidation of one log about tea: a fact, an episode, a reminder."""
+    return [
+        tool_call("read_session_log", log=log),
+        tool_call("create_knowledge", name="tea-preference", entry_type="preference",
+                  description="The user drinks green tea, no sugar", body="Green tea, no sugar."),
+        tool_call("record_episode", what="Talked about tea", salience="low", source=log),
+        tool_call("create_intention", what="Buy more green tea", cue="tea"),
+        tool_call("mark_log_processed", log=log),
+    ]  # fmt: skip
+
+
 def say(text: str) -> dict[str, Any]:
     return {"role": "assistant", "content": text}
 

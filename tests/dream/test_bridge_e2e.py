@@ -17,14 +17,9 @@ import websockets
 from somnid.store import frontmatter
 from somnid.store.atomic import TEMP_PREFIX
 from tests.daemon import start_daemon
+from tests.dream.fakes import tea_steps, tool_call
 
 Script = Callable[[list[dict[str, Any]], list[str]], dict[str, Any] | None]
-
-
-def tool_call(name: str, /, **args: Any) -> dict[str, Any]:
-    function = {"name": name, "arguments": json.dumps(args)}
-    call = {"id": f"{name}-1", "type": "function", "function": function}
-    return {"role": "assistant", "content": "", "tool_calls": [call]}
 
 
 @contextlib.asynccontextmanager
@@ -69,14 +64,7 @@ async def host(base_url: str, answer: Script) -> AsyncIterator[list[dict[str, An
 def consolidating(messages: list[dict[str, Any]], logs: list[str]) -> dict[str, Any] | None:
     done = sum(1 for m in messages if m.get("role") == "tool")
     log = logs[0]
-    steps = [
-        tool_call("read_session_log", log=log),
-        tool_call("create_knowledge", name="tea-preference", entry_type="preference",
-                  description="The user drinks green tea, no sugar", body="Green tea, no sugar."),
-        tool_call("record_episode", what="Talked about tea", salience="low", source=log),
-        tool_call("create_intention", what="Buy more green tea", cue="tea"),
-        tool_call("mark_log_processed", log=log),
-    ]  # fmt: skip
+    steps = tea_steps(log)
     return steps[done] if done < len(steps) else {"role": "assistant", "content": "1 log done."}
 
 

@@ -14,7 +14,7 @@ from somnid.config import Settings
 from somnid.memory.clock import ManualClock
 from somnid.memory.kinds import Kind
 from somnid.runtime import Runtime
-from somnid.sessions.logs import Message
+from somnid.sessions.records import Message
 from somnid.store import frontmatter
 from tests.dream.fakes import ScriptedLLM, call, calls, say
 

@@ -22,6 +22,7 @@ from somnid.dream.tools import TOOL_NAMES
 from somnid.store import frontmatter
 from somnid.store.atomic import TEMP_PREFIX
 from tests.daemon import start_daemon
+from tests.dream.fakes import tea_steps, tool_call
 
 HANG = "hang"  # a script answer: hold the request open until the test ends
 GARBAGE = "garbage"  # a script answer: 200 with a body that is not JSON
@@ -38,23 +39,12 @@ Answer = dict[str, Any] | str
 Script = Callable[[list[dict[str, Any]], list[str]], Answer]
 
 
-def tool_call(name: str, /, **args: Any) -> dict[str, Any]:
-    function = {"name": name, "arguments": json.dumps(args, ensure_ascii=False)}
-    call = {"id": f"{name}-1", "type": "function", "function": function}
-    return {"role": "assistant", "content": "", "tool_calls": [call]}
-
-
 def consolidating(messages: list[dict[str, Any]], logs: list[str]) -> Answer:
     """The next step follows from how many tool results the request already holds."""
     done = sum(1 for m in messages if m.get("role") == "tool")
     log = logs[0]
     steps = [
-        tool_call("read_session_log", log=log),
-        tool_call("create_knowledge", name="tea-preference", entry_type="preference",
-                  description="The user drinks green tea, no sugar", body="Green tea, no sugar."),
-        tool_call("record_episode", what="Talked about tea", salience="low", source=log),
-        tool_call("create_intention", what="Buy more green tea", cue="tea"),
-        tool_call("mark_log_processed", log=log),
+        *tea_steps(log),
         tool_call("write_dream_log", content="Kept the tea preference; one reminder."),
     ]  # fmt: skip
     if done < len(steps):

@@ -16,7 +16,7 @@ from somnid.api.app import create_app
 from somnid.config import Settings
 from somnid.memory.clock import ManualClock
 from somnid.runtime import Runtime
-from somnid.sessions.logs import Message
+from somnid.sessions.records import Message
 from somnid.store import frontmatter
 from tests.dream.fakes import ScriptedLLM, call, say
 

@@ -14,7 +14,7 @@ from somnid.dream.schedule import QuietWindow
 from somnid.errors import InvalidInput
 from somnid.memory.clock import ManualClock
 from somnid.runtime import Runtime
-from somnid.sessions.logs import Message
+from somnid.sessions.records import Message
 from tests.dream.fakes import ScriptedLLM, say
 
 START = dt.datetime(2026, 10, 3, 22, 0, tzinfo=dt.UTC)

@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 
 from tests.daemon import Daemon, start_daemon
+from tests.dream.fakes import tool_call
 from tests.dream.test_http_backend_dreams import (
     HANG,
     Answer,
@@ -24,7 +25,6 @@ from tests.dream.test_http_backend_dreams import (
     converse,
     dream,
     llm_server,
-    tool_call,
 )
 
 EXPECTED_TOOLS = [

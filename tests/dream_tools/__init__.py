@@ -12,7 +12,7 @@ from somnid.config import Settings
 from somnid.dream.tools import DreamTools
 from somnid.memory.clock import ManualClock
 from somnid.runtime import Runtime
-from somnid.sessions.logs import Message, Role
+from somnid.sessions.records import Message, Role
 
 START = dt.datetime(2026, 10, 3, 12, 0, tzinfo=dt.UTC)
 

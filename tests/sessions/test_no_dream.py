@@ -14,7 +14,7 @@ from somnid.config import CaptureSettings
 from somnid.dream.logfiles import mark_processed
 from somnid.memory.clock import ManualClock
 from somnid.sessions import Message, SessionLogs
-from somnid.sessions.logs import wants_dream
+from somnid.sessions.records import wants_dream
 from somnid.store import frontmatter
 from somnid.store.atomic import write_atomic
 from somnid.store.layout import Layout

@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from somnid.api.schemas import Schema
-from somnid.sessions.logs import Appended, Closed, NoDream
+from somnid.sessions.records import Appended, Closed, NoDream
 
 MAX_BATCH = 500
 MAX_FIELD = 1_000_000

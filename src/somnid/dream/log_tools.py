@@ -22,7 +22,7 @@ from somnid.dream.logfiles import (
 )
 from somnid.dream.toolbase import ToolBase, answers_errors
 from somnid.services.maintenance import DecayReport
-from somnid.sessions.logs import PendingLog
+from somnid.sessions.records import PendingLog
 from somnid.sessions.transcript import read_log
 
 MAX_NOTES = 20_000

@@ -34,7 +34,7 @@ from somnid.dream.tools import DreamTools
 from somnid.memory.clock import Clock
 from somnid.recall.system import RecallSystem
 from somnid.services.maintenance import DecayReport, Maintenance
-from somnid.sessions.logs import PendingLog
+from somnid.sessions.records import PendingLog
 from somnid.sessions.service import SessionService
 from somnid.store.layout import Layout
 

@@ -1,13 +1,7 @@
 """Session capture: conversation logs written as they happen, read back as turns."""
 
-from somnid.sessions.logs import (
-    Appended,
-    Closed,
-    Message,
-    PendingLog,
-    SessionLogs,
-    ToolCall,
-)
+from somnid.sessions.logs import SessionLogs
+from somnid.sessions.records import Appended, Closed, Message, PendingLog, ToolCall
 from somnid.sessions.service import SessionService
 from somnid.sessions.transcript import Transcript, Turn, read_log, recent_turns, session_turns
 

@@ -33,113 +33,43 @@ import datetime as dt
 import logging
 import os
 import threading
-import unicodedata
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 from somnid.config import CaptureSettings
-from somnid.errors import BrokenFile, InvalidInput, StorageError, Unavailable
+from somnid.errors import BrokenFile, StorageError, Unavailable
 from somnid.memory.clock import Clock
 from somnid.sessions import transcript
+from somnid.sessions.records import (
+    DEFAULT_USER,
+    Appended,
+    Closed,
+    Message,
+    NoDream,
+    PendingLog,
+    SkipReason,
+    ToolCall,
+    check_printable,
+    check_session_id,
+    wants_dream,
+)
 from somnid.store import frontmatter
-from somnid.store.atomic import _storage_error, write_atomic
+from somnid.store.atomic import append_durably, storage_error, write_atomic
 from somnid.store.layout import Layout
 
 log = logging.getLogger(__name__)
 
-MAX_ID_CHARS = 200
-DEFAULT_USER = "default"
 MAX_NO_DREAM_SESSIONS = 10_000
 """Sessions remembered as "never dream this" (for the logs they open later); oldest go first."""
-_NO = frozenset({"false", "no", "off"})
 
 LOG_MOVES = threading.Lock()
 """Held while a closed log is rewritten in place or moved out of ``session-log/``. A rewrite
 renames a new file over the log's path: racing a move (a dream archiving the log), it would
 put a copy of the moved log back among the pending ones."""
 
-Role = Literal["user", "agent"]
-SkipReason = Literal["empty", "disabled"]
 _T = TypeVar("_T")
-
-
-@dataclass(frozen=True, slots=True)
-class Message:
-    role: Role
-    text: str
-    speaker: str | None = None
-    user_id: str | None = None
-    chat_type: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ToolCall:
-    call: str
-    result: str = ""
-    error: str | None = None
-    reason: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Appended:
-    """What one append did. ``path`` (relative to the data dir) is the log written to, None
-    if nothing was; ``skipped`` lists (index in the request, reason)."""
-
-    path: PurePosixPath | None
-    written: int
-    truncated: int
-    skipped: list[tuple[int, SkipReason]]
-    message_count: int
-
-
-@dataclass(frozen=True, slots=True)
-class Closed:
-    """A closed log: its path (relative), its part number and its entries."""
-
-    path: PurePosixPath | None
-    part: int = 0
-    message_count: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class NoDream:
-    """The session's logs now marked ``dream: false`` (relative, oldest first) and its open
-    log, if it has one."""
-
-    paths: list[PurePosixPath]
-    open: PurePosixPath | None
-
-
-@dataclass(frozen=True, slots=True)
-class PendingLog:
-    path: Path
-    open: bool
-    dream: bool = True
-    """False when its front-matter says ``dream: false``: never shown to a model."""
-
-
-def wants_dream(meta: Any) -> bool:
-    """Whether a log's front-matter lets a dream read it: anything but ``dream: false``
-    (``no`` and ``off`` count as false too: a person may write them by hand)."""
-    value = meta.get("dream", True)
-    if isinstance(value, str):
-        return value.strip().lower() not in _NO
-    return value is not False
-
-
-def check_session_id(session_id: str) -> None:
-    """A session id is client text, never used in a path: 1–200 characters, no controls."""
-    if not session_id or len(session_id) > MAX_ID_CHARS:
-        raise InvalidInput(f"a session id has 1 to {MAX_ID_CHARS} characters")
-    _check_printable(session_id, "session id")
-
-
-def _check_printable(value: str, what: str) -> None:
-    for ch in value:
-        if unicodedata.category(ch) in ("Cc", "Cs", "Zl", "Zp"):
-            raise InvalidInput(f"the {what} contains a control character ({ord(ch):#x})")
 
 
 @dataclass(slots=True)
@@ -193,7 +123,7 @@ class SessionLogs:
                 (message.speaker, "speaker"),
             ):
                 if value is not None:
-                    _check_printable(value, what)
+                    check_printable(value, what)
         if not self.capture.enabled:
             return self._disabled(len(messages))
         now = self._now()
@@ -368,7 +298,7 @@ class SessionLogs:
                 self._finalise(previous, continued_by=current.stem)
                 fd = self._must_reopen(current)
                 size = os.fstat(fd).st_size
-            _append(fd, data, size, current.path)
+            append_durably(fd, data, size, current.path)
         finally:
             if fd >= 0:
                 os.close(fd)
@@ -389,7 +319,7 @@ class SessionLogs:
         except FileNotFoundError:
             return None
         except OSError as exc:
-            raise _storage_error(exc, current.path) from exc
+            raise storage_error(exc, current.path) from exc
         stat = os.fstat(fd)
         if (stat.st_dev, stat.st_ino) != current.file_id:
             os.close(fd)
@@ -472,7 +402,7 @@ class SessionLogs:
             log.warning("not finalising session log %s: %s", current.path.name, exc)
             return
         except OSError as exc:
-            raise _storage_error(exc, current.path) from exc
+            raise storage_error(exc, current.path) from exc
         updates: dict[str, Any] = {"end_time": self._now(), "message_count": current.count}
         if last and current.part > 1:
             updates["total_message_count"] = current.total
@@ -495,7 +425,7 @@ class SessionLogs:
             log.warning("not marking session log %s dream: false: %s", current.path.name, exc)
             return False
         except OSError as exc:
-            raise _storage_error(exc, current.path) from exc
+            raise storage_error(exc, current.path) from exc
         if wants_dream(doc.meta):
             _set_before(doc.meta, "status", {"dream": False})
             write_atomic(current.path, frontmatter.render(doc).encode("utf-8"))
@@ -546,17 +476,3 @@ def _set_before(meta: Any, anchor: str, updates: dict[str, Any]) -> None:
             meta.insert(list(meta).index(anchor), key, value)
         else:
             meta[key] = value
-
-
-def _append(fd: int, data: bytes, size: int, path: Path) -> None:
-    """Write all of ``data`` and fsync; on failure cut the file back to ``size``."""
-    try:
-        view = memoryview(data)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
-        os.fsync(fd)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            os.ftruncate(fd, size)
-        raise _storage_error(exc, path) from exc

@@ -9,15 +9,8 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from somnid.sessions.logs import (
-    Appended,
-    Closed,
-    Message,
-    NoDream,
-    PendingLog,
-    SessionLogs,
-    ToolCall,
-)
+from somnid.sessions.logs import SessionLogs
+from somnid.sessions.records import Appended, Closed, Message, NoDream, PendingLog, ToolCall
 
 log = logging.getLogger(__name__)
 

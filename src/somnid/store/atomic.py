@@ -26,12 +26,27 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def _storage_error(exc: OSError, path: Path) -> StorageError:
+def storage_error(exc: OSError, path: Path) -> StorageError:
     if exc.errno == errno.ENOSPC:
         return StorageError(f"no space left on the device holding {path}", code="disk_full")
     if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
         return StorageError(f"the data dir is not writable: {path}", code="read_only")
     return StorageError(f"could not write {path}: {exc.strerror or exc}")
+
+
+def append_durably(fd: int, data: bytes, size: int, path: Path) -> None:
+    """Append all of ``data`` to ``fd`` (opened O_APPEND, ``size`` bytes long) and fsync;
+    on failure cut the file back to ``size``, so a half-written line never stays."""
+    try:
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        os.fsync(fd)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, size)
+        raise storage_error(exc, path) from exc
 
 
 def ensure_dir(path: Path) -> None:
@@ -47,7 +62,7 @@ def ensure_dir(path: Path) -> None:
                 folder.mkdir()
             fsync_dir(folder.parent)
     except OSError as exc:
-        raise _storage_error(exc, path) from exc
+        raise storage_error(exc, path) from exc
 
 
 def write_atomic(path: Path, data: bytes, *, exclusive: bool = False) -> None:
@@ -81,7 +96,7 @@ def write_atomic(path: Path, data: bytes, *, exclusive: bool = False) -> None:
         raise
     except OSError as exc:
         _discard(tmp)
-        raise _storage_error(exc, path) from exc
+        raise storage_error(exc, path) from exc
     except BaseException:
         _discard(tmp)
         raise
@@ -103,7 +118,7 @@ def move_atomic(source: Path, target: Path) -> None:
         if source.parent != target.parent:
             fsync_dir(source.parent)
     except OSError as exc:
-        raise _storage_error(exc, target) from exc
+        raise storage_error(exc, target) from exc
 
 
 def sweep_temp_files(root: Path, *, older_than: float | None = None) -> list[Path]:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from somnid.errors import BrokenFile, InvalidInput, NotFound
 from somnid.memory.clock import Clock, to_datetime
 from somnid.memory.entry import Entry
+from somnid.memory.intentions import Intention
 from somnid.memory.kinds import Kind
 from somnid.recall.engine import Hit
 from somnid.recall.system import RecallSystem
@@ -309,11 +310,7 @@ class MemoryTools:
         Args:
             intention_id: The id, like pi-20261003-001 (see list_intentions).
         """
-        try:
-            intention = await self.intentions.complete(intention_id)
-        except NotFound:
-            return f"There is no open intention {intention_id!r}; see list_intentions."
-        return f"Completed {intention.id}: {intention.what}."
+        return await self._close(intention_id, self.intentions.complete, "Completed")
 
     async def cancel_intention(self, ctx: ToolContext, intention_id: str) -> str:
         """Drop an open intention that is no longer wanted.
@@ -321,11 +318,16 @@ class MemoryTools:
         Args:
             intention_id: The id, like pi-20261003-001 (see list_intentions).
         """
+        return await self._close(intention_id, self.intentions.cancel, "Cancelled")
+
+    async def _close(
+        self, intention_id: str, close: Callable[[str], Awaitable[Intention]], done: str
+    ) -> str:
         try:
-            intention = await self.intentions.cancel(intention_id)
+            intention = await close(intention_id)
         except NotFound:
             return f"There is no open intention {intention_id!r}; see list_intentions."
-        return f"Cancelled {intention.id}: {intention.what}."
+        return f"{done} {intention.id}: {intention.what}."
 
     async def list_intentions(self, ctx: ToolContext) -> str:
         """List every open intention, soonest due first."""

@@ -13,7 +13,7 @@ from somnid.api.session_schemas import (
     NoDreamOut,
     ToolCallIn,
 )
-from somnid.sessions.logs import MAX_ID_CHARS, Message, ToolCall
+from somnid.sessions.records import MAX_ID_CHARS, Message, ToolCall
 
 router = APIRouter(prefix="/v1/sessions", tags=["capture"])
 

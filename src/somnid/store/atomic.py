@@ -34,15 +34,20 @@ def storage_error(exc: OSError, path: Path) -> StorageError:
     return StorageError(f"could not write {path}: {exc.strerror or exc}")
 
 
+def _write_all(fd: int, data: bytes) -> None:
+    """Write every byte (os.write may write fewer), then fsync."""
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+    os.fsync(fd)
+
+
 def append_durably(fd: int, data: bytes, size: int, path: Path) -> None:
     """Append all of ``data`` to ``fd`` (opened O_APPEND, ``size`` bytes long) and fsync;
     on failure cut the file back to ``size``, so a half-written line never stays."""
     try:
-        view = memoryview(data)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
-        os.fsync(fd)
+        _write_all(fd, data)
     except OSError as exc:
         with contextlib.suppress(OSError):
             os.ftruncate(fd, size)
@@ -77,11 +82,7 @@ def write_atomic(path: Path, data: bytes, *, exclusive: bool = False) -> None:
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         try:
-            view = memoryview(data)
-            while view:
-                written = os.write(fd, view)
-                view = view[written:]
-            os.fsync(fd)
+            _write_all(fd, data)
         finally:
             os.close(fd)
         if exclusive:

@@ -18,6 +18,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from somnid import errors
 
@@ -36,6 +37,7 @@ _STATUS: list[tuple[type[errors.SomnidError], int]] = [
     (errors.Unavailable, 503),
 ]
 _STORAGE_STATUS = {"disk_full": 507, "read_only": 503}
+_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 _HTTP_CODES = {
     400: "bad_request",
     401: "unauthorized",
@@ -122,7 +124,27 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     detail = exc.detail if isinstance(exc.detail, str) else HTTPStatus(exc.status_code).phrase
     if exc.status_code == 404 and detail == "Not Found":
         detail = f"no route {request.method} {request.url.path}"
-    return problem(exc.status_code, code, detail, instance=request.url.path, headers=exc.headers)
+    headers = exc.headers
+    allowed = _allowed_methods(request) if exc.status_code == 405 else ""
+    if allowed:
+        headers = {**(headers or {}), "Allow": allowed}
+        detail = f"{request.method} is not served here; use {allowed}"
+    return problem(exc.status_code, code, detail, instance=request.url.path, headers=headers)
+
+
+def _allowed_methods(request: Request) -> str:
+    """Every method some route serves at this path: Starlette's 405 names only the first
+    route that matched, and each method of a path is its own route here."""
+    scope = request.scope
+    allowed = []
+    for method in _METHODS:
+        probe = {
+            key: scope[key] for key in ("type", "path", "root_path", "headers") if key in scope
+        }
+        probe["method"] = method
+        if any(route.matches(probe)[0] is Match.FULL for route in request.app.router.routes):
+            allowed.append(method)
+    return ", ".join(allowed)
 
 
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:

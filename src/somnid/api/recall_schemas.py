@@ -17,9 +17,9 @@ class RecallRequest(Schema):
     kinds: list[Kind] | None = Field(
         None, description="Kinds to search; default knowledge, episode and skill."
     )
-    limit: int = Field(10, ge=1, le=50)
+    limit: int = Field(10, ge=1, le=50, strict=True)
     project: str | None = Field(None, max_length=200)
-    explain: bool = Field(False, description="Add each result's score components.")
+    explain: bool = Field(False, strict=True, description="Add each result's score components.")
 
 
 class RecallItem(Schema):
@@ -69,7 +69,7 @@ class SyncRequest(Schema):
 class ThoughtRequest(Schema):
     session_id: str = Field(min_length=1, max_length=200)
     cue: str = Field(max_length=20_000)
-    iter_no: int | None = Field(None, ge=0)
+    iter_no: int | None = Field(None, ge=0, strict=True)
     project: str | None = Field(None, max_length=200)
 
 
@@ -77,7 +77,7 @@ class ActionRequest(Schema):
     session_id: str = Field(min_length=1, max_length=200)
     tool_name: str = Field(min_length=1, max_length=200)
     args: dict[str, Any] = Field(default_factory=dict)
-    iter_no: int | None = Field(None, ge=0)
+    iter_no: int | None = Field(None, ge=0, strict=True)
     project: str | None = Field(None, max_length=200)
 
 

@@ -11,7 +11,9 @@ from somnid.api.schemas import Schema
 
 class SleepRun(Schema):
     trigger: str = Field("manual", max_length=100)
-    wait: bool = Field(False, description="Answer when the dream is over instead of at once.")
+    wait: bool = Field(
+        False, strict=True, description="Answer when the dream is over instead of at once."
+    )
 
 
 class DreamResultOut(Schema):

@@ -64,7 +64,7 @@ def test_sections_reflect_profiles_and_intentions_and_stay_byte_stable(
     first = prompt(client, speakerUserId="ou_1", participantUserIds=["ou_1", "ou_2"])
     identity = first["identity"]["text"]
     assert "I am a careful coding assistant." in identity
-    assert "ou_1 (platform)\nAlice runs the release train." in identity
+    assert "ou_1 (platform)\n> Alice runs the release train." in identity
     assert "- ou_2: Bob owns the database." in identity and "Likes tea" not in identity
     assert first["intentions"]["text"] == ""
     assert "## Recall discipline" in first["discipline"]["text"]

@@ -21,6 +21,7 @@ from somnid.memory.intentions import Agenda, Intention
 from somnid.memory.kinds import SELF_PROFILE, Kind
 from somnid.services.intentions import Intentions
 from somnid.services.prompt_text import PromptText, text_for
+from somnid.services.recalling import one_line, quote
 from somnid.store.memories import MemoryStore
 
 MAX_PARTICIPANTS = 10
@@ -97,17 +98,18 @@ class PromptBuilder:
     def _identity(self, speaker: str | None, participants: list[str]) -> str:
         t = self.text
         parts: list[str] = []
+        # Profile text is quoted and names are kept to one line, so no line of a profile can
+        # pass for a heading of its own ("## Recall discipline", "## Open intentions").
         me = self._profile(SELF_PROFILE)
         if me is not None and me.body.strip():
-            parts.append(f"{t.about_me}\n{me.body.strip()}")
+            parts.append("\n".join([t.about_me, *quote(me.body.strip())]))
         if speaker:
             profile = self._profile(speaker)
             if profile is not None:
-                name = profile.text_field("name") or speaker
-                department = profile.text_field("department")
+                name = one_line(profile.text_field("name")) or one_line(speaker)
+                department = one_line(profile.text_field("department"))
                 head = f"{name} ({department})" if department else name
-                body = profile.body.strip()
-                parts.append(f"{t.speaker}\n{head}" + (f"\n{body}" if body else ""))
+                parts.append("\n".join([t.speaker, head, *quote(profile.body.strip())]))
         lines: list[str] = []
         for user in dict.fromkeys(p for p in participants if p and p != speaker):
             if len(lines) >= MAX_PARTICIPANTS:
@@ -115,7 +117,7 @@ class PromptBuilder:
             profile = self._profile(user)
             if profile is None:
                 continue
-            name = profile.text_field("name") or user
+            name = one_line(profile.text_field("name")) or one_line(user)
             first = next((ln.strip() for ln in profile.body.splitlines() if ln.strip()), "")
             lines.append(f"- {name}: {first[:PARTICIPANT_LINE_CHARS]}".rstrip(": "))
         if lines:

@@ -21,6 +21,18 @@ class Found:
     entry: Entry
 
 
+def one_line(text: str) -> str:
+    """A memory's short field (description, name, tag) on one line: a newline in it could
+    start a line that looks like the frame around it (a heading, another entry, a source)."""
+    return " ".join(text.split())
+
+
+def quote(text: str) -> list[str]:
+    """Memory text as a Markdown quote, every line of it: no line reads as a heading or as
+    the text around the quote, whatever the memory says."""
+    return [f"> {line}" if line else ">" for line in text.splitlines()]
+
+
 def snippet(text: str, limit: int = SNIPPET_CHARS) -> str:
     text = text.strip()
     return text if len(text) <= limit else text[:limit].rstrip() + "…"
@@ -47,11 +59,11 @@ def quote_markdown(found: list[Found], query: str) -> str:
         lines.append(f"### [{hit.kind.value}] {hit.name} (score {hit.score:.2f})")
         lines.append(f"source: {hit.path}")
         if entry.description:
-            lines.append(f"> {entry.description}")
+            lines.extend(quote(entry.description))
         body = snippet(entry.body)
         if body:
             lines.append(">")
-            lines.extend(f"> {line}" if line else ">" for line in body.splitlines())
+            lines.extend(quote(body))
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"
 

@@ -22,7 +22,7 @@ from somnid.recall.engine import Hit
 from somnid.recall.system import RecallSystem
 from somnid.services.intentions import Intentions
 from somnid.services.memories import MemoryService
-from somnid.services.recalling import Found, load_hits, snippet
+from somnid.services.recalling import Found, load_hits, one_line, quote, snippet
 from somnid.tools.seen import SeenTracker
 
 WEAK_SCORE = 0.30
@@ -62,10 +62,6 @@ def _date(value: str, name: str) -> dt.date | None:
         raise InvalidInput(f"{name} must be a date like 2026-10-03, not {value!r}") from None
 
 
-def _quote(text: str) -> list[str]:
-    return [f"> {line}" if line else ">" for line in text.splitlines()]
-
-
 class MemoryTools:
     def __init__(
         self,
@@ -101,7 +97,7 @@ class MemoryTools:
         if when is not None:
             parts.append(f"when={when.astimezone(self.clock.tz):%Y-%m-%d %H:%M}")
         for key in ("outcome", "tags", "source"):
-            value = entry.text_field(key)
+            value = one_line(entry.text_field(key))
             if value:
                 parts.append(f"{key}={value}")
         return " | ".join(parts)
@@ -143,16 +139,15 @@ class MemoryTools:
         ]
         for item in found:
             hit, entry = item.hit, item.entry
-            lines.append(
-                f"[{hit.kind.value}|score={hit.score:.2f}] {hit.name} — {entry.description}"
-            )
+            head = f"[{hit.kind.value}|score={hit.score:.2f}] {hit.name}"
+            lines.append(f"{head} — {one_line(entry.description)}")
             if hit.kind is Kind.EPISODE:
                 facts = self._episode_facts(entry)
                 if facts:
                     lines.append(f"  {facts}")
             body = snippet(entry.body)
             if body:
-                lines.extend("  " + line for line in _quote(body))
+                lines.extend("  " + line for line in quote(body))
             lines.append(f"  source: {hit.path}")
         await self._reinforce([item.entry for item in found])
         return "\n".join(lines)
@@ -207,7 +202,8 @@ class MemoryTools:
         for entry, score in kept:
             facts = self._episode_facts(entry)
             extra = f" | score={score:.2f}" if score is not None else ""
-            lines.append(f"- {entry.description or entry.name} ({facts}{extra}) [{entry.path}]")
+            title = one_line(entry.description) or entry.name
+            lines.append(f"- {title} ({facts}{extra}) [{entry.path}]")
         if query.strip():
             await self._reinforce([entry for entry, _ in kept])
         return "\n".join(lines)
@@ -266,11 +262,11 @@ class MemoryTools:
             score = entry.vitals(self.clock.tz).score
             lines += ["", f"### {entry.name} (type={entry.entry_type or '-'}, score={score:.2f})"]
             if entry.description:
-                lines.append(entry.description)
+                lines.append(one_line(entry.description))
             body = entry.body.strip()
             if body:
                 cut = body[:BODY_CHARS]
-                lines.extend(_quote(cut))
+                lines.extend(quote(cut))
                 if len(body) > BODY_CHARS:
                     lines.append(f"(cut at {BODY_CHARS} characters; the whole entry: {entry.path})")
             lines.append(f"source: {entry.path}")

@@ -16,6 +16,7 @@ from somnid.config import Settings
 from somnid.embed.e5convert import install_default_model
 from somnid.embed.onnx import OnnxEmbedder
 from somnid.memory.clock import ManualClock
+from tests.clients import TEST_TOKEN, app_client
 from tests.daemon import Daemon, start_daemon
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -42,7 +43,7 @@ def data_dir(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def settings(data_dir: Path) -> Settings:
-    return Settings(data_dir=data_dir, timezone="UTC", embed={"provider": "off"})
+    return Settings(data_dir=data_dir, timezone="UTC", embed={"provider": "off"}, token=TEST_TOKEN)
 
 
 @pytest.fixture
@@ -52,7 +53,7 @@ def clock() -> ManualClock:
 
 @pytest.fixture
 def client(settings: Settings, clock: ManualClock) -> Iterator[TestClient]:
-    with TestClient(create_app(settings, clock=clock)) as test_client:
+    with app_client(create_app(settings, clock=clock), settings) as test_client:
         yield test_client
 
 

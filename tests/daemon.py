@@ -16,6 +16,16 @@ from pathlib import Path
 import httpx
 
 
+def read_token(data_dir: Path) -> str:
+    env_token = os.environ.get("SOMNID_TOKEN")
+    path = data_dir / "token"
+    if path.exists():
+        return path.read_text(encoding="utf-8").strip()
+    if env_token:
+        return env_token
+    raise FileNotFoundError(f"no token in {path}")
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
@@ -30,8 +40,20 @@ class Daemon:
     data_dir: Path
     log_path: Path
 
+    @property
+    def token(self) -> str:
+        """The bearer token the daemon generated into its data dir (or was given)."""
+        return read_token(self.data_dir)
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"}
+
     def client(self, timeout: float = 10.0) -> httpx.Client:
-        return httpx.Client(base_url=self.base_url, timeout=timeout)
+        return httpx.Client(base_url=self.base_url, timeout=timeout, headers=self.headers)
+
+    def async_client(self, timeout: float = 10.0) -> httpx.AsyncClient:
+        return httpx.AsyncClient(base_url=self.base_url, timeout=timeout, headers=self.headers)
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""

@@ -31,6 +31,12 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--host")
     serve.add_argument("--port", type=int)
     serve.add_argument("--data-dir", type=Path)
+    serve.add_argument(
+        "--allow-non-loopback",
+        action="store_const",
+        const=True,
+        help="permit binding an address other hosts can reach (the token still applies)",
+    )
 
     openapi = commands.add_parser("openapi", help="print or write the OpenAPI document")
     openapi.add_argument("--out", type=Path, help="write here instead of stdout")
@@ -47,7 +53,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _settings(args: argparse.Namespace) -> Settings:
     overrides: dict[str, Any] = {}
-    for key in ("host", "port", "data_dir"):
+    for key in ("host", "port", "data_dir", "allow_non_loopback"):
         value = getattr(args, key, None)
         if value is not None:
             overrides[key] = value
@@ -73,7 +79,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _serve(settings: Settings) -> int:
     from somnid import logs
     from somnid.daemon import serve
+    from somnid.errors import InvalidInput
+    from somnid.security import check_bind
 
+    try:
+        check_bind(settings)
+    except InvalidInput as exc:
+        print(f"somnid: {exc.detail}", file=sys.stderr)
+        return EXIT_USAGE
     logs.configure(settings.log_level)
     faulthandler.enable()  # a crash in native code still leaves a Python stack in the log
     try:

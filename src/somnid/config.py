@@ -11,7 +11,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -148,7 +148,9 @@ class Settings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = Field(DEFAULT_PORT, ge=0, le=65535)
     allow_non_loopback: bool = False
-    token: str | None = None
+    token: SecretStr | None = None
+    allowed_hosts: list[str] = Field(default_factory=list)
+    allowed_origins: list[str] = Field(default_factory=list)
     timezone: str = "local"
     prompt_lang: Literal["zh", "en"] = "en"
     log_level: Literal["debug", "info", "warning", "error"] = "info"
@@ -168,6 +170,15 @@ class Settings(BaseSettings):
     @classmethod
     def _expand_data_dir(cls, value: Path) -> Path:
         return value.expanduser()
+
+    @field_validator("allowed_origins", mode="after")
+    @classmethod
+    def _check_origins(cls, values: list[str]) -> list[str]:
+        for value in values:
+            scheme, sep, rest = value.partition("://")
+            if scheme not in ("http", "https") or not sep or not rest or "/" in rest.rstrip("/"):
+                raise ValueError(f"{value!r} is not an origin like http://localhost:3000")
+        return values
 
     @property
     def models_dir(self) -> Path:

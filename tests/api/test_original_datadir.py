@@ -10,6 +10,7 @@ from fastapi.testclient import TestClient
 from somnid.api.app import create_app
 from somnid.config import Settings
 from somnid.memory.clock import ManualClock
+from tests.clients import app_client
 
 
 def digest(root: Path) -> dict[str, str]:
@@ -24,7 +25,7 @@ def test_opens_without_touching_a_person_s_file(
     original_data_dir: Path, settings: Settings, clock: ManualClock
 ) -> None:
     before = digest(original_data_dir)
-    with TestClient(create_app(settings, clock=clock)) as client:
+    with app_client(create_app(settings, clock=clock), settings) as client:
         health = client.get("/v1/health").json()
         assert health["status"] == "ok"
         assert health["brokenFiles"] == []

@@ -13,13 +13,16 @@ from somnid.config import Settings
 from somnid.embed.onnx import OnnxEmbedder
 from somnid.memory.clock import ManualClock
 from tests.api.problems import assert_problem
+from tests.clients import app_client
 
 
 @pytest.fixture
 def client(
     settings: Settings, clock: ManualClock, int8_embedder: OnnxEmbedder
 ) -> Iterator[TestClient]:
-    with TestClient(create_app(settings, clock=clock, embedder=int8_embedder)) as test_client:
+    with app_client(
+        create_app(settings, clock=clock, embedder=int8_embedder), settings
+    ) as test_client:
         for name, description, body in [
             ("venv-pip", "Install packages with the venv's pip", "Never pip into system Python."),
             ("部署窗口", "周二到周四才能部署", "周一和周五禁止部署到生产环境。"),

@@ -11,23 +11,22 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
-import httpx
 import websockets
 
 from somnid.store import frontmatter
 from somnid.store.atomic import TEMP_PREFIX
-from tests.daemon import start_daemon
+from tests.daemon import Daemon, start_daemon
 from tests.dream.fakes import tea_steps, tool_call
 
 Script = Callable[[list[dict[str, Any]], list[str]], dict[str, Any] | None]
 
 
 @contextlib.asynccontextmanager
-async def host(base_url: str, answer: Script) -> AsyncIterator[list[dict[str, Any]]]:
+async def host(daemon: Daemon, answer: Script) -> AsyncIterator[list[dict[str, Any]]]:
     """A fake harness: answers llm.chat frames; ``answer`` returning None means hang."""
     seen: list[dict[str, Any]] = []
-    url = base_url.replace("http://", "ws://") + "/v1/llm/bridge"
-    async with websockets.connect(url, max_size=None) as socket:
+    url = daemon.base_url.replace("http://", "ws://") + "/v1/llm/bridge"
+    async with websockets.connect(url, max_size=None, additional_headers=daemon.headers) as socket:
         await socket.send(json.dumps({"type": "hello", "host": "test", "model": "scripted"}))
 
         async def serve() -> None:
@@ -70,13 +69,13 @@ def consolidating(messages: list[dict[str, Any]], logs: list[str]) -> dict[str, 
 
 async def test_a_conversation_becomes_memory_through_the_bridge(tmp_path: Path) -> None:
     with start_daemon(tmp_path / "data") as daemon:
-        async with httpx.AsyncClient(base_url=daemon.base_url, timeout=30) as client:
+        async with daemon.async_client(timeout=30) as client:
             turns = [{"role": "user", "text": "I only drink green tea, no sugar please."},
                      {"role": "agent", "text": "Green tea without sugar, noted."}]  # fmt: skip
             assert (
                 await client.post("/v1/sessions/t1/messages", json={"messages": turns})
             ).status_code == 200
-            async with host(daemon.base_url, consolidating):
+            async with host(daemon, consolidating):
                 for _ in range(100):
                     if (await client.get("/v1/sleep/status")).json()["llm"]["status"] == "ok":
                         break
@@ -102,7 +101,7 @@ async def test_a_conversation_becomes_memory_through_the_bridge(tmp_path: Path) 
 
 async def test_a_user_turn_stops_the_dream_within_a_second(tmp_path: Path) -> None:
     with start_daemon(tmp_path / "data") as daemon:
-        async with httpx.AsyncClient(base_url=daemon.base_url, timeout=30) as client:
+        async with daemon.async_client(timeout=30) as client:
             turns = [{"role": "user", "text": "The build server is ci-7.internal, port 8443."}]
             await client.post("/v1/sessions/t2/messages", json={"messages": turns})
 
@@ -111,7 +110,7 @@ async def test_a_user_turn_stops_the_dream_within_a_second(tmp_path: Path) -> No
                     return tool_call("read_session_log", log=logs[0])
                 return None  # then think forever
 
-            async with host(daemon.base_url, slow) as frames:
+            async with host(daemon, slow) as frames:
                 await asyncio.sleep(0.3)
                 assert (await client.post("/v1/sleep/run", json={"trigger": "test"})).json()[
                     "started"

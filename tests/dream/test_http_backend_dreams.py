@@ -178,7 +178,7 @@ async def test_a_full_dream_over_an_http_backend(tmp_path: Path, backend: str) -
         llm_server(consolidating) as llm,
         start_daemon(tmp_path / "data", *backend_env(backend, llm.url)) as daemon,
     ):
-        async with httpx.AsyncClient(base_url=daemon.base_url, timeout=30) as client:
+        async with daemon.async_client(timeout=30) as client:
             log = await converse(client)
             status = (await client.get("/v1/sleep/status")).json()
             assert status["llm"] == {"status": "ok", "detail": backend}
@@ -254,7 +254,7 @@ async def test_garbage_or_silence_from_the_llm_interrupts_the_dream(
     with llm_server(failing) as llm:
         env = (*backend_env(backend, llm.url), ("SOMNID_DREAM__REQUEST_TIMEOUT_S", "1"))
         with start_daemon(tmp_path / "data", *env) as daemon:
-            async with httpx.AsyncClient(base_url=daemon.base_url, timeout=30) as client:
+            async with daemon.async_client(timeout=30) as client:
                 log = await converse(client)
                 live = daemon.data_dir / f"memory/session-log/{log}.md"
 

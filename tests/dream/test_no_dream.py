@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fastapi.testclient import TestClient
 
 from somnid.api.app import create_app
 from somnid.config import Settings
@@ -18,6 +17,7 @@ from somnid.memory.clock import ManualClock
 from somnid.runtime import Runtime
 from somnid.sessions.records import Message
 from somnid.store import frontmatter
+from tests.clients import app_client
 from tests.dream.fakes import ScriptedLLM, call, say
 
 START = dt.datetime(2026, 10, 3, 22, 0, tzinfo=dt.UTC)
@@ -133,7 +133,7 @@ def test_the_dream_result_over_http(tmp_path: Path) -> None:
     settings = Settings(
         data_dir=tmp_path / "data", timezone="UTC", embed={"provider": "off"}, dream={"llm": "off"}
     )
-    with TestClient(create_app(settings, clock=ManualClock(START))) as client:
+    with app_client(create_app(settings, clock=ManualClock(START)), settings) as client:
         say_it = {"messages": [{"role": "user", "text": SECRET}]}
         path = client.post("/v1/sessions/p/messages", json=say_it).json()["path"]
         assert client.post("/v1/sessions/p/no-dream").json()["paths"] == [path]

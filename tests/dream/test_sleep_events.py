@@ -109,7 +109,7 @@ async def test_a_dream_is_streamed_to_every_subscriber_in_order(tmp_path: Path) 
         llm_server(consolidating) as llm,
         start_daemon(tmp_path / "data", *backend_env("callback", llm.url)) as daemon,
     ):
-        async with httpx.AsyncClient(base_url=daemon.base_url, timeout=30) as client:
+        async with daemon.async_client(timeout=30) as client:
             log = await converse(client)
             async with subscribed(client) as first, subscribed(client) as second:
                 result = await dream(client)
@@ -148,7 +148,7 @@ async def test_subscribers_that_hang_up_break_nothing(tmp_path: Path) -> None:
         llm_server(answer) as llm,
         start_daemon(tmp_path / "data", *backend_env("callback", llm.url)) as daemon,
     ):
-        async with httpx.AsyncClient(base_url=daemon.base_url, timeout=30) as client:
+        async with daemon.async_client(timeout=30) as client:
             await converse(client)
             async with subscribed(client):
                 pass  # hangs up before anything happens
@@ -179,7 +179,7 @@ async def test_the_daemon_still_stops_with_a_subscriber_connected(tmp_path: Path
     ``shutdown_timeout_s`` and then cuts it: slower, but the daemon exits cleanly."""
     with start_daemon(tmp_path / "data", ("SOMNID_SHUTDOWN_TIMEOUT_S", "1")) as daemon:
         async with (
-            httpx.AsyncClient(base_url=daemon.base_url, timeout=30) as client,
+            daemon.async_client(timeout=30) as client,
             subscribed(client),
         ):
             began = time.monotonic()
@@ -198,7 +198,7 @@ def test_an_open_event_stream_does_not_hold_shutdown(tmp_path: Path) -> None:
 
         def listen() -> None:
             with (
-                httpx.Client(base_url=daemon.base_url, timeout=30) as client,
+                daemon.client(timeout=30) as client,
                 client.stream("GET", "/v1/sleep/events") as response,
             ):
                 for _ in response.iter_lines():

@@ -52,7 +52,7 @@ def test_signal_during_writes_loses_nothing_acknowledged(tmp_path: Path, sig: in
     with start_daemon(tmp_path / "data") as daemon:
 
         def writer(worker: int) -> None:
-            with httpx.Client(base_url=daemon.base_url, timeout=5) as client:
+            with daemon.client(timeout=5) as client:
                 for number in range(10_000):
                     if stop.is_set():
                         return

@@ -16,6 +16,7 @@ from somnid.config import Settings
 from somnid.memory.clock import ManualClock
 from somnid.store import frontmatter
 from tests.api.problems import assert_problem
+from tests.clients import app_client
 from tests.conftest import START
 
 
@@ -50,7 +51,7 @@ def small_client(data_dir: Path, clock: ManualClock) -> Iterator[TestClient]:
         embed={"provider": "off"},
         capture={"max_message_chars": 100, "log_max_bytes": 4096},
     )
-    with TestClient(create_app(settings, clock=clock)) as test_client:
+    with app_client(create_app(settings, clock=clock), settings) as test_client:
         yield test_client
 
 
@@ -208,7 +209,7 @@ def test_the_day_in_the_name_follows_the_clock_in_its_zone(data_dir: Path) -> No
         dt.datetime(2026, 10, 3, 20, 0, tzinfo=dt.UTC).astimezone(ZoneInfo("Asia/Shanghai"))
     )
     settings = Settings(data_dir=data_dir, timezone="Asia/Shanghai", embed={"provider": "off"})
-    with TestClient(create_app(settings, clock=shanghai)) as client:
+    with app_client(create_app(settings, clock=shanghai), settings) as client:
         first = say(client, "s", user("late in UTC, early next day in Shanghai"))
         assert first["path"] == "memory/session-log/2026-10-04_001.md"
         assert "\n[user] 2026-10-04T04:00:00+08:00\n" in "\n" + read(data_dir / first["path"]).body
@@ -330,7 +331,7 @@ def test_capture_disabled_writes_nothing(data_dir: Path, clock: ManualClock) -> 
     settings = Settings(
         data_dir=data_dir, timezone="UTC", embed={"provider": "off"}, capture={"enabled": False}
     )
-    with TestClient(create_app(settings, clock=clock)) as client:
+    with app_client(create_app(settings, clock=clock), settings) as client:
         answer = say(client, "s", user("hi"), agent("hello"))
         assert answer == {
             "sessionId": "s",
@@ -349,7 +350,7 @@ def test_capture_disabled_writes_nothing(data_dir: Path, clock: ManualClock) -> 
 
 
 def test_shutdown_closes_open_logs(settings: Settings, clock: ManualClock, data_dir: Path) -> None:
-    with TestClient(create_app(settings, clock=clock)) as client:
+    with app_client(create_app(settings, clock=clock), settings) as client:
         say(client, "left-open", user("bye"))
         health = client.get("/v1/health").json()
         assert health["pendingLogs"] == 1

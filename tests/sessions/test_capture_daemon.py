@@ -8,7 +8,6 @@ import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 from somnid.sessions import session_turns
@@ -35,7 +34,7 @@ def run_writers(daemon: Daemon, session_of: Callable[[int], str]) -> dict[int, l
 
     def writer(worker: int) -> None:
         session = session_of(worker)
-        with httpx.Client(base_url=daemon.base_url, timeout=30) as client:
+        with daemon.client(timeout=30) as client:
             barrier.wait()
             number = 0
             while number < PER_WRITER:

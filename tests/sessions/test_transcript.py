@@ -13,6 +13,7 @@ from somnid.memory.clock import ManualClock
 from somnid.sessions import read_log, recent_turns, session_turns
 from somnid.sessions.transcript import ToolBlock, parse_turns
 from somnid.store.layout import Layout
+from tests.clients import app_client
 from tests.conftest import START
 
 TRICKY = (
@@ -76,7 +77,7 @@ def test_a_session_across_live_and_archived_logs(
     original_data_dir: Path, clock: ManualClock
 ) -> None:
     settings = Settings(data_dir=original_data_dir, timezone="UTC", embed={"provider": "off"})
-    with TestClient(create_app(settings, clock=clock)) as client:
+    with app_client(create_app(settings, clock=clock), settings) as client:
         client.post(
             "/v1/sessions/12-34/messages",
             json={"messages": [{"role": "user", "text": "And the week after?"}]},

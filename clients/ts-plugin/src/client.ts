@@ -1,4 +1,6 @@
 import { readFileSync } from 'node:fs'
+import { homedir } from 'node:os'
+import { join } from 'node:path'
 import type { components } from './generated/api.js'
 import { isLoopbackUrl } from './config.js'
 
@@ -52,11 +54,18 @@ export interface RequestOptions {
  * polls `/v1/health` with back-off in the background and calls the `onUp` listeners when
  * somnid is back. `start()` begins that monitor; `close()` stops it and aborts in-flight requests.
  */
+/** Where somnid keeps its token by default: `<XDG_DATA_HOME or ~/.local/share>/somnid/token`. */
+export function defaultTokenFile(): string {
+  const dataHome = process.env.XDG_DATA_HOME || join(homedir(), '.local', 'share')
+  return join(dataHome, 'somnid', 'token')
+}
+
 export class SomnidClient {
   readonly baseUrl: string
   private readonly fetchImpl: typeof fetch
   private token: string | undefined
   private tokenRead = false
+  private tokenWarned = false
   private state: 'unknown' | 'up' | 'down' = 'unknown'
   private readonly upListeners = new Set<() => void>()
   private readonly closed = new AbortController()
@@ -118,6 +127,8 @@ export class SomnidClient {
     }
     this.markUp()
     const text = await response.text()
+    // somnid may have generated its token after we last looked: read the file again next time.
+    if (response.status === 401 && !this.opts.token) this.tokenRead = false
     if (!response.ok) {
       let detail = text.slice(0, 500)
       let code: string | undefined
@@ -147,12 +158,12 @@ export class SomnidClient {
   private readToken(): string | undefined {
     if (!this.tokenRead) {
       this.tokenRead = true
-      if (this.opts.tokenFile) {
-        try {
-          this.token = readFileSync(this.opts.tokenFile, 'utf8').trim() || undefined
-        } catch (error) {
-          this.opts.log.warn('cannot read tokenFile %s: %s', this.opts.tokenFile, describe(error))
-        }
+      const file = this.opts.tokenFile || defaultTokenFile()
+      try {
+        this.token = readFileSync(file, 'utf8').trim() || undefined
+      } catch (error) {
+        if (!this.tokenWarned) this.opts.log.warn('cannot read the somnid token from %s: %s', file, describe(error))
+        this.tokenWarned = true
       }
     }
     return this.token

@@ -4,9 +4,9 @@ import Schema from '@deepseek-ai/schemastery'
 export interface Config {
   /** somnid's address. Loopback only: the plugin refuses to talk to anything else. */
   baseUrl: string
-  /** Bearer token sent as `Authorization: Bearer <token>` (somnid has no auth yet). */
+  /** Bearer token sent as `Authorization: Bearer <token>`; empty means read `tokenFile`. */
   token: string
-  /** A file holding the token (read once, trimmed); used when `token` is empty. */
+  /** The file somnid keeps its token in; empty means somnid's default, `$XDG_DATA_HOME/somnid/token`. */
   tokenFile: string
   /** User id written into session logs; empty means the OS user. */
   userId: string
@@ -72,8 +72,8 @@ export type ConfigInput = { [K in keyof Config]?: Config[K] extends object ? Par
 export const Config: Schema<ConfigInput, Config> = Schema.object({
   baseUrl: Schema.string().pattern(LOOPBACK_URL).default('http://127.0.0.1:7373')
     .description('somnid base URL (loopback only).'),
-  token: Schema.string().role('secret').default('').description('Bearer token for somnid (optional).'),
-  tokenFile: Schema.string().default('').description('File holding the bearer token (optional).'),
+  token: Schema.string().role('secret').default('').description('Bearer token for somnid; empty = read tokenFile.'),
+  tokenFile: Schema.string().default('').description('File holding the token; empty = $XDG_DATA_HOME/somnid/token.'),
   userId: Schema.string().default('').description('User id for session logs; empty = OS user.'),
   requestTimeoutMs: Schema.natural().min(1).default(5000),
   hookTimeoutMs: Schema.natural().min(1).default(1500),

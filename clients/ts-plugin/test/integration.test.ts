@@ -128,7 +128,7 @@ test('real harness + real somnid: capture, injected hint, memory tool, dream ove
     await ctx.plugin(AgentDefaultModelConfig, { provider: 'mock', model: 'm' })
     const adapter = new MockAdapter()
     ctx.llm.registerAdapter(['mock'], adapter)
-    fiber = ctx.plugin(plugin, { baseUrl, hookTimeoutMs: 3000, retryMinMs: 100 })
+    fiber = ctx.plugin(plugin, { baseUrl, tokenFile: join(tmp, 'data', 'token'), hookTimeoutMs: 3000, retryMinMs: 100 })
     await fiber
 
     await until(() => ctx.tools.get('add_intention'), 15_000, 'somnid tools registered')
@@ -170,7 +170,7 @@ test('real harness + real somnid: capture, injected hint, memory tool, dream ove
     assert.ok(!readFileSync(logs[0]!, 'utf8').includes('dsh-somnid'), 'the hint is not captured back')
 
     // A dream through the bridge on the mock adapter.
-    await until(() => fetch(`${baseUrl}/v1/sleep/status`).then((r) => r.json()).then((s: any) => s.llm.status !== 'unavailable' && s.llm.status !== 'off' ? s : false), 10_000, 'bridge connected')
+    await until(() => fetch(`${baseUrl}/v1/sleep/status`, { headers: { authorization: `Bearer ${readFileSync(join(tmp, 'data', 'token'), 'utf8').trim()}` } }).then((r) => r.json()).then((s: any) => s.llm.status !== 'unavailable' && s.llm.status !== 'off' ? s : false), 10_000, 'bridge connected')
     const execution = await ctx.commands.execute(agent, '/dream', [], AbortSignal.timeout(60_000))
     const dream = execution?.result
     assert.ok(adapter.dreamRequests.length >= 1, `the dream asked the mock adapter through the bridge (${JSON.stringify(dream)})`)

@@ -7,11 +7,13 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from fastapi import FastAPI
+from fastapi.middleware.cors import CORSMiddleware
 from fastapi.routing import APIRoute
 
 from somnid import __version__
 from somnid.api import errors
 from somnid.api.errors import PROBLEM_JSON
+from somnid.api.guard import PUBLIC_PATHS, Guard
 from somnid.api.limits import RequestLimits
 from somnid.api.routes import (
     assoc,
@@ -29,6 +31,7 @@ from somnid.config import Settings
 from somnid.embed.base import Embedder
 from somnid.memory.clock import Clock
 from somnid.runtime import Runtime
+from somnid.security import HostPolicy, load_or_create_token
 from somnid.store.lock import DataDirLock
 
 DESCRIPTION = """\
@@ -51,10 +54,10 @@ def create_app(
     embedder: Embedder | None = None,
 ) -> FastAPI:
     @contextlib.asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, Runtime]]:
+    async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, object]]:
         async with Runtime.open(settings, clock=clock, lock=lock, embedder=embedder) as runtime:
             app.state.runtime = runtime
-            yield {"runtime": runtime}
+            yield {"runtime": runtime, "token": load_or_create_token(settings)}
 
     app = FastAPI(
         title="somnid",
@@ -65,21 +68,40 @@ def create_app(
     )
     errors.install(app)
     app.add_middleware(RequestLimits, max_body_bytes=settings.max_body_bytes)
+    app.add_middleware(Guard, policy=HostPolicy.from_settings(settings))
+    if settings.allowed_origins:
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=settings.allowed_origins,
+            allow_methods=["*"],
+            allow_headers=["*"],
+            expose_headers=["ETag", "Location"],
+        )
     for module in (health, memories, maintenance, recall, assoc, sessions, awake, sleep, bridge):
         app.include_router(module.router, responses=ERROR_RESPONSES)
-    _problem_json_contract(app)
+    _openapi_contract(app)
     return app
 
 
-def _problem_json_contract(app: FastAPI) -> None:
-    """Declare error bodies as ``application/problem+json``, which is what is sent."""
+def _openapi_contract(app: FastAPI) -> None:
+    """Declare error bodies as ``application/problem+json``, which is what is sent, and
+    the bearer token every operation but the public ones needs (Swagger's Authorize)."""
     build = app.openapi
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
             document = build()
-            for operations in document.get("paths", {}).values():
+            components = document.setdefault("components", {})
+            components.setdefault("securitySchemes", {})["bearer"] = {
+                "type": "http",
+                "scheme": "bearer",
+                "description": "The token in <data dir>/token (`somnid token` prints it).",
+            }
+            document["security"] = [{"bearer": []}]
+            for path, operations in document.get("paths", {}).items():
                 for operation in operations.values():
+                    if path in PUBLIC_PATHS:
+                        operation["security"] = []
                     for status, response in operation.get("responses", {}).items():
                         content = response.get("content", {})
                         if status in ERROR_RESPONSES and "application/json" in content:

@@ -70,7 +70,7 @@ def ensure_dir(path: Path) -> None:
         raise storage_error(exc, path) from exc
 
 
-def write_atomic(path: Path, data: bytes, *, exclusive: bool = False) -> None:
+def write_atomic(path: Path, data: bytes, *, exclusive: bool = False, mode: int = 0o644) -> None:
     """Replace ``path`` with ``data`` atomically and durably.
 
     ``exclusive`` refuses to replace an existing file (the caller holds the store lock, so
@@ -80,7 +80,7 @@ def write_atomic(path: Path, data: bytes, *, exclusive: bool = False) -> None:
     ensure_dir(path.parent)
     tmp = path.parent / f"{TEMP_PREFIX}{secrets.token_hex(8)}"
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
         try:
             _write_all(fd, data)
         finally:

@@ -1,0 +1,145 @@
+"""The door: Host, Origin and bearer token, checked before anything else runs.
+
+A pure ASGI middleware over HTTP and websockets alike (the LLM bridge and ``/mcp`` are
+guarded like every route). Refusals use the one problem shape:
+
+- 403 ``forbidden_host``: the Host header is not a loopback name or a configured host
+  (DNS rebinding);
+- 403 ``forbidden_origin``: a browser page from an origin that is not allowed (cross-site);
+- 401 ``unauthorized``: no token or the wrong one. ``GET /v1/health`` and the API
+  documentation (``/docs``, ``/openapi.json``) need none.
+
+Websockets may also present the token as ``?access_token=`` (browsers cannot set headers
+on a websocket); a refused handshake is answered with the same problem body where the
+server supports it, else with a plain close.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+from urllib.parse import parse_qs
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from somnid.api.errors import problem_body
+from somnid.security import HostPolicy, bearer, token_matches
+
+log = logging.getLogger(__name__)
+
+PUBLIC_PATHS = frozenset({"/v1/health", "/docs", "/docs/oauth2-redirect", "/openapi.json"})
+_WS_QUERY_TOKEN = "access_token"
+
+
+class Guard:
+    def __init__(self, app: ASGIApp, policy: HostPolicy) -> None:
+        self.app = app
+        self.policy = policy
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        headers = _headers(scope)
+        host = headers.get("host")
+        refusal: tuple[int, str, str] | None = None
+        if not self.policy.host_allowed(host):
+            refusal = (
+                403,
+                "forbidden_host",
+                f"somnid answers only to a loopback host name, not {_shown(host)}; "
+                "add the name to allowed_hosts if it is yours",
+            )
+        elif not self.policy.origin_allowed(headers.get("origin"), host):
+            refusal = (
+                403,
+                "forbidden_origin",
+                f"requests from the web origin {_shown(headers.get('origin'))} are not "
+                "allowed; add it to allowed_origins if it is yours",
+            )
+        elif scope["path"] not in PUBLIC_PATHS and not self._authorized(scope, headers):
+            refusal = (
+                401,
+                "unauthorized",
+                "send the token as 'Authorization: Bearer <token>' "
+                "(`somnid token` prints it; it is in <data dir>/token)",
+            )
+        if refusal is None:
+            await self.app(scope, receive, send)
+            return
+        status, code, detail = refusal
+        if status == 403:
+            log.warning(
+                "refused %s %s: %s (host=%s origin=%s)",
+                scope.get("method", "WS"),
+                scope["path"],
+                code,
+                _shown(host),
+                _shown(headers.get("origin")),
+            )
+        body = problem_body(status, code, detail, instance=scope["path"])
+        if scope["type"] == "http":
+            await _respond(send, status, body)
+        else:
+            await receive()  # the handshake's websocket.connect comes first
+            await _refuse_websocket(scope, send, status, body)
+
+    def _authorized(self, scope: Scope, headers: dict[str, str]) -> bool:
+        expected = _expected_token(scope)
+        if expected is None:
+            return False
+        presented = bearer(headers.get("authorization"))
+        if presented is None and scope["type"] == "websocket":
+            query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+            values = query.get(_WS_QUERY_TOKEN)
+            presented = values[0] if values else None
+        return token_matches(expected, presented)
+
+
+def _expected_token(scope: Scope) -> str | None:
+    state: dict[str, Any] = scope.get("state") or {}
+    token = state.get("token")
+    return token if isinstance(token, str) else None
+
+
+def _headers(scope: Scope) -> dict[str, str]:
+    return {
+        key.decode("latin-1").lower(): value.decode("latin-1") for key, value in scope["headers"]
+    }
+
+
+def _shown(value: str | None) -> str:
+    if value is None:
+        return "(none)"
+    return repr(value[:80])
+
+
+async def _respond(send: Send, status: int, body: dict[str, Any]) -> None:
+    payload = json.dumps(body).encode()
+    headers = [
+        (b"content-type", b"application/problem+json"),
+        (b"content-length", str(len(payload)).encode()),
+    ]
+    if status == 401:
+        headers.append((b"www-authenticate", b'Bearer realm="somnid"'))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": payload})
+
+
+async def _refuse_websocket(scope: Scope, send: Send, status: int, body: dict[str, Any]) -> None:
+    if "websocket.http.response" in scope.get("extensions", {}):
+        payload = json.dumps(body).encode()
+        await send(
+            {
+                "type": "websocket.http.response.start",
+                "status": status,
+                "headers": [
+                    (b"content-type", b"application/problem+json"),
+                    (b"content-length", str(len(payload)).encode()),
+                ],
+            }
+        )
+        await send({"type": "websocket.http.response.body", "body": payload})
+        return
+    await send({"type": "websocket.close", "code": 1008, "reason": body["code"]})

@@ -1,0 +1,186 @@
+"""Who may talk to somnid: the bearer token, the bind address, and the Host/Origin policy.
+
+No HTTP here beyond header values as strings: ``somnid.api.guard`` applies the policy to
+requests. The token lives in ``<data>/token`` (mode 0600) unless the config sets one; it is
+generated on first start and never logged.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import logging
+import os
+import secrets
+import stat
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from somnid.config import Settings
+from somnid.errors import InvalidInput, StorageError
+from somnid.store.atomic import write_atomic
+
+log = logging.getLogger(__name__)
+
+TOKEN_FILE = "token"
+TOKEN_MODE = 0o600
+_WILDCARD_HOSTS = {"", "0.0.0.0", "::", "[::]"}
+
+
+def token_path(data_dir: Path) -> Path:
+    return data_dir / TOKEN_FILE
+
+
+def read_token_file(path: Path) -> str | None:
+    """The token stored at ``path``, or None when there is none (or it is empty)."""
+    try:
+        text = path.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise StorageError(f"cannot read the token file {path}: {exc.strerror}") from exc
+    return text or None
+
+
+def load_or_create_token(settings: Settings) -> str:
+    """The token requests must carry: the configured one, else ``<data>/token``, created
+    (0600) on first start. A token file others can read is tightened to 0600."""
+    if settings.token is not None:
+        configured = settings.token.get_secret_value().strip()
+        if not configured:
+            raise InvalidInput("the configured token is empty", code="invalid_token")
+        return configured
+    path = token_path(settings.data_dir)
+    existing = read_token_file(path)
+    if existing is not None:
+        _tighten(path)
+        return existing
+    token = secrets.token_urlsafe(32)
+    write_atomic(path, f"{token}\n".encode(), mode=TOKEN_MODE)
+    log.info("generated a bearer token into %s", path)
+    return token
+
+
+def _tighten(path: Path) -> None:
+    mode = stat.S_IMODE(path.stat().st_mode)
+    if mode & 0o077:
+        log.warning("token file %s was readable by others (%o); now 0600", path, mode)
+        os.chmod(path, TOKEN_MODE)
+
+
+def token_matches(expected: str, presented: str | None) -> bool:
+    """Constant-time comparison; None (no token sent) never matches."""
+    if presented is None:
+        return False
+    return hmac.compare_digest(expected.encode(), presented.encode())
+
+
+def bearer(authorization: str | None) -> str | None:
+    """The token of an ``Authorization: Bearer <token>`` header value."""
+    if authorization is None:
+        return None
+    scheme, _, value = authorization.strip().partition(" ")
+    if scheme.lower() != "bearer" or not value.strip():
+        return None
+    return value.strip()
+
+
+def is_loopback(host: str) -> bool:
+    """True for ``localhost`` and loopback addresses (127.0.0.0/8, ::1)."""
+    name = host.strip().strip("[]").lower().rstrip(".")
+    if name == "localhost" or name.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def check_bind(settings: Settings) -> None:
+    """Refuse to listen on a non-loopback address unless ``allow_non_loopback`` is set."""
+    if is_loopback(settings.host) or settings.allow_non_loopback:
+        return
+    raise InvalidInput(
+        f"refusing to bind {settings.host!r}: it is not a loopback address. Anyone who can "
+        "reach it could try the token. Set allow_non_loopback = true (or pass "
+        "--allow-non-loopback) if that is really meant.",
+        code="unsafe_bind",
+    )
+
+
+def _host_name(value: str) -> str | None:
+    """The host part of a ``Host`` header value (``name``, ``name:port``, ``[v6]:port``)."""
+    value = value.strip().lower()
+    if not value:
+        return None
+    try:
+        name = urlsplit(f"//{value}").hostname
+    except ValueError:
+        return None
+    return name.rstrip(".") if name else None
+
+
+@dataclass(frozen=True, slots=True)
+class HostPolicy:
+    """Which ``Host`` and ``Origin`` values a request may carry.
+
+    Host: loopback names, the bound host (unless it is a wildcard), and ``allowed_hosts``.
+    This refuses DNS rebinding: a page at ``evil.example`` resolved to 127.0.0.1 still sends
+    ``Host: evil.example``. Origin: absent (not a browser), the daemon's own origin (the
+    Swagger UI), or one of ``allowed_origins``; a cross-site page is refused.
+    """
+
+    hosts: frozenset[str]
+    origins: frozenset[str]
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> HostPolicy:
+        hosts = {name.lower().strip("[]") for name in settings.allowed_hosts}
+        if settings.host not in _WILDCARD_HOSTS:
+            hosts.add(settings.host.lower().strip("[]"))
+        return cls(frozenset(hosts), frozenset(_origins(settings.allowed_origins)))
+
+    def host_allowed(self, host_header: str | None) -> bool:
+        if host_header is None:
+            return False
+        name = _host_name(host_header)
+        if name is None:
+            return False
+        return is_loopback(name) or name in self.hosts
+
+    def origin_allowed(self, origin: str | None, host_header: str | None) -> bool:
+        if origin is None:
+            return True
+        normalized = _normalize_origin(origin)
+        if normalized is None:
+            return False
+        if normalized in self.origins:
+            return True
+        # Same origin: the page was served by this daemon (the Swagger UI), whose Host
+        # has passed the host check already.
+        if host_header is None:
+            return False
+        _scheme, _, authority = normalized.partition("://")
+        return authority == host_header.strip().lower()
+
+
+def _normalize_origin(origin: str) -> str | None:
+    value = origin.strip().lower().rstrip("/")
+    if value in ("", "null"):
+        return None
+    try:
+        parts = urlsplit(value)
+    except ValueError:
+        return None
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        return None
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+def _origins(values: Iterable[str]) -> Iterable[str]:
+    for value in values:
+        normalized = _normalize_origin(value)
+        if normalized is not None:
+            yield normalized

@@ -1,11 +1,13 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { readFileSync, writeFileSync, mkdtempSync } from 'node:fs'
+import { readFileSync, writeFileSync, mkdtempSync, mkdirSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import plugin, { Config, inject, name } from '../src/index.js'
 import { fakeAgent, fakeSession, userMessage } from './fake-ctx.js'
 import { setup, ready, sectionText, until } from './helpers.js'
+import { SomnidClient } from '../src/client.js'
+import { FakeSomnid } from './fake-somnid.js'
 
 const pkgDir = new URL('../../', import.meta.url)
 
@@ -290,6 +292,8 @@ test('/dream command, activity reports, and cleanup through effect only', async 
 
 test('token and tokenFile send a Bearer header', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'somnid-token-'))
+  const savedDataHome = process.env.XDG_DATA_HOME
+  process.env.XDG_DATA_HOME = join(dir, 'empty-data-home') // no default token file there
   const file = join(dir, 'token')
   writeFileSync(file, 'file-secret\n')
   for (const [over, want] of [[{ token: 'abc' }, 'Bearer abc'], [{ tokenFile: file }, 'Bearer file-secret'], [{}, undefined]] as const) {
@@ -301,5 +305,30 @@ test('token and tokenFile send a Bearer header', async () => {
       await ctx.dispose()
       await somnid.stop()
     }
+  }
+  if (savedDataHome === undefined) delete process.env.XDG_DATA_HOME
+  else process.env.XDG_DATA_HOME = savedDataHome
+})
+
+test('with neither token nor tokenFile the default token file is read, and read again after a 401', async () => {
+  const dataHome = mkdtempSync(join(tmpdir(), 'somnid-xdg-'))
+  const savedDataHome = process.env.XDG_DATA_HOME
+  process.env.XDG_DATA_HOME = dataHome
+  const somnid = await new FakeSomnid().start()
+  const refused = { type: 'urn:somnid:problem:unauthorized', title: 'Unauthorized', status: 401, detail: 'send the token', code: 'unauthorized' }
+  somnid.routes.set('GET /v1/tools', (_body, req) =>
+    req.headers.authorization === 'Bearer late-secret' ? { body: [] } : { status: 401, body: refused })
+  const quiet = { debug() {}, info() {}, warn() {}, error() {} }
+  const client = new SomnidClient({ baseUrl: somnid.url, timeoutMs: 2000, retryMinMs: 50, retryMaxMs: 100, healthIntervalMs: 60_000, log: quiet as never })
+  try {
+    await assert.rejects(client.request('GET', '/v1/tools'), /401 unauthorized/)
+    mkdirSync(join(dataHome, 'somnid'))
+    writeFileSync(join(dataHome, 'somnid', 'token'), 'late-secret\n') // somnid started later
+    assert.deepEqual(await client.request('GET', '/v1/tools'), [])
+  } finally {
+    await client.close()
+    await somnid.stop()
+    if (savedDataHome === undefined) delete process.env.XDG_DATA_HOME
+    else process.env.XDG_DATA_HOME = savedDataHome
   }
 })

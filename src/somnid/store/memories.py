@@ -224,7 +224,7 @@ class MemoryStore:
         slug = slugify(name)
         path = self.layout.entry_file(kind, slug)
         document = frontmatter.Document(frontmatter.new_meta({"name": slug, **meta}), body)
-        data = frontmatter.render(document).encode("utf-8")
+        data = _render(document)
         with self._write_lock:
             if path.exists():
                 raise Conflict(f"a {kind.value} named {slug!r} exists already", name=slug)
@@ -263,7 +263,7 @@ class MemoryStore:
             document = frontmatter.Document(frontmatter.as_commented(current.meta), current.body)
             change(document)
             target = self.layout.entry_file(kind, name, archived=archived)
-            data = frontmatter.render(document).encode("utf-8")
+            data = _render(document)
             if target == path and etag_of(data) == current.etag:
                 return current
             write_atomic(target, data)
@@ -393,6 +393,23 @@ class MemoryStore:
 
     def leftover_temp_files(self) -> list[Path]:
         return [path for path in self.layout.root.rglob(f"{TEMP_PREFIX}*") if path.is_file()]
+
+
+def _render(document: frontmatter.Document) -> bytes:
+    """The file for ``document``, refused (400) if somnid could not read it back: a write
+    never leaves a file that reads as broken (front-matter too large, too many values, or
+    text YAML cannot carry, such as a lone surrogate)."""
+    try:
+        text = frontmatter.render(document)
+        frontmatter.parse(text, round_trip=False)
+        data = text.encode("utf-8")
+    except BrokenFile as exc:
+        raise InvalidInput(f"the entry would not be readable: {exc.detail}") from None
+    except UnicodeEncodeError:
+        raise InvalidInput("the entry holds text that is not valid Unicode") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise InvalidInput(f"the entry would be larger than {MAX_FILE_BYTES} bytes")
+    return data
 
 
 def check_fields(fields: dict[str, Any]) -> None:

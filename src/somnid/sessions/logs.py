@@ -224,7 +224,8 @@ class SessionLogs:
         pending: list[PendingLog] = []
         for path in transcript.live_files(self.layout):
             try:
-                doc = frontmatter.parse(path.read_text("utf-8"))
+                # Only read: the fast reader (a dream asks for every tool call it makes).
+                doc = frontmatter.parse(path.read_text("utf-8"), round_trip=False)
                 status = str(doc.meta.get("status", "pending"))
                 dream = wants_dream(doc.meta)
             except FileNotFoundError:

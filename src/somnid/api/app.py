@@ -15,6 +15,7 @@ from somnid.api import errors
 from somnid.api.errors import PROBLEM_JSON
 from somnid.api.guard import PUBLIC_PATHS, Guard
 from somnid.api.limits import RequestLimits
+from somnid.api.mcp import McpEndpoint
 from somnid.api.routes import (
     assoc,
     awake,
@@ -53,9 +54,14 @@ def create_app(
     lock: DataDirLock | None = None,
     embedder: Embedder | None = None,
 ) -> FastAPI:
+    mcp = McpEndpoint()
+
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, object]]:
-        async with Runtime.open(settings, clock=clock, lock=lock, embedder=embedder) as runtime:
+        async with (
+            Runtime.open(settings, clock=clock, lock=lock, embedder=embedder) as runtime,
+            mcp.serving(runtime.tools),
+        ):
             app.state.runtime = runtime
             yield {"runtime": runtime, "token": load_or_create_token(settings)}
 
@@ -79,6 +85,7 @@ def create_app(
         )
     for module in (health, memories, maintenance, recall, assoc, sessions, awake, sleep, bridge):
         app.include_router(module.router, responses=ERROR_RESPONSES)
+    app.router.routes.append(mcp.route())
     _openapi_contract(app)
     return app
 

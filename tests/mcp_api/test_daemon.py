@@ -1,0 +1,148 @@
+"""``/mcp`` on the real daemon, spoken to by the official MCP client over streamable HTTP."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import httpx
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+
+from tests.daemon import Daemon, start_daemon
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "curl", "version": "1"},
+    },
+}
+ACCEPT = {"Accept": "application/json, text/event-stream"}
+
+
+@pytest.fixture(scope="module")
+def somnid(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
+    with start_daemon(tmp_path_factory.mktemp("mcp") / "data") as running:
+        yield running
+
+
+@contextlib.asynccontextmanager
+async def mcp_client(
+    daemon: Daemon, query: str = "", *, token: str | None = "", mode: str = "auto"
+) -> AsyncIterator[Client]:
+    """The SDK's client on ``/mcp``; ``token=None`` sends none, ``""`` the daemon's."""
+    headers = {} if token is None else {"Authorization": f"Bearer {token or daemon.token}"}
+    async with httpx2.AsyncClient(headers=headers, timeout=10.0) as http:
+        transport = streamable_http_client(f"{daemon.base_url}/mcp{query}", http_client=http)
+        async with Client(transport, mode=mode) as client:
+            yield client
+
+
+def text_of(result: Any) -> str:
+    [block] = result.content
+    text: str = block.text
+    return text
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_the_nine_tools_with_the_http_schemas(somnid: Daemon, mode: str) -> None:
+    with somnid.client() as http:
+        listed_over_http = http.get("/v1/tools").json()["tools"]
+    async with mcp_client(somnid, mode=mode) as client:
+        tools = (await client.list_tools()).tools
+    assert len(tools) == 9
+    assert [
+        {"name": t.name, "description": t.description, "parameters": t.input_schema} for t in tools
+    ] == [
+        {"name": t["name"], "description": t["description"], "parameters": t["parameters"]}
+        for t in listed_over_http
+    ]
+
+
+async def test_write_then_recall_and_the_file_is_on_disk(somnid: Daemon) -> None:
+    with somnid.client() as http:
+        made = http.post(
+            "/v1/memories/knowledge",
+            json={"name": "deploy window", "description": "when we deploy",
+                  "body": "Deploys go out Tuesday to Thursday only, never on Friday."},
+        )  # fmt: skip
+        assert made.status_code == 201
+    async with mcp_client(somnid, "?project=garden&sessionId=mcp-1") as client:
+        added = await client.call_tool(
+            "add_intention", {"what": "Water the tomatoes", "due": "2026-12-01", "cue": "garden"}
+        )
+        listed = await client.call_tool("list_intentions", {})
+        recalled = await client.call_tool("recall_memories", {"query": "deploy on Friday"})
+    assert not added.is_error, text_of(added)
+    intention_id = text_of(added).split()[2].rstrip(":")
+    assert f"[{intention_id}] Water the tomatoes (due 2026-12-01" in text_of(listed)
+    assert "deploy-window" in text_of(recalled) and "never on Friday" in text_of(recalled)
+
+    [path] = (somnid.data_dir / "memory" / "intentions").glob(f"{intention_id}/INTENT.md")
+    text = path.read_text()
+    assert text.startswith("---\n") and "project: garden" in text and "Water the tomatoes" in text
+    async with mcp_client(somnid, "?project=elsewhere") as client:
+        other = await client.call_tool("list_intentions", {})
+    assert "Water the tomatoes" not in text_of(other)
+
+
+async def test_bad_calls_are_tool_errors_and_the_daemon_carries_on(somnid: Daemon) -> None:
+    with somnid.client() as http:
+        over_http = http.post("/v1/tools/add_intention", json={"args": {"due": 5, "colour": 1}})
+    assert over_http.status_code == 422
+    async with mcp_client(somnid) as client:
+        bad = await client.call_tool("add_intention", {"due": 5, "colour": 1})
+        unknown = await client.call_tool("forget_everything", {})
+        good = await client.call_tool("search_knowledge", {"query": "deploy"})
+    assert bad.is_error and unknown.is_error and not good.is_error
+    assert bad.structured_content == {
+        "code": "invalid_arguments",
+        "detail": over_http.json()["detail"],
+        "errors": over_http.json()["errors"],
+    }
+    assert text_of(bad).startswith(over_http.json()["detail"])
+    assert text_of(unknown) == "no tool named 'forget_everything'; tools/list lists them"
+    async with mcp_client(somnid, "?project=" + "p" * 201) as client:
+        too_long = await client.call_tool("list_intentions", {})
+    assert too_long.is_error and "longer than 200" in text_of(too_long)
+    with somnid.client() as http:
+        assert http.get("/v1/health").json()["status"] == "ok"
+    assert somnid.process.poll() is None
+
+
+def test_the_door_asks_for_the_token(somnid: Daemon) -> None:
+    url = f"{somnid.base_url}/mcp"
+    none = httpx.post(url, json=INITIALIZE, headers=ACCEPT)
+    wrong = httpx.post(url, json=INITIALIZE, headers={**ACCEPT, "Authorization": "Bearer nope"})
+    right = httpx.post(url, json=INITIALIZE, headers={**ACCEPT, **somnid.headers})
+    assert none.status_code == 401 and wrong.status_code == 401
+    assert none.json()["code"] == "unauthorized" and none.json()["instance"] == "/mcp"
+    assert right.status_code == 200 and right.headers["content-type"] == "application/json"
+    assert right.json()["result"]["serverInfo"]["name"] == "somnid"
+    assert "mcp-session-id" not in right.headers
+
+
+async def test_a_client_without_the_token_cannot_connect(somnid: Daemon) -> None:
+    with pytest.raises(ExceptionGroup) as raised:
+        async with mcp_client(somnid, token=None, mode="legacy"):
+            pass
+    assert raised.group_contains(MCPError, match="error response")
+
+
+def test_no_event_stream_and_no_sessions(somnid: Daemon) -> None:
+    with somnid.client() as http:
+        stream = http.get("/mcp", headers={"Accept": "text/event-stream"})
+        ended = http.delete("/mcp")
+        listed = http.get("/openapi.json").json()["paths"]
+    assert stream.status_code == 405 and ended.status_code == 405
+    assert stream.headers["allow"] == "POST"
+    assert stream.json()["code"] == "method_not_allowed"
+    assert "/mcp" not in listed

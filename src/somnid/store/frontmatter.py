@@ -90,6 +90,8 @@ def parse(text: str, *, round_trip: bool = True) -> Document:
     for key in meta:
         if not isinstance(key, str):
             raise BrokenFile(f"front-matter key {key!r} is not a string")
+    if round_trip and block.strip():
+        _check_readable(block)
     body = "".join(lines[index + 1 :])
     if body.startswith("\r\n"):
         body = body[2:]
@@ -114,6 +116,16 @@ def _check_size(meta: Any) -> None:
                 visit(value, depth + 1)
 
     visit(meta, 0)
+
+
+def _check_readable(block: str) -> None:
+    """ruamel keeps some things the fast reader refuses (a ``!!python`` tag): what cannot
+    be read is broken for the writer too, and is left alone rather than rewritten."""
+    try:
+        fastyaml.load(block)
+    except yaml.YAMLError as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise BrokenFile(f"front-matter is not valid YAML: {reason}") from exc
 
 
 def render(doc: Document) -> str:

@@ -9,6 +9,7 @@ Everything else about an entry lives in its file; the index only mirrors it.
 from __future__ import annotations
 
 import datetime as dt
+import math
 import re
 from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
@@ -85,28 +86,17 @@ def vitals_from_meta(meta: Mapping[str, Any], tz: dt.tzinfo) -> Vitals:
 
 
 def _as_float(value: object, default: float) -> float:
-    if isinstance(value, bool):
+    """A finite number from a hand-written value (``.inf``, ``.nan``, ``1e999`` and text
+    that is no number give ``default``)."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
         return default
-    if isinstance(value, int | float):
-        return float(value)
-    if isinstance(value, str):
-        try:
-            return float(value)
-        except ValueError:
-            return default
-    return default
+    try:
+        number = float(value)
+    except (ValueError, OverflowError):
+        return default
+    return number if math.isfinite(number) else default
 
 
 def _as_int(value: object, default: int) -> int:
-    if isinstance(value, bool):
-        return default
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float):
-        return int(value)
-    if isinstance(value, str):
-        try:
-            return int(float(value))
-        except ValueError:
-            return default
-    return default
+    number = _as_float(value, math.nan)  # an int past a float's range gives default too
+    return int(number) if math.isfinite(number) else default

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
@@ -89,7 +89,9 @@ class MemoryPage(Schema):
     limit: int
 
 
-FieldValue = str | int | float | bool | list[str | int | float | bool] | None
+# JSON has no NaN or Infinity (Python's parser takes them): a front-matter number is finite.
+Number = Annotated[float, Field(allow_inf_nan=False)]
+FieldValue = str | int | Number | bool | list[str | int | Number | bool] | None
 
 
 class MemoryCreate(Schema):

@@ -18,7 +18,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from somnid.errors import BrokenFile, Conflict, InvalidInput, NotFound, PreconditionFailed
+from somnid.errors import (
+    BrokenFile,
+    Conflict,
+    InvalidInput,
+    NotFound,
+    PreconditionFailed,
+    StorageError,
+)
 from somnid.memory.clock import Clock
 from somnid.memory.entry import Entry
 from somnid.memory.kinds import SELF_PROFILE, Kind
@@ -319,10 +326,6 @@ class MemoryStore:
                     f"{kind.value} {name!r} changed since it was read", etag=live.etag
                 )
             target_name = self._free_archive_name(kind, name)
-            move_atomic(
-                self.layout.entry_folder(kind, name),
-                self.layout.entry_folder(kind, target_name, archived=True),
-            )
             when = self.clock.now()
 
             def mark(doc: frontmatter.Document) -> None:
@@ -331,7 +334,7 @@ class MemoryStore:
                 for key, value in (stamp or {}).items():
                     doc.meta[key] = value
 
-            return self.mutate(kind, target_name, mark, archived=True)
+            return self._move_and_mark(kind, (name, False), (target_name, True), mark)
 
     def restore(self, kind: Kind, archived_name: str) -> Entry:
         """Bring an archived entry back under its original name; Conflict if that is taken."""
@@ -344,10 +347,6 @@ class MemoryStore:
                     f"a live {kind.value} named {live_name!r} exists; archive or rename it first",
                     name=live_name,
                 )
-            move_atomic(
-                self.layout.entry_folder(kind, archived_name, archived=True),
-                self.layout.entry_folder(kind, live_name),
-            )
             when = self.clock.now()
 
             def unmark(doc: frontmatter.Document) -> None:
@@ -357,7 +356,29 @@ class MemoryStore:
                 if kind is Kind.INTENTION:
                     doc.meta["status"] = "open"
 
-            return self.mutate(kind, live_name, unmark)
+            return self._move_and_mark(kind, (archived_name, True), (live_name, False), unmark)
+
+    def _move_and_mark(
+        self,
+        kind: Kind,
+        source: tuple[str, bool],
+        target: tuple[str, bool],
+        change: Callable[[frontmatter.Document], None],
+    ) -> Entry:
+        """Move an entry's folder (``(name, archived)`` to ``(name, archived)``), then
+        stamp its file. All or nothing: when the stamp cannot be written (disk full,
+        read-only), the folder goes back, so a failed archive or restore changes nothing."""
+        here = self.layout.entry_folder(kind, source[0], archived=source[1])
+        there = self.layout.entry_folder(kind, target[0], archived=target[1])
+        move_atomic(here, there)
+        try:
+            return self.mutate(kind, target[0], change, archived=target[1])
+        except BaseException:
+            try:
+                move_atomic(there, here)
+            except (OSError, StorageError):
+                log.exception("could not move %s back after a failed stamp", there)
+            raise
 
     def _free_archive_name(self, kind: Kind, name: str) -> str:
         candidate, number = name, 1

@@ -13,7 +13,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from somnid.errors import Unavailable
+from somnid.errors import StorageError, Unavailable
 
 SCHEMA_VERSION = 2
 
@@ -48,6 +48,23 @@ CREATE TABLE IF NOT EXISTS state (
     value TEXT NOT NULL
 );
 """
+
+
+_SQLITE_READONLY = 8
+_SQLITE_FULL = 13
+
+
+def _storage_error(exc: sqlite3.Error, path: Path) -> StorageError | None:
+    """The StorageError a failed SQLite write stands for, if it is one (the primary
+    result code is the low byte of the extended one)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is None:
+        return None
+    if code & 0xFF == _SQLITE_FULL:
+        return StorageError(f"no space left on the device holding {path}", code="disk_full")
+    if code & 0xFF == _SQLITE_READONLY:
+        return StorageError(f"the index is not writable: {path}", code="read_only")
+    return None
 
 
 def _configure(conn: sqlite3.Connection) -> None:
@@ -106,15 +123,31 @@ class Database:
 
     @contextlib.contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
-        """A write transaction (BEGIN IMMEDIATE ... COMMIT), serialised across threads."""
+        """A write transaction (BEGIN IMMEDIATE ... COMMIT), serialised across threads.
+
+        A full disk or a read-only file system raises StorageError (``disk_full``,
+        ``read_only``) like a file write does. A transaction that fails, even at COMMIT,
+        is rolled back: left open, it would make every later BEGIN fail, so the index
+        would never take a write again once space returned."""
         with self._using(), self._write_lock:
-            self._writer.execute("BEGIN IMMEDIATE")
             try:
-                yield self._writer
-            except BaseException:
+                self._writer.execute("BEGIN IMMEDIATE")
+                try:
+                    yield self._writer
+                    self._writer.execute("COMMIT")
+                except BaseException:
+                    self._rollback()
+                    raise
+            except sqlite3.Error as exc:
+                storage = _storage_error(exc, self.path)
+                if storage is None:
+                    raise
+                raise storage from exc
+
+    def _rollback(self) -> None:
+        if self._writer.in_transaction:
+            with contextlib.suppress(sqlite3.Error):
                 self._writer.execute("ROLLBACK")
-                raise
-            self._writer.execute("COMMIT")
 
     @contextlib.contextmanager
     def reading(self) -> Iterator[sqlite3.Connection]:

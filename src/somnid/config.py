@@ -154,6 +154,7 @@ class Settings(BaseSettings):
     timezone: str = "local"
     prompt_lang: Literal["zh", "en"] = "en"
     log_level: Literal["debug", "info", "warning", "error"] = "info"
+    log_format: Literal["auto", "json", "text"] = "auto"
     max_body_bytes: int = Field(1024 * 1024, ge=1024)
     shutdown_timeout_s: int = Field(10, ge=1, le=300)
 

@@ -13,9 +13,11 @@ from fastapi.routing import APIRoute
 from somnid import __version__
 from somnid.api import errors
 from somnid.api.errors import PROBLEM_JSON
+from somnid.api.exporter import Exporter
 from somnid.api.guard import PUBLIC_PATHS, Guard
 from somnid.api.limits import RequestLimits
 from somnid.api.mcp import McpEndpoint
+from somnid.api.observe import Observe
 from somnid.api.routes import (
     assoc,
     awake,
@@ -23,6 +25,7 @@ from somnid.api.routes import (
     health,
     maintenance,
     memories,
+    metrics,
     recall,
     sessions,
     sleep,
@@ -73,6 +76,7 @@ def create_app(
         generate_unique_id_function=_operation_id,
     )
     errors.install(app)
+    app.state.exporter = exporter = Exporter(__version__)
     app.add_middleware(RequestLimits, max_body_bytes=settings.max_body_bytes)
     app.add_middleware(Guard, policy=HostPolicy.from_settings(settings))
     if settings.allowed_origins:
@@ -81,10 +85,12 @@ def create_app(
             allow_origins=settings.allowed_origins,
             allow_methods=["*"],
             allow_headers=["*"],
-            expose_headers=["ETag", "Location"],
+            expose_headers=["ETag", "Location", "X-Request-Id"],
         )
+    app.add_middleware(Observe, exporter=exporter)  # outermost: its id is on every answer
     for module in (health, memories, maintenance, recall, assoc, sessions, awake, sleep, bridge):
         app.include_router(module.router, responses=ERROR_RESPONSES)
+    app.include_router(metrics.router, responses=ERROR_RESPONSES)
     app.router.routes.append(mcp.route())
     _openapi_contract(app)
     return app

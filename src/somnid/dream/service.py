@@ -15,6 +15,7 @@ Result statuses: ``deep_sleep`` (a dream ran), ``maintenance`` (no LLM: upkeep o
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import datetime as dt
 import logging
@@ -98,6 +99,28 @@ class Events:
             self._queues.discard(queue)
 
 
+DREAM_STATUSES = ("deep_sleep", "maintenance", "skipped", "interrupted", "error")
+TOKEN_KINDS = ("prompt", "completion", "cached")
+
+
+@dataclass(slots=True)
+class DreamStats:
+    """Totals since start: sleeps by result status, and the tokens dreams used (``cached``
+    tokens are part of ``prompt``)."""
+
+    runs: collections.Counter[str] = field(
+        default_factory=lambda: collections.Counter(dict.fromkeys(DREAM_STATUSES, 0))
+    )
+    tokens: collections.Counter[str] = field(
+        default_factory=lambda: collections.Counter(dict.fromkeys(TOKEN_KINDS, 0))
+    )
+
+    def add(self, result: DreamResult) -> None:
+        self.runs[result.status] += 1
+        for kind in TOKEN_KINDS:
+            self.tokens[kind] += result.tokens.get(kind, 0)
+
+
 def _tokens(usage: Usage) -> dict[str, int]:
     return {
         "prompt": usage.prompt_tokens,
@@ -130,6 +153,7 @@ class Dreamer:
         self.tools = tools
         self.backend = backend
         self.events = Events()
+        self.stats = DreamStats()
         self.last: DreamResult | None = None
         self.last_finished: float | None = None  # monotonic time of the last dream
         self._task: asyncio.Task[DreamResult] | None = None
@@ -281,6 +305,7 @@ class Dreamer:
             with contextlib.suppress(Exception):
                 await asyncio.shield(self.recall.sync())
         self._ledger = None
+        self.stats.add(result)
         self.last = result
         self.last_finished = asyncio.get_running_loop().time()
         self._current = None

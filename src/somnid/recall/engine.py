@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from somnid.config import RecallSettings
 from somnid.memory.kinds import Kind
+from somnid.metrics import Histogram
 from somnid.recall.embedding import EmbedWorker
 from somnid.recall.index import INDEXED_KINDS, KIND_CODE, Index, Row
 from somnid.recall.scorer import Candidate, Scored, Weights, fuse, spread_links
@@ -48,6 +49,8 @@ class Recall:
         self.worker = worker
         self.settings = settings
         self.weights = weights_of(settings)
+        self.latency = Histogram()
+        """Seconds per search with a query, whoever asked (routes, tools, hints, dreams)."""
 
     @property
     def vectors_ready(self) -> bool:
@@ -73,16 +76,19 @@ class Recall:
         kinds = tuple(k for k in (kinds or DEFAULT_KINDS) if k in INDEXED_KINDS)
         if not kinds:
             return []
-        pool = max(self.settings.candidates, limit * 3)
-        # The keyword search runs while the query is embedded: two cores, two threads.
-        keywords = asyncio.create_task(
-            asyncio.to_thread(self.index.keyword_search, query_terms(query), kinds, pool)
-        )
-        try:
-            vector = await self.worker.embed_query(query) if self.vectors_ready else None
-        finally:
-            keyword = dict(await keywords)
-        return await asyncio.to_thread(self._search, query, keyword, vector, kinds, limit, project)
+        with self.latency.time():
+            pool = max(self.settings.candidates, limit * 3)
+            # The keyword search runs while the query is embedded: two cores, two threads.
+            keywords = asyncio.create_task(
+                asyncio.to_thread(self.index.keyword_search, query_terms(query), kinds, pool)
+            )
+            try:
+                vector = await self.worker.embed_query(query) if self.vectors_ready else None
+            finally:
+                keyword = dict(await keywords)
+            return await asyncio.to_thread(
+                self._search, query, keyword, vector, kinds, limit, project
+            )
 
     def _search(
         self,

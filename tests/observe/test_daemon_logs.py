@@ -1,0 +1,65 @@
+"""The real daemon: its stderr is a file, so it logs JSON lines carrying request ids, and
+never the token; ``/metrics`` answers over the wire."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from somnid import __version__
+from tests.daemon import Daemon, start_daemon
+from tests.observe.scrape import scrape
+
+
+def json_lines(daemon: Daemon) -> list[dict[str, Any]]:
+    lines = [line for line in daemon.log().splitlines() if line.strip()]
+    return [json.loads(line) for line in lines]  # every line is JSON: none is free text
+
+
+def access_line(daemon: Daemon, rid: str) -> dict[str, Any]:
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        found = [line for line in json_lines(daemon) if line.get("request_id") == rid]
+        if found:
+            assert len(found) == 1, found
+            return found[0]
+        time.sleep(0.05)
+    raise AssertionError(f"no line for {rid}:\n{daemon.log()}")
+
+
+def test_the_daemon_logs_json_with_request_ids(tmp_path: Path) -> None:
+    with start_daemon(tmp_path / "data") as daemon, daemon.client() as client:
+        token = daemon.token
+        made = client.post(
+            "/v1/memories/knowledge",
+            json={"name": "port", "body": "7373"},
+            headers={"X-Request-Id": "it-1"},
+        )
+        assert made.status_code == 201 and made.headers["x-request-id"] == "it-1"
+        line = access_line(daemon, "it-1")
+        assert line["logger"] == "somnid.access" and line["level"] == "info"
+        assert (line["method"], line["route"], line["status"]) == (
+            "POST",
+            "/v1/memories/{kind}",
+            201,
+        )
+        assert line["path"] == "/v1/memories/knowledge"
+
+        refused = client.get(
+            f"/v1/memories?access_token={token}", headers={"Authorization": "Bearer wrong-one"}
+        )
+        assert refused.status_code == 401
+        made_up = refused.headers["x-request-id"]
+        line = access_line(daemon, made_up)
+        assert line["status"] == 401 and line["query"] == "access_token=[redacted]"
+
+        found = scrape(client.get("/metrics"))
+        assert found.value("somnid_build_info", version=__version__) == 1
+        timed = {"method": "POST", "route": "/v1/memories/{kind}", "status": "201"}
+        assert found.value("somnid_http_request_duration_seconds_count", **timed) == 1
+        assert found.value("somnid_memory_files", kind="knowledge") == 1
+    log = daemon.log()
+    assert token not in log and "wrong-one" not in log
+    assert any(line["logger"] == "somnid.runtime" for line in json_lines(daemon))

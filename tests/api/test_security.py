@@ -29,7 +29,7 @@ AUTH = {"Authorization": f"Bearer {TEST_TOKEN}"}
 
 def _operations(client: TestClient) -> list[tuple[str, str]]:
     document: dict[str, Any] = client.get("/openapi.json").json()
-    operations = []
+    operations: list[tuple[str, str]] = []
     for path, methods in document["paths"].items():
         concrete = re.sub(r"\{[^}]+\}", "x", path)
         operations.extend((method, concrete) for method in methods)

@@ -25,6 +25,7 @@ from somnid import errors
 log = logging.getLogger(__name__)
 
 PROBLEM_JSON = "application/problem+json"
+UNEXPECTED = "somnid hit an unexpected error; see its log"
 
 _STATUS: list[tuple[type[errors.SomnidError], int]] = [
     (errors.InvalidArguments, 422),
@@ -124,6 +125,9 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     detail = exc.detail if isinstance(exc.detail, str) else HTTPStatus(exc.status_code).phrase
     if exc.status_code == 404 and detail == "Not Found":
         detail = f"no route {request.method} {request.url.path}"
+    if exc.status_code == 400 and isinstance(exc.__cause__, ValueError | RecursionError):
+        # FastAPI's "error parsing the body": bytes that are not UTF-8, JSON nested too deep.
+        code, detail = "invalid_json", "the request body is not valid JSON"
     headers = exc.headers
     allowed = _allowed_methods(request) if exc.status_code == 405 else ""
     if allowed:
@@ -152,7 +156,7 @@ async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
     return problem(
         500,
         "internal_error",
-        "somnid hit an unexpected error; see its log",
+        UNEXPECTED,
         instance=request.url.path,
     )
 

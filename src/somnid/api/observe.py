@@ -27,7 +27,7 @@ from urllib.parse import unquote_plus
 from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from somnid.api.errors import problem_body
+from somnid.api.errors import UNEXPECTED, problem_body
 from somnid.api.exporter import Exporter
 from somnid.logs import request_id
 
@@ -41,7 +41,6 @@ _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"
 _TOKEN_PARAM = "access_token"  # the guard takes a websocket's token in the query
 UNMATCHED = "unmatched"
 CLIENT_GONE = 499  # nginx's "client closed request": cancelled before any answer
-_INTERNAL_ERROR = "somnid hit an unexpected error; see its log"
 
 
 class Observe:
@@ -158,7 +157,7 @@ def redact_query(query: str) -> str:
 
 async def _internal_error(send: Send, scope: Scope, id_header: tuple[bytes, bytes]) -> None:
     """The 500 the app's handler would send, with the id: it sends nothing once we have."""
-    body = problem_body(500, "internal_error", _INTERNAL_ERROR, instance=scope["path"])
+    body = problem_body(500, "internal_error", UNEXPECTED, instance=scope["path"])
     payload = json.dumps(body).encode()
     headers = [
         (b"content-type", b"application/problem+json"),

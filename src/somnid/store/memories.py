@@ -8,6 +8,7 @@ a file atomically, so a reader sees the old version or the new one, never half o
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import hashlib
 import logging
@@ -235,10 +236,16 @@ class MemoryStore:
         with self._write_lock:
             if path.exists():
                 raise Conflict(f"a {kind.value} named {slug!r} exists already", name=slug)
+            fresh = not path.parent.exists()
             try:
                 write_atomic(path, data, exclusive=True)
             except FileExistsError:
                 raise Conflict(f"a {kind.value} named {slug!r} exists already", name=slug) from None
+            except BaseException:
+                if fresh:  # a create that failed (disk full) leaves no empty entry folder
+                    with contextlib.suppress(OSError):
+                        path.parent.rmdir()
+                raise
             return self._load(path, kind, slug, False)
 
     def mutate(

@@ -172,8 +172,8 @@ def _deep_in(template: str, kind: str) -> bytes:
     return template.replace("DEEP", deep_json(kind)).encode()
 
 
-# (path, raw JSON body) posted with a JSON content type: each must be refused, 4xx problem.
-BAD_BODIES: list[tuple[str, bytes]] = [
+# (path, raw body) posted as JSON that no JSON parser takes: each answers 400 invalid_json.
+UNPARSEABLE: list[tuple[str, bytes]] = [
     ("/v1/memories/knowledge", _deep_in('{"name":"d","fields":{"a":DEEP}}', "array")),
     ("/v1/recall", deep_json("object").encode()),
     ("/v1/assoc/action", _deep_in('{"sessionId":"s","toolName":"t","args":{"a":DEEP}}', "array")),
@@ -181,6 +181,11 @@ BAD_BODIES: list[tuple[str, bytes]] = [
     ("/v1/memories/knowledge", b'{"name":"bad\xff\xfe","body":"x"}'),
     ("/v1/recall", b"\xff\xfe\x00\x00"),
     ("/v1/sessions/s/messages", b'{"messages":[{"role":"user","text":"\xc3\x28"}]}'),
+    ("/v1/memories/knowledge", b'{"name": "trailing",}'),
+]
+
+# (path, raw JSON body) that parse but must be refused all the same: a 4xx problem.
+BAD_BODIES: list[tuple[str, bytes]] = [
     ("/v1/memories/knowledge", b'{"name":"sur","body":"a\\ud800b"}'),
     ("/v1/sessions/s/messages", b'{"messages":[{"role":"user","text":"\\udfff"}]}'),
     ("/v1/memories/knowledge", b'{"name":"nan","fields":{"x":NaN,"y":Infinity}}'),
@@ -191,7 +196,6 @@ BAD_BODIES: list[tuple[str, bytes]] = [
     ("/v1/memories/knowledge", _create({f"k{i}": i for i in range(6000)})),
     ("/v1/memories/knowledge", b'{"name":"surkey","fields":{"k\\ud800":"v"}}'),
     ("/v1/memories/knowledge", json.dumps({"name": "long", "body": "x" * 200_001}).encode()),
-    ("/v1/memories/knowledge", b'{"name": "trailing",}'),
     ("/v1/memories/knowledge", b"[]"),
     ("/v1/memories/knowledge", b'"just a string"'),
     ("/v1/recall", b""),

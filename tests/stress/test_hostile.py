@@ -35,6 +35,7 @@ from tests.stress.hostile_corpus import (
     OVERSIZE,
     RAW_PATHS,
     TEXTS,
+    UNPARSEABLE,
 )
 
 JSON = {"content-type": "application/json"}
@@ -204,6 +205,11 @@ def test_raw_paths_are_refused(world: World) -> None:
 def test_deep_huge_and_malformed_bodies_are_refused(world: World) -> None:
     problems = []
     with world.client() as client:
+        for path, raw in UNPARSEABLE:
+            answer = client.post(path, content=raw, headers=JSON)
+            why = refused(answer)
+            if why or answer.json()["code"] != "invalid_json":
+                problems.append((path, raw[:60], why or answer.text[:200]))
         for path, raw in BAD_BODIES:
             answer = client.post(path, content=raw, headers=JSON)
             if why := refused(answer):

@@ -8,17 +8,20 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from somnid.errors import InvalidInput
+from somnid.errors import InvalidInput, StorageError
 from somnid.memory.clock import Clock, to_datetime
 from somnid.memory.entry import Entry, vitals_from_meta
 from somnid.memory.kinds import Kind, normalise_priority, normalise_salience
 from somnid.memory.lifecycle import initial_score, record_usage
 from somnid.store import frontmatter
 from somnid.store.memories import MemoryStore, check_fields
+
+log = logging.getLogger(__name__)
 
 ChangeListener = Callable[[Entry | None, str], Awaitable[None]]
 
@@ -89,13 +92,26 @@ class MemoryService:
         self.store = store
         self.clock = clock
         self._listeners: list[ChangeListener] = []
+        self._missed: dict[str, Entry | None] = {}  # path -> notice a listener failed
 
     def subscribe(self, listener: ChangeListener) -> None:
         self._listeners.append(listener)
 
     async def notify(self, entry: Entry | None, path: str) -> None:
-        for listener in self._listeners:
-            await listener(entry, path)
+        """Tell the listeners (the index) of a change that is on disk. A listener that
+        cannot keep up because the disk is full or read-only does not fail the write: the
+        file is the truth. Its notice is given again with the next change (and any sync
+        catches up as well)."""
+        missed, self._missed = self._missed, {}
+        missed.pop(path, None)
+        for again, was in [*missed.items(), (path, entry)]:
+            for listener in self._listeners:
+                try:
+                    await listener(was, again)
+                except StorageError as exc:
+                    self._missed[again] = was
+                    log.warning("the index missed %s, to be told again: %s", again, exc.detail)
+                    break
 
     async def get(self, kind: Kind, name: str, *, archived: bool = False) -> Entry:
         return await asyncio.to_thread(self.store.read, kind, name, archived=archived)

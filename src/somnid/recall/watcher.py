@@ -64,7 +64,10 @@ class Watcher:
                 step=50,
                 recursive=True,
             ):
-                await self._handle(changes)
+                try:
+                    await self._handle(changes)
+                except Exception as exc:  # a full disk, say: the next sync catches up
+                    log.warning("could not index hand edits (they show after a sync): %s", exc)
         except asyncio.CancelledError:
             raise
         except Exception:

@@ -11,6 +11,8 @@ at once. A chat request has no side effects, so sending it again is safe.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +26,7 @@ __all__ = ["HttpPoster", "RetryPolicy"]
 _RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
 _RETRY_ERRORS = (httpx.NetworkError, httpx.ConnectTimeout, httpx.RemoteProtocolError)
 _BODY_EXCERPT = 300
+MAX_ANSWER_BYTES = 8 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,13 +87,30 @@ class HttpPoster:
                 await asyncio.sleep(self._retry.delay(attempt, exc.retry_after))
                 attempt += 1
 
+    async def _read(self, response: httpx.Response) -> bytes:
+        """The answer's body, refused past :data:`MAX_ANSWER_BYTES`: a chat reply is a few
+        kB, and an endpoint that streams garbage must not fill the daemon's memory."""
+        limit = f"{self.url} answered with more than {MAX_ANSWER_BYTES // 2**20} MiB"
+        with contextlib.suppress(ValueError):
+            if int(response.headers.get("content-length", "0")) > MAX_ANSWER_BYTES:
+                raise LLMBadResponse(limit)
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in response.aiter_bytes():
+            size += len(chunk)
+            if size > MAX_ANSWER_BYTES:
+                raise LLMBadResponse(limit)
+            chunks.append(chunk)
+        return b"".join(chunks)
+
     async def _attempt(self, payload: Mapping[str, Any]) -> dict[str, Any]:
         try:
             async with (
                 asyncio.timeout(self.timeout_s),
                 httpx.AsyncClient(timeout=self._timeout, verify=self._ssl) as client,
+                client.stream("POST", self.url, json=payload, headers=self._headers) as response,
             ):
-                response = await client.post(self.url, json=payload, headers=self._headers)
+                raw = await self._read(response)
         except _RETRY_ERRORS as exc:
             raise _Retryable(f"{type(exc).__name__}: {exc}") from exc
         except (TimeoutError, httpx.TimeoutException) as exc:
@@ -99,12 +119,12 @@ class HttpPoster:
             raise LLMUnavailable(f"POST {self.url} failed: {type(exc).__name__}: {exc}") from exc
         status = response.status_code
         if status >= 300:
-            failure = f"HTTP {status}: {_excerpt(response)}"
+            failure = f"HTTP {status}: {_excerpt(raw)}"
             if status in _RETRY_STATUS:
                 raise _Retryable(failure, _retry_after(response))
             raise LLMRejected(f"POST {self.url} was refused with {failure}")
         try:
-            body = response.json()
+            body = json.loads(raw)
         except ValueError as exc:
             raise LLMBadResponse(f"{self.url} answered with invalid JSON") from exc
         if not isinstance(body, dict):
@@ -112,8 +132,8 @@ class HttpPoster:
         return body
 
 
-def _excerpt(response: httpx.Response) -> str:
-    text = " ".join(response.text.split())
+def _excerpt(raw: bytes) -> str:
+    text = " ".join(raw.decode("utf-8", "replace").split())
     return text if len(text) <= _BODY_EXCERPT else text[:_BODY_EXCERPT] + "…"
 
 

@@ -3,6 +3,11 @@
 Shutdown order on SIGTERM / SIGINT: uvicorn stops accepting connections, waits up to
 ``shutdown_timeout_s`` for requests in flight, cancels the rest, then the lifespan closes
 the runtime in reverse order of opening and releases the data-dir lock.
+
+Under systemd (``Type=notify``) the daemon says ``READY=1`` once it listens (after the
+lifespan has opened the runtime), ``STOPPING=1`` as shutdown begins, keeps ``STATUS=`` up to
+date for ``systemctl status``, and pings ``WATCHDOG=1`` from the event loop when
+``WatchdogSec=`` is set.
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+import socket
 from collections.abc import Iterator
 from types import FrameType
 
@@ -18,13 +24,42 @@ from fastapi import FastAPI
 
 from somnid.api.app import create_app
 from somnid.config import Settings
+from somnid.notify import Watchdog, notify
 from somnid.store.lock import DataDirLock
 
 
 class _Server(uvicorn.Server):
-    def __init__(self, config: uvicorn.Config, app: FastAPI) -> None:
+    def __init__(self, config: uvicorn.Config, app: FastAPI, settings: Settings) -> None:
         super().__init__(config)
         self._somnid_app = app
+        self._settings = settings
+        self._watchdog = Watchdog()
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        notify(f"STATUS=starting: opening {self._settings.data_dir}")
+        await super().startup(sockets)
+        if self.started:
+            notify("READY=1", f"STATUS=serving {self._address()} from {self._settings.data_dir}")
+
+    def _address(self) -> str:
+        """Where it listens (the real port, also when port 0 let the kernel choose)."""
+        host, port = self._settings.host, self._settings.port
+        for server in self.servers:
+            for sock in server.sockets:
+                host, port = sock.getsockname()[:2]
+                break
+        return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+    async def on_tick(self, counter: int) -> bool:
+        self._watchdog.tick()  # from the loop itself: a loop that stops turning stops pinging
+        return await super().on_tick(counter)
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        notify(
+            "STOPPING=1",
+            f"STATUS=stopping: draining requests (up to {self._settings.shutdown_timeout_s} s)",
+        )
+        await super().shutdown(sockets)
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         # uvicorn drains connections before the app hears of the shutdown: end the event
@@ -65,8 +100,15 @@ def serve(settings: Settings) -> int:
             timeout_graceful_shutdown=settings.shutdown_timeout_s,
             server_header=False,
         )
-        server = _Server(config, app)
-        server.run()
+        server = _Server(config, app, settings)
+        try:
+            server.run()
+        except SystemExit:
+            # uvicorn exits 3 when it cannot listen (the port is taken) or the app does not
+            # start; 3 is ours for "data dir locked", so say 1: could not start.
+            if server.started:
+                raise
+            return 1
         return 0 if server.started else 1
     finally:
         lock.release()

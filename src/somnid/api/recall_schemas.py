@@ -48,6 +48,16 @@ class SyncReportOut(Schema):
     broken: int
 
 
+class RebuildOut(Schema):
+    state: str = Field(description="queued, reading, done or failed")
+    vectors: bool = Field(description="Stored vectors were dropped: every text is embedded again.")
+    files: int | None = Field(description="Entry files to read (null until counted).")
+    done: int = Field(description="Files read and indexed so far.")
+    started: str
+    finished: str | None
+    error: str | None
+
+
 class IndexStatusOut(Schema):
     entries: int
     counts: dict[str, int]
@@ -60,10 +70,23 @@ class IndexStatusOut(Schema):
     last_sync: str | None
     last_report: SyncReportOut | None
     size_bytes: int
+    rebuild: RebuildOut | None = Field(
+        None, description="The running or the last rebuild since start (POST /v1/index/rebuild)."
+    )
 
 
 class SyncRequest(Schema):
     reason: str = Field("manual", max_length=200)
+
+
+class RebuildRequest(Schema):
+    vectors: bool = Field(
+        False, strict=True, description="Also drop stored vectors and embed every text again."
+    )
+
+
+class RebuildResponse(Schema):
+    started: bool = Field(description="False when a rebuild was already queued or running.")
 
 
 class ThoughtRequest(Schema):

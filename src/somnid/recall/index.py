@@ -202,6 +202,22 @@ class Index:
             self.vectors.remove(entry_id)
         return entry_id
 
+    def invalidate(self, *, vectors: bool = False) -> None:
+        """Forget what the index knows of each file, so the next full sync reads, parses and
+        indexes every file again. Entry ids stay (loaded vectors keep pointing at the right
+        rows); ``vectors`` also drops every stored vector, so every text is embedded again."""
+        with self.db.write() as conn:
+            conn.execute("DELETE FROM fts")
+            conn.execute("UPDATE entries SET file_hash = '', text_hash = ''")
+            if vectors:
+                conn.execute("DELETE FROM vectors")
+        if vectors and self.vectors is not None:
+            self.vectors = VectorTable(self.vectors.dim)
+
+    def count_invalidated(self) -> int:
+        """Entries :meth:`invalidate` marked that no sync has read again yet."""
+        return self.db.count("SELECT COUNT(*) FROM entries WHERE file_hash = ''")
+
     # ------------------------------------------------------------------ keywords
 
     def keyword_search(

@@ -13,7 +13,7 @@ import contextlib
 import enum
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
@@ -25,7 +25,7 @@ from somnid.memory.kinds import Kind
 from somnid.recall.assoc import Associator
 from somnid.recall.embedding import EmbedState, EmbedWorker
 from somnid.recall.engine import Hit, Recall
-from somnid.recall.index import Index
+from somnid.recall.index import INDEXED_KINDS, Index
 from somnid.recall.reconcile import Reconciler, SyncReport
 from somnid.recall.watcher import Watcher
 from somnid.store.atomic import sweep_temp_files
@@ -39,7 +39,21 @@ INDEX_FILE = "index.sqlite"
 class SyncState(enum.StrEnum):
     PENDING = "pending"
     SYNCING = "syncing"
+    REBUILDING = "rebuilding"
     READY = "ready"
+
+
+@dataclass(frozen=True, slots=True)
+class RebuildStatus:
+    """The running or the last rebuild: ``state`` queued, reading, done or failed."""
+
+    state: str
+    vectors: bool
+    files: int | None
+    done: int
+    started: str
+    finished: str | None
+    error: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +69,7 @@ class IndexStatus:
     last_sync: str | None
     last_report: SyncReport | None
     size_bytes: int
+    rebuild: RebuildStatus | None
 
 
 class RecallSystem:
@@ -90,19 +105,28 @@ class RecallSystem:
         self.last_report: SyncReport | None = None
         self._sync_lock = asyncio.Lock()
         self._initial: asyncio.Task[None] | None = None
+        self._rebuild: RebuildStatus | None = None
+        self._rebuild_task: asyncio.Task[SyncReport] | None = None
 
-    async def start(self) -> None:
+    async def start(self, *, sync: bool = True) -> None:
+        """Start the watcher and, behind, the first sync and the model. ``sync=False`` (an
+        offline rebuild that just read every file) starts the model and embedding only."""
         if self.watcher is not None:
             self.watcher.start()
-        self._initial = asyncio.create_task(self._first_sync(), name="somnid-first-sync")
+        if sync:
+            self._initial = asyncio.create_task(self._first_sync(), name="somnid-first-sync")
+        else:
+            self.worker.start()
+            self.worker.sync_done.set()
 
     async def stop(self) -> None:
         if self.watcher is not None:
             await self.watcher.stop()
-        if self._initial is not None:
-            self._initial.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._initial
+        for task in (self._initial, self._rebuild_task):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
         await self.worker.stop()
         await asyncio.to_thread(self.index.close)
 
@@ -134,6 +158,59 @@ class RecallSystem:
                 log.info("index sync: %s", report)
             self.worker.wake()
             return report
+
+    def start_rebuild(self, *, vectors: bool = False) -> bool:
+        """:meth:`rebuild` in the background; False if one is already queued or running."""
+        if self._rebuild_task is not None and not self._rebuild_task.done():
+            return False
+        self._rebuild = RebuildStatus("queued", vectors, None, 0, self._now(), None, None)
+        self._rebuild_task = asyncio.create_task(
+            self.rebuild(vectors=vectors), name="somnid-index-rebuild"
+        )
+        self._rebuild_task.add_done_callback(_log_failure)
+        return True
+
+    async def rebuild(self, *, vectors: bool = False) -> SyncReport:
+        """Read and index every file again, as if the index were new (after a hand repair, a
+        suspected inconsistency, a change of tokenizer). Vectors are kept by content unless
+        ``vectors``; either way missing ones are embedded behind. Recall keeps answering
+        meanwhile, from what is indexed so far."""
+        started = self._rebuild.started if self._rebuild is not None else self._now()
+        progress = RebuildStatus("queued", vectors, None, 0, started, None, None)
+        self._rebuild = progress
+        async with self._sync_lock:
+            self.sync_state = SyncState.REBUILDING
+            try:
+                files = await asyncio.to_thread(self._count_files)
+                self._rebuild = progress = replace(progress, state="reading", files=files)
+                await asyncio.to_thread(self.index.invalidate, vectors=vectors)
+                report = await asyncio.to_thread(self.reconciler.full)
+            except BaseException as exc:
+                error = str(exc) or type(exc).__name__
+                self._rebuild = replace(progress, state="failed", finished=self._now(), error=error)
+                raise
+            finally:
+                self.sync_state = SyncState.READY
+            self.last_report = report
+            self._rebuild = replace(
+                progress, state="done", done=report.scanned - report.broken, finished=self._now()
+            )
+            log.info("index rebuilt: %s", report)
+            self.worker.wake()
+            return report
+
+    def _count_files(self) -> int:
+        return sum(1 for kind in INDEXED_KINDS for _ in self.store.files(kind))
+
+    def _now(self) -> str:
+        return self.clock.now().isoformat()
+
+    def _rebuild_status(self) -> RebuildStatus | None:
+        progress = self._rebuild
+        if progress is None or progress.state != "reading":
+            return progress
+        done = self.index.total() - self.index.count_invalidated()
+        return replace(progress, done=min(done, progress.files or done))
 
     async def search(
         self,
@@ -180,6 +257,7 @@ class RecallSystem:
             last_sync=self.index.get_state("last_sync"),
             last_report=self.last_report,
             size_bytes=self.index.db.size_bytes(),
+            rebuild=self._rebuild_status(),
         )
 
     @property
@@ -195,3 +273,8 @@ class RecallSystem:
         if not self.worker.idle:
             return "starting", "embedding entries"
         return "ok", self.worker.model
+
+
+def _log_failure(task: asyncio.Task[SyncReport]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("index rebuild failed", exc_info=task.exception())

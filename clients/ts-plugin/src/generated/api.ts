@@ -189,6 +189,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/index/rebuild": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rebuildindex
+         * @description Read and index every file again, in the background; follow it in the index status.
+         */
+        post: operations["rebuildIndex"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/index/status": {
         parameters: {
             query?: never;
@@ -920,6 +940,8 @@ export interface components {
             lastReport: components["schemas"]["SyncReportOut"] | null;
             /** Sizebytes */
             sizeBytes: number;
+            /** @description The running or the last rebuild since start (POST /v1/index/rebuild). */
+            rebuild?: components["schemas"]["RebuildOut"] | null;
         };
         /** IntentionIn */
         IntentionIn: {
@@ -1201,6 +1223,52 @@ export interface components {
             discipline: components["schemas"]["SectionOut"];
             /** @description Intentions the current message brings to mind: per-turn material for a message before the step, never for the (cached) system prompt. */
             cued: components["schemas"]["SectionOut"];
+        };
+        /** RebuildOut */
+        RebuildOut: {
+            /**
+             * State
+             * @description queued, reading, done or failed
+             */
+            state: string;
+            /**
+             * Vectors
+             * @description Stored vectors were dropped: every text is embedded again.
+             */
+            vectors: boolean;
+            /**
+             * Files
+             * @description Entry files to read (null until counted).
+             */
+            files: number | null;
+            /**
+             * Done
+             * @description Files read and indexed so far.
+             */
+            done: number;
+            /** Started */
+            started: string;
+            /** Finished */
+            finished: string | null;
+            /** Error */
+            error: string | null;
+        };
+        /** RebuildRequest */
+        RebuildRequest: {
+            /**
+             * Vectors
+             * @description Also drop stored vectors and embed every text again.
+             * @default false
+             */
+            vectors: boolean;
+        };
+        /** RebuildResponse */
+        RebuildResponse: {
+            /**
+             * Started
+             * @description False when a rebuild was already queued or running.
+             */
+            started: boolean;
         };
         /** RecallItem */
         RecallItem: {
@@ -1891,6 +1959,48 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["SyncReportOut"];
+                };
+            };
+            /** @description The request was refused; the body says why. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description somnid could not serve the request (storage or a dependency). */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+        };
+    };
+    rebuildIndex: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["RebuildRequest"] | null;
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RebuildResponse"];
                 };
             };
             /** @description The request was refused; the body says why. */

@@ -7,6 +7,8 @@ from fastapi import APIRouter
 from somnid.api.deps import RuntimeDep
 from somnid.api.recall_schemas import (
     IndexStatusOut,
+    RebuildRequest,
+    RebuildResponse,
     RecallItem,
     RecallRequest,
     RecallResponse,
@@ -50,6 +52,13 @@ async def sync_index(runtime: RuntimeDep, body: SyncRequest | None = None) -> Sy
     """Reconcile the index with the files now (hash diff); vectors follow in the background."""
     report = await runtime.recall.sync()
     return SyncReportOut.model_validate(report, from_attributes=True)
+
+
+@router.post("/v1/index/rebuild", name="rebuildIndex", response_model=RebuildResponse)
+async def rebuild_index(runtime: RuntimeDep, body: RebuildRequest | None = None) -> RebuildResponse:
+    """Read and index every file again, in the background; follow it in the index status."""
+    request = body or RebuildRequest()
+    return RebuildResponse(started=runtime.recall.start_rebuild(vectors=request.vectors))
 
 
 @router.get("/v1/index/status", name="getIndexStatus", response_model=IndexStatusOut)

@@ -1,0 +1,91 @@
+"""The ``somnid`` command. Each subcommand is a module here with ``add_parser`` and ``run``:
+
+serve, status, recall, sleep run|cancel|status, reindex, doctor, openapi, model install,
+token, install-service.
+
+Commands that need the daemon talk to it over HTTP (``_client``); ``reindex`` and ``token``
+work on the data dir themselves when no daemon runs. Exit statuses are in ``_common``:
+0 done, 1 failed, 2 bad usage or configuration, 3 data dir held by another somnid,
+4 no daemon answers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from somnid import __version__
+from somnid.cli import (
+    doctor,
+    model,
+    openapi,
+    recall,
+    reindex,
+    serve,
+    service,
+    sleep,
+    status,
+    token,
+)
+from somnid.cli._common import EXIT_FAILED, EXIT_USAGE, CliError
+from somnid.cli.openapi import openapi_document, render_openapi
+from somnid.config import ConfigFileError, Settings, load_settings
+from somnid.errors import SomnidError
+
+__all__ = ["main", "openapi_document", "render_openapi"]
+
+_COMMANDS = (serve, status, recall, sleep, reindex, doctor, openapi, model, token, service)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="somnid", description="A memory daemon for LLM agents.")
+    parser.add_argument("--version", action="version", version=f"somnid {__version__}")
+    parser.add_argument("--config", type=Path, help="TOML config file (default: XDG config dir)")
+    # Where the data and the daemon are: every command takes these, after its name.
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--data-dir", type=Path, help="the data dir (default: XDG data dir)")
+    common.add_argument("--host", help="the daemon's address (default 127.0.0.1)")
+    common.add_argument("--port", type=int, help="the daemon's port (default 7373)")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for module in _COMMANDS:
+        module.add_parser(commands, common)
+    return parser
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    overrides: dict[str, Any] = {}
+    for key in ("host", "port", "data_dir", "allow_non_loopback"):
+        value = getattr(args, key, None)
+        if value is not None:
+            overrides[key] = value
+    return load_settings(args.config, **overrides)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        settings = _settings(args)
+    except (ConfigFileError, ValueError) as exc:
+        if args.command == "doctor":
+            return doctor.run_broken_config(args, exc)
+        print(f"somnid: bad configuration: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        code: int = args.run(args, settings)
+    except CliError as exc:
+        print(f"somnid: {exc.message}", file=sys.stderr)
+        return exc.status
+    except SomnidError as exc:
+        print(f"somnid: {exc.detail}", file=sys.stderr)
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        print("", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # `somnid recall --json x | head`: the reader has had enough
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_FAILED
+    return code

@@ -1,0 +1,157 @@
+"""The commands' HTTP client for the running daemon: where it is, which token to send, and
+one-line errors for what goes wrong (nobody answers, 401, a problem+json answer)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from somnid.cli._common import EXIT_FAILED, EXIT_NOT_RUNNING, CliError
+from somnid.config import Settings
+from somnid.errors import StorageError
+from somnid.security import read_token_file, token_path
+
+_WILDCARDS = {"", "0.0.0.0", "::", "[::]"}
+
+
+def base_url(settings: Settings) -> str:
+    """The daemon's URL from ``host`` and ``port``; a wildcard bind is reached on loopback."""
+    host = settings.host.strip("[]")
+    if host in _WILDCARDS or host == "::":
+        host = "::1" if ":" in settings.host else "127.0.0.1"
+    if ":" in host:
+        host = f"[{host}]"
+    return f"http://{host}:{settings.port}"
+
+
+def not_running(settings: Settings) -> CliError:
+    return CliError(
+        f"somnid is not running at {base_url(settings)} (start it with `somnid serve`, or "
+        "`systemctl --user start somnid` if it is installed as a service)",
+        EXIT_NOT_RUNNING,
+    )
+
+
+def same_dir(a: str | Path, b: str | Path) -> bool:
+    return Path(a).expanduser().resolve() == Path(b).expanduser().resolve()
+
+
+class DaemonClient:
+    """Talks to the daemon that ``settings`` point at. Every failure is a :class:`CliError`."""
+
+    def __init__(self, settings: Settings, *, timeout: float | None = 10.0) -> None:
+        self.settings = settings
+        self.url = base_url(settings)
+        self._http = httpx.Client(base_url=self.url, timeout=timeout, trust_env=False)
+        self._token: str | None = None
+
+    def __enter__(self) -> DaemonClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._http.close()
+
+    def health(self) -> dict[str, Any] | None:
+        """The daemon's health (no token needed), or None when nothing answers. A port held
+        by something that is not somnid is an error."""
+        try:
+            response = self._http.get("/v1/health", timeout=3.0)
+        except httpx.TransportError:
+            return None
+        body = _json(response)
+        if not isinstance(body, dict) or "version" not in body or "dataDir" not in body:
+            raise CliError(
+                f"{self.url} answers, but not as somnid (HTTP {response.status_code}): another "
+                "program uses the port; set another `port` in the configuration"
+            )
+        return body
+
+    def serves_this_data_dir(self) -> bool:
+        """True if a daemon answers and serves the configured data dir."""
+        health = self.health()
+        return health is not None and same_dir(health["dataDir"], self.settings.data_dir)
+
+    @property
+    def token(self) -> str:
+        if self._token is None:
+            try:
+                self._token = client_token(self.settings)
+            except CliError:
+                if self.health() is None:  # no token because no daemon ever ran: say that
+                    raise not_running(self.settings) from None
+                raise
+        return self._token
+
+    def get(self, path: str, **params: Any) -> Any:
+        return self.request("GET", path, params=params or None)
+
+    def post(self, path: str, body: dict[str, Any] | None = None, **options: Any) -> Any:
+        return self.request("POST", path, json=body if body is not None else {}, **options)
+
+    def request(self, method: str, path: str, **options: Any) -> Any:
+        headers = {"Authorization": f"Bearer {self.token}"}
+        try:
+            response = self._http.request(method, path, headers=headers, **options)
+        except httpx.ConnectError:
+            raise not_running(self.settings) from None
+        except httpx.TimeoutException:
+            raise CliError(f"somnid at {self.url} did not answer {method} {path} in time") from None
+        except httpx.TransportError as exc:
+            raise CliError(f"talking to somnid at {self.url} failed: {exc}") from None
+        if response.status_code == 401:
+            raise CliError(
+                f"somnid at {self.url} refused the token (401). The token comes from "
+                f"{token_source(self.settings)}; the daemon uses the one it had at start: is it "
+                "serving another data dir, or was it given another token? (`somnid doctor`)"
+            )
+        if response.is_error:
+            raise CliError(_problem(method, path, response), EXIT_FAILED)
+        return _json(response)
+
+
+def client_token(settings: Settings) -> str:
+    """The token to send: the configured one, else ``<data>/token``."""
+    if settings.token is not None:
+        return settings.token.get_secret_value().strip()
+    path = token_path(settings.data_dir)
+    try:
+        token = read_token_file(path)
+    except StorageError as exc:
+        raise CliError(exc.detail) from None
+    if token is None:
+        raise CliError(
+            f"no token: {path} does not exist (the daemon writes it on first start; "
+            "`somnid token` creates it while the daemon is stopped)"
+        )
+    return token
+
+
+def token_source(settings: Settings) -> str:
+    if settings.token is not None:
+        return "the configuration (token / SOMNID_TOKEN)"
+    return str(token_path(settings.data_dir))
+
+
+def _json(response: httpx.Response) -> Any:
+    try:
+        return response.json()
+    except ValueError:
+        return None
+
+
+def _problem(method: str, path: str, response: httpx.Response) -> str:
+    body = _json(response)
+    if isinstance(body, dict) and "detail" in body:
+        code = body.get("code") or body.get("title") or ""
+        detail = body["detail"]
+        errors = body.get("errors")
+        if isinstance(errors, list) and errors:
+            detail = "; ".join(
+                f"{e.get('field', '')}: {e.get('message', '')}"
+                for e in errors
+                if isinstance(e, dict)
+            )
+        return f"{method} {path} failed: {response.status_code} {code}: {detail}"
+    return f"{method} {path} failed: HTTP {response.status_code}"

@@ -1,0 +1,190 @@
+"""Every command that talks to the daemon, against a real one, as a person runs them."""
+
+from __future__ import annotations
+
+import json
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.cli.runner import daemon_env, somnid, somnid_on_terminal
+from tests.daemon import Daemon, start_daemon
+
+FACTS = {
+    "deploy window": ("when we deploy", "Deploys go out Tuesday to Thursday, never on Friday."),
+    "coffee order": ("what the user drinks", "A flat white with oat milk, no sugar."),
+    "db backups": ("how backups run", "Postgres is dumped nightly at 02:00 to the NAS."),
+}
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
+    root = tmp_path_factory.mktemp("cli-daemon")
+    with start_daemon(root / "data") as running:
+        with running.client() as client:
+            for name, (description, body) in FACTS.items():
+                answer = client.post(
+                    "/v1/memories/knowledge",
+                    json={"name": name, "description": description, "body": body},
+                )
+                assert answer.status_code == 201, answer.text
+        yield running
+
+
+@pytest.fixture(scope="module")
+def env(daemon: Daemon) -> dict[str, str]:
+    return daemon_env(daemon)
+
+
+def test_status_shows_health_index_and_sleep(env: dict[str, str], daemon: Daemon) -> None:
+    human = somnid(env, "status")
+    assert human.returncode == 0, human.stderr
+    out = human.stdout
+    assert out.startswith("somnid 0.")
+    assert daemon.base_url in out and str(daemon.data_dir) in out
+    assert "knowledge 3" in out and "broken files  none" in out
+    assert "\nindex\n" in out and "entries   3" in out
+    assert "\nsleep\n" in out and "sleeping      no" in out
+
+    machine = somnid(env, "status", "--json")
+    document = json.loads(machine.stdout)
+    assert document["health"]["counts"]["knowledge"] == 3
+    assert document["index"]["entries"] == 3
+    assert document["sleep"]["sleeping"] is False
+
+
+def test_recall_finds_filters_and_explains(env: dict[str, str]) -> None:
+    found = somnid(env, "recall", "can", "we", "deploy", "on", "friday?")
+    assert found.returncode == 0, found.stderr
+    lines = found.stdout.splitlines()
+    assert "for 'can we deploy on friday?' (keyword)" in lines[0]
+    assert "[knowledge] deploy-window" in lines[1]
+    assert "memory/knowledge/deploy-window/SKILL.md" in found.stdout
+
+    as_json = json.loads(somnid(env, "recall", "--json", "--explain", "oat milk").stdout)
+    assert as_json["items"][0]["name"] == "coffee-order"
+    assert as_json["items"][0]["components"]["keyword"] > 0
+
+    only_episodes = somnid(env, "recall", "--kind", "episode", "deploy")
+    assert only_episodes.returncode == 0
+    assert only_episodes.stdout.startswith("nothing found for 'deploy'")
+
+
+def test_a_refused_request_is_one_line_with_the_problem(env: dict[str, str]) -> None:
+    too_many = somnid(env, "recall", "--limit", "99", "deploy")
+    assert too_many.returncode == 1
+    assert too_many.stderr.strip() == (
+        "somnid: POST /v1/recall failed: 422 validation_error: body.limit: "
+        "Input should be less than or equal to 50"
+    )
+
+
+def test_a_wrong_token_says_where_the_token_came_from(daemon: Daemon) -> None:
+    wrong = somnid(daemon_env(daemon, SOMNID_TOKEN="not-the-token"), "sleep", "status")
+    assert wrong.returncode == 1
+    message = wrong.stderr.strip()
+    assert "\n" not in message and "Traceback" not in message
+    assert "refused the token (401)" in message
+    assert "the configuration (token / SOMNID_TOKEN)" in message
+
+
+def test_sleep_run_wait_status_and_cancel(env: dict[str, str]) -> None:
+    status = somnid(env, "sleep", "status")
+    assert status.returncode == 0, status.stderr
+    assert "sleeping" in status.stdout and "eligibility" in status.stdout
+
+    ran = somnid(env, "sleep", "run", "--wait")
+    assert ran.returncode == 0, ran.stderr
+    # No LLM is reachable: the sleep does maintenance only, and says so.
+    assert "maintenance" in ran.stdout and "journal" in ran.stdout
+
+    as_json = json.loads(somnid(env, "sleep", "status", "--json").stdout)
+    assert as_json["lastDream"]["trigger"] == "cli"
+
+    cancel = somnid(env, "sleep", "cancel")
+    assert cancel.returncode == 0 and cancel.stdout.strip() == "no dream was running"
+
+
+def test_reindex_rebuilds_through_the_daemon_with_a_progress_bar(
+    env: dict[str, str], daemon: Daemon
+) -> None:
+    run = somnid_on_terminal(env, "reindex")
+    assert run.returncode == 0, run.screen
+    screen = run.screen.replace("\r\n", "\n")
+    assert "reading files" in screen and "[" + "#" * 30 + "] 100% 3/3" in screen
+    assert "\x1b[2K" in screen  # redrawn in place, one line
+    assert "index rebuilt: 3 entries from 3 files" in screen
+    with daemon.client() as client:
+        rebuild = client.get("/v1/index/status").json()["rebuild"]
+        assert rebuild["state"] == "done" and rebuild["files"] == rebuild["done"] == 3
+        hits = client.post("/v1/recall", json={"query": "backups"}).json()["items"]
+        assert [hit["name"] for hit in hits] == ["db-backups"]
+
+    piped = somnid(env, "reindex", "--no-wait")
+    assert piped.returncode == 0 and "rebuild started in the daemon" in piped.stdout
+
+
+def test_token_prints_the_daemons_token_and_keeps_it(env: dict[str, str], daemon: Daemon) -> None:
+    printed = somnid(env, "token")
+    assert printed.returncode == 0 and printed.stdout == f"{daemon.token}\n"
+    rotate = somnid(env, "token", "--rotate")
+    assert rotate.returncode == 3
+    assert "keeps the token it started with: stop it, rotate, start it again" in rotate.stderr
+    assert somnid(env, "token").stdout == printed.stdout
+
+
+def test_doctor_finds_nothing_wrong_with_a_running_daemon(
+    env: dict[str, str], daemon: Daemon
+) -> None:
+    token = daemon.data_dir / "token"
+    assert stat.S_IMODE(token.stat().st_mode) == 0o600
+    doctor = somnid(env, "doctor")
+    assert doctor.returncode == 0, doctor.stdout
+    lines = {
+        line.split()[1]: line
+        for line in doctor.stdout.splitlines()
+        if line[:4] in ("OK  ", "WARN", "FAIL")
+    }
+    assert lines["daemon"].startswith("OK") and daemon.base_url in lines["daemon"]
+    assert lines["lock"].startswith("OK") and f"pid {daemon.process.pid}" in lines["lock"]
+    assert lines["token"].startswith("OK") and "the daemon accepts it" in lines["token"]
+    assert lines["index"].startswith("OK") and "3 entries for 3 readable files" in lines["index"]
+    assert "FAIL" not in doctor.stdout
+
+
+def test_commands_refuse_a_daemon_that_serves_another_data_dir(
+    daemon: Daemon, tmp_path: Path
+) -> None:
+    other = daemon_env(daemon, SOMNID_DATA_DIR=str(tmp_path / "elsewhere"))
+    reindex = somnid(other, "reindex")
+    assert reindex.returncode == 1
+    assert f"serves {daemon.data_dir}, not {tmp_path / 'elsewhere'}" in reindex.stderr
+    doctor = somnid(other, "doctor")
+    assert doctor.returncode == 1
+    assert f"is served by another somnid, for {daemon.data_dir}" in doctor.stdout
+    assert not (tmp_path / "elsewhere").exists()  # doctor changes nothing
+
+
+def test_install_service_will_not_start_beside_a_running_daemon(
+    daemon: Daemon, tmp_path: Path
+) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    log = tmp_path / "systemctl.log"
+    stand_in = bin_dir / "systemctl"
+    stand_in.write_text(f'#!/bin/sh\necho "$@" >> {log}\ncase "$*" in *MainPID*) echo 0;; esac\n')
+    stand_in.chmod(0o755)
+    env = daemon_env(daemon, PATH=str(bin_dir))
+    result = somnid(env, "install-service")
+    assert result.returncode == 1
+    assert (
+        f"(pid {daemon.process.pid}) already runs on {daemon.data_dir} outside systemd"
+        in result.stderr
+    )
+    assert log.read_text().splitlines() == [
+        "--user daemon-reload",
+        "--user show -p MainPID --value somnid.service",
+        "--user enable somnid.service",
+    ]

@@ -1,0 +1,108 @@
+"""Commands with no daemon running: what they say, what they do to the data dir themselves."""
+
+from __future__ import annotations
+
+import sqlite3
+import stat
+from pathlib import Path
+
+from tests.cli.runner import cli_env, somnid, somnid_on_terminal
+from tests.daemon import free_port
+
+BROKEN = "memory/knowledge/broken-by-hand/SKILL.md"
+
+
+def offline_env(data_dir: Path, **extra: str) -> dict[str, str]:
+    return cli_env(data_dir, free_port(), **extra)
+
+
+def test_daemon_commands_say_it_is_not_running(data_dir: Path) -> None:
+    env = offline_env(data_dir)
+    port = env["SOMNID_PORT"]
+    for command in (["status"], ["recall", "x"], ["sleep", "status"], ["sleep", "run"]):
+        result = somnid(env, *command)
+        assert result.returncode == 4, command
+        assert result.stderr == (
+            f"somnid: somnid is not running at http://127.0.0.1:{port} (start it with "
+            "`somnid serve`, or `systemctl --user start somnid` if it is installed as a "
+            "service)\n"
+        )
+
+
+def test_doctor_explains_what_is_wrong_with_a_data_dir(original_data_dir: Path) -> None:
+    broken = original_data_dir / BROKEN
+    broken.parent.mkdir(parents=True)
+    broken.write_text("---\nname: broken-by-hand\ndescription: [unclosed\n---\nbody\n")
+    token = original_data_dir / "token"
+    token.write_text("a-token-others-can-read\n")
+    token.chmod(0o644)
+    env = offline_env(original_data_dir, SOMNID_EMBED__PROVIDER="local")
+
+    doctor = somnid(env, "doctor")
+    assert doctor.returncode == 1
+    out = doctor.stdout
+    assert "FAIL  memory files  1 file(s) cannot be read" in out
+    assert f"{BROKEN}: front-matter is not valid YAML" in out
+    assert "→ repair each by hand" in out
+    assert f"FAIL  token         {token} can be read by others (mode 0644)" in out
+    assert f"→ `chmod 600 {token}`" in out
+    assert f"WARN  model         not installed in {original_data_dir}/models/" in out
+    assert "→ `somnid model install`" in out
+    assert "WARN  daemon        somnid is not running" in out
+    assert "OK    index         not built yet" in out
+    assert out.rstrip().endswith("2 failed, 2 to look at")
+    # Looking changed nothing.
+    assert stat.S_IMODE(token.stat().st_mode) == 0o644
+    assert not (original_data_dir / "index").exists()
+
+
+def test_doctor_reports_a_configuration_that_does_not_load(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text("[recall]\nvector_weight = 'heavy'\n")
+    doctor = somnid(offline_env(tmp_path / "data"), "--config", str(config), "doctor")
+    assert doctor.returncode == 1
+    assert doctor.stdout.startswith("FAIL  config  the configuration does not load:")
+    assert f"→ fix {config} or the SOMNID_* variables" in doctor.stdout
+
+
+def test_reindex_offline_rebuilds_an_unreadable_index(original_data_dir: Path) -> None:
+    index = original_data_dir / "index" / "index.sqlite"
+    index.parent.mkdir()
+    index.write_bytes(b"this is not a database" * 100)
+    env = offline_env(original_data_dir)
+    doctor = somnid(env, "doctor")
+    assert f"FAIL  index         {index} cannot be read" in doctor.stdout
+    assert "→ `somnid reindex` (with the daemon stopped) deletes and rebuilds it" in doctor.stdout
+
+    run = somnid_on_terminal(env, "reindex")
+    assert run.returncode == 0, run.screen
+    assert "the index cannot be read (file is not a database): deleting it" in run.screen
+    assert "reading files" in run.screen and "100%" in run.screen
+    with sqlite3.connect(index) as conn:
+        names = {row[0] for row in conn.execute("SELECT name FROM entries")}
+    assert "release-checklist" in names
+    assert f"index rebuilt: {len(names)} entries from {len(names)} files" in run.screen
+    after = somnid(env, "doctor")
+    assert (
+        f"OK    index         {len(names)} entries for {len(names)} readable files" in after.stdout
+    )
+    assert not (original_data_dir / ".somnid.lock").read_text()  # released
+
+
+def test_token_is_created_when_missing_and_rotated_on_demand(data_dir: Path) -> None:
+    env = offline_env(data_dir)
+    first = somnid(env, "token")
+    assert first.returncode == 0, first.stderr
+    token = data_dir / "token"
+    assert first.stdout == token.read_text()
+    assert stat.S_IMODE(token.stat().st_mode) == 0o600
+    assert somnid(env, "token").stdout == first.stdout
+
+    rotated = somnid(env, "token", "--rotate")
+    assert rotated.returncode == 0
+    assert rotated.stdout != first.stdout and rotated.stdout == token.read_text()
+    assert f"wrote a new token to {token}" in rotated.stderr
+    assert stat.S_IMODE(token.stat().st_mode) == 0o600
+
+    configured = somnid(offline_env(data_dir, SOMNID_TOKEN="from-config"), "token", "--rotate")
+    assert configured.returncode == 1 and "set in the configuration" in configured.stderr

@@ -1,0 +1,172 @@
+"""``somnid install-service``: the unit it writes, checked by systemd's own parser, and what
+it says when it cannot enable it. A stand-in ``systemctl`` on PATH plays the user manager:
+a test must never enable a service in the real one of whoever runs the tests."""
+
+from __future__ import annotations
+
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from somnid.cli.service import TEMPLATE, render
+from somnid.config import Settings
+from tests.cli.runner import cli_env, somnid
+from tests.daemon import free_port
+
+ROOT = Path(__file__).parents[2]
+ANALYZE = shutil.which("systemd-analyze")
+needs_analyze = pytest.mark.skipif(ANALYZE is None, reason="systemd-analyze is not installed")
+
+
+def verify(unit: Path) -> str:
+    """What ``systemd-analyze verify`` says about ``unit`` (nothing when it is clean)."""
+    assert ANALYZE is not None
+    result = subprocess.run(
+        [ANALYZE, "verify", str(unit)], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    return (result.stdout + result.stderr).strip()
+
+
+def stand_in_systemctl(bin_dir: Path, log: Path, *, status: int = 0, stderr: str = "") -> None:
+    bin_dir.mkdir(exist_ok=True)
+    script = bin_dir / "systemctl"
+    script.write_text(
+        "#!/bin/sh\n"
+        f'echo "$@" >> {log}\n'
+        'case "$*" in *is-active*) echo active;; esac\n'
+        f"[ -n '{stderr}' ] && echo '{stderr}' >&2\n"
+        f"exit {status}\n"
+    )
+    script.chmod(0o755)
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    return cli_env(tmp_path / "data", free_port(), SOMNID_TOKEN="never-written-down")
+
+
+def unit_file(env: dict[str, str]) -> Path:
+    return Path(env["XDG_CONFIG_HOME"]) / "systemd" / "user" / "somnid.service"
+
+
+def test_the_committed_template_is_the_one_install_service_uses() -> None:
+    committed = (ROOT / "deploy/systemd/somnid.service").read_text()
+    assert committed == TEMPLATE, "deploy/systemd/somnid.service and service.TEMPLATE differ"
+
+
+@needs_analyze
+def test_the_template_itself_is_a_clean_unit(tmp_path: Path) -> None:
+    # As committed it starts %h/.local/bin/somnid; give it one to find.
+    unit = tmp_path / "somnid.service"
+    fake = tmp_path / "somnid"
+    fake.write_text("#!/bin/sh\n")
+    fake.chmod(0o755)
+    unit.write_text(TEMPLATE.replace("%h/.local/bin/somnid", str(fake)))
+    assert verify(unit) == ""
+
+
+@needs_analyze
+def test_install_service_writes_a_unit_systemd_accepts(env: dict[str, str]) -> None:
+    result = somnid(env, "install-service", "--no-enable")
+    assert result.returncode == 0, result.stderr
+    unit = unit_file(env)
+    text = unit.read_text()
+    data_dir = env["SOMNID_DATA_DIR"]
+    lines = text.splitlines()
+    for line in (
+        "Type=notify",
+        "NotifyAccess=main",
+        "Restart=on-failure",
+        "RestartPreventExitStatus=2 3",
+        "TimeoutStopSec=30",  # shutdown_timeout_s is 10
+        "UMask=0077",
+        "NoNewPrivileges=yes",
+        "ProtectSystem=strict",
+        f"ReadWritePaths={data_dir}",
+        f"ExecStart={sys.executable} -m somnid serve",
+        f'Environment="SOMNID_DATA_DIR={data_dir}"',
+        f'Environment="SOMNID_PORT={env["SOMNID_PORT"]}"',
+        "WantedBy=default.target",
+    ):
+        assert line in lines, line
+    assert "never-written-down" not in text  # the token stays out of the unit
+    assert "SOMNID_TOKEN is set in this shell but not written into the unit" in result.stdout
+    assert f"wrote {unit}" in result.stdout
+    assert "not enabled (--no-enable)" in result.stdout
+    assert stat.S_IMODE(Path(data_dir).stat().st_mode) == 0o700  # made for ReadWritePaths
+    assert verify(unit) == ""
+
+    again = somnid(env, "install-service", "--no-enable")
+    assert again.returncode == 0 and f"updated {unit}" in again.stdout
+
+
+def test_the_stop_timeout_stays_above_the_shutdown_budget(env: dict[str, str]) -> None:
+    env["SOMNID_SHUTDOWN_TIMEOUT_S"] = "120"
+    result = somnid(env, "install-service", "--dry-run")
+    assert result.returncode == 0
+    assert "TimeoutStopSec=140" in result.stdout.splitlines()
+    assert not unit_file(env).exists() and not Path(env["SOMNID_DATA_DIR"]).exists()
+
+
+@needs_analyze
+def test_odd_paths_are_quoted_for_systemd(tmp_path: Path) -> None:
+    folder = tmp_path / "my 100% $HOME"
+    folder.mkdir()
+    exe = folder / "somnid"
+    exe.write_text("#!/bin/sh\n")
+    exe.chmod(0o755)
+    settings = Settings(data_dir=folder / "data")
+    unit = tmp_path / "somnid.service"
+    unit.write_text(render([str(exe), "serve"], settings, {"SOMNID_LOG_LEVEL": "debug"}))
+    text = unit.read_text()
+    assert f'ExecStart="{tmp_path}/my 100%% $HOME/somnid" serve' in text
+    assert f'ReadWritePaths="{tmp_path}/my 100%% $HOME/data"' in text
+    assert verify(unit) == ""
+
+
+def test_enabling_runs_reload_enable_restart(env: dict[str, str], tmp_path: Path) -> None:
+    log = tmp_path / "systemctl.log"
+    stand_in_systemctl(tmp_path / "bin", log)
+    env["PATH"] = str(tmp_path / "bin")
+    result = somnid(env, "install-service")
+    assert result.returncode == 0, result.stderr
+    assert log.read_text().splitlines() == [
+        "--user daemon-reload",
+        "--user enable somnid.service",
+        "--user restart somnid.service",
+        "--user is-active somnid.service",
+    ]
+    assert "somnid.service is enabled and active" in result.stdout
+    assert "journalctl --user -u somnid -f" in result.stdout
+
+
+def test_an_unreachable_user_manager_is_said_plainly(env: dict[str, str], tmp_path: Path) -> None:
+    log = tmp_path / "systemctl.log"
+    stand_in_systemctl(
+        tmp_path / "bin", log, status=1, stderr="Failed to connect to bus: No medium found"
+    )
+    env["PATH"] = str(tmp_path / "bin")
+    result = somnid(env, "install-service")
+    assert result.returncode == 1
+    assert unit_file(env).exists()
+    assert result.stderr == (
+        "somnid: the unit is written, but the systemd user manager cannot be reached (Failed "
+        "to connect to bus: No medium found). Where it runs (a login session, or after "
+        "`loginctl enable-linger $USER`), start the service with: systemctl --user "
+        "daemon-reload && systemctl --user enable --now somnid\n"
+    )
+
+
+def test_without_systemd_it_writes_the_unit_and_says_what_to_do(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    env["PATH"] = str(tmp_path / "empty")
+    result = somnid(env, "install-service")
+    assert result.returncode == 1
+    assert unit_file(env).exists()
+    assert "there is no systemctl here: without systemd, run `somnid serve`" in result.stderr

@@ -101,7 +101,7 @@ async def work_until_killed(
     await asyncio.gather(
         *(
             capture_writer(
-                client, ledger, f"c{cycle}w{i}", f"sess-{i % SESSIONS}", own(), stop, close_every=40
+                client, ledger, f"c{cycle}w{i}", f"sess-{i % SESSIONS}", own(), stop, closes=0.03
             )
             for i in range(CAPTURE_WRITERS)
         ),

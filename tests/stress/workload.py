@@ -154,22 +154,24 @@ async def capture_writer(
     rng: random.Random,
     stop: asyncio.Event,
     *,
-    close_every: int = 0,
+    closes: float = 0.0,
 ) -> None:
     """Append batches of 1-3 messages (one in eight a tool call) until ``stop`` or the
-    daemon goes away; every ``close_every``-th request closes the session's log instead."""
+    daemon goes away. Before a batch, with chance ``closes``, close the session's log, or
+    (one time in four) mark the session never to be dreamed: each rewrites front-matter."""
     with ledger.lock:
         log = ledger.writers.setdefault(writer, WriterLog(session))
     number = 0
     while not stop.is_set():
-        if close_every and number and number % close_every == 0 and rng.random() < 0.5:
+        if closes and rng.random() < closes:
+            op = "no-dream" if rng.random() < 0.25 else "close"
             try:
-                with ledger.timed("close"):
-                    answer = await client.post(f"/v1/sessions/{session}/close")
+                with ledger.timed(op):
+                    answer = await client.post(f"/v1/sessions/{session}/{op}")
             except httpx.TransportError:
                 return
             if answer.status_code != 200:
-                ledger.error(f"close {session}", answer)
+                ledger.error(f"{op} {session}", answer)
                 return
         texts = tuple(f"{writer}#{number + i} {FILLER}" for i in range(rng.randint(1, 3)))
         number += len(texts)

@@ -208,6 +208,9 @@ async def test_a_read_only_data_dir_changes_nothing_and_service_resumes(tmp_path
                 # A dream can neither close the log nor write: it ends, and nothing moved.
                 answer = await client.post("/v1/sleep/run", json={"wait": True})
                 assert answer.status_code == 200 and answer.json()["result"]["processed"] == []
+                stopped = answer.json()["result"]
+                assert stopped["status"] == "interrupted", stopped
+                assert stopped["reason"].startswith("storage: read_only"), stopped
                 assert (await client.get("/v1/health")).status_code == 200
                 assert snapshot(data) == before
                 assert list(data.rglob(f"{TEMP_PREFIX}*")) == []

@@ -32,6 +32,7 @@ from somnid.dream.logfiles import mark_processed
 from somnid.dream.loop import LoopResult, ReactLoop
 from somnid.dream.prompts import system_prompt, task_message
 from somnid.dream.tools import DreamTools
+from somnid.errors import StorageError
 from somnid.memory.clock import Clock
 from somnid.recall.system import RecallSystem
 from somnid.services.maintenance import DecayReport, Maintenance
@@ -221,6 +222,10 @@ class Dreamer:
             result.status, result.reason = "interrupted", result.reason or "cancelled"
         except LLMError as exc:
             result.status, result.reason = "interrupted", f"llm: {exc}"
+        except StorageError as exc:
+            # A full or read-only disk: what was written is whole, the rest waits for space.
+            log.warning("dream interrupted: %s", exc.detail)
+            result.status, result.reason = "interrupted", f"storage: {exc.code}: {exc.detail}"
         except Exception as exc:  # a dream must never take the daemon down
             log.exception("dream failed")
             result.status, result.reason = "error", f"{type(exc).__name__}: {exc}"

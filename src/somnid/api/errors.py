@@ -9,8 +9,9 @@ Every SomnidError is mapped to its status here and only here. Bad input never pr
 
 from __future__ import annotations
 
+import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from http import HTTPStatus
 from typing import Any
 
@@ -19,6 +20,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
+from starlette.types import Send
 
 from somnid import errors
 
@@ -74,6 +76,29 @@ def problem_body(
         body["instance"] = instance
     body.update({key: value for key, value in extra.items() if value is not None})
     return body
+
+
+async def send_problem(
+    send: Send,
+    status: int,
+    code: str,
+    detail: str,
+    *,
+    instance: str | None = None,
+    headers: Sequence[tuple[bytes, bytes]] = (),
+    websocket: bool = False,
+) -> None:
+    """Answer a problem from an ASGI middleware, before (or instead of) the app. With
+    ``websocket`` it is the denial response of a refused handshake."""
+    payload = json.dumps(problem_body(status, code, detail, instance=instance)).encode()
+    prefix = "websocket.http.response" if websocket else "http.response"
+    head = [
+        (b"content-type", PROBLEM_JSON.encode()),
+        (b"content-length", str(len(payload)).encode()),
+        *headers,
+    ]
+    await send({"type": f"{prefix}.start", "status": status, "headers": head})
+    await send({"type": f"{prefix}.body", "body": payload})
 
 
 def problem(

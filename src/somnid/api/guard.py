@@ -16,14 +16,13 @@ server supports it, else with a plain close.
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any
 from urllib.parse import parse_qs
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from somnid.api.errors import problem_body
+from somnid.api.errors import send_problem
 from somnid.security import HostPolicy, bearer, token_matches
 
 log = logging.getLogger(__name__)
@@ -78,12 +77,14 @@ class Guard:
                 _shown(host),
                 _shown(headers.get("origin")),
             )
-        body = problem_body(status, code, detail, instance=scope["path"])
         if scope["type"] == "http":
-            await _respond(send, status, body)
+            challenge = [(b"www-authenticate", b'Bearer realm="somnid"')] if status == 401 else []
+            await send_problem(
+                send, status, code, detail, instance=scope["path"], headers=challenge
+            )
         else:
             await receive()  # the handshake's websocket.connect comes first
-            await _refuse_websocket(scope, send, status, body)
+            await _refuse_websocket(scope, send, status, code, detail)
 
     def _authorized(self, scope: Scope, headers: dict[str, str]) -> bool:
         expected = _expected_token(scope)
@@ -115,31 +116,8 @@ def _shown(value: str | None) -> str:
     return repr(value[:80])
 
 
-async def _respond(send: Send, status: int, body: dict[str, Any]) -> None:
-    payload = json.dumps(body).encode()
-    headers = [
-        (b"content-type", b"application/problem+json"),
-        (b"content-length", str(len(payload)).encode()),
-    ]
-    if status == 401:
-        headers.append((b"www-authenticate", b'Bearer realm="somnid"'))
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": payload})
-
-
-async def _refuse_websocket(scope: Scope, send: Send, status: int, body: dict[str, Any]) -> None:
+async def _refuse_websocket(scope: Scope, send: Send, status: int, code: str, detail: str) -> None:
     if "websocket.http.response" in scope.get("extensions", {}):
-        payload = json.dumps(body).encode()
-        await send(
-            {
-                "type": "websocket.http.response.start",
-                "status": status,
-                "headers": [
-                    (b"content-type", b"application/problem+json"),
-                    (b"content-length", str(len(payload)).encode()),
-                ],
-            }
-        )
-        await send({"type": "websocket.http.response.body", "body": payload})
+        await send_problem(send, status, code, detail, instance=scope["path"], websocket=True)
         return
-    await send({"type": "websocket.close", "code": 1008, "reason": body["code"]})
+    await send({"type": "websocket.close", "code": 1008, "reason": code})

@@ -6,11 +6,9 @@ past that, and 415 when a body is sent with a content type other than JSON.
 
 from __future__ import annotations
 
-import json
-
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from somnid.api.errors import problem_body
+from somnid.api.errors import send_problem
 
 _JSON_TYPES = ("application/json", "application/merge-patch+json")
 _BODY_METHODS = {"POST", "PUT", "PATCH"}
@@ -69,16 +67,5 @@ class RequestLimits:
 
 
 async def _reject(send: Send, scope: Scope, status: int, code: str, detail: str) -> None:
-    payload = json.dumps(problem_body(status, code, detail, instance=scope.get("path"))).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/problem+json"),
-                (b"content-length", str(len(payload)).encode()),
-                (b"connection", b"close"),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": payload})
+    close = [(b"connection", b"close")]  # the unread rest of the body is not wanted
+    await send_problem(send, status, code, detail, instance=scope.get("path"), headers=close)

@@ -15,7 +15,6 @@ query is shown as ``[redacted]``. HTTP timings go to the exporter by route *temp
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import secrets
@@ -27,7 +26,7 @@ from urllib.parse import unquote_plus
 from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from somnid.api.errors import UNEXPECTED, problem_body
+from somnid.api.errors import UNEXPECTED, send_problem
 from somnid.api.exporter import Exporter
 from somnid.logs import request_id
 
@@ -157,12 +156,6 @@ def redact_query(query: str) -> str:
 
 async def _internal_error(send: Send, scope: Scope, id_header: tuple[bytes, bytes]) -> None:
     """The 500 the app's handler would send, with the id: it sends nothing once we have."""
-    body = problem_body(500, "internal_error", UNEXPECTED, instance=scope["path"])
-    payload = json.dumps(body).encode()
-    headers = [
-        (b"content-type", b"application/problem+json"),
-        (b"content-length", str(len(payload)).encode()),
-        id_header,
-    ]
-    await send({"type": "http.response.start", "status": 500, "headers": headers})
-    await send({"type": "http.response.body", "body": payload})
+    await send_problem(
+        send, 500, "internal_error", UNEXPECTED, instance=scope["path"], headers=[id_header]
+    )

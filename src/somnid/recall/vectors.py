@@ -1,8 +1,11 @@
 """Vectors in memory: one float32 matrix, searched by brute-force dot product.
 
 Rows are L2-normalised, so a dot product is the cosine. 100k × 384 is 150 MB and one
-matrix-vector product (~15 ms on 2 cores); no approximate index is needed at this scale.
-Rows grow by doubling; removed rows are recycled.
+matrix-vector product (~7 ms on one core); no approximate index is needed at this scale.
+Rows grow by doubling; removed rows are recycled; a search reads only the rows in use.
+
+The product is ``np.einsum``, not ``@``: BLAS's threaded matrix-vector product took a flat
+8 ms at any size here (its threads wake up late), einsum 0.7 ms for 10k rows on one core.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ class VectorTable:
         self._kinds = np.zeros(0, dtype=np.int8)
         self._row_of: dict[int, int] = {}
         self._free: list[int] = []
+        self._high = 0  # rows below this have been used; the rest are zeros
 
     def __len__(self) -> int:
         return len(self._row_of)
@@ -40,6 +44,7 @@ class VectorTable:
             if row is None:
                 row = self._free.pop() if self._free else self._grow()
                 self._row_of[entry_id] = row
+                self._high = max(self._high, row + 1)
             self._matrix[row] = vector
             self._ids[row] = entry_id
             self._kinds[row] = kind_code
@@ -78,8 +83,9 @@ class VectorTable:
         with self._lock:
             if not self._row_of:
                 return []
-            sims = self._matrix @ query
-            valid = (self._ids >= 0) & np.isin(self._kinds, codes)
+            high = self._high
+            sims = np.einsum("ij,j->i", self._matrix[:high], query)
+            valid = (self._ids[:high] >= 0) & np.isin(self._kinds[:high], codes)
             sims = np.where(valid, sims, -np.inf)
             count = min(k, int(valid.sum()))
             if count <= 0:
@@ -97,5 +103,5 @@ class VectorTable:
             ]
             if not rows:
                 return {}
-            sims = self._matrix[[row for _, row in rows]] @ query
+            sims = np.einsum("ij,j->i", self._matrix[[row for _, row in rows]], query)
             return {entry_id: float(sim) for (entry_id, _), sim in zip(rows, sims, strict=True)}

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from somnid.api.mcp import build_server
+from somnid.api.mcp_server import build_server
 from somnid.config import Settings
 from somnid.errors import InvalidArguments
 from somnid.memory.clock import ManualClock

@@ -40,6 +40,7 @@ import json
 import os
 import platform
 import random
+import secrets
 import shutil
 import signal
 import socket
@@ -269,10 +270,12 @@ def free_port() -> int:
 
 @dataclass
 class Daemon:
-    """One ``somnid serve`` child on a free loopback port."""
+    """One ``somnid serve`` child on a free loopback port, given its bearer token in
+    ``SOMNID_TOKEN`` (every route but ``/v1/health`` wants it)."""
 
     process: subprocess.Popen[bytes]
     base_url: str
+    token: str
     log_path: Path
     spawned_wall: float  # time.time() at spawn, to place log timestamps
     spawned: float  # time.perf_counter() at spawn
@@ -280,10 +283,12 @@ class Daemon:
     @classmethod
     def spawn(cls, data_dir: Path, model_dir: Path, work: Path, label: str) -> Daemon:
         port = free_port()
+        token = secrets.token_urlsafe(32)
         xdg = work / "xdg-config"  # empty: no user config file is read
         xdg.mkdir(exist_ok=True)
         env = {
             **{k: v for k, v in os.environ.items() if not k.startswith("SOMNID_")},
+            "SOMNID_TOKEN": token,
             "SOMNID_DATA_DIR": str(data_dir),
             "SOMNID_PORT": str(port),
             "SOMNID_HOST": HOST,
@@ -302,7 +307,7 @@ class Daemon:
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
             )
-        return cls(process, f"http://{HOST}:{port}", log_path, wall, start)
+        return cls(process, f"http://{HOST}:{port}", token, log_path, wall, start)
 
     def since_spawn(self) -> float:
         return time.perf_counter() - self.spawned
@@ -314,7 +319,12 @@ class Daemon:
             )
 
     def client(self, timeout: float = 60.0) -> httpx.Client:
-        return httpx.Client(base_url=self.base_url, timeout=timeout, trust_env=False)
+        return httpx.Client(
+            base_url=self.base_url,
+            timeout=timeout,
+            trust_env=False,
+            headers={"Authorization": f"Bearer {self.token}"},
+        )
 
     def log_tail(self, lines: int = 30) -> str:
         text = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""

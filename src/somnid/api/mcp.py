@@ -19,9 +19,9 @@ Origin and the bearer token for ``/mcp`` as for the rest.
 ``project``, ``sessionId`` and ``userId`` in the URL's query scope the calls the way the body
 of ``POST /v1/tools/{name}`` does, e.g. ``http://127.0.0.1:7373/mcp?project=webshop``.
 
-The SDK is imported and the session manager started in a task of its own once the app's
-lifespan has begun (:mod:`somnid.api.mcp_server`), so start-up does not wait for it; a
-request that comes first waits for it (a few hundred ms), then is served.
+The SDK is imported and the session manager started by the first request to ``/mcp``
+(:mod:`somnid.api.mcp_server`, in a worker thread): it takes ~0.5 s of CPU that neither the
+daemon's start nor a daemon without MCP clients should pay; that first request waits for it.
 """
 
 from __future__ import annotations
@@ -60,18 +60,22 @@ class McpEndpoint:
 
     def __init__(self) -> None:
         self._manager: StreamableHTTPSessionManager | None = None
+        self._tools: ToolRegistry | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._stop = asyncio.Event()
         self._ready = asyncio.Event()
 
     @contextlib.asynccontextmanager
     async def serving(self, tools: ToolRegistry) -> AsyncIterator[None]:
-        stop = asyncio.Event()
-        self._ready = asyncio.Event()
-        task = asyncio.create_task(self._run(tools, stop), name="somnid-mcp")
+        """Serve ``tools`` until the block ends; the SDK starts with the first request."""
+        self._tools, self._stop, self._ready = tools, asyncio.Event(), asyncio.Event()
         try:
             yield
         finally:
-            stop.set()
-            await task
+            self._stop.set()
+            task, self._task, self._tools = self._task, None, None
+            if task is not None:
+                await task
 
     async def _run(self, tools: ToolRegistry, stop: asyncio.Event) -> None:
         try:
@@ -91,6 +95,8 @@ class McpEndpoint:
         return Route(PATH, self, methods=METHODS, name="mcp", include_in_schema=False)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self._task is None and self._tools is not None:
+            self._task = asyncio.create_task(self._run(self._tools, self._stop), name="somnid-mcp")
         if self._manager is None:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._ready.wait(), START_WAIT_S)

@@ -100,7 +100,22 @@ class EmbedWorker:
         # Set by the owner once the first index sync is over: embedding waits for it, so
         # parsing and embedding do not fight over two cores (the model loads meanwhile).
         self.sync_done = asyncio.Event()
+        # Set once the embedder is loaded (or failed, or off): the first sync may wait for it.
+        self.loaded = asyncio.Event()
         self._cache: collections.OrderedDict[str, Vector] = collections.OrderedDict()
+
+    @property
+    def loads_quickly(self) -> bool:
+        """The embedder is at hand: handed in, or a local model already installed (not
+        converted first, not behind a network)."""
+        if self._given is not None:
+            return True
+        if self.settings.provider != "local":
+            return False
+        from somnid.embed.e5convert import default_model_dir
+
+        model_dir = self.settings.model_dir or default_model_dir(self.models_dir)
+        return (model_dir / "model.onnx").is_file()
 
     @property
     def ready(self) -> bool:
@@ -148,6 +163,7 @@ class EmbedWorker:
             )
         except Exception as exc:  # the daemon keeps serving keywords; health says why
             self.state = EmbedState.FAILED
+            self.loaded.set()
             self.error = str(exc) or type(exc).__name__
             log.error("embeddings unavailable, recall is keyword-only: %s", self.error)
             self._idle.set()
@@ -156,6 +172,7 @@ class EmbedWorker:
         self.embedder = embedder
         await asyncio.to_thread(self.index.use_model, embedder.name, embedder.dim)
         self.state = EmbedState.READY
+        self.loaded.set()
         log.info("embedding model %s ready (dim %d)", embedder.name, embedder.dim)
         await self.sync_done.wait()
         failures = 0

@@ -72,6 +72,9 @@ class IndexStatus:
     rebuild: RebuildStatus | None
 
 
+MODEL_FIRST_S = 10.0  # the longest the first sync waits for a model at hand
+
+
 class RecallSystem:
     def __init__(
         self,
@@ -131,13 +134,19 @@ class RecallSystem:
         await asyncio.to_thread(self.index.close)
 
     async def _first_sync(self) -> None:
-        # The model loads beside the sync: vectors already stored serve at once.
+        # Vectors already stored serve as soon as the model is loaded; a model at hand
+        # loads before the sync reads every file.
         self.worker.start()
         removed = await asyncio.to_thread(
             sweep_temp_files, self.store.layout.root, older_than=self._started
         )
         if removed:
             log.warning("removed %d temp files left by an interrupted write", len(removed))
+        if self.worker.loads_quickly:
+            # The stored index answers meanwhile; a model at hand loads first, so hybrid
+            # recall is back in about a second rather than after reading every file.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.worker.loaded.wait(), MODEL_FIRST_S)
         try:
             await self.sync()  # reads every changed file: broken ones get reported on the way
         finally:

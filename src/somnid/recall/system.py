@@ -72,7 +72,7 @@ class IndexStatus:
     rebuild: RebuildStatus | None
 
 
-MODEL_FIRST_S = 10.0  # the longest the first sync waits for a model at hand
+MODEL_FIRST_S = 10.0  # the longest start-up waits for a model at hand
 
 
 class RecallSystem:
@@ -112,15 +112,23 @@ class RecallSystem:
         self._rebuild_task: asyncio.Task[SyncReport] | None = None
 
     async def start(self, *, sync: bool = True) -> None:
-        """Start the watcher and, behind, the first sync and the model. ``sync=False`` (an
-        offline rebuild that just read every file) starts the model and embedding only."""
+        """Start the watcher, the model and, behind, the first sync. ``sync=False`` (an
+        offline rebuild that just read every file) starts the model and embedding only.
+
+        A model at hand (installed, or handed in) is loaded before this returns, so the
+        daemon answers with hybrid recall from its first request; the stored index answers
+        meanwhile for everything else. One still to be converted or behind a network loads
+        in the background."""
         if self.watcher is not None:
             self.watcher.start()
-        if sync:
-            self._initial = asyncio.create_task(self._first_sync(), name="somnid-first-sync")
-        else:
-            self.worker.start()
+        self.worker.start()
+        if not sync:
             self.worker.sync_done.set()
+            return
+        if self.worker.loads_quickly:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.worker.loaded.wait(), MODEL_FIRST_S)
+        self._initial = asyncio.create_task(self._first_sync(), name="somnid-first-sync")
 
     async def stop(self) -> None:
         if self.watcher is not None:
@@ -134,19 +142,11 @@ class RecallSystem:
         await asyncio.to_thread(self.index.close)
 
     async def _first_sync(self) -> None:
-        # Vectors already stored serve as soon as the model is loaded; a model at hand
-        # loads before the sync reads every file.
-        self.worker.start()
         removed = await asyncio.to_thread(
             sweep_temp_files, self.store.layout.root, older_than=self._started
         )
         if removed:
             log.warning("removed %d temp files left by an interrupted write", len(removed))
-        if self.worker.loads_quickly:
-            # The stored index answers meanwhile; a model at hand loads first, so hybrid
-            # recall is back in about a second rather than after reading every file.
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.worker.loaded.wait(), MODEL_FIRST_S)
         try:
             await self.sync()  # reads every changed file: broken ones get reported on the way
         finally:

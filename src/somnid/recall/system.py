@@ -73,6 +73,7 @@ class IndexStatus:
 
 
 MODEL_FIRST_S = 10.0  # the longest start-up waits for a model at hand
+SETTLE_S = 0.5  # after start-up, before the watcher and the first sync begin
 
 
 class RecallSystem:
@@ -112,17 +113,17 @@ class RecallSystem:
         self._rebuild_task: asyncio.Task[SyncReport] | None = None
 
     async def start(self, *, sync: bool = True) -> None:
-        """Start the watcher, the model and, behind, the first sync. ``sync=False`` (an
+        """Start the model and, behind, the watcher and the first sync. ``sync=False`` (an
         offline rebuild that just read every file) starts the model and embedding only.
 
         A model at hand (installed, or handed in) is loaded before this returns, so the
         daemon answers with hybrid recall from its first request; the stored index answers
         meanwhile for everything else. One still to be converted or behind a network loads
         in the background."""
-        if self.watcher is not None:
-            self.watcher.start()
         self.worker.start()
         if not sync:
+            if self.watcher is not None:
+                self.watcher.start()
             self.worker.sync_done.set()
             return
         if self.worker.loads_quickly:
@@ -142,6 +143,11 @@ class RecallSystem:
         await asyncio.to_thread(self.index.close)
 
     async def _first_sync(self) -> None:
+        # Setting up the watches (one per folder, ~0.2 s at 10k entries) holds the GIL: the
+        # first requests go first. Edits made meanwhile are read by the sync, which follows.
+        await asyncio.sleep(SETTLE_S)
+        if self.watcher is not None:
+            self.watcher.start()
         removed = await asyncio.to_thread(
             sweep_temp_files, self.store.layout.root, older_than=self._started
         )

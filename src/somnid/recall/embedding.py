@@ -74,6 +74,10 @@ def build_embedder(settings: EmbedSettings, models_dir: Path) -> Embedder | None
     return embedder
 
 
+FETCH_BATCHES = 32  # texts asked of the index at once, in model batches
+STORE_BATCHES = 4  # model batches embedded between two writes of vectors
+
+
 class EmbedWorker:
     """Loads the embedder, then keeps every indexed text embedded. start() / stop()."""
 
@@ -177,30 +181,38 @@ class EmbedWorker:
         await self.sync_done.wait()
         failures = 0
         while True:
-            batch = await asyncio.to_thread(
-                self.index.missing_vectors, self.settings.batch_size * 4
+            pending = await asyncio.to_thread(
+                self.index.missing_vectors, self.settings.batch_size * FETCH_BATCHES
             )
-            if not batch:
+            if not pending:
                 self.filled = True
                 self._idle.set()
                 await self._wake.wait()
                 self._wake.clear()
                 continue
-            try:
-                vectors = await asyncio.to_thread(embedder.embed_passages, [t for _, t in batch])
-            except EmbedError as exc:
-                failures += 1
-                delay = min(60.0, 2.0**failures)
-                log.warning("embedding a batch failed, retrying in %.0f s: %s", delay, exc)
-                await asyncio.sleep(delay)
-                continue
-            failures = 0
-            items = [
-                (h, np.asarray(v, dtype=np.float32))
-                for (h, _), v in zip(batch, vectors, strict=True)
-            ]
-            await asyncio.to_thread(self.index.store_vectors, items)
-            self.embedded += len(items)
+            # Texts of like length side by side, so a batch of the model pads little, as
+            # when the model is handed the whole store at once; stored a few batches at a time.
+            pending.sort(key=lambda item: len(item[1]))
+            step = self.settings.batch_size * STORE_BATCHES
+            for start in range(0, len(pending), step):
+                chunk = pending[start : start + step]
+                try:
+                    vectors = await asyncio.to_thread(
+                        embedder.embed_passages, [text for _, text in chunk]
+                    )
+                except EmbedError as exc:
+                    failures += 1
+                    delay = min(60.0, 2.0**failures)
+                    log.warning("embedding a batch failed, retrying in %.0f s: %s", delay, exc)
+                    await asyncio.sleep(delay)
+                    break  # ask the index again: the texts may have changed meanwhile
+                failures = 0
+                items = [
+                    (h, np.asarray(v, dtype=np.float32))
+                    for (h, _), v in zip(chunk, vectors, strict=True)
+                ]
+                await asyncio.to_thread(self.index.store_vectors, items)
+                self.embedded += len(items)
 
     async def embed_query(self, text: str) -> Vector | None:
         """The query's vector, or None while the model is not ready."""

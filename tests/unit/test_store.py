@@ -191,3 +191,20 @@ def test_scan_ignores_odd_things_in_kind_folders(store: MemoryStore, tmp_path: P
     (folder / ".git").mkdir()
     (folder / "link").symlink_to(tmp_path / "memory/knowledge/real")
     assert [entry.name for entry in store.scan((Kind.KNOWLEDGE,))] == ["real"]
+
+
+def test_count_agrees_with_files_on_odd_folders(store: MemoryStore) -> None:
+    for name in ("a", "b", "c"):
+        make(store, name)
+    make(store, "s", Kind.SKILL)
+    store.archive(Kind.KNOWLEDGE, "c", reason="test")
+    folder = store.layout.kind_dir(Kind.KNOWLEDGE)
+    (folder / "empty-folder").mkdir()  # no SKILL.md: not an entry
+    (folder / ".hidden").mkdir()
+    (folder / ".hidden" / "SKILL.md").write_text("---\nname: h\n---\n")
+    (folder / "stray.md").write_text("a file, not a folder")
+    (folder / "linked").symlink_to(folder / "a")  # a link is not followed
+    for kind in Kind:
+        assert store.count(kind) == sum(1 for _ in store.files(kind)), kind
+    assert store.count(Kind.KNOWLEDGE) == 2
+    assert store.count(Kind.SKILL) == 1

@@ -37,6 +37,6 @@ def pending_session_logs(layout: Layout) -> int:
 
 def collect_status(store: MemoryStore) -> Status:
     """Cheap enough for every health probe: counts entry files, parses none of them."""
-    counts = {kind.value: sum(1 for _ in store.files(kind)) for kind in Kind}
+    counts = {kind.value: store.count(kind) for kind in Kind}
     store.recheck_broken()
     return Status(counts, pending_session_logs(store.layout), store.broken())

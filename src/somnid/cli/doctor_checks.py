@@ -1,0 +1,292 @@
+"""The checks behind ``somnid doctor`` that read the data dir: its folder, broken files,
+the model and the index; each returns findings. The process checks (lock, daemon, token,
+service) are in :mod:`somnid.cli.doctor_process`.
+
+With a daemon running on the data dir the checks ask it (health, index status); without one
+they read the data dir themselves, without changing anything in it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from somnid.cli._client import DaemonClient
+from somnid.config import Settings
+
+Level = Literal["OK", "WARN", "FAIL"]
+LOW_DISK_BYTES = 200 * 1024 * 1024
+
+
+@dataclass
+class Finding:
+    level: Level
+    check: str
+    message: str
+    fix: str | None = None
+    details: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Context:
+    settings: Settings
+    client: DaemonClient
+    health: dict[str, Any] | None = None  # the daemon on this data dir, if one answers
+    lock_pid: int | None = None  # who holds the data-dir lock, if anyone
+    token_ok: bool = False
+    index: dict[str, Any] | None = None
+    broken: list[str] = field(default_factory=list)  # relative paths
+
+
+def config_finding(path: Path, explicit: bool) -> Finding:
+    if path.is_file():
+        return Finding("OK", "config", f"{path} loads")
+    return Finding("OK", "config", f"no config file at {path}: defaults and SOMNID_* variables")
+
+
+def data_dir_check(ctx: Context) -> list[Finding]:
+    root = ctx.settings.data_dir
+    if not root.exists():
+        return [
+            Finding(
+                "WARN",
+                "data dir",
+                f"{root} does not exist yet",
+                "`somnid serve` (or `somnid install-service`) creates it",
+            )
+        ]
+    if not root.is_dir():
+        return [
+            Finding(
+                "FAIL", "data dir", f"{root} is not a directory", "move it away or set data_dir"
+            )
+        ]
+    if not os.access(root, os.W_OK | os.X_OK):
+        return [
+            Finding(
+                "FAIL",
+                "data dir",
+                f"{root} is not writable by {user_name()}",
+                f"give it back: `chown -R {user_name()} {root}` (or `chmod u+rwx {root}`)",
+            )
+        ]
+    free = shutil.disk_usage(root).free
+    if free < LOW_DISK_BYTES:
+        return [
+            Finding(
+                "WARN",
+                "data dir",
+                f"{root} has only {free // (1024 * 1024)} MiB free",
+                "free some space: writes fail with disk_full (507) when it runs out",
+            )
+        ]
+    return [Finding("OK", "data dir", f"{root} is writable, {free / 1024**3:.1f} GiB free")]
+
+
+def broken_check(ctx: Context) -> list[Finding]:
+    if ctx.health is not None and ctx.token_ok:
+        broken = [(item["path"], item["reason"]) for item in ctx.health["brokenFiles"]]
+    elif ctx.settings.data_dir.is_dir():
+        broken = _scan_broken(ctx.settings)
+    else:
+        return []
+    ctx.broken = [path for path, _ in broken]
+    if not broken:
+        return [Finding("OK", "memory files", "every memory file reads")]
+    return [
+        Finding(
+            "FAIL",
+            "memory files",
+            f"{len(broken)} file(s) cannot be read; somnid leaves them alone until they are fixed",
+            "repair each by hand (its front-matter between the --- lines must be valid YAML) "
+            "or move it out of the data dir; the daemon picks up the fix at once",
+            [f"{path}: {reason}" for path, reason in broken],
+        )
+    ]
+
+
+def _scan_broken(settings: Settings) -> list[tuple[str, str]]:
+    from somnid.memory.clock import SystemClock, resolve_timezone
+    from somnid.memory.kinds import Kind
+    from somnid.store.layout import Layout
+    from somnid.store.memories import MemoryStore
+
+    store = MemoryStore(Layout(settings.data_dir), SystemClock(resolve_timezone(settings.timezone)))
+    store.scan(tuple(Kind))
+    return [(item.path, item.reason) for item in store.broken()]
+
+
+def model_check(ctx: Context) -> list[Finding]:
+    embed = ctx.settings.embed
+    if embed.provider == "off":
+        return [
+            Finding(
+                "OK", "model", "embed.provider = off: recall uses keywords only, hints stay silent"
+            )
+        ]
+    if embed.provider == "http":
+        if not (embed.base_url and embed.model and embed.dim):
+            return [
+                Finding(
+                    "FAIL",
+                    "model",
+                    "embed.provider = http needs embed.base_url, embed.model and embed.dim",
+                    "set them in the configuration",
+                )
+            ]
+        return [
+            Finding("OK", "model", f"HTTP embedder {embed.model} at {embed.base_url} (not called)")
+        ]
+    if ctx.health is not None:
+        vector = ctx.health["vector"]
+        if vector["status"] == "unavailable":
+            return [
+                Finding(
+                    "FAIL",
+                    "model",
+                    f"the daemon could not load the model: {vector['detail']}",
+                    "`somnid model install`, then restart the daemon; "
+                    "`journalctl --user -u somnid` has the whole error",
+                )
+            ]
+        detail = f" ({vector['detail']})" if vector.get("detail") else ""
+        return [Finding("OK", "model", f"{vector['status']} in the daemon{detail}")]
+    return [_model_offline(ctx.settings)]
+
+
+def _model_offline(settings: Settings) -> Finding:
+    from somnid.embed.e5convert import default_model_dir, model_is_installed
+    from somnid.embed.onnx import OnnxEmbedder
+
+    custom = settings.embed.model_dir
+    model_dir = custom or default_model_dir(settings.models_dir)
+    if custom is None and not model_is_installed(settings.models_dir):
+        return Finding(
+            "WARN",
+            "model",
+            f"not installed in {model_dir}",
+            "`somnid model install` (offline, a few seconds); the daemon also does it on first "
+            "start, and recall uses keywords until it is ready",
+        )
+    try:
+        embedder = OnnxEmbedder.load(model_dir, threads=1)
+    except Exception as exc:
+        fix = (
+            "check embed.model_dir: it needs model.onnx, tokenizer.json and config.json"
+            if custom
+            else f"reinstall it: `rm -r {model_dir} && somnid model install`"
+        )
+        return Finding("FAIL", "model", f"{model_dir} does not load: {exc}", fix)
+    try:
+        return Finding(
+            "OK", "model", f"{embedder.name} loads from {model_dir} (dim {embedder.dim})"
+        )
+    finally:
+        embedder.close()
+
+
+def index_check(ctx: Context) -> list[Finding]:
+    from somnid.recall.index import INDEXED_KINDS
+    from somnid.store.layout import Layout
+    from somnid.store.memories import MemoryStore
+
+    if not ctx.settings.data_dir.is_dir():
+        return []
+    layout = Layout(ctx.settings.data_dir)
+    store = MemoryStore(layout, _clock(ctx.settings))
+    files = sum(1 for kind in INDEXED_KINDS for _ in store.files(kind))
+    located = (layout.classify(layout.root / path) for path in ctx.broken)
+    broken = sum(1 for where in located if where is not None and where[0] in INDEXED_KINDS)
+    expected = files - broken
+    if ctx.index is not None:
+        return [_index_online(ctx.index, expected)]
+    return [_index_offline(layout.index_dir / "index.sqlite", expected, ctx.settings)]
+
+
+def _index_online(index: dict[str, Any], expected: int) -> Finding:
+    if index["syncState"] != "ready":
+        return Finding("OK", "index", f"{index['syncState']}: {index['entries']} entries so far")
+    entries = index["entries"]
+    waiting = ""
+    if index["pending"]:
+        waiting = f"; {index['pending']} texts wait for their vector (embedding goes on)"
+    if entries != expected:
+        return Finding(
+            "WARN",
+            "index",
+            f"{entries} entries for {expected} readable files{waiting}",
+            "`somnid reindex` reads every file again",
+        )
+    return Finding(
+        "OK",
+        "index",
+        f"{entries} entries for {expected} readable files, "
+        f"{index['vectors']} with vectors{waiting}",
+    )
+
+
+def _index_offline(path: Path, expected: int, settings: Settings) -> Finding:
+    from somnid.recall.db import SCHEMA_VERSION
+
+    if not path.exists():
+        return Finding("OK", "index", "not built yet: the daemon builds it on first start")
+    try:
+        conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
+        try:
+            check = conn.execute("PRAGMA quick_check").fetchone()[0]
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            entries = conn.execute("SELECT COUNT(*) FROM entries").fetchone()[0]
+            unembedded = conn.execute(
+                "SELECT COUNT(DISTINCT embed_hash) FROM entries"
+                " WHERE embed_hash NOT IN (SELECT embed_hash FROM vectors)"
+            ).fetchone()[0]
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        return Finding(
+            "FAIL",
+            "index",
+            f"{path} cannot be read: {exc}",
+            "`somnid reindex` (with the daemon stopped) deletes and rebuilds it from the files",
+        )
+    if check != "ok":
+        return Finding(
+            "FAIL",
+            "index",
+            f"{path} is damaged: {check}",
+            "`somnid reindex` (with the daemon stopped) rebuilds it",
+        )
+    if version != SCHEMA_VERSION:
+        return Finding(
+            "OK", "index", f"schema {version}, not {SCHEMA_VERSION}: rebuilt at the next start"
+        )
+    vectors = ""
+    if unembedded and settings.embed.provider != "off":
+        vectors = f"; {unembedded} texts have no vector yet (embedded when the daemon runs)"
+    if entries != expected:
+        return Finding(
+            "WARN",
+            "index",
+            f"{entries} entries for {expected} readable files{vectors}",
+            "the daemon catches up when it starts; `somnid reindex` does it now",
+        )
+    return Finding("OK", "index", f"{entries} entries for {expected} readable files{vectors}")
+
+
+def _clock(settings: Settings) -> Any:
+    from somnid.memory.clock import SystemClock, resolve_timezone
+
+    return SystemClock(resolve_timezone(settings.timezone))
+
+
+def user_name() -> str:
+    import pwd
+
+    try:
+        return pwd.getpwuid(os.getuid()).pw_name
+    except KeyError:
+        return str(os.getuid())

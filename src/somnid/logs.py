@@ -125,6 +125,9 @@ def build_formatter(fmt: LogFormat, stream: TextIO) -> logging.Formatter:
     return JournalPrefix(formatter) if _is_journal(stream) else formatter
 
 
+CHATTY_LOGGERS = ("mcp.server.streamable_http",)
+
+
 def configure(level: str, fmt: LogFormat = "auto", stream: TextIO | None = None) -> None:
     """Send every log record at ``level`` and above to ``stream`` (stderr) in ``fmt``."""
     out = stream if stream is not None else sys.stderr
@@ -133,3 +136,7 @@ def configure(level: str, fmt: LogFormat = "auto", stream: TextIO | None = None)
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
+    # The MCP SDK logs every stateless request at info ("Terminating session: None").
+    quiet = logging.DEBUG if level == "debug" else logging.WARNING
+    for name in CHATTY_LOGGERS:
+        logging.getLogger(name).setLevel(quiet)

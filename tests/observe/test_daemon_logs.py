@@ -63,3 +63,26 @@ def test_the_daemon_logs_json_with_request_ids(tmp_path: Path) -> None:
     log = daemon.log()
     assert token not in log and "wrong-one" not in log
     assert any(line["logger"] == "somnid.runtime" for line in json_lines(daemon))
+
+
+def test_log_format_text_is_honoured_and_mcp_requests_stay_quiet(tmp_path: Path) -> None:
+    with (
+        start_daemon(tmp_path / "data", ("SOMNID_LOG_FORMAT", "text")) as daemon,
+        daemon.client() as client,
+    ):
+        call = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+        answer = client.post(
+            "/mcp",
+            json=call,
+            headers={"Accept": "application/json, text/event-stream", "X-Request-Id": "mcp-1"},
+        )
+        assert answer.status_code == 200 and answer.json()["result"]["tools"]
+        deadline = time.monotonic() + 10
+        while "mcp-1" not in daemon.log() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert daemon.stop() == 0
+    lines = [line for line in daemon.log().splitlines() if line.strip()]
+    assert any("mcp-1" in line for line in lines)
+    for line in lines:
+        assert not line.startswith("{"), line  # text, as configured, not JSON
+    assert "Terminating session" not in daemon.log()

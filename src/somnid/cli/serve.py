@@ -32,7 +32,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         check_bind(settings)
     except InvalidInput as exc:
         raise CliError(exc.detail, EXIT_USAGE) from None
-    logs.configure(settings.log_level)
+    logs.configure(settings.log_level, settings.log_format)
     faulthandler.enable()  # a crash in native code still leaves a Python stack in the log
     try:
         return serve(settings)

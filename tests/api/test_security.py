@@ -61,6 +61,7 @@ def test_the_right_token_passes_and_the_scheme_is_case_insensitive(client: TestC
 def test_docs_and_contract_are_public_and_declare_the_bearer_scheme(settings: Settings) -> None:
     with TestClient(create_app(settings), base_url=BASE_URL) as anonymous:
         assert anonymous.get("/docs").status_code == 200
+        assert anonymous.get("/redoc").status_code == 200
         document = anonymous.get("/openapi.json").json()
         assert anonymous.get("/v1/memories").status_code == 401
     assert document["components"]["securitySchemes"]["bearer"]["scheme"] == "bearer"

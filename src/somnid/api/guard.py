@@ -7,7 +7,7 @@ guarded like every route). Refusals use the one problem shape:
   (DNS rebinding);
 - 403 ``forbidden_origin``: a browser page from an origin that is not allowed (cross-site);
 - 401 ``unauthorized``: no token or the wrong one. ``GET /v1/health`` and the API
-  documentation (``/docs``, ``/openapi.json``) need none.
+  documentation (``/docs``, ``/redoc``, ``/openapi.json``) need none.
 
 Websockets may also present the token as ``?access_token=`` (browsers cannot set headers
 on a websocket); a refused handshake is answered with the same problem body where the
@@ -27,7 +27,9 @@ from somnid.security import HostPolicy, bearer, token_matches
 
 log = logging.getLogger(__name__)
 
-PUBLIC_PATHS = frozenset({"/v1/health", "/docs", "/docs/oauth2-redirect", "/openapi.json"})
+PUBLIC_PATHS = frozenset(
+    {"/v1/health", "/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json"}
+)
 _WS_QUERY_TOKEN = "access_token"
 
 

@@ -5,13 +5,9 @@ scripted server on 127.0.0.1 that answers in the callback shape (``{messages, to
 from __future__ import annotations
 
 import contextlib
-import json
 import re
-import threading
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +19,8 @@ from somnid.store import frontmatter
 from somnid.store.atomic import TEMP_PREFIX
 from tests.daemon import start_daemon
 from tests.dream.fakes import tea_steps, tool_call
+from tests.llm_server import GARBAGE, HANG, Answer, LLMServer, serve_llm
 
-HANG = "hang"  # a script answer: hold the request open until the test ends
-GARBAGE = "garbage"  # a script answer: 200 with a body that is not JSON
 API_KEY = "sk-somnid-test-4c1f"
 KEY_ENV = "SOMNID_TEST_DREAM_KEY"
 MODEL = "scripted-7b"
@@ -35,7 +30,6 @@ TURNS = [
     {"role": "agent", "text": "Green tea without sugar, noted."},
 ]
 
-Answer = dict[str, Any] | str
 Script = Callable[[list[dict[str, Any]], list[str]], Answer]
 
 
@@ -52,94 +46,13 @@ def consolidating(messages: list[dict[str, Any]], logs: list[str]) -> Answer:
     return {"role": "assistant", "content": "1 log done: 1 knowledge, 1 episode, 1 intention."}
 
 
-@dataclass
-class Request:
-    path: str
-    body: dict[str, Any]
-    headers: dict[str, str]
+def llm_server(script: Script) -> contextlib.AbstractContextManager[LLMServer]:
+    """The shared scripted endpoint, handing ``script`` the logs the dream was given."""
 
+    def answer(messages: list[dict[str, Any]]) -> Answer:
+        return script(messages, re.findall(r"^- (\S+)$", str(messages[1]["content"]), re.MULTILINE))
 
-@dataclass
-class LLMServer:
-    """A scripted LLM endpoint; ``script`` may be swapped between dreams."""
-
-    url: str
-    script: Script
-    requests: list[Request] = field(default_factory=list)
-    release: threading.Event = field(default_factory=threading.Event)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def usage(self, path: str) -> dict[str, Any]:
-        if path.endswith("/chat/completions"):
-            return {"prompt_tokens": 500, "completion_tokens": 20, "total_tokens": 520,
-                    "prompt_tokens_details": {"cached_tokens": 384}}  # fmt: skip
-        return {"prompt_tokens": 50, "completion_tokens": 10}
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    llm: LLMServer
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server: _Server
-
-    def do_POST(self) -> None:
-        llm = self.server.llm
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        with llm.lock:
-            llm.requests.append(Request(self.path, body, dict(self.headers.items())))
-        messages = body["messages"]
-        logs = re.findall(r"^- (\S+)$", str(messages[1]["content"]), re.MULTILINE)
-        answer = llm.script(messages, logs)
-        if answer == HANG:
-            llm.release.wait(30)
-            return
-        if answer == GARBAGE:
-            self._send(b"<html><body>502 Bad Gateway (but sent as 200)</body></html>")
-            return
-        assert isinstance(answer, dict)
-        usage = llm.usage(self.path)
-        if self.path.endswith("/chat/completions"):
-            reply: dict[str, Any] = {
-                "id": "chatcmpl-1",
-                "object": "chat.completion",
-                "model": body.get("model"),
-                "choices": [{"index": 0, "message": answer, "finish_reason": "stop"}],
-                "usage": usage,
-            }
-        else:
-            reply = {"message": answer, "usage": usage}
-        self._send(json.dumps(reply).encode())
-
-    def _send(self, raw: bytes) -> None:
-        try:
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(raw)))
-            self.end_headers()
-            self.wfile.write(raw)
-        except OSError:
-            pass  # somnid gave up on this request
-
-    def log_message(self, format: str, *args: Any) -> None:
-        return None
-
-
-@contextlib.contextmanager
-def llm_server(script: Script) -> Iterator[LLMServer]:
-    httpd = _Server(("127.0.0.1", 0), _Handler)
-    llm = LLMServer(f"http://127.0.0.1:{httpd.server_address[1]}", script)
-    httpd.llm = llm
-    thread = threading.Thread(target=httpd.serve_forever, args=(0.02,), daemon=True)
-    thread.start()
-    try:
-        yield llm
-    finally:
-        llm.release.set()
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(5)
+    return serve_llm(answer)
 
 
 def backend_env(backend: str, url: str) -> tuple[tuple[str, str], ...]:

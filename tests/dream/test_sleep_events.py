@@ -18,14 +18,13 @@ import httpx
 from tests.daemon import Daemon, start_daemon
 from tests.dream.fakes import tool_call
 from tests.dream.test_http_backend_dreams import (
-    HANG,
-    Answer,
     backend_env,
     consolidating,
     converse,
     dream,
     llm_server,
 )
+from tests.llm_server import HANG, Answer
 
 EXPECTED_TOOLS = [
     "read_session_log",

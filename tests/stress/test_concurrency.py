@@ -17,7 +17,8 @@ import httpx
 import pytest
 
 from tests.daemon import start_daemon
-from tests.stress.llm import consolidate, scripted_llm
+from tests.llm_server import serve_llm
+from tests.stress.llm import consolidate
 from tests.stress.workload import (
     BLIND,
     CONTENDED,
@@ -57,7 +58,7 @@ async def test_32_clients_lose_nothing_and_stay_fast(tmp_path: Path) -> None:
     ledger = Ledger()
     dreams: list[dict[str, Any]] = []
     with (
-        scripted_llm(consolidate, delay_s=0.05) as llm,
+        serve_llm(consolidate, delay_s=0.05) as llm,
         start_daemon(data, *llm.env(timeout_s=10), *QUIET) as daemon,
     ):
         async with contextlib.AsyncExitStack() as stack:

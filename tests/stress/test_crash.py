@@ -20,7 +20,8 @@ import httpx
 import pytest
 
 from tests.daemon import Daemon, start_daemon
-from tests.stress.llm import ScriptedLLM, consolidate, scripted_llm
+from tests.llm_server import LLMServer, serve_llm
+from tests.stress.llm import consolidate
 from tests.stress.workload import (
     QUIET,
     Ledger,
@@ -54,7 +55,7 @@ async def test_sigkill_at_random_points_loses_nothing(tmp_path: Path) -> None:
     data = tmp_path / "data"
     ledger = Ledger()
     began = time.monotonic()
-    with scripted_llm(consolidate, delay_s=0.02) as llm:
+    with serve_llm(consolidate, delay_s=0.02) as llm:
         env = (*llm.env(timeout_s=10), *QUIET)
         for cycle in range(KILLS):
             with start_daemon(data, *env) as daemon:
@@ -130,7 +131,7 @@ async def verify(
 
 
 async def restart_and_finish(
-    data: Path, env: tuple[tuple[str, str], ...], ledger: Ledger, llm: ScriptedLLM
+    data: Path, env: tuple[tuple[str, str], ...], ledger: Ledger, llm: LLMServer
 ) -> None:
     """The last restart: all checks on every entry; the dreams the kills interrupted are
     run again until no log waits, each ending well with a sane journal; a clean stop."""

@@ -26,15 +26,8 @@ from somnid.store.atomic import TEMP_PREFIX
 from somnid.store.layout import Layout
 from tests.daemon import start_daemon
 from tests.dream.fakes import say, tool_call
-from tests.stress.llm import (
-    Answer,
-    Fault,
-    consolidate,
-    dream_logs,
-    knowledge_name,
-    scripted_llm,
-    wait_for,
-)
+from tests.llm_server import Answer, Fault, serve_llm
+from tests.stress.llm import consolidate, dream_logs, knowledge_name, wait_for
 from tests.stress.mounts import fill, read_only, tmpfs
 from tests.stress.workload import check_files, parse_strictly, settled
 
@@ -192,7 +185,7 @@ async def test_a_full_disk_changes_nothing_and_service_resumes(tmp_path: Path) -
 
 async def test_a_read_only_data_dir_changes_nothing_and_service_resumes(tmp_path: Path) -> None:
     data = tmp_path / "data"
-    with scripted_llm(consolidate) as llm, start_daemon(data, *llm.env()) as daemon:
+    with serve_llm(consolidate) as llm, start_daemon(data, *llm.env()) as daemon:
         async with daemon.async_client(timeout=30) as client:
             await settled(client)
             etag = await remember(client, "keep", "v1")
@@ -266,7 +259,7 @@ async def test_a_bad_llm_mid_dream_stops_it_whole(tmp_path: Path, fault: str) ->
         return FAULTS[fault]()
 
     data = tmp_path / "data"
-    with scripted_llm(script) as llm, start_daemon(data, *llm.env(TIMEOUT_S)) as daemon:
+    with serve_llm(script) as llm, start_daemon(data, *llm.env(TIMEOUT_S)) as daemon:
         async with daemon.async_client(timeout=30) as client:
             log = Path((await say_to(client, "s1", "I take my tea green.")).json()["path"])
             assert (await client.post("/v1/sessions/s1/close")).status_code == 200
@@ -303,7 +296,7 @@ async def test_a_slow_llm_dream_ends_in_bounded_time(tmp_path: Path) -> None:
     """Every answer takes 0.3 s (under the 2 s timeout): the dream is slow, and whole."""
     data = tmp_path / "data"
     with (
-        scripted_llm(consolidate, delay_s=0.3) as llm,
+        serve_llm(consolidate, delay_s=0.3) as llm,
         start_daemon(data, *llm.env(timeout_s=2)) as daemon,
     ):
         async with daemon.async_client(timeout=60) as client:
@@ -327,7 +320,7 @@ async def test_shutdown_while_the_llm_hangs_is_bounded_and_clean(tmp_path: Path)
         return Fault(hang=True)
 
     data = tmp_path / "data"
-    with scripted_llm(script) as llm, start_daemon(data, *llm.env(timeout_s=60)) as daemon:
+    with serve_llm(script) as llm, start_daemon(data, *llm.env(timeout_s=60)) as daemon:
         async with daemon.async_client(timeout=30) as client:
             log = Path((await say_to(client, "s1", "I take my tea green.")).json()["path"])
             assert (await client.post("/v1/sessions/s1/close")).status_code == 200

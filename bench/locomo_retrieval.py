@@ -107,7 +107,9 @@ def make_settings(data_dir: Path, provider: str, model_dir: Path | None) -> Sett
     embed: dict[str, Any] = {"provider": provider}
     if provider == "local" and model_dir is not None:
         embed["model_dir"] = model_dir
-    return Settings(data_dir=data_dir, timezone="UTC", embed=embed)
+    # No dreams: the manual clock jumps months ahead between sessions, and a real-time tick
+    # of the scheduler would run a maintenance sleep that retires episodes mid-run.
+    return Settings(data_dir=data_dir, timezone="UTC", embed=embed, dream={"enabled": False})
 
 
 class IndexNotReady(RuntimeError):
@@ -187,6 +189,15 @@ async def run_conversation(
             clock.set(conv.turns[-1].when + ASKED_AFTER)
             for question in questions:
                 run.results.append(await ask(rt, bm25, conv, question, run))
+            # The questions must have met the index as it was checked: nothing retired,
+            # nothing lost its vector meanwhile.
+            after = rt.index.status()
+            if (after.entries, after.vectors) != (status.entries, status.vectors):
+                raise IndexNotReady(
+                    f"{conv.sample_id}: the index changed during the questions"
+                    f" ({status.entries} -> {after.entries} entries,"
+                    f" {status.vectors} -> {after.vectors} vectors)"
+                )
             started = time.perf_counter()
         run.close_s = time.perf_counter() - started
     return run
@@ -347,6 +358,7 @@ def _settings_used(settings: Settings) -> dict[str, Any]:
     """The settings that shape recall and hints (all defaults but the embedder)."""
     dumped = settings.model_dump(mode="json")
     used: dict[str, Any] = {k: dumped[k] for k in ("recall", "assoc", "embed") if k in dumped}
+    used["dream"] = {"enabled": settings.dream.enabled}
     model_dir = settings.embed.model_dir
     if model_dir is not None:
         used["embed"]["model_dir"] = _display_path(model_dir)

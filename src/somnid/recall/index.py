@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import sqlite3
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -122,6 +123,11 @@ class Index:
         self.field_weights = field_weights
         self.vectors: VectorTable | None = None
         self.model: str | None = None
+        # Attaching a stored vector to an entry (read, then put or remove) and storing new
+        # vectors (write, then put for every entry of the text) exclude each other: else a
+        # vector stored between an attach's read and its remove was lost for good, while
+        # missing_vectors, which joins by text hash, no longer counted it as missing.
+        self._attach_lock = threading.Lock()
 
     def close(self) -> None:
         self.db.close()
@@ -279,6 +285,12 @@ class Index:
         if self.model is None or self.vectors is None or not items:
             return
         model, table = self.model, self.vectors
+        with self._attach_lock:
+            self._store_vectors(model, table, items)
+
+    def _store_vectors(
+        self, model: str, table: VectorTable, items: list[tuple[str, Vector]]
+    ) -> None:
         with self.db.write() as conn:
             conn.executemany(
                 "INSERT OR REPLACE INTO vectors (embed_hash, model, vec) VALUES (?,?,?)",
@@ -297,17 +309,18 @@ class Index:
 
     def attach_vector(self, entry_id: int, kind: Kind, embed_hash: str) -> bool:
         """Give an entry the stored vector of its text, if there is one. True if attached."""
-        if self.model is None or self.vectors is None:
+        model, table = self.model, self.vectors
+        if model is None or table is None:
             return False
-        found = self.db.fetchone(
-            "SELECT vec FROM vectors WHERE embed_hash = ? AND model = ?",
-            (embed_hash, self.model),
-        )
-        if found is None:
-            self.vectors.remove(entry_id)
-            return False
-        self.vectors.put(entry_id, KIND_CODE[kind], np.frombuffer(found[0], dtype=np.float32))
-        return True
+        with self._attach_lock:
+            found = self.db.fetchone(
+                "SELECT vec FROM vectors WHERE embed_hash = ? AND model = ?", (embed_hash, model)
+            )
+            if found is None:
+                table.remove(entry_id)
+                return False
+            table.put(entry_id, KIND_CODE[kind], np.frombuffer(found[0], dtype=np.float32))
+            return True
 
     def prune_vectors(self) -> int:
         """Drop stored vectors no current entry uses (any model); returns how many."""

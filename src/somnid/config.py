@@ -88,6 +88,12 @@ class DreamSettings(_Section):
     max_interval_ms: int = Field(6 * 60 * 60 * 1000, ge=0)
     min_pending_logs: int = Field(1, ge=0)
     llm: Literal["bridge", "callback", "openai", "off"] = "bridge"
+    mode: Literal["pipeline", "agentic"] = "pipeline"
+    max_tokens: int = Field(1024, ge=64, le=32_768)
+    temperature: float = Field(0.2, ge=0.0, le=2.0)
+    frequency_penalty: float = Field(0.3, ge=-2.0, le=2.0)
+    window_tokens: int = Field(1200, ge=200, le=32_000)
+    max_candidates: int = Field(8, ge=1, le=50)
     max_iterations: int = Field(60, ge=1, le=1000)
     max_logs: int = Field(5, ge=1, le=100)
     token_budget: int = Field(200_000, ge=1000)
@@ -124,6 +130,16 @@ class RecallSettings(_Section):
     description_weight: float = Field(2.0, ge=0.0)
     tags_weight: float = Field(2.0, ge=0.0)
     body_weight: float = Field(1.0, ge=0.0)
+    context_weight: float = Field(0.0, ge=0.0)
+    fusion: Literal["minmax", "rrf", "calibrated"] = "minmax"
+    rrf_k: int = Field(60, ge=1, le=1000)
+    time_boost: float = Field(0.3, ge=0.0, le=10.0)
+    neighbour_spread: float = Field(0.0, ge=0.0, le=1.0)
+    question_penalty: float = Field(0.0, ge=0.0, le=1.0)
+    prf_weight: float = Field(0.0, ge=0.0, le=1.0)
+    prf_docs: int = Field(3, ge=1, le=20)
+    prf_terms: int = Field(6, ge=0, le=50)
+    mmr_lambda: float = Field(1.0, ge=0.0, le=1.0)
     watch: bool = True
 
 
@@ -157,6 +173,9 @@ class Settings(BaseSettings):
     log_format: Literal["auto", "json", "text"] = "auto"
     max_body_bytes: int = Field(1024 * 1024, ge=1024)
     shutdown_timeout_s: int = Field(10, ge=1, le=300)
+    header_timeout_s: float = Field(10.0, gt=0, le=300)
+    body_timeout_s: float = Field(30.0, gt=0, le=3600)
+    max_connections: int = Field(256, ge=4, le=65536)
 
     capture: CaptureSettings = CaptureSettings()
     inject: InjectSettings = InjectSettings()

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from somnid import __version__
 from somnid.config import Settings
-from somnid.dream.llm.base import build_backend
+from somnid.dream.llm.factory import build_backend
 from somnid.dream.llm.bridge import BridgeHub
 from somnid.dream.schedule import Activity, SleepScheduler
 from somnid.dream.service import Dreamer

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from somnid.api.schemas import Schema
 from somnid.sessions.records import Appended, Closed, NoDream
@@ -26,6 +27,35 @@ class MessageIn(Schema):
     speaker: str | None = Field(
         None, max_length=200, description="Who spoke, written as [user:<speaker>]."
     )
+    timestamp: str | None = Field(
+        None,
+        max_length=64,
+        description="When it was said, ISO 8601 (e.g. 2023-05-08T13:56:00+02:00); a time "
+        "without an offset is in the configured zone. Absent: the time it arrives. Send it "
+        "for replayed or buffered messages: dreams date episodes by it.",
+        examples=["2023-05-08T13:56:00+02:00"],
+    )
+
+    @field_validator("timestamp")
+    @classmethod
+    def _iso_8601(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_timestamp(value)
+        return value
+
+    def moment(self) -> dt.datetime | None:
+        return parse_timestamp(self.timestamp) if self.timestamp is not None else None
+
+
+def parse_timestamp(value: str) -> dt.datetime:
+    """An ISO 8601 date-time (a bare date is midnight); ValueError says what is wrong."""
+    try:
+        when = dt.datetime.fromisoformat(value.strip())
+    except ValueError:
+        raise ValueError(
+            f"{value[:64]!r} is not an ISO 8601 time such as 2023-05-08T13:56:00+02:00"
+        ) from None
+    return when
 
 
 class MessagesIn(Schema):

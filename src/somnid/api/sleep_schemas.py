@@ -17,23 +17,36 @@ class SleepRun(Schema):
 
 
 class DreamResultOut(Schema):
-    status: str = Field(description="deep_sleep, maintenance, skipped, interrupted or error")
+    status: str = Field(
+        description="deep_sleep, maintenance, skipped, interrupted or error. A dream that "
+        "processed none of the logs it was given is interrupted, never deep_sleep."
+    )
     reason: str
     trigger: str
+    mode: str = Field(description="pipeline or agentic (dream.mode)")
     started: str | None
     finished: str | None
-    logs: list[str]
-    processed: list[str]
+    seconds: float = Field(description="How long the dream took.")
+    logs: list[str] = Field(description="The logs this dream was given, oldest first.")
+    processed: list[str] = Field(description="Those it consolidated and archived.")
     skipped_logs: list[str] = Field(
         description="Logs marked dream: false, archived as processed without a model seeing them."
     )
+    pending_after: int = Field(description="Logs still waiting for a dream when it ended.")
     created: int
     updated: int
     archived: int
     decayed: int
     retired: int
-    tokens: dict[str, int]
-    iterations: int
+    tokens: dict[str, int] = Field(description="prompt, completion, cached and total tokens.")
+    llm_calls: int = Field(description="Chat requests answered by the LLM.")
+    tool_calls: int = Field(description="agentic: tool calls the model made.")
+    stages: int = Field(description="pipeline: structured answers asked for and accepted.")
+    iterations: int = Field(description="agentic: rounds of the tool loop.")
+    candidates: dict[str, int] = Field(
+        description="pipeline: memories proposed, refused (ungrounded, copied_example, "
+        "invalid), deduplicated (duplicate, known) and written (added, merged, superseded)."
+    )
     journal: str | None
     summary: str
 

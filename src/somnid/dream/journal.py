@@ -36,6 +36,12 @@ class JournalEntry:
     tokens: dict[str, int] = field(default_factory=dict)
     iterations: int = 0
     tool_calls: int = 0
+    mode: str = ""
+    llm_calls: int = 0
+    stages: int = 0
+    candidates: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+    pending_after: int = 0
     reason: str = ""
     notes: str = ""
     summary: str = ""
@@ -67,10 +73,16 @@ def write_journal(layout: Layout, entry: JournalEntry) -> Path:
         "status": entry.status,
         "start_time": entry.started,
         "end_time": entry.finished,
+        "mode": entry.mode,
         "processed_logs": list(entry.processed_logs),
+        "pending_after": entry.pending_after,
+        "llm_calls": entry.llm_calls,
         "iterations": entry.iterations,
         "tool_calls": entry.tool_calls,
+        "stages": entry.stages,
+        "candidates": dict(entry.candidates),
         "tokens": dict(entry.tokens),
+        "seconds": entry.seconds,
     }
     if entry.skipped_logs:
         meta["skipped_logs"] = list(entry.skipped_logs)

@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from somnid.dream.llm.base import ChatBackend, Usage
+from somnid.dream.llm.base import ChatBackend, ChatOptions, Usage
 from somnid.dream.llm.textcalls import parse_arguments, scan_text_tool_calls
 
 ToolCaller = Callable[[str, dict[str, Any]], Awaitable[str]]
@@ -77,8 +77,10 @@ class ReactLoop:
         max_iterations: int,
         token_budget: int,
         emit: EventSink | None = None,
+        options: ChatOptions | None = None,
     ) -> None:
         self.backend = backend
+        self.options = options
         self.tools = tools
         self.call = call
         self.max_iterations = max_iterations
@@ -86,16 +88,21 @@ class ReactLoop:
         self.emit = emit or (lambda event: None)
         self.usage = Usage()
         self.tool_calls = 0
+        self.llm_calls = 0
+        self.iterations = 0
         self._log_messages: dict[str, int] = {}
         self._processed: str | None = None
 
     async def run(self, messages: list[dict[str, Any]]) -> LoopResult:
         for iteration in range(1, self.max_iterations + 1):
+            self.iterations = iteration - 1
             if self.usage.total >= self.token_budget:
                 return self._result(
                     "budget", "(token budget spent; the dream ends here)", iteration - 1
                 )
-            reply = await self.backend.chat(messages, self.tools)
+            reply = await self.backend.chat(messages, self.tools, self.options)
+            self.llm_calls += 1
+            self.iterations = iteration
             self.usage = self.usage + reply.usage
             message = dict(reply.message)
             message.setdefault("role", "assistant")

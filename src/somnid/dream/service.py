@@ -1,10 +1,13 @@
 """Sleep: one dream at a time, over the oldest pending session logs.
 
 A dream closes open logs first, archives the logs marked ``dream: false`` unread (status
-``processed``, ``dream_skipped: true``), gives the model the others and the dream tools,
-always runs decay and retirement once, writes its journal itself, and lets the index catch
-up. Without a reachable LLM it still sleeps: a maintenance sleep runs decay, retirement and
-index upkeep (and archives ``dream: false`` logs) and leaves the other logs pending.
+``processed``, ``dream_skipped: true``), consolidates the others (``dream.mode``: the
+staged pipeline somnid drives, :mod:`somnid.dream.pipeline`, or the agentic tool loop,
+:mod:`somnid.dream.agentic`), always runs decay and retirement once, writes its journal
+itself, and lets the index catch up. A dream that leaves every log it was given pending is
+``interrupted``, never ``deep_sleep``. Without a reachable LLM it still sleeps: a
+maintenance sleep runs decay, retirement and index upkeep (and archives ``dream: false``
+logs) and leaves the other logs pending.
 Cancelling (a user turn starts) stops it within a second, aborting an LLM call in flight;
 logs already marked processed stay processed, the rest wait for the next dream.
 
@@ -19,18 +22,20 @@ import collections
 import contextlib
 import datetime as dt
 import logging
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from somnid.config import DreamSettings
-from somnid.dream.journal import JournalEntry, latest_journal, write_journal
+from somnid.dream.agentic import AgenticDream
+from somnid.dream.journal import JournalEntry, write_journal
 from somnid.dream.ledger import Ledger
-from somnid.dream.llm.base import ChatBackend, LLMError, Usage
+from somnid.dream.llm.base import ChatBackend, LLMError
 from somnid.dream.logfiles import mark_processed
-from somnid.dream.loop import LoopResult, ReactLoop
-from somnid.dream.prompts import system_prompt, task_message
+from somnid.dream.pipeline.runner import PipelineDream
+from somnid.dream.result import DreamResult
 from somnid.dream.tools import DreamTools
 from somnid.errors import StorageError
 from somnid.memory.clock import Clock
@@ -43,28 +48,6 @@ from somnid.store.layout import Layout
 log = logging.getLogger(__name__)
 
 MAX_EVENTS_QUEUED = 1000
-
-
-@dataclass(slots=True)
-class DreamResult:
-    status: str
-    reason: str = ""
-    trigger: str = ""
-    started: str | None = None
-    finished: str | None = None
-    logs: list[str] = field(default_factory=list)
-    processed: list[str] = field(default_factory=list)
-    skipped_logs: list[str] = field(default_factory=list)
-    """Logs marked ``dream: false``: archived without a model ever seeing them."""
-    created: int = 0
-    updated: int = 0
-    archived: int = 0
-    decayed: int = 0
-    retired: int = 0
-    tokens: dict[str, int] = field(default_factory=dict)
-    iterations: int = 0
-    journal: str | None = None
-    summary: str = ""
 
 
 class Events:
@@ -122,13 +105,7 @@ class DreamStats:
             self.tokens[kind] += result.tokens.get(kind, 0)
 
 
-def _tokens(usage: Usage) -> dict[str, int]:
-    return {
-        "prompt": usage.prompt_tokens,
-        "completion": usage.completion_tokens,
-        "cached": usage.cached_tokens,
-        "total": usage.prompt_tokens + usage.completion_tokens,
-    }
+__all__ = ["DreamResult", "DreamStats", "Dreamer", "Events"]
 
 
 class Dreamer:
@@ -160,17 +137,31 @@ class Dreamer:
         self._task: asyncio.Task[DreamResult] | None = None
         self._current: DreamResult | None = None
         self._ledger: Ledger | None = None
+        self._probed: str | None = None  # why the last probe failed ("" once it worked)
 
     @property
     def sleeping(self) -> bool:
         return self._task is not None and not self._task.done()
 
     def llm_status(self) -> tuple[str, str | None]:
+        """The LLM as last seen, without asking it (for health): ``off``, ``unavailable``
+        (not configured or connected, or the last probe failed) or ``ok``."""
         if self.backend is None:
             return "off", "dream.llm = off: sleep runs maintenance only"
         if not self.backend.available():
             return "unavailable", f"{self.backend.name}: not connected"
+        if self._probed:
+            return "unavailable", f"{self.backend.name}: {self._probed}"
         return "ok", self.backend.name
+
+    async def probe_llm(self) -> tuple[str, str | None]:
+        """The LLM as it answers now: a real probe (cached for a few seconds)."""
+        if self.backend is not None and self.backend.available():
+            try:
+                self._probed = await self.backend.probe() or ""
+            except Exception as exc:  # a probe never takes a status page down
+                self._probed = f"probe failed: {type(exc).__name__}"
+        return self.llm_status()
 
     def start(self, trigger: str) -> tuple[bool, asyncio.Task[DreamResult] | None]:
         """Start a dream in the background; (False, running task) if one is running."""
@@ -201,7 +192,10 @@ class Dreamer:
 
     async def _dream(self, trigger: str) -> DreamResult:
         now = self.clock.now()
-        result = DreamResult("skipped", trigger=trigger, started=now.isoformat())
+        began = time.monotonic()
+        result = DreamResult(
+            "skipped", trigger=trigger, mode=self.settings.mode, started=now.isoformat()
+        )
         self._current = result
         self.events.publish({"type": "started", "trigger": trigger, "at": now.isoformat()})
         try:
@@ -210,7 +204,7 @@ class Dreamer:
             await self._skip_no_dream([p for p in pending if not p.dream], result)
             dreamable = [p for p in pending if p.dream]
             result.logs = [p.path.stem for p in dreamable[: self.settings.max_logs]]
-            status, reason = self.llm_status()
+            status, reason = await self.probe_llm() if result.logs else self.llm_status()
             if status != "ok":
                 await self._maintenance(result, f"no_llm: {reason}")
             elif not result.logs:
@@ -231,6 +225,7 @@ class Dreamer:
             result.status, result.reason = "error", f"{type(exc).__name__}: {exc}"
         finally:
             result.finished = self.clock.now().isoformat()
+            result.seconds = round(time.monotonic() - began, 3)
             await self._finish(result)
         return result
 
@@ -260,37 +255,28 @@ class Dreamer:
         assert self.backend is not None
         ledger = Ledger()
         self._ledger = ledger
-        self.tools.bind(ledger)
-        messages: list[dict[str, Any]] = [
-            {"role": "system", "content": system_prompt(self.lang)},
-            {
-                "role": "user",
-                "content": task_message(
-                    result.logs, trigger, self.clock.now(), latest_journal(self.layout), self.lang
-                ),
-            },
-        ]
-        loop = ReactLoop(
-            self.backend,
-            self.tools.specs(),
-            self.tools.call,
-            max_iterations=self.settings.max_iterations,
-            token_budget=self.settings.token_budget,
-            emit=self.events.publish,
-        )
-        outcome: LoopResult | None = None
         try:
-            outcome = await loop.run(messages)
+            if self.settings.mode == "agentic":
+                agentic = AgenticDream(
+                    self.settings, self.lang, self.clock, self.layout, self.tools,
+                    self.backend, self.events.publish,
+                )  # fmt: skip
+                await agentic.run(result, ledger)
+            else:
+                pipeline = PipelineDream(
+                    self.settings, self.lang, self.clock, self.tools, self.backend,
+                    self.events.publish,
+                )  # fmt: skip
+                await pipeline.run(result, ledger)
         finally:
-            result.tokens = _tokens(loop.usage)
             # Decay and retirement run once per dream, whether or not the model asked.
             if ledger.decay is None:
                 with contextlib.suppress(Exception):
                     ledger.decay = await asyncio.shield(self.maintenance.run())
-        result.status = "deep_sleep"
-        result.reason = outcome.reason
-        result.summary = outcome.final_text
-        result.iterations = outcome.iterations
+        if result.status == "deep_sleep" and not ledger.processed_logs:
+            # Nothing the dream was given got consolidated: that is no deep sleep.
+            result.status = "interrupted"
+            result.reason = f"no_log_processed: {result.reason or 'the model gave nothing usable'}"
 
     async def _finish(self, result: DreamResult) -> None:
         ledger = self._ledger
@@ -301,6 +287,10 @@ class Dreamer:
             result.archived = len(ledger.archived)
             if ledger.decay is not None:
                 self._count_decay(result, ledger.decay)
+        with contextlib.suppress(Exception):
+            result.pending_after = sum(
+                1 for p in await self.sessions.pending_logs() if p.dream and not p.open
+            )
         if result.status != "skipped" or result.skipped_logs:
             try:
                 path = await asyncio.shield(asyncio.to_thread(self._write_journal, result, ledger))
@@ -331,6 +321,13 @@ class Dreamer:
             skipped_logs=list(result.skipped_logs),
             tokens=dict(result.tokens),
             iterations=result.iterations,
+            tool_calls=result.tool_calls,
+            mode=result.mode,
+            llm_calls=result.llm_calls,
+            stages=result.stages,
+            candidates=dict(result.candidates),
+            seconds=result.seconds,
+            pending_after=result.pending_after,
             reason=result.reason,
             summary=result.summary,
         )

@@ -140,7 +140,8 @@ class SessionLogs:
             text, was_cut = transcript.cut(text, limit)
             truncated += was_cut
             opener = opener or message
-            blocks.append(transcript.message_block(message.role, text, now, message.speaker))
+            when = self._moment(message.timestamp) or now
+            blocks.append(transcript.message_block(message.role, text, when, message.speaker))
         if opener is None:
             return Appended(None, 0, 0, skipped, 0)
         user, chat_type = opener.user_id, opener.chat_type
@@ -245,6 +246,15 @@ class SessionLogs:
 
     def _now(self) -> dt.datetime:
         return self.clock.now().astimezone(self.clock.tz).replace(microsecond=0)
+
+    def _moment(self, when: dt.datetime | None) -> dt.datetime | None:
+        """A client's timestamp as the log writes it: in the configured zone (a naive one
+        is taken to be in it already), to the second."""
+        if when is None:
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=self.clock.tz)
+        return when.astimezone(self.clock.tz).replace(microsecond=0)
 
     def _disabled(self, count: int) -> Appended:
         return Appended(None, 0, 0, [(index, "disabled") for index in range(count)], 0)

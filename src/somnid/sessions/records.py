@@ -6,6 +6,7 @@ Plain values and the checks on client text; the writing itself is in
 
 from __future__ import annotations
 
+import datetime as dt
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -28,6 +29,9 @@ class Message:
     speaker: str | None = None
     user_id: str | None = None
     chat_type: str | None = None
+    timestamp: dt.datetime | None = None
+    """When it was said, if not now (a replayed or buffered conversation); a naive time is
+    in the configured zone."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,7 +33,14 @@ async def append_messages(
 ) -> CaptureOut:
     """Append messages to the session's log, in order; on disk before this answers."""
     messages = [
-        Message(m.role, m.text, speaker=m.speaker, user_id=m.user_id, chat_type=m.chat_type)
+        Message(
+            m.role,
+            m.text,
+            speaker=m.speaker,
+            user_id=m.user_id,
+            chat_type=m.chat_type,
+            timestamp=m.moment(),
+        )
         for m in body.messages
     ]
     appended = await runtime.sessions.append_messages(session_id, messages)

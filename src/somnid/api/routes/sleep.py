@@ -19,7 +19,7 @@ from somnid.api.sleep_schemas import (
     SleepRunResponse,
     SleepStatus,
 )
-from somnid.dream.service import DreamResult
+from somnid.dream.result import DreamResult
 
 router = APIRouter(tags=["sleep"])
 
@@ -52,7 +52,7 @@ async def sleep_status(runtime: RuntimeDep) -> SleepStatus:
     """Whether somnid sleeps, what waits, the LLM, the last dream and the next chance."""
     dreamer = runtime.dreamer
     now = dreamer.status()
-    status, detail = dreamer.llm_status()
+    status, detail = await dreamer.probe_llm()
     verdict = await runtime.scheduler.eligibility()
     return SleepStatus(
         sleeping=now["sleeping"],

@@ -7,6 +7,7 @@ models write as text.
 
 from somnid.dream.llm.base import (
     ChatBackend,
+    ChatOptions,
     ChatResult,
     LLMBadResponse,
     LLMError,
@@ -14,10 +15,10 @@ from somnid.dream.llm.base import (
     LLMTimeout,
     LLMUnavailable,
     Usage,
-    build_backend,
 )
 from somnid.dream.llm.bridge import BridgeBackend, BridgeHub, HostInfo
 from somnid.dream.llm.callback import CallbackBackend
+from somnid.dream.llm.factory import build_backend
 from somnid.dream.llm.openai import OpenAIBackend
 from somnid.dream.llm.textcalls import parse_arguments, recognise_text_tool_calls
 
@@ -26,6 +27,7 @@ __all__ = [
     "BridgeHub",
     "CallbackBackend",
     "ChatBackend",
+    "ChatOptions",
     "ChatResult",
     "HostInfo",
     "LLMBadResponse",

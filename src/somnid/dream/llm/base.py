@@ -17,19 +17,14 @@ These are not ``SomnidError``s: they never reach an HTTP client; the dream loop 
 from __future__ import annotations
 
 import json
-import os
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
-
-from somnid.config import DreamSettings
-
-if TYPE_CHECKING:
-    from somnid.dream.llm.bridge import BridgeHub
+from typing import Any, Protocol
 
 __all__ = [
     "ChatBackend",
+    "ChatOptions",
     "ChatResult",
     "LLMBadResponse",
     "LLMError",
@@ -37,7 +32,6 @@ __all__ = [
     "LLMTimeout",
     "LLMUnavailable",
     "Usage",
-    "build_backend",
     "parse_assistant_message",
     "parse_chat_reply",
 ]
@@ -109,11 +103,50 @@ def _count(value: object) -> int:
 
 
 @dataclass(frozen=True, slots=True)
+class ChatOptions:
+    """How to answer one chat: sampling, the length cap, and a structured-output request.
+
+    ``response_format`` is OpenAI's (``{"type": "json_schema", "json_schema": {...}}`` or
+    ``{"type": "json_object"}``); a backend that cannot pass it on ignores it, and the
+    caller validates the answer either way. ``None`` leaves a value to the server."""
+
+    max_tokens: int | None = None
+    temperature: float | None = None
+    frequency_penalty: float | None = None
+    response_format: dict[str, Any] | None = None
+
+    def wire(self) -> dict[str, Any]:
+        """The options as request fields (OpenAI names), leaving out those not set."""
+        fields = {
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+            "frequency_penalty": self.frequency_penalty,
+            "response_format": self.response_format,
+        }
+        return {key: value for key, value in fields.items() if value is not None}
+
+
+FINISH_REASONS = frozenset({"stop", "length", "tool_calls", "content_filter"})
+
+
+@dataclass(frozen=True, slots=True)
 class ChatResult:
-    """One answer: the assistant message (OpenAI shape, ready to append) and its usage."""
+    """One answer: the assistant message (OpenAI shape, ready to append), its usage, and
+    why generation stopped (``stop``, ``length``, ``tool_calls``, ``content_filter``;
+    ``None`` when the backend did not say)."""
 
     message: dict[str, Any]
     usage: Usage
+    finish_reason: str | None = None
+
+    @property
+    def truncated(self) -> bool:
+        """Cut by the length cap: the text (or JSON) is incomplete."""
+        return self.finish_reason == "length"
+
+
+def finish_reason_of(raw: object) -> str | None:
+    return raw if isinstance(raw, str) and raw in FINISH_REASONS else None
 
 
 class ChatBackend(Protocol):
@@ -130,8 +163,16 @@ class ChatBackend(Protocol):
         """Can a chat be attempted now? (bridge: a host is connected; others: configured)"""
         ...
 
+    async def probe(self) -> str | None:
+        """Is the LLM reachable right now? ``None`` if so, else why not (one short line).
+        Cheap and quick (a few seconds at most); never raises."""
+        ...
+
     async def chat(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        options: ChatOptions | None = None,
     ) -> ChatResult: ...
 
 
@@ -159,7 +200,9 @@ def parse_chat_reply(body: object, source: str) -> ChatResult:
     if not isinstance(body, Mapping):
         raise LLMBadResponse(f"{source} answered with something other than a JSON object")
     return ChatResult(
-        parse_assistant_message(body.get("message"), source), Usage.from_wire(body.get("usage"))
+        parse_assistant_message(body.get("message"), source),
+        Usage.from_wire(body.get("usage")),
+        finish_reason_of(body.get("finish_reason")),
     )
 
 
@@ -190,29 +233,3 @@ def _tool_call(raw: object, source: str) -> dict[str, Any]:
     if not isinstance(call_id, str) or not call_id:
         call_id = f"call_{uuid.uuid4().hex[:12]}"  # the loop pairs results by id
     return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
-
-
-def build_backend(settings: DreamSettings, bridge: BridgeHub) -> ChatBackend | None:
-    """The backend ``dream.llm`` names, or None for "off". Reads the OpenAI key from the
-    environment variable ``dream.openai.api_key_env`` names (call from the composition
-    root only). A backend that lacks its settings is returned anyway and reports
-    ``available() == False``."""
-    # Imported here: the backend modules import this one.
-    from somnid.dream.llm.bridge import BridgeBackend
-    from somnid.dream.llm.callback import CallbackBackend
-    from somnid.dream.llm.openai import OpenAIBackend
-
-    timeout = settings.request_timeout_s
-    if settings.llm == "off":
-        return None
-    if settings.llm == "bridge":
-        return BridgeBackend(bridge, timeout_s=timeout)
-    if settings.llm == "callback":
-        return CallbackBackend(settings.callback_url, timeout_s=timeout)
-    openai = settings.openai
-    return OpenAIBackend(
-        openai.base_url,
-        openai.model,
-        api_key=os.environ.get(openai.api_key_env) or None,
-        timeout_s=timeout,
-    )

@@ -5,15 +5,20 @@ Protocol: UTF-8 JSON text frames, one object each, with a ``type``. Calls are co
 ``id``; several may be in flight. A host should ignore frame types it does not know.
 
     host → somnid   {"type": "hello", "host": "<name>", "model": "<provider/model>"}   optional
-    somnid → host   {"type": "llm.chat", "id": "<uuid>", "messages": [...], "tools": [...]}
+    somnid → host   {"type": "llm.chat", "id": "<uuid>", "messages": [...], "tools": [...],
+                     "options"?: {"max_tokens"?, "temperature"?, "frequency_penalty"?,
+                                  "response_format"?}}
     host → somnid   {"type": "llm.result", "id": "<uuid>",
                      "message": {"role": "assistant", "content": "...",
                                  "reasoning_content"?: "...", "tool_calls"?: [...]},
-                     "usage"?: {"prompt_tokens", "completion_tokens", "cached_tokens"?}}
+                     "usage"?: {"prompt_tokens", "completion_tokens", "cached_tokens"?},
+                     "finish_reason"?: "stop" | "length" | "tool_calls"}
     host → somnid   {"type": "llm.error", "id": "<uuid>", "error": "<text>" | {"message": ...}}
     somnid → host   {"type": "llm.cancel", "id": "<uuid>"}   stop generating; send nothing more
 
-``messages`` and ``tools`` are OpenAI chat-completions shapes. ``llm.cancel`` is sent when
+``messages``, ``tools`` and ``options`` are OpenAI chat-completions shapes; a host that
+cannot honour an option (a structured ``response_format``) may ignore it: somnid validates
+every answer itself. ``llm.cancel`` is sent when
 the caller gave up (timeout, or the dream was cancelled); a late answer to it is ignored.
 
 One host at a time: a newer connection replaces the older one, which is closed with code
@@ -39,6 +44,7 @@ from urllib.parse import urlsplit
 from starlette.websockets import WebSocket
 
 from somnid.dream.llm.base import (
+    ChatOptions,
     ChatResult,
     LLMBadResponse,
     LLMRejected,
@@ -183,6 +189,7 @@ class BridgeHub:
         self,
         messages: list[dict[str, Any]],
         tools: list[dict[str, Any]],
+        options: ChatOptions | None = None,
         *,
         timeout_s: float | None = None,
     ) -> ChatResult:
@@ -197,7 +204,14 @@ class BridgeHub:
             raise LLMUnavailable("no LLM host is connected to WS /v1/llm/bridge")
         timeout = self.request_timeout_s if timeout_s is None else timeout_s
         call_id = str(uuid.uuid4())
-        frame = {"type": "llm.chat", "id": call_id, "messages": messages, "tools": tools}
+        frame: dict[str, Any] = {
+            "type": "llm.chat",
+            "id": call_id,
+            "messages": messages,
+            "tools": tools,
+        }
+        if options is not None and options.wire():
+            frame["options"] = options.wire()
         text = json.dumps(frame, ensure_ascii=False)  # before registering: bad input raises
         future: asyncio.Future[ChatResult] = asyncio.get_running_loop().create_future()
         conn.pending[call_id] = future
@@ -273,8 +287,16 @@ class BridgeBackend:
     def available(self) -> bool:
         return self.hub.connected
 
-    async def chat(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ChatResult:
-        return await self.hub.chat(messages, tools, timeout_s=self.timeout_s)
+    async def probe(self) -> str | None:
+        return None if self.hub.connected else "no LLM host is connected to WS /v1/llm/bridge"
+
+    async def chat(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        options: ChatOptions | None = None,
+    ) -> ChatResult:
+        return await self.hub.chat(messages, tools, options, timeout_s=self.timeout_s)
 
 
 def _loopback_origin(origin: str) -> bool:

@@ -1,7 +1,9 @@
 """``dream.llm = "openai"``: somnid calls an OpenAI-compatible chat-completions endpoint.
 
 ``POST {base_url}/chat/completions`` with ``model``, ``messages`` and, when there are tools,
-``tools`` and ``tool_choice: "auto"`` (servers refuse ``tool_choice`` without tools). Works
+``tools`` and ``tool_choice: "auto"`` (servers refuse ``tool_choice`` without tools), and
+the chat's options (``max_tokens``, ``temperature``, ``frequency_penalty``,
+``response_format``). ``finish_reason`` is passed on: ``length`` means the answer was cut. Works
 with OpenAI, DeepSeek and local servers (llama.cpp, Ollama, vLLM); the key, if any, is sent
 as ``Authorization: Bearer``. ``choices[0].message`` becomes the assistant message; usage
 includes ``prompt_tokens_details.cached_tokens`` (or DeepSeek's ``prompt_cache_hit_tokens``).
@@ -13,12 +15,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from somnid.dream.llm.base import (
+    ChatOptions,
     ChatResult,
     LLMBadResponse,
     LLMRejected,
     Usage,
+    finish_reason_of,
     parse_assistant_message,
 )
+from somnid.dream.llm.probe import Probe
 from somnid.dream.llm.retry import HttpPoster, RetryPolicy
 
 __all__ = ["OpenAIBackend"]
@@ -41,19 +46,37 @@ class OpenAIBackend:
     ) -> None:
         self.model = model
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        url = base_url.rstrip("/") + "/chat/completions"
+        root = base_url.rstrip("/")
         self._configured = bool(base_url.strip() and model.strip())
-        self._poster = HttpPoster(url, timeout_s=timeout_s, headers=headers, retry=retry)
+        self._poster = HttpPoster(
+            root + "/chat/completions", timeout_s=timeout_s, headers=headers, retry=retry
+        )
+        self._probe = Probe(root + "/models", headers=headers)
 
     def available(self) -> bool:
         return self._configured
 
-    async def chat(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ChatResult:
+    async def probe(self) -> str | None:
+        if not self._configured:
+            return "dream.openai.base_url or dream.openai.model is not set"
+        return await self._probe()
+
+    async def chat(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        options: ChatOptions | None = None,
+    ) -> ChatResult:
         payload: dict[str, Any] = {"model": self.model, "messages": messages}
         if tools:
             payload["tools"] = tools
             payload["tool_choice"] = "auto"
-        body = await self._poster.post(payload)
+        if options is not None:
+            payload |= options.wire()
+        try:
+            body = await self._poster.post(payload)
+        finally:
+            self._probe.forget()
         source = f"{self._poster.url} (model {self.model})"
         choices = body.get("choices")
         error = body.get("error")
@@ -62,5 +85,10 @@ class OpenAIBackend:
             raise LLMRejected(f"{source} answered with an error: {str(detail)[:300]}")
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping):
             raise LLMBadResponse(f"{source} answered without choices")
-        message = parse_assistant_message(choices[0].get("message"), source)
-        return ChatResult(message, Usage.from_wire(body.get("usage")))
+        choice = choices[0]
+        message = parse_assistant_message(choice.get("message"), source)
+        return ChatResult(
+            message,
+            Usage.from_wire(body.get("usage")),
+            finish_reason_of(choice.get("finish_reason")),
+        )

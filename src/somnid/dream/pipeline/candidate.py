@@ -1,0 +1,80 @@
+"""A proposal made whole by somnid: who said its lines and when, from the lines themselves,
+and its relative dates made absolute."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass, field
+
+from somnid.dream.pipeline.dates import absolutise
+from somnid.dream.pipeline.schemas import Proposal
+from somnid.dream.pipeline.windows import Line, Window
+
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+")
+
+
+@dataclass(slots=True)
+class Candidate:
+    kind: str
+    text: str
+    """The memory as it will be stored: relative dates resolved, attributed if the model
+    wrote it in the speaker's own first person."""
+    lines: tuple[Line, ...]
+    log: str
+    window: int
+    when: dt.datetime | None
+    actors: list[str]
+    dates: list[str] = field(default_factory=list)
+    user: str = "default"
+    """The log's own user: the only user whose profile this candidate may go to."""
+
+    @property
+    def evidence_texts(self) -> list[str]:
+        """What the candidate may draw on: its lines, their speakers, resolved dates."""
+        return [f"{line.speaker} {line.text}" for line in self.lines] + self.dates
+
+    @property
+    def about_own_user(self) -> bool:
+        return any(line.own_user for line in self.lines)
+
+    @property
+    def line_ids(self) -> list[str]:
+        return [line.id for line in self.lines]
+
+    def description(self) -> str:
+        """The first sentence, or the whole text cut at 300 characters."""
+        first = _SENTENCE_END.split(self.text, maxsplit=1)[0]
+        if len(first) > 300:
+            first = first[:297].rstrip() + "…"
+        return first
+
+    def provenance(self, tz: dt.tzinfo) -> str:
+        times = sorted(
+            {f"{line.when.astimezone(tz):%Y-%m-%d %H:%M}" for line in self.lines if line.when}
+        )
+        span = f", {times[0]}" + (f" to {times[-1]}" if len(times) > 1 else "") if times else ""
+        return f"Source: session log {self.log}, lines {', '.join(self.line_ids)}{span}."
+
+
+def candidate_of(proposal: Proposal, window: Window, tz: dt.tzinfo, user: str) -> Candidate:
+    lines = tuple(line for line_id in proposal.evidence if (line := window.line(line_id)))
+    spoken = [line for line in lines if line.role != "tool"] or list(lines)
+    when = min((line.when for line in lines if line.when), default=None)
+    actors: dict[str, None] = {}
+    for line in spoken:
+        actors.setdefault(line.speaker, None)
+    text = proposal.text
+    ref = when.astimezone(tz).date() if when else None
+    dates: list[str] = []
+    if ref is not None:
+        text, dates = absolutise(text, ref)
+        # Dates said in the evidence count too: "yesterday" in a line the model paraphrased.
+        for line in lines:
+            if line.when is not None:
+                dates += absolutise(line.text, line.when.astimezone(tz).date())[1]
+    unique_dates = list(dict.fromkeys(dates))
+    return Candidate(
+        proposal.kind, text, lines, window.log, window.number, when, list(actors), unique_dates,
+        user,
+    )  # fmt: skip

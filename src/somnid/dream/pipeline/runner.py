@@ -1,0 +1,285 @@
+"""The staged consolidation, driven by somnid (see the package's docstring for the stages).
+
+Per log: read it, window it, extract each window, check and reconcile each candidate, and
+mark the log processed only once every window was answered. A window whose answer is still
+unusable after one repair stops that log (it stays pending; what its earlier windows
+yielded is kept, and the duplicate checks keep the next dream from writing it twice) and
+the dream goes on with the next log. An LLM failure (unreachable, timeout) ends the dream:
+the service reports it as interrupted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+from dataclasses import dataclass
+
+from somnid.config import DreamSettings
+from somnid.dream.ledger import Ledger
+from somnid.dream.llm.base import ChatBackend
+from somnid.dream.logfiles import mark_processed
+from somnid.dream.loop import EventSink
+from somnid.dream.pipeline import prompts
+from somnid.dream.pipeline.ask import Asker
+from somnid.dream.pipeline.candidate import Candidate, candidate_of
+from somnid.dream.pipeline.checks import (
+    DUPLICATE_SIMILARITY,
+    GROUNDED_SHARE,
+    RELATED_SIMILARITY,
+    copies_placeholder,
+    first_person,
+    grounded_share,
+    similarity,
+)
+from somnid.dream.pipeline.schemas import (
+    Decision,
+    Proposal,
+    decision_schema,
+    extraction_schema,
+    read_decision,
+    read_extraction,
+)
+from somnid.dream.pipeline.windows import Window, lines_of, log_user, render, windows_of
+from somnid.dream.pipeline.writer import Writer, kind_of
+from somnid.dream.result import DreamResult
+from somnid.dream.tools import DreamTools
+from somnid.errors import NotFound
+from somnid.memory.clock import Clock
+from somnid.memory.entry import Entry
+from somnid.memory.kinds import Kind
+from somnid.sessions.transcript import read_log
+
+log = logging.getLogger(__name__)
+
+NEIGHBOURS = 3
+DUPLICATE_COSINE = 0.97
+"""Query-to-entry cosine (multilingual-e5) at or above which a candidate restates an entry."""
+RELATED_COSINE = 0.9
+"""Cosine at or above which an entry is close enough to ask the model about."""
+LINES_PER_MEMORY = 4
+"""A window may propose one memory per this many lines (and at most dream.max_candidates)."""
+RECONCILED = (Kind.KNOWLEDGE, Kind.EPISODE, Kind.SKILL)
+
+
+@dataclass(slots=True)
+class _Neighbour:
+    label: str
+    entry: Entry
+    similarity: float
+    cosine: float
+
+
+def _entry_text(entry: Entry) -> str:
+    body = "\n".join(line for line in entry.body.split("\n") if not line.startswith("Source: "))
+    return f"{entry.description} {body}".strip()
+
+
+class PipelineDream:
+    def __init__(
+        self,
+        settings: DreamSettings,
+        lang: str,
+        clock: Clock,
+        tools: DreamTools,
+        backend: ChatBackend,
+        emit: EventSink,
+    ) -> None:
+        self.settings = settings
+        self.lang = lang
+        self.clock = clock
+        self.tools = tools
+        self.backend = backend
+        self.emit = emit
+        self._seen: list[str] = []
+
+    async def run(self, result: DreamResult, ledger: Ledger) -> None:
+        self.tools.bind(ledger)
+        asker = Asker(self.backend, self.settings, self.lang, result, self.emit)
+        writer = Writer(self.tools, ledger, self.lang)
+        self._seen = []
+        left: list[str] = []
+        for stem in result.logs:
+            if not await self._log(stem, asker, writer, result, ledger):
+                left.append(stem)
+        result.status = "deep_sleep"
+        result.reason = "done" if not left else f"partial: {len(left)} log(s) left pending"
+        counts = result.candidates
+        result.summary = (
+            f"{len(ledger.processed_logs)} of {len(result.logs)} logs consolidated in "
+            f"{result.stages} stages; {counts.get('proposed', 0)} memories proposed, "
+            f"{counts.get('added', 0)} added, {counts.get('merged', 0)} merged, "
+            f"{counts.get('superseded', 0)} superseded; refused: "
+            f"{counts.get('ungrounded', 0)} ungrounded, {counts.get('copied_example', 0)} "
+            f"copying an example, {counts.get('duplicate', 0) + counts.get('known', 0)} "
+            "already known."
+        )
+
+    async def _log(
+        self, stem: str, asker: Asker, writer: Writer, result: DreamResult, ledger: Ledger
+    ) -> bool:
+        pending = await self.tools.sessions.pending_logs()
+        found = next((p for p in pending if p.path.stem == stem), None)
+        if found is None or found.open or not found.dream:
+            return False
+        try:
+            transcript = await asyncio.to_thread(read_log, found.path, self.clock.tz)
+        except (OSError, UnicodeError) as exc:
+            log.warning("dream: session log %s cannot be read: %s", stem, exc)
+            return False
+        user = log_user(transcript)
+        windows = windows_of(stem, lines_of(transcript), self.settings.window_tokens)
+        self.emit({"type": "log", "log": stem, "windows": len(windows)})
+        for window in windows:
+            proposals = await self._extract(window, len(windows), user, asker)
+            if proposals is None:
+                self.emit({"type": "log_left", "log": stem, "window": window.number})
+                return False
+            result.stages += 1
+            for proposal in proposals:
+                await self._consider(proposal, window, user, asker, writer, result)
+        await asyncio.to_thread(mark_processed, self.tools.layout, found.path)
+        ledger.add_processed(stem)
+        self.emit({"type": "processed", "log": stem})
+        return True
+
+    async def _extract(
+        self, window: Window, parts: int, user: str, asker: Asker
+    ) -> list[Proposal] | None:
+        spoken = sum(1 for line in window.lines if line.role != "tool")
+        limit = max(1, min(self.settings.max_candidates, math.ceil(spoken / LINES_PER_MEMORY)))
+        ids = window.ids
+        prompt = prompts.extraction(
+            self.lang,
+            log=window.log,
+            part=window.number,
+            parts=parts,
+            user=user,
+            lines=render(window, self.clock.tz),
+            limit=limit,
+        )
+        return await asker.ask(
+            "extract",
+            prompt,
+            extraction_schema(ids, limit),
+            lambda raw: read_extraction(raw, ids, limit),
+        )
+
+    async def _consider(
+        self,
+        proposal: Proposal,
+        window: Window,
+        user: str,
+        asker: Asker,
+        writer: Writer,
+        result: DreamResult,
+    ) -> None:
+        result.count("proposed")
+        candidate = candidate_of(proposal, window, self.clock.tz, user)
+        if candidate.kind == "about_user" and not candidate.about_own_user:
+            candidate.kind = "fact"  # about someone else: never into this user's profile
+        if first_person(candidate.text) and len(candidate.actors) == 1:
+            candidate.text = f"{candidate.actors[0]}: {candidate.text}"
+        outcome = self._refusal(candidate)
+        if outcome is None:
+            outcome = await self._place(candidate, asker, writer, result)
+        result.count(outcome)
+        self.emit({"type": "candidate", "kind": candidate.kind, "outcome": outcome})
+        if outcome in ("added", "merged", "superseded"):
+            self._seen.append(candidate.text)
+
+    def _refusal(self, candidate: Candidate) -> str | None:
+        if copies_placeholder(candidate.text) is not None:
+            return "copied_example"
+        if grounded_share(candidate.text, candidate.evidence_texts) < GROUNDED_SHARE:
+            return "ungrounded"
+        if any(similarity(candidate.text, seen) >= DUPLICATE_SIMILARITY for seen in self._seen):
+            return "duplicate"
+        return None
+
+    async def _place(
+        self, candidate: Candidate, asker: Asker, writer: Writer, result: DreamResult
+    ) -> str:
+        kind = kind_of(candidate)
+        if kind is Kind.PROFILE:
+            return "added" if await writer.profile_line(candidate) else "duplicate"
+        if kind is Kind.INTENTION:
+            if await self._open_intention_like(candidate):
+                return "duplicate"
+            await writer.add(candidate)
+            return "added"
+        neighbours = await self._neighbours(candidate)
+        if any(
+            n.similarity >= DUPLICATE_SIMILARITY or n.cosine >= DUPLICATE_COSINE for n in neighbours
+        ):
+            return "duplicate"
+        related = [
+            n
+            for n in neighbours
+            if n.similarity >= RELATED_SIMILARITY or n.cosine >= RELATED_COSINE
+        ]
+        if not related:
+            await writer.add(candidate)
+            return "added"
+        decision = await self._decide(candidate, related, asker)
+        if decision is None or decision.action == "add":
+            await writer.add(candidate)
+            return "added"
+        if decision.action == "known":
+            return "known"
+        target = next(n.entry for n in related if n.label == decision.target)
+        evidence = [*candidate.evidence_texts, _entry_text(target)]
+        if grounded_share(decision.text, evidence) < GROUNDED_SHARE:
+            await writer.add(candidate)  # the merged text strays: keep what is grounded
+            return "added"
+        try:
+            if decision.action == "merge":
+                await writer.merge(target, candidate, decision.text)
+                return "merged"
+            await writer.supersede(target, candidate, decision.text)
+            return "superseded"
+        except NotFound:  # the entry went meanwhile (a person archived it)
+            await writer.add(candidate)
+            return "added"
+
+    async def _neighbours(self, candidate: Candidate) -> list[_Neighbour]:
+        hits = await self.tools.recall.search(candidate.text, kinds=RECONCILED, limit=NEIGHBOURS)
+        neighbours: list[_Neighbour] = []
+        for hit in hits:
+            try:
+                entry = await self.tools.memories.get(hit.kind, hit.name)
+            except NotFound:
+                continue
+            label = f"E{len(neighbours) + 1}"
+            cosine = float(hit.components.get("cosine", 0.0))
+            text = _entry_text(entry)
+            neighbours.append(_Neighbour(label, entry, similarity(candidate.text, text), cosine))
+        return neighbours
+
+    async def _decide(
+        self, candidate: Candidate, related: list[_Neighbour], asker: Asker
+    ) -> Decision | None:
+        labels = [n.label for n in related]
+        existing = "\n".join(
+            f"{n.label} ({n.entry.kind.value}{_when(n.entry)}): {_entry_text(n.entry)[:600]}"
+            for n in related
+        )
+        prompt = prompts.decision(self.lang, new=candidate.text, existing=existing)
+        decision = await asker.ask(
+            "decide", prompt, decision_schema(labels), lambda raw: read_decision(raw, labels)
+        )
+        if decision is not None:
+            asker.result.stages += 1
+        return decision
+
+    async def _open_intention_like(self, candidate: Candidate) -> bool:
+        page = await self.tools.memories.list((Kind.INTENTION,), limit=10_000)
+        return any(
+            similarity(candidate.text, entry.description or entry.body) >= DUPLICATE_SIMILARITY
+            for entry in page.items
+        )
+
+
+def _when(entry: Entry) -> str:
+    value = entry.meta.get("when") or entry.meta.get("created")
+    return f", {str(value)[:10]}" if value else ""

@@ -1,0 +1,182 @@
+"""The JSON answers the pipeline asks for, as schemas and as validators.
+
+Schemas are built per request: the evidence field is an enum of the window's line ids and
+the decision's target an enum of the candidate entries, so a grammar-constrained model
+cannot name a line or an entry that is not there, and ``maxItems`` bounds the list (small
+models otherwise repeat one item until the length cap). Every property is required and no
+other is allowed (what llama.cpp-style grammars support). The validators check the answer
+whatever the server did with the schema, and say precisely what is wrong, for one repair.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+MEMORY_KINDS = (
+    "event",
+    "fact",
+    "preference",
+    "decision",
+    "pitfall",
+    "todo",
+    "procedure",
+    "about_user",
+    "about_agent",
+)
+ACTIONS = ("add", "merge", "supersede", "known")
+NONE = "none"
+MAX_TEXT = 600
+MAX_EVIDENCE = 6
+
+
+class AnswerError(ValueError):
+    """An answer that does not fit its schema; the message says what to fix."""
+
+
+@dataclass(frozen=True, slots=True)
+class Proposal:
+    """One memory as the model proposed it."""
+
+    kind: str
+    text: str
+    evidence: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    action: str
+    target: str
+    text: str
+
+
+def extraction_schema(line_ids: list[str], max_items: int) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {
+            "memories": {
+                "type": "array",
+                "maxItems": max_items,
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "evidence": {
+                            "type": "array",
+                            "minItems": 1,
+                            "maxItems": MAX_EVIDENCE,
+                            "items": {"type": "string", "enum": list(line_ids)},
+                        },
+                        "kind": {"type": "string", "enum": list(MEMORY_KINDS)},
+                        "text": {"type": "string", "maxLength": MAX_TEXT},
+                    },
+                    "required": ["evidence", "kind", "text"],
+                    "additionalProperties": False,
+                },
+            }
+        },
+        "required": ["memories"],
+        "additionalProperties": False,
+    }
+
+
+def decision_schema(targets: list[str]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {
+            "action": {"type": "string", "enum": list(ACTIONS)},
+            "target": {"type": "string", "enum": [*targets, NONE]},
+            "text": {"type": "string", "maxLength": MAX_TEXT * 2},
+        },
+        "required": ["action", "target", "text"],
+        "additionalProperties": False,
+    }
+
+
+def parse_json(content: str) -> Any:
+    """The JSON object in a reply: the whole text, or the outermost ``{…}`` in it (models
+    without a grammar wrap JSON in prose or a code fence)."""
+    text = content.strip()
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    start, end = text.find("{"), text.rfind("}")
+    if start >= 0 and end > start:
+        try:
+            return json.loads(text[start : end + 1])
+        except json.JSONDecodeError as exc:
+            raise AnswerError(f"the answer is not valid JSON ({exc.msg} at {exc.pos})") from None
+    raise AnswerError("the answer holds no JSON object")
+
+
+def _object(raw: Any, keys: tuple[str, ...], where: str) -> dict[str, Any]:
+    if not isinstance(raw, dict):
+        raise AnswerError(f"{where} must be a JSON object")
+    missing = [key for key in keys if key not in raw]
+    if missing:
+        raise AnswerError(f"{where} lacks {', '.join(missing)}")
+    extra = sorted(set(raw) - set(keys))
+    if extra:
+        raise AnswerError(f"{where} has unknown keys: {', '.join(extra)}")
+    return raw
+
+
+def _text(raw: Any, where: str, limit: int, *, empty: bool = False) -> str:
+    if not isinstance(raw, str):
+        raise AnswerError(f"{where} must be a string")
+    text = " ".join(raw.split())
+    if not text and not empty:
+        raise AnswerError(f"{where} is empty")
+    if len(text) > limit:
+        raise AnswerError(f"{where} is longer than {limit} characters")
+    return text
+
+
+def read_extraction(raw: Any, line_ids: list[str], max_items: int) -> list[Proposal]:
+    body = _object(raw, ("memories",), "the answer")
+    items = body["memories"]
+    if not isinstance(items, list):
+        raise AnswerError("memories must be a list")
+    if len(items) > max_items:
+        raise AnswerError(f"memories has {len(items)} items; at most {max_items}")
+    known = set(line_ids)
+    proposals = []
+    for number, item in enumerate(items, start=1):
+        where = f"memories[{number}]"
+        item = _object(item, ("evidence", "kind", "text"), where)
+        kind = item["kind"]
+        if kind not in MEMORY_KINDS:
+            raise AnswerError(f"{where}.kind must be one of {', '.join(MEMORY_KINDS)}")
+        evidence = item["evidence"]
+        if not isinstance(evidence, list) or not evidence:
+            raise AnswerError(f"{where}.evidence must be a non-empty list of line ids")
+        ids: list[str] = []
+        for line_id in evidence:
+            if not isinstance(line_id, str) or line_id not in known:
+                raise AnswerError(
+                    f"{where}.evidence names {str(line_id)[:20]!r}, which is not a line of "
+                    f"this window ({line_ids[0]}…{line_ids[-1]})"
+                )
+            if line_id not in ids:
+                ids.append(line_id)
+        if len(ids) > MAX_EVIDENCE:
+            raise AnswerError(f"{where}.evidence has more than {MAX_EVIDENCE} lines")
+        proposals.append(Proposal(kind, _text(item["text"], f"{where}.text", MAX_TEXT), tuple(ids)))
+    return proposals
+
+
+def read_decision(raw: Any, targets: list[str]) -> Decision:
+    body = _object(raw, ("action", "target", "text"), "the answer")
+    action, target = body["action"], body["target"]
+    if action not in ACTIONS:
+        raise AnswerError(f"action must be one of {', '.join(ACTIONS)}")
+    if target not in (*targets, NONE):
+        raise AnswerError(f"target must be one of {', '.join([*targets, NONE])}")
+    text = _text(body["text"], "text", MAX_TEXT * 2, empty=True)
+    if action in ("merge", "supersede"):
+        if target == NONE:
+            raise AnswerError(f"{action} needs a target: one of {', '.join(targets)}")
+        if not text:
+            raise AnswerError(f"{action} needs the text of the entry as it should now read")
+    return Decision(action, target, text)

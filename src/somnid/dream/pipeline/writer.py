@@ -1,0 +1,200 @@
+"""Candidates written as memory, through the services and the dream's ledger.
+
+- event → an episode (``when`` from its first line, ``actors`` its speakers, ``source``
+  the log, ``evidence`` the line ids); fact / preference / decision / pitfall → knowledge
+  of that type; procedure → a skill; todo → an intention (due from a date it names);
+  about_user → a line in the log's own user's profile; about_agent → a line in about_me.
+- merge rewrites an existing entry with the merged text and adds the new provenance;
+  supersede writes the corrected memory and archives the old one with a pointer to it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from typing import Any
+
+from somnid.dream import items
+from somnid.dream.guard import dreamer_role_phrase
+from somnid.dream.ledger import ItemRef, Ledger
+from somnid.dream.pipeline.candidate import Candidate
+from somnid.dream.pipeline.checks import DUPLICATE_SIMILARITY, content_words, similarity
+from somnid.dream.tools import DreamTools
+from somnid.errors import Conflict, InvalidInput, NotFound
+from somnid.memory.entry import Entry
+from somnid.memory.kinds import SELF_PROFILE, Kind
+
+KNOWLEDGE_TYPES = {"fact", "preference", "decision", "pitfall"}
+KIND_OF = {
+    "event": Kind.EPISODE,
+    "procedure": Kind.SKILL,
+    "todo": Kind.INTENTION,
+    **dict.fromkeys(KNOWLEDGE_TYPES, Kind.KNOWLEDGE),
+}
+MAX_PROFILE_LINES = 200
+_DAY = re.compile(r"\b(\d{4}-\d{2}-\d{2})\b")
+
+
+def kind_of(candidate: Candidate) -> Kind:
+    if candidate.kind in ("about_user", "about_agent"):
+        return Kind.PROFILE
+    return KIND_OF[candidate.kind]
+
+
+def _name(text: str) -> str:
+    words = [w for w in re.findall(r"[^\W_]+", text.casefold()) if len(w) > 2][:6]
+    try:
+        return items.name_of("-".join(words)[:60] or "memory")
+    except InvalidInput:
+        return "memory"
+
+
+class Writer:
+    def __init__(self, tools: DreamTools, ledger: Ledger, lang: str) -> None:
+        self.tools = tools
+        self.ledger = ledger
+        self.lang = lang
+        self.tz = tools.clock.tz
+
+    def _fields(self, candidate: Candidate) -> dict[str, Any]:
+        fields: dict[str, Any] = {"source": candidate.log, "evidence": candidate.line_ids}
+        if candidate.actors:
+            fields["actors"] = ", ".join(candidate.actors)
+        if candidate.dates:
+            fields["dates"] = list(candidate.dates)
+        return fields
+
+    def _body(self, candidate: Candidate, text: str | None = None) -> str:
+        return f"{text or candidate.text}\n\n{candidate.provenance(self.tz)}"
+
+    async def add(self, candidate: Candidate, *, supersedes: str | None = None) -> Entry | None:
+        """Write ``candidate`` as a new memory; None when it went into a profile."""
+        kind = kind_of(candidate)
+        if kind is Kind.PROFILE:
+            await self.profile_line(candidate)
+            return None
+        if kind is Kind.INTENTION:
+            return await self._intention(candidate)
+        fields = self._fields(candidate)
+        if supersedes:
+            fields["supersedes"] = supersedes
+        description = items.one_line(candidate.description(), "description")
+        memories = self.tools.memories
+        if kind is Kind.EPISODE:
+            if candidate.when is not None:
+                fields["when"] = candidate.when.astimezone(self.tz)
+            fields["salience"] = "low"
+            entry = await memories.create(
+                Kind.EPISODE,
+                None,
+                description=description,
+                body=self._body(candidate),
+                fields=fields,
+            )
+        else:
+            if kind is Kind.KNOWLEDGE:
+                fields["type"] = candidate.kind
+            entry = await self._create_named(
+                kind, _name(candidate.text), description, candidate, fields
+            )
+        self.ledger.add_created(ItemRef(kind, entry.name, str(entry.path)))
+        return entry
+
+    async def _create_named(
+        self, kind: Kind, base: str, description: str, candidate: Candidate, fields: dict[str, Any]
+    ) -> Entry:
+        for number in range(1, 50):
+            name = base if number == 1 else f"{base}-{number}"
+            try:
+                return await self.tools.memories.create(
+                    kind, name, description=description, body=self._body(candidate), fields=fields
+                )
+            except Conflict:
+                continue
+        raise Conflict(f"no free name for {base!r}")
+
+    async def _intention(self, candidate: Candidate) -> Entry:
+        today = self.tools.clock.now().astimezone(self.tz).date()
+        days = _DAY.findall(" ".join(candidate.dates))
+        due = next((d for d in days if dt.date.fromisoformat(d) >= today), None)
+        cue = ", ".join(sorted(content_words(candidate.text), key=len, reverse=True)[:3])
+        intention = await self.tools.intentions.add(
+            candidate.text[:300], due=due, cue=cue or None, source=candidate.log
+        )
+        self.ledger.add_created(ItemRef(Kind.INTENTION, intention.id, str(intention.path)))
+        entry = await self.tools.memories.get(Kind.INTENTION, intention.id)
+        return entry
+
+    async def merge(self, target: Entry, candidate: Candidate, text: str) -> Entry:
+        """Rewrite ``target`` with the merged ``text``, keeping its provenance and adding
+        the candidate's."""
+        old_sources = [line for line in target.body.split("\n") if line.startswith("Source: ")]
+        body = "\n".join([text, "", *old_sources, candidate.provenance(self.tz)])
+        entry, _ = await self.tools.edits.update(
+            target.kind,
+            target.name,
+            description=candidate.description() if len(text) <= 300 else text[:297] + "…",
+            body=body,
+            stability_delta=1,
+            score_delta=0.1,
+            verified=None,
+        )
+        self.ledger.add_updated(ItemRef(target.kind, entry.name, str(entry.path)))
+        return entry
+
+    async def supersede(self, target: Entry, candidate: Candidate, text: str) -> Entry | None:
+        corrected = Candidate(
+            candidate.kind if kind_of(candidate) is target.kind else _kind_word(target),
+            text, candidate.lines, candidate.log, candidate.window, candidate.when,
+            candidate.actors, candidate.dates, candidate.user,
+        )  # fmt: skip
+        entry = await self.add(corrected, supersedes=f"{target.kind.value}/{target.name}")
+        if entry is None:
+            return None
+        reason = f"superseded by {entry.kind.value}/{entry.name} (dream, log {candidate.log})"
+        archived = await self.tools.edits.archive(target.kind, target.name, reason)
+        self.ledger.add_archived(ItemRef(target.kind, target.name, str(archived.path)))
+        return entry
+
+    async def profile_line(self, candidate: Candidate) -> bool:
+        """Add the candidate as one line of a profile: the log's own user's for about_user
+        (never another user's), about_me for about_agent. False when refused or known."""
+        if candidate.kind == "about_agent":
+            if dreamer_role_phrase(candidate.text) is not None:
+                return False
+            name, user = SELF_PROFILE, None
+        else:
+            user = candidate.user
+            name = items.name_of(user)
+            if name == SELF_PROFILE:
+                return False
+        try:
+            before = await self.tools.memories.get(Kind.PROFILE, name)
+            lines = before.body.rstrip("\n").split("\n") if before.body.strip() else []
+        except NotFound:
+            lines = []
+        if any(similarity(line, candidate.text) >= DUPLICATE_SIMILARITY for line in lines):
+            return False
+        day = f" ({candidate.when.astimezone(self.tz):%Y-%m-%d})" if candidate.when else ""
+        lines = [*lines, f"- {candidate.text}{day}"][-MAX_PROFILE_LINES:]
+        if user is None:
+            description = (
+                "智能体的自我认知与人格画像" if self.lang == "zh" else "The agent's view of itself"
+            )
+            defaults: dict[str, Any] = {"type": "identity"}
+        else:
+            description = f"用户 {user} 的画像" if self.lang == "zh" else f"Profile of user {user}"
+            defaults = {"user_id": user, "type": "identity"}
+        entry = await self.tools.edits.write_profile(
+            name, "\n".join(lines), description=description, defaults=defaults
+        )
+        self.ledger.add_profile(f"{'about_me' if user is None else 'user ' + name} ({entry.path})")
+        return True
+
+
+def _kind_word(entry: Entry) -> str:
+    if entry.kind is Kind.EPISODE:
+        return "event"
+    if entry.kind is Kind.SKILL:
+        return "procedure"
+    return entry.entry_type if entry.entry_type in KNOWLEDGE_TYPES else "fact"

@@ -1,7 +1,8 @@
 import type { UserMessage } from '@deepseek-ai/dsh-llm'
 import type { SomnidClient, Log, Schemas } from './client.js'
 import { describe } from './client.js'
-import { blocksText, hintMessage } from './messages.js'
+import type { Injections } from './inject.js'
+import { blocksText } from './messages.js'
 
 export interface AssocOptions {
   hookTimeoutMs: number
@@ -11,6 +12,12 @@ export interface AssocOptions {
   cued: boolean
   /** Names of somnid's memory tools: running one of them triggers no hint. */
   memoryTools: ReadonlySet<string>
+  /** What was injected where, and when the open intentions are due again. */
+  injections: Injections
+  /** The open intentions to show as a message (the `message` layout), or undefined (section layout / off). */
+  intentions?: () => { text: string; hash: string } | undefined
+  /** The speaking user's id, sent with the cue so somnid matches that user's intentions. */
+  userId: string
 }
 
 interface AgentLike {
@@ -32,8 +39,8 @@ export class Association {
     private readonly options: AssocOptions,
   ) {}
 
-  /** The per-turn material for a user message: cue-matched intentions and a hint, joined. */
-  async material(sessionId: string, cue: string, iterNo: number, signal: AbortSignal): Promise<string> {
+  /** The per-turn material for a user message: cue-matched intentions and a hint. */
+  async material(sessionId: string, cue: string, iterNo: number, signal: AbortSignal): Promise<{ cued: string; hint: string }> {
     const timeoutMs = this.options.hookTimeoutMs
     const quiet = (what: string) => (error: unknown) => {
       this.log.debug('%s skipped: %s', what, describe(error))
@@ -41,7 +48,7 @@ export class Association {
     }
     const cued = this.options.cued
       ? this.client
-          .request<Schemas['PromptResponse']>('POST', '/v1/prompt', { currentMessage: cue }, { signal, timeoutMs })
+          .request<Schemas['PromptResponse']>('POST', '/v1/prompt', { currentMessage: cue, speakerUserId: this.options.userId }, { signal, timeoutMs })
           .then((answer) => answer.cued.text.trim(), quiet('cued intentions'))
       : Promise.resolve('')
     const hint = this.options.hints
@@ -49,24 +56,50 @@ export class Association {
           .request<Schemas['AssocResponse']>('POST', '/v1/assoc/thought', { sessionId, cue, iterNo }, { signal, timeoutMs })
           .then((answer) => answer.hint.trim(), quiet('hint'))
       : Promise.resolve('')
-    return (await Promise.all([cued, hint])).filter(Boolean).join('\n\n')
+    const [c, h] = await Promise.all([cued, hint])
+    return { cued: c, hint: h }
   }
 
-  /** `agent/pre-step`: append one hint message when the batch holds a real user message. */
+  /**
+   * `agent/pre-step`: when the batch holds a real user message, append marked plugin messages:
+   * a notice once if somnid refuses the token, the open intentions on the first turn, after a
+   * compaction or when they changed (message layout), the cue-matched intentions and the hint.
+   */
   async preStep(
     payload: { agent: AgentLike; step: number; signal: AbortSignal },
     next: () => Promise<PreStepDecision>,
   ): Promise<PreStepDecision> {
     const decision = await next()
     try {
-      if (decision.kind !== 'enter' || payload.signal.aborted || !this.client.up) return decision
+      if (decision.kind !== 'enter' || payload.signal.aborted) return decision
       if (payload.agent.session.header.origin === 'subagent') return decision
       const users = decision.messages.filter((m) => m.source.kind === 'user')
       const cue = blocksText(users[users.length - 1]?.content)
       if (!cue) return decision
-      const text = await this.material(payload.agent.id, cue, payload.step, payload.signal)
-      if (!text || payload.signal.aborted) return decision
-      return { ...decision, messages: [...decision.messages, hintMessage(text)] }
+      const sessionId = payload.agent.id
+      const injections = this.options.injections
+      const refused = this.client.refused
+      if (refused !== undefined) {
+        const notice = injections.notice(sessionId, refused)
+        return notice ? { ...decision, messages: [...decision.messages, notice] } : decision
+      }
+      if (!this.client.up) return decision
+      const added: UserMessage[] = []
+      const intentions = this.options.intentions?.()
+      if (intentions) {
+        const reason = injections.intentionsDue(sessionId, intentions.hash)
+        if (reason && intentions.text.trim()) {
+          added.push(injections.message(sessionId, 'intentions', intentions.text, 'POST /v1/prompt (intentions)', reason))
+        }
+        injections.intentionsShown(sessionId, intentions.hash)
+      }
+      if (this.options.hints || this.options.cued) {
+        const { cued, hint } = await this.material(sessionId, cue, payload.step, payload.signal)
+        if (payload.signal.aborted) return decision
+        if (cued) added.push(injections.message(sessionId, 'cued', cued, 'POST /v1/prompt (cued)', 'user message'))
+        if (hint) added.push(injections.message(sessionId, 'hint', hint, 'POST /v1/assoc/thought', 'user message'))
+      }
+      return added.length ? { ...decision, messages: [...decision.messages, ...added] } : decision
     } catch (error) {
       this.log.debug('pre-step hint skipped: %s', describe(error))
       return decision
@@ -93,7 +126,8 @@ export class Association {
       )
       const hint = answer.hint.trim()
       if (!hint || exec.signal.aborted) return decision
-      return { ...decision, additionalContexts: [...(decision.additionalContexts ?? []), hintMessage(hint)] }
+      const message = this.options.injections.message(exec.agent.id, 'action-hint', hint, 'POST /v1/assoc/action', exec.name)
+      return { ...decision, additionalContexts: [...(decision.additionalContexts ?? []), message] }
     } catch (error) {
       this.log.debug('post-execute hint skipped: %s', describe(error))
       return decision

@@ -23,6 +23,8 @@ export interface ChatRequest {
   id: string
   messages: OpenAiMessage[]
   tools?: OpenAiTool[]
+  /** OpenAI request options; `max_tokens` and `temperature` reach the harness's LLM, the others it has no field for. */
+  options?: { max_tokens?: number; temperature?: number; frequency_penalty?: number; response_format?: unknown }
 }
 
 export interface ChatAnswer {
@@ -33,7 +35,11 @@ export interface ChatAnswer {
     tool_calls?: Array<{ id: string; type: 'function'; function: { name: string; arguments: string } }>
   }
   usage: { prompt_tokens: number; completion_tokens: number; cached_tokens?: number }
+  /** OpenAI's finish reason, from the stream's terminal `finish` chunk. */
+  finish_reason?: 'stop' | 'tool_calls' | 'length'
 }
+
+const FINISH_REASONS: Record<string, ChatAnswer['finish_reason']> = { stop: 'stop', 'tool-calls': 'tool_calls', 'max-tokens': 'length' }
 
 export interface ModelSelection {
   provider: string
@@ -109,6 +115,9 @@ export function toGenerateOptions(request: ChatRequest, selection: ModelSelectio
   if (selection.reasoningEffort) options.reasoningEffort = selection.reasoningEffort
   if (system.length) options.system = system.join('\n\n')
   if (tools.length) options.tools = tools
+  const wanted = request.options ?? {}
+  if (typeof wanted.max_tokens === 'number' && wanted.max_tokens > 0) options.maxTokens = wanted.max_tokens
+  if (typeof wanted.temperature === 'number') options.temperature = wanted.temperature
   return options
 }
 
@@ -119,6 +128,7 @@ export async function answerChat(host: BridgeHost, request: ChatRequest, signal:
   const texts = new Map<number, { kind: 'text' | 'reasoning'; text: string }>()
   const calls = new Map<number, { id: string; name: string; args: string }>()
   const usage: ChatAnswer['usage'] = { prompt_tokens: 0, completion_tokens: 0 }
+  let finish: ChatAnswer['finish_reason']
   for await (const chunk of host.stream(options)) {
     switch (chunk.type) {
       case 'text-delta':
@@ -149,6 +159,7 @@ export async function answerChat(host: BridgeHost, request: ChatRequest, signal:
           const failure = (chunk.reason as { failure?: { message?: string } }).failure
           throw new Error(`model stream ended with ${chunk.reason.kind}${failure?.message ? `: ${failure.message}` : ''}`)
         }
+        finish = FINISH_REASONS[chunk.reason.kind]
         break
       default:
         break
@@ -175,17 +186,20 @@ export async function answerChat(host: BridgeHost, request: ChatRequest, signal:
   const message: ChatAnswer['message'] = { role: 'assistant', content }
   if (reasoning) message.reasoning_content = reasoning
   if (toolCalls.length) message.tool_calls = toolCalls
-  return { message, usage }
+  return finish ? { message, usage, finish_reason: finish } : { message, usage }
 }
 
 export interface BridgeOptions {
   url: string
-  headers: Record<string, string>
+  /** Read at every connection attempt: the token may appear or change while the harness runs. */
+  headers: () => Record<string, string>
   retryMinMs: number
   retryMaxMs: number
   hostName: string
   log: Log
   socket?: SocketFactory
+  /** Called when the socket opens or drops. */
+  onState?: () => void
 }
 
 /**
@@ -230,7 +244,7 @@ export class LlmBridge {
     let socket: SocketLike
     try {
       const factory = this.options.socket ?? defaultSocket
-      socket = factory(this.options.url, this.options.headers)
+      socket = factory(this.options.url, this.options.headers())
     } catch (error) {
       this.retry(describe(error))
       return
@@ -247,16 +261,30 @@ export class LlmBridge {
         model = `${s.provider}/${s.model}`
       } catch { /* no selection yet */ }
       socket.send(JSON.stringify({ type: 'hello', host: this.options.hostName, model }))
+      this.options.onState?.()
     })
     socket.addEventListener('message', (event) => this.onFrame(socket, event.data))
-    socket.addEventListener('error', () => { /* a close follows */ })
-    socket.addEventListener('close', () => {
-      if (this.socket !== socket) return
-      this.socket = undefined
-      for (const controller of this.inflight.values()) controller.abort(new Error('bridge socket closed'))
-      this.inflight.clear()
-      this.retry('socket closed')
-    })
+    // Node 22's WebSocket fires only `error` (never `close`) when the handshake fails, e.g.
+    // somnid down or restarting: either event ends this socket and schedules the next attempt.
+    socket.addEventListener('error', () => this.dropped(socket, 'socket error'))
+    socket.addEventListener('close', () => this.dropped(socket, 'socket closed'))
+  }
+
+  /** Whether a socket to somnid is open now. */
+  get open(): boolean {
+    return this.socket?.readyState === 1
+  }
+
+  private dropped(socket: SocketLike, reason: string): void {
+    if (this.socket !== socket) return
+    this.socket = undefined
+    for (const controller of this.inflight.values()) controller.abort(new Error(`bridge ${reason}`))
+    this.inflight.clear()
+    try {
+      socket.close()
+    } catch { /* already closed */ }
+    this.options.onState?.()
+    this.retry(reason)
   }
 
   private retry(reason: string): void {

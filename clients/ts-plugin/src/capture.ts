@@ -13,10 +13,15 @@ export interface SessionLike {
 export interface SessionEventLike {
   readonly type: string
   readonly data: unknown
+  /** When the event happened, epoch milliseconds (the harness sets it on every event). */
+  readonly time?: number
 }
 
+/** A captured message with the moment it was said (the capture API's `timestamp`). */
+type MessageIn = Schemas['MessageIn'] & { timestamp?: string | null }
+
 type Entry =
-  | { kind: 'message'; message: Schemas['MessageIn'] }
+  | { kind: 'message'; message: MessageIn }
   | { kind: 'tool'; call: Schemas['ToolCallIn'] }
 
 interface Buffer {
@@ -59,12 +64,12 @@ export class Capture {
       case 'user/message': {
         const message = event.data as { content?: ContentBlock[]; source?: { kind: string; plugin?: string } }
         if (message.source?.kind !== 'user' || isOwnMessage(message)) return
-        this.pushMessage(session.id, 'user', blocksText(message.content))
+        this.pushMessage(session.id, 'user', blocksText(message.content), event.time)
         return
       }
       case 'assistant/message': {
         const data = event.data as { message?: { content?: ContentBlock[] } }
-        this.pushMessage(session.id, 'agent', blocksText(data.message?.content))
+        this.pushMessage(session.id, 'agent', blocksText(data.message?.content), event.time)
         return
       }
       case 'tool/call': {
@@ -161,13 +166,16 @@ export class Capture {
     return buffer
   }
 
-  private pushMessage(sessionId: string, role: 'user' | 'agent', text: string): void {
+  private pushMessage(sessionId: string, role: 'user' | 'agent', text: string, time: number | undefined): void {
     if (!text) return
-    const message: Schemas['MessageIn'] = {
+    // The moment it was said, not the moment it reaches somnid (lines buffered while it was down).
+    const at = typeof time === 'number' && Number.isFinite(time) && time > 0 ? time : Date.now()
+    const message: MessageIn = {
       role,
       text: clip(text, this.options.maxMessageChars),
       userId: this.options.userId,
       chatType: 'dsh',
+      timestamp: new Date(at).toISOString(),
     }
     this.push(sessionId, { kind: 'message', message })
   }
@@ -188,7 +196,7 @@ export class Capture {
       let count = 1
       try {
         if (first.kind === 'message') {
-          const messages: Schemas['MessageIn'][] = []
+          const messages: MessageIn[] = []
           for (const entry of buffer.entries) {
             if (entry.kind !== 'message' || messages.length >= 500) break
             messages.push(entry.message)
@@ -201,8 +209,9 @@ export class Capture {
         }
         buffer.entries.splice(0, count)
       } catch (error) {
-        const unreachable = (error as { unreachable?: boolean }).unreachable === true
-        if (unreachable) return // keep the lines; they go out after somnid is back
+        const { unreachable, status } = error as { unreachable?: boolean; status?: number }
+        // Keep the lines while somnid is down or refuses the token; they go out once it accepts them.
+        if (unreachable === true || status === 401 || status === 403) return
         // somnid refused these lines (validation, disk): drop them rather than retry forever.
         this.log.warn('somnid refused captured lines of %s: %s', sessionId, describe(error))
         buffer.entries.splice(0, count)

@@ -67,6 +67,9 @@ export class SomnidClient {
   private tokenRead = false
   private tokenWarned = false
   private state: 'unknown' | 'up' | 'down' = 'unknown'
+  /** Set while somnid refuses the token (401/403): every memory feature is off until it is fixed. */
+  private refusal: string | undefined
+  private readonly refusalListeners = new Set<(reason: string) => void>()
   private readonly upListeners = new Set<() => void>()
   private readonly closed = new AbortController()
   private wake: (() => void) | undefined
@@ -83,9 +86,25 @@ export class SomnidClient {
     }
   }
 
-  /** Whether the last contact with somnid succeeded. */
+  /** Whether somnid answers and accepts the token. */
   get up(): boolean {
+    return this.state === 'up' && this.refusal === undefined
+  }
+
+  /** Whether somnid answered the last contact at all (even with a refusal). */
+  get reachable(): boolean {
     return this.state === 'up'
+  }
+
+  /** Why somnid refuses the plugin (a 401/403 detail), or undefined. */
+  get refused(): string | undefined {
+    return this.refusal
+  }
+
+  /** Call `fn` once each time somnid starts refusing the token. Returns an unsubscribe. */
+  onRefused(fn: (reason: string) => void): () => void {
+    this.refusalListeners.add(fn)
+    return () => this.refusalListeners.delete(fn)
   }
 
   /** Call `fn` every time somnid becomes reachable (including the first time). Returns an unsubscribe. */
@@ -125,10 +144,12 @@ export class SomnidClient {
       this.markDown(reason)
       throw new SomnidError(`somnid is unreachable at ${this.baseUrl} (${reason})`)
     }
-    this.markUp()
     const text = await response.text()
     // somnid may have generated its token after we last looked: read the file again next time.
     if (response.status === 401 && !this.opts.token) this.tokenRead = false
+    if (response.status === 401 || response.status === 403) this.markRefused(`${response.status} ${text.slice(0, 200)}`)
+    else if (path !== '/v1/health') this.clearRefusal()
+    this.markUp()
     if (!response.ok) {
       let detail = text.slice(0, 500)
       let code: string | undefined
@@ -169,11 +190,45 @@ export class SomnidClient {
     return this.token
   }
 
+  private markRefused(detail: string): void {
+    if (this.refusal !== undefined) return
+    const reason = `somnid at ${this.baseUrl} refuses the plugin's token (${detail.replace(/\s+/g, ' ').trim()}); `
+      + `memory is off until the token is fixed: set token or tokenFile in the dsh-somnid config, `
+      + `or use somnid's token file (${this.opts.tokenFile || defaultTokenFile()})`
+    this.refusal = reason
+    this.opts.log.error('%s', reason)
+    for (const fn of [...this.refusalListeners]) {
+      try {
+        fn(reason)
+      } catch { /* a listener's failure is not ours */ }
+    }
+    this.wake?.()
+  }
+
+  /** The token works again: clear the refusal and tell the up-listeners (tools, capture, sections). */
+  private clearRefusal(): void {
+    if (this.refusal === undefined) return
+    this.refusal = undefined
+    this.opts.log.info('somnid accepts the token again')
+    if (this.state === 'up') queueMicrotask(() => this.notifyUp())
+  }
+
+  private notifyUp(): void {
+    for (const fn of [...this.upListeners]) {
+      try {
+        fn()
+      } catch (error) {
+        this.opts.log.warn('somnid up-listener failed: %s', describe(error))
+      }
+    }
+  }
+
   private markUp(): void {
     if (this.state === 'up') return
     const was = this.state
     this.state = 'up'
     this.opts.log.info(was === 'down' ? 'somnid is back at %s' : 'connected to somnid at %s', this.baseUrl)
+    if (this.refusal !== undefined) return
     for (const fn of [...this.upListeners]) {
       try {
         fn()
@@ -194,14 +249,16 @@ export class SomnidClient {
     let delay = this.opts.retryMinMs
     while (!this.closed.signal.aborted) {
       try {
-        await this.request<Schemas['HealthOut']>('GET', '/v1/health')
-        delay = this.opts.retryMinMs
+        // While the token is refused, probe an endpoint that needs it (health is public).
+        if (this.refusal !== undefined) await this.request('GET', '/v1/sleep/status').catch(() => undefined)
+        else await this.request<Schemas['HealthOut']>('GET', '/v1/health')
+        if (this.refusal === undefined) delay = this.opts.retryMinMs
       } catch {
         // markDown already logged (once); keep backing off quietly.
       }
       if (this.closed.signal.aborted) break
-      const wait = this.state === 'up' ? this.opts.healthIntervalMs : delay
-      if (this.state !== 'up') delay = Math.min(delay * 2, this.opts.retryMaxMs)
+      const wait = this.up ? this.opts.healthIntervalMs : delay
+      if (!this.up) delay = Math.min(delay * 2, this.opts.retryMaxMs)
       await new Promise<void>((resolve) => {
         const timer = setTimeout(done, wait)
         timer.unref?.()

@@ -36,6 +36,12 @@ export interface Config {
     discipline: boolean
     /** Cue-matched intentions (somnid's `cued` section) as a pre-step message. */
     cued: boolean
+    /**
+     * Where the open intentions go: `message` (default) shows them as a marked message on a
+     * session's first turn, after a compaction and when they change, so the system prompt never
+     * changes with them; `section` keeps them in the system prompt at `intentionsOrder`.
+     */
+    intentionsLayout: 'message' | 'section'
     identityOrder: number
     intentionsOrder: number
     disciplineOrder: number
@@ -46,6 +52,10 @@ export interface Config {
     postExecute: boolean
   }
   tools: {
+    enabled: boolean
+  }
+  web: {
+    /** The dream status page and API on the harness web server (`/dsh-somnid`, web profile only). */
     enabled: boolean
   }
   dream: {
@@ -92,6 +102,7 @@ export const Config: Schema<ConfigInput, Config> = Schema.object({
     intentions: Schema.boolean().default(true),
     discipline: Schema.boolean().default(true),
     cued: Schema.boolean().default(true),
+    intentionsLayout: Schema.union(['message', 'section']).default('message'),
     identityOrder: Schema.number().default(100),
     intentionsOrder: Schema.number().default(130),
     disciplineOrder: Schema.number().default(1200),
@@ -104,6 +115,9 @@ export const Config: Schema<ConfigInput, Config> = Schema.object({
   tools: Schema.object({
     enabled: Schema.boolean().default(true),
   }).default({} as Config['tools']),
+  web: Schema.object({
+    enabled: Schema.boolean().default(true),
+  }).default({} as Config['web']),
   dream: Schema.object({
     enabled: Schema.boolean().default(true),
     command: Schema.boolean().default(true),

@@ -13,9 +13,12 @@ import { Capture } from './capture.js'
 import { SomnidClient, describe, type Schemas } from './client.js'
 import { Config } from './config.js'
 import { Dreams } from './dream.js'
+import { Injections } from './inject.js'
 import { PLUGIN_NAME } from './messages.js'
 import { SectionCache, type SectionKey } from './sections.js'
 import { toolDefinitions } from './tools.js'
+import { DreamWatch } from './watch.js'
+import { webRoutes, type WebRoute } from './web.js'
 
 export { Config } from './config.js'
 export { SomnidClient, SomnidError } from './client.js'
@@ -57,17 +60,18 @@ export function apply(ctx: Context, config: Config, internals: Internals = {}): 
   })
 
   // Prompt sections: static text from a cache, refreshed only when somnid's hash changes.
-  const sections = new SectionCache(client, log)
+  const sections = new SectionCache(client, log, userId)
+  const intentionsAsMessage = config.inject.intentions && config.inject.intentionsLayout === 'message'
   const specs: Array<{ key: SectionKey; on: boolean; order: number }> = [
     { key: 'identity', on: config.inject.identity, order: config.inject.identityOrder },
-    { key: 'intentions', on: config.inject.intentions, order: config.inject.intentionsOrder },
+    { key: 'intentions', on: config.inject.intentions && !intentionsAsMessage, order: config.inject.intentionsOrder },
     { key: 'discipline', on: config.inject.discipline, order: config.inject.disciplineOrder },
   ]
   for (const spec of specs) {
     if (!spec.on) continue
     ctx.systemPrompt.section({ name: `${PLUGIN_NAME}:${spec.key}`, order: spec.order, text: () => sections.text(spec.key) })
   }
-  const anySection = specs.some((s) => s.on)
+  const anySection = specs.some((s) => s.on) || intentionsAsMessage
   const refreshSections = () => {
     if (anySection && active) void sections.refresh()
   }
@@ -81,23 +85,41 @@ export function apply(ctx: Context, config: Config, internals: Internals = {}): 
     ctx.on('session/flush', (session) => capture.flush(session.id))
   }
 
-  // Association.
+  // Association and the other injected messages (intentions, the refusal notice).
   const memoryTools = new Set<string>()
+  const injections = new Injections()
   const assoc = new Association(client, log, {
     hookTimeoutMs: config.hookTimeoutMs,
     hints: config.assoc.enabled && config.assoc.preStep,
     cued: config.inject.cued,
     memoryTools,
+    injections,
+    userId,
+    ...(intentionsAsMessage
+      ? {
+          intentions: () => {
+            const hash = sections.hash('intentions')
+            return hash === undefined ? undefined : { text: sections.text('intentions'), hash }
+          },
+        }
+      : {}),
   })
-  if ((config.assoc.enabled && config.assoc.preStep) || config.inject.cued) {
-    ctx.on('agent/pre-step', (payload, next) => assoc.preStep(payload, next))
-  }
+  // Always on: the refusal notice must reach the user even with hints and cues off.
+  ctx.on('agent/pre-step', (payload, next) => assoc.preStep(payload, next))
+  ctx.on('session/event', (session, event) => {
+    if (session.header.origin === 'subagent') return
+    const { type, data } = event as { type: string; data: unknown }
+    if (type === 'compaction/prune' || (type === 'compaction/end' && !(data as { error?: unknown } | undefined)?.error)) {
+      injections.compacted(session.id)
+    }
+  })
   if (config.assoc.enabled && config.assoc.postExecute) {
     ctx.on('tools/post-execute', (exec, result, next) => assoc.postExecute(exec, result, next))
   }
 
   ctx.on('session/disposed', (session) => {
     if (session.header.origin === 'subagent') return
+    injections.forget(session.id)
     void (async () => {
       await capture?.dispose(session)
       if (config.assoc.enabled) await assoc.reset(session.id)
@@ -111,18 +133,41 @@ export function apply(ctx: Context, config: Config, internals: Internals = {}): 
     beforeDream: async () => {
       await capture?.flushAll()
     },
-    afterDream: refreshSections,
+    afterDream: () => {
+      refreshSections()
+      void watch.refresh()
+    },
   })
+  let bridgeOpen = () => false
+  const watch = new DreamWatch(client, log, { bridgeOpen: () => bridgeOpen(), retryMs: config.retryMinMs })
+  const skipped = new Set<string>()
+  const skip = async (sessionId: string): Promise<{ ok: boolean; text: string }> => {
+    try {
+      await capture?.flush(sessionId)
+      await client.request('POST', `/v1/sessions/${encodeURIComponent(sessionId)}/no-dream`)
+      skipped.add(sessionId)
+      watch.changed()
+      return { ok: true, text: 'Dreaming skipped for this session: somnid will archive its logs unread.' }
+    } catch (error) {
+      return { ok: false, text: `Could not skip dreaming: ${describe(error)}` }
+    }
+  }
   ctx.on('agent/status', ({ agent, status }) => {
     if (status === 'idle') refreshSections()
     if (config.dream.enabled && config.dream.reportActivity) dreams.report(agent.id, status)
   })
 
   // Tools: registered once somnid first answers (late registration is fine while active).
+  // A failed attempt (somnid refusing the token, an error answer) is retried with back-off, and
+  // again whenever somnid comes up or starts accepting the token: tools must not go missing for good.
   let toolsRegistered = false
+  let toolsRetry: ReturnType<typeof setTimeout> | undefined
+  let toolsDelay = config.retryMinMs
   const registerTools = async () => {
     if (!config.tools.enabled || toolsRegistered || !active) return
     toolsRegistered = true
+    if (toolsRetry) clearTimeout(toolsRetry)
+    toolsRetry = undefined
     try {
       const list = await client.request<Schemas['ToolList']>('GET', '/v1/tools')
       if (!active) return
@@ -143,6 +188,10 @@ export function apply(ctx: Context, config: Config, internals: Internals = {}): 
     } catch (error) {
       toolsRegistered = false
       log.debug('tool list not loaded: %s', describe(error))
+      if (!active) return
+      toolsRetry = setTimeout(() => void registerTools(), toolsDelay)
+      toolsRetry.unref?.()
+      toolsDelay = Math.min(toolsDelay * 2, config.retryMaxMs)
     }
   }
 
@@ -151,8 +200,15 @@ export function apply(ctx: Context, config: Config, internals: Internals = {}): 
     ctx.inject(['commands'], (sub) => {
       sub.commands.register({
         name: 'dream',
-        description: 'Consolidate memory now: somnid dreams over the pending session logs.',
+        description: 'Consolidate memory now: somnid dreams over the pending session logs. `/dream skip`: never dream this session.',
+        input: { hint: '[skip]' },
         async handler(inv) {
+          const arg = inv.rawInput.trim().toLowerCase()
+          if (arg === 'skip') {
+            const result = await skip(inv.agent.id)
+            return result.ok ? { kind: 'success', text: result.text } : { kind: 'error', text: result.text }
+          }
+          if (arg) return { kind: 'error', text: `Unknown /dream argument "${arg}": use /dream or /dream skip.` }
           const result = await dreams.run(inv.signal)
           return result.ok ? { kind: 'success', text: result.text } : { kind: 'error', text: result.text }
         },
@@ -171,7 +227,8 @@ export function apply(ctx: Context, config: Config, internals: Internals = {}): 
           },
           {
             url: `${client.baseUrl.replace(/^http/, 'ws')}/v1/llm/bridge`,
-            headers: client.authHeaders(),
+            headers: () => client.authHeaders(),
+            onState: () => watch.changed(),
             retryMinMs: config.retryMinMs,
             retryMaxMs: config.retryMaxMs,
             hostName: hostId,
@@ -180,22 +237,56 @@ export function apply(ctx: Context, config: Config, internals: Internals = {}): 
           },
         )
         bridge.start()
-        return () => bridge.close()
+        bridgeOpen = () => bridge.open
+        return () => {
+          bridgeOpen = () => false
+          bridge.close()
+        }
       }, `${PLUGIN_NAME} llm bridge`)
     })
   }
 
-  // The client's lifetime: on (re)connection refresh sections, register tools, drain buffered capture.
+  // The dream status page on the harness web server (web profile only).
+  if (config.web.enabled) {
+    type WebServerCtx = Context & { webServer: { register(route: WebRoute): () => void } }
+    const routes = webRoutes({
+      state: () => watch.state(),
+      onChange: (fn) => watch.onChange(fn),
+      sessions: () => {
+        const agents = (ctx.get('agents') as { roots?: () => Array<{ id: string }> } | undefined)?.roots?.() ?? []
+        return agents.map((a) => ({ id: a.id, skipped: skipped.has(a.id) }))
+      },
+      injections: (sessionId) => injections.list(sessionId),
+      skip,
+    })
+    ctx.inject(['webServer'] as never, (sub: Context) => {
+      const server = (sub as WebServerCtx).webServer
+      for (const route of routes) sub.effect(() => server.register(route), `${PLUGIN_NAME} route ${route.path}`)
+    })
+  }
+
+  // The client's lifetime: on (re)connection refresh sections, register tools, drain buffered
+  // capture, follow dreams; a refused token is said once where the user looks.
   ctx.effect(() => {
     const off = client.onUp(() => {
       refreshSections()
+      toolsDelay = config.retryMinMs
       void registerTools()
       void capture?.flushAll()
+      watch.start()
+      watch.changed()
+    })
+    const offRefused = client.onRefused(() => {
+      injections.rearmNotice()
+      watch.changed()
     })
     client.start()
     return async () => {
       active = false
       off()
+      offRefused()
+      if (toolsRetry) clearTimeout(toolsRetry)
+      watch.close()
       // Quiescence: drain what was captured, then stop the client.
       if (capture && client.up) {
         await Promise.race([capture.flushAll(), new Promise((r) => setTimeout(r, config.requestTimeoutMs).unref())])

@@ -25,6 +25,32 @@ export function hintMessage(text: string): UserMessage {
   })
 }
 
+/** What an injected memory message is; its first line names it, so model and reader see where it came from. */
+export type InjectionKind = 'hint' | 'cued' | 'intentions' | 'action-hint' | 'notice'
+
+const LABELS: Record<InjectionKind, string> = {
+  hint: 'associative hint',
+  cued: 'cue-matched intentions',
+  intentions: 'open intentions',
+  'action-hint': 'hint after a tool call',
+  notice: 'notice',
+}
+
+/** `[somnid memory · <label>] <text>`: a compact, clearly marked injected message text. */
+export function markedText(kind: InjectionKind, text: string, note = ''): string {
+  return `[somnid memory · ${LABELS[kind]}${note ? ` · ${note}` : ''}]\n${text.trim()}`
+}
+
+/** A plugin notice (`form: 'notice'`, summary at most 120 characters), for what the user must see. */
+export function noticeMessage(summary: string, text: string): UserMessage {
+  return deepFreeze({
+    id: crypto.randomUUID() as MessageId,
+    role: 'user' as const,
+    content: [{ type: 'text' as const, text }],
+    source: { kind: 'plugin' as const, plugin: PLUGIN_NAME, form: 'notice' as const, summary: summary.slice(0, 120) },
+  }) as UserMessage
+}
+
 /** True for a message this plugin injected. */
 export function isOwnMessage(message: { source?: { kind: string; plugin?: string } }): boolean {
   return message.source?.kind === 'plugin' && message.source.plugin === PLUGIN_NAME

@@ -27,10 +27,17 @@ export class SectionCache {
   constructor(
     private readonly client: SomnidClient,
     private readonly log: Log,
+    /** The speaking user: somnid puts their profile into the identity section. Fixed per plugin, so the text stays stable. */
+    private readonly speakerUserId: string,
   ) {}
 
   text(key: SectionKey): string {
     return this.texts[key]
+  }
+
+  /** somnid's hash of a section's current text, or undefined before the first answer. */
+  hash(key: SectionKey): string | undefined {
+    return this.hashes[key]
   }
 
   /** Refresh from somnid. Concurrent calls share one request (plus one follow-up if asked meanwhile). Never throws. */
@@ -52,7 +59,7 @@ export class SectionCache {
   private async load(): Promise<boolean> {
     let answer: Schemas['PromptResponse']
     try {
-      answer = await this.client.request<Schemas['PromptResponse']>('POST', '/v1/prompt', {})
+      answer = await this.client.request<Schemas['PromptResponse']>('POST', '/v1/prompt', { speakerUserId: this.speakerUserId })
     } catch (error) {
       this.log.debug('prompt sections not refreshed: %s', describe(error))
       return false

@@ -39,8 +39,9 @@ export function toolDefinitions(client: SomnidClient, log: Log, tools: Schemas['
         if (INTENTION_WRITERS.has(tool.name)) options.onIntentionsChanged?.()
         return answer.result
       } catch (error) {
+        // A throw is how a harness tool reports failure: the result gets isError true.
         log.debug('tool %s failed: %s', tool.name, describe(error))
-        return `[${tool.name} failed] ${describe(error)}`
+        throw new Error(`${tool.name} failed: ${describe(error)}`)
       }
     },
   }))

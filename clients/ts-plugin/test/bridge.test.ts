@@ -53,8 +53,10 @@ test('answerChat: OpenAI shapes → GenerateOptions with the current selection; 
     stream: (o) => { calls.push(o); return (calls.length === 1 ? textStream('dreamt') : toolStream()) as any },
     currentSelection: () => ({ provider: 'deepseek', model: 'deepseek-chat' }),
   }
-  const answer = await answerChat(host, chat, new AbortController().signal)
-  assert.deepEqual(answer, { message: { role: 'assistant', content: 'dreamt' }, usage: { prompt_tokens: 11, completion_tokens: 7, cached_tokens: 3 } })
+  const answer = await answerChat(host, { ...chat, options: { max_tokens: 900, temperature: 0.2, response_format: { type: 'json_object' } } }, new AbortController().signal)
+  assert.deepEqual(answer, { message: { role: 'assistant', content: 'dreamt' }, usage: { prompt_tokens: 11, completion_tokens: 7, cached_tokens: 3 }, finish_reason: 'stop' })
+  assert.equal(calls[0].maxTokens, 900, 'options.max_tokens reaches ctx.llm.stream')
+  assert.equal(calls[0].temperature, 0.2)
   const o = calls[0]
   assert.equal(o.provider, 'deepseek')
   assert.equal(o.model, 'deepseek-chat')
@@ -65,6 +67,7 @@ test('answerChat: OpenAI shapes → GenerateOptions with the current selection; 
   assert.deepEqual(o.tools, [{ name: 'list_items', description: 'List.', parameters: { type: 'object', properties: {} } }])
   assert.ok(o.signal instanceof AbortSignal)
   const tool = await answerChat(host, chat, new AbortController().signal)
+  assert.equal(tool.finish_reason, 'tool_calls')
   assert.deepEqual(tool.message.tool_calls, [{ id: 'c9', type: 'function', function: { name: 'read_session_log', arguments: '{"path":"a.md"}' } }])
   const failing: BridgeHost = {
     stream: async function* () { yield { type: 'finish', reason: { kind: 'error', failure: { message: 'rate limited' } } } } as any,
@@ -90,7 +93,7 @@ test('LlmBridge: hello, llm.chat → llm.result, llm.cancel aborts, reconnects w
     currentSelection: () => ({ provider: 'p', model: 'm' }),
   }
   const bridge = new LlmBridge(host, {
-    url: 'ws://127.0.0.1:1/v1/llm/bridge', headers: { authorization: 'Bearer t' }, retryMinMs: 10, retryMaxMs: 40,
+    url: 'ws://127.0.0.1:1/v1/llm/bridge', headers: () => ({ authorization: 'Bearer t' }), retryMinMs: 10, retryMaxMs: 40,
     hostName: 'test-host', log: { info() {}, warn() {}, error() {}, debug() {} },
     socket: (url, headers) => { const s = new FakeSocket(url, headers); sockets.push(s); return s },
   })

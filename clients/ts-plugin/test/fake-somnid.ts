@@ -47,12 +47,18 @@ export function defaultRoutes(): Map<string, Handler> {
     },
   }))
   routes.set('POST /v1/sleep/cancel', () => ({ body: { cancelled: true } }))
+  routes.set('POST /v1/sessions/*/no-dream', (_b, req) => ({ body: { sessionId: req.path.split('/')[3], marked: [] } }))
+  routes.set('GET /v1/sleep/status', () => ({ body: { sleeping: false, trigger: null, since: null, pendingLogs: 0, llm: { status: 'bridge', detail: null }, lastDream: null, nextEligible: null, eligibility: 'ok' } }))
   return routes
 }
 
 export class FakeSomnid {
   readonly requests: Recorded[] = []
   routes = defaultRoutes()
+  /** When set, every route but health answers 401 unless `Authorization: Bearer <token>` is sent (like somnid's guard). */
+  token: string | undefined
+  /** Open `GET /v1/sleep/events` streams; `sleepEvent()` writes to them. */
+  readonly streams = new Set<ServerResponse>()
   private server: Server | undefined
   port = 0
 
@@ -73,6 +79,11 @@ export class FakeSomnid {
     await new Promise<void>((resolve) => server.close(() => resolve()))
   }
 
+  /** Send one dream event (`started`, `tool`, `finished`) to every open events stream. */
+  sleepEvent(event: Record<string, unknown>): void {
+    for (const res of this.streams) res.write(`event: ${String(event.type)}\ndata: ${JSON.stringify(event)}\n\n`)
+  }
+
   of(method: string, path: string | RegExp): Recorded[] {
     return this.requests.filter((r) => r.method === method && (typeof path === 'string' ? r.path === path : path.test(r.path)))
   }
@@ -83,6 +94,18 @@ export class FakeSomnid {
     const path = (req.url ?? '').split('?')[0]!
     const rec: Recorded = { method: req.method ?? '', path, body: raw ? JSON.parse(raw) : undefined, headers: req.headers }
     this.requests.push(rec)
+    if (this.token !== undefined && path !== '/v1/health' && req.headers.authorization !== `Bearer ${this.token}`) {
+      res.writeHead(401, { 'content-type': 'application/problem+json' })
+      res.end(JSON.stringify({ type: 'urn:somnid:problem:unauthorized', title: 'Unauthorized', status: 401, detail: 'send the token', code: 'unauthorized' }))
+      return
+    }
+    if (rec.method === 'GET' && path === '/v1/sleep/events') {
+      res.writeHead(200, { 'content-type': 'text/event-stream' })
+      res.write(': connected\n\n')
+      this.streams.add(res)
+      req.on('close', () => this.streams.delete(res))
+      return
+    }
     const key = `${rec.method} ${path}`
     let handler = this.routes.get(key)
     if (!handler) {

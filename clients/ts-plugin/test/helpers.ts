@@ -3,11 +3,12 @@ import type { Config } from '../src/config.js'
 import { FakeCtx } from './fake-ctx.js'
 import { FakeSomnid, until } from './fake-somnid.js'
 
-export async function setup(overrides: Record<string, unknown> = {}, internals: Internals = {}, opts: { start?: boolean } = {}) {
+export async function setup(overrides: Record<string, unknown> = {}, internals: Internals = {}, opts: { start?: boolean; services?: Record<string, unknown> } = {}) {
   const somnid = new FakeSomnid()
   await somnid.start()
   if (opts.start === false) await somnid.stop()
   const ctx = new FakeCtx()
+  Object.assign(ctx.services, opts.services ?? {})
   const config: Config = ConfigSchema({ baseUrl: somnid.url, retryMinMs: 20, retryMaxMs: 100, hookTimeoutMs: 300, ...overrides })
   apply(ctx.asContext(), config, internals)
   return { somnid, ctx, config }
@@ -15,7 +16,7 @@ export async function setup(overrides: Record<string, unknown> = {}, internals: 
 
 export async function ready(ctx: FakeCtx, somnid: FakeSomnid) {
   await until(() => ctx.tools.size > 0 && somnid.of('POST', '/v1/prompt').length > 0, 3000, 'plugin ready')
-  await until(() => ctx.sections.size === 3 && sectionText(ctx, 'identity') !== '', 3000, 'sections')
+  await until(() => ctx.sections.size >= 2 && sectionText(ctx, 'identity') !== '', 3000, 'sections')
 }
 
 export function sectionText(ctx: FakeCtx, key: string): string {

@@ -31,14 +31,14 @@ test('module shape: name, inject, Config with every key optional, apply, bundle 
 })
 
 test('sections: three sections at 100/130/1200 from a cache, escaped, replaced only on a new hash', async () => {
-  const { ctx, somnid } = await setup()
+  const { ctx, somnid } = await setup({ inject: { intentionsLayout: 'section' } })
   try {
     await ready(ctx, somnid)
     const orders = Object.fromEntries([...ctx.sections.values()].map((s) => [s.name, s.order]))
     assert.deepEqual(orders, { 'dsh-somnid:identity': 100, 'dsh-somnid:intentions': 130, 'dsh-somnid:discipline': 1200 })
     assert.equal(sectionText(ctx, 'intentions'), 'Open intentions: none { {x} }')
     const prompts = somnid.of('POST', '/v1/prompt')
-    assert.deepEqual(prompts[0]!.body, {}, 'the sections request never carries the current message')
+    assert.equal(prompts[0]!.body.currentMessage, undefined, 'the sections request never carries the current message')
     // Same hash, different text: the cache keeps the old bytes (somnid says nothing changed).
     somnid.routes.set('POST /v1/prompt', () => ({ body: {
       identity: { text: 'CHANGED', hash: 'h-id-1' }, intentions: { text: 'New intention', hash: 'h-int-2' },
@@ -114,7 +114,7 @@ test('capture while somnid is down keeps the lines and sends them when it is bac
 })
 
 test('pre-step: next() first; a hint only for a batch with a real user message; cued intentions included', async () => {
-  const { ctx, somnid } = await setup()
+  const { ctx, somnid } = await setup({ inject: { intentionsLayout: 'section' } })
   try {
     await ready(ctx, somnid)
     const order: string[] = []
@@ -125,13 +125,15 @@ test('pre-step: next() first; a hint only for a batch with a real user message; 
     const d1: any = await ctx.waterfall('agent/pre-step', [{ agent, messages: [user], turn: 1, step: 1, signal }],
       async () => { order.push('inner'); return { kind: 'enter', messages: [user] } })
     assert.deepEqual(order, ['other-before', 'inner', 'other-after'])
-    assert.equal(d1.messages.length, 2)
-    const hint = d1.messages[1]
-    assert.deepEqual(hint.source, { kind: 'plugin', plugin: 'dsh-somnid', form: 'recall' })
-    assert.equal(hint.role, 'user')
-    assert.ok(Object.isFrozen(hint) && typeof hint.id === 'string')
-    assert.match(hint.content[0].text, /Cued: fix the nginx 502/)
-    assert.match(hint.content[0].text, /deploys are Tue-Thu/)
+    assert.equal(d1.messages.length, 3, 'cue-matched intentions and the hint, one marked message each')
+    const [cued, hint] = [d1.messages[1], d1.messages[2]]
+    for (const m of [cued, hint]) {
+      assert.deepEqual(m.source, { kind: 'plugin', plugin: 'dsh-somnid', form: 'recall' })
+      assert.equal(m.role, 'user')
+      assert.ok(Object.isFrozen(m) && typeof m.id === 'string')
+    }
+    assert.equal(cued.content[0].text, '[somnid memory · cue-matched intentions]\nCued: fix the nginx 502')
+    assert.equal(hint.content[0].text, '[somnid memory · associative hint]\nHint: deploys are Tue-Thu.')
     assert.deepEqual(somnid.of('POST', '/v1/assoc/thought')[0]!.body, { sessionId: 's-pre', cue: 'how do we deploy nginx?', iterNo: 1 })
     // Continuation step: no user message, no request, decision unchanged.
     const before = somnid.requests.length
@@ -156,7 +158,7 @@ test('pre-step: next() first; a hint only for a batch with a real user message; 
 })
 
 test('pre-step failures, slowness and abort all return the undecorated decision', async () => {
-  const { ctx, somnid } = await setup({ hookTimeoutMs: 150 })
+  const { ctx, somnid } = await setup({ hookTimeoutMs: 150, inject: { intentionsLayout: 'section' } })
   try {
     await ready(ctx, somnid)
     const agent = fakeAgent('s-fail')
@@ -224,10 +226,9 @@ test('tools: registered with output schema and render, concurrency flags, sessio
     assert.match(await add.execute({ what: 'x' }, { agent, signal: new AbortController().signal }), /pi-/)
     await until(() => somnid.of('POST', '/v1/prompt').length > prompts, 2000, 'intentions refresh after add_intention')
     somnid.routes.set('POST /v1/tools/recall_memories', () => ({ status: 422, body: { type: 'x', title: 'bad', status: 422, code: 'invalid_arguments', detail: 'query is required' } }))
-    assert.match(await recall.execute({}, { agent, signal: new AbortController().signal }), /\[recall_memories failed\].*422.*query is required/)
+    await assert.rejects(recall.execute({}, { agent, signal: new AbortController().signal }), /recall_memories failed: .*422.*query is required/)
     await somnid.stop()
-    const down = await recall.execute({ query: 'x' }, { agent, signal: new AbortController().signal })
-    assert.match(down, /\[recall_memories failed\] somnid is unreachable/)
+    await assert.rejects(recall.execute({ query: 'x' }, { agent, signal: new AbortController().signal }), /recall_memories failed: somnid is unreachable/)
   } finally {
     await ctx.dispose()
     await somnid.stop()

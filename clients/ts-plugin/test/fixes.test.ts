@@ -1,0 +1,241 @@
+// Issue 15's fixes, each against the behaviour that broke in the real harness.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { mkdtempSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { LlmBridge, type SocketLike } from '../src/bridge.js'
+import { fakeAgent, fakeSession, userMessage } from './fake-ctx.js'
+import { setup, ready, until } from './helpers.js'
+import { webRoutes } from '../src/web.js'
+
+/** A socket that behaves as Node 22's WebSocket: a failed handshake fires `error` and never `close`. */
+class Node22Socket implements SocketLike {
+  readyState = 0
+  sent: any[] = []
+  private handlers = new Map<string, Array<(e: { data?: unknown }) => void>>()
+  constructor(readonly url: string, readonly headers: Record<string, string>) {}
+  send(data: string) { this.sent.push(JSON.parse(data)) }
+  close() {
+    if (this.readyState >= 2) return // closing a failed or closed socket fires nothing
+    this.readyState = 3
+    this.fire('close', {})
+  }
+  addEventListener(type: string, fn: (e: { data?: unknown }) => void) {
+    this.handlers.set(type, [...(this.handlers.get(type) ?? []), fn])
+  }
+  failHandshake() {
+    this.readyState = 3
+    this.fire('error', {})
+  }
+  open() {
+    this.readyState = 1
+    this.fire('open', {})
+  }
+  fire(type: string, e: { data?: unknown }) {
+    for (const fn of this.handlers.get(type) ?? []) fn(e)
+  }
+}
+
+const quiet = { info() {}, warn() {}, error() {}, debug() {} }
+const signal = () => new AbortController().signal
+const preStep = (ctx: any, agent: any, text: string) => {
+  const user = userMessage(text)
+  return ctx.waterfall('agent/pre-step', [{ agent, messages: [user], turn: 1, step: 1, signal: signal() }], async () => ({ kind: 'enter', messages: [user] }))
+}
+
+test('fix 1: the bridge reconnects after a handshake that fails with error only (Node 22), and sends the token read at that time', async () => {
+  const sockets: Node22Socket[] = []
+  let token = 'old'
+  const bridge = new LlmBridge(
+    { stream: () => { throw new Error('unused') }, currentSelection: () => ({ provider: 'p', model: 'm' }) },
+    {
+      url: 'ws://127.0.0.1:1/v1/llm/bridge', headers: () => ({ authorization: `Bearer ${token}` }), retryMinMs: 10, retryMaxMs: 40,
+      hostName: 'h', log: quiet, socket: (url, headers) => { const s = new Node22Socket(url, headers); sockets.push(s); return s },
+    },
+  )
+  try {
+    bridge.start()
+    sockets[0]!.failHandshake() // somnid not up yet
+    await until(() => sockets.length === 2, 2000, 'a second attempt after error-only failure')
+    token = 'new'
+    sockets[1]!.failHandshake()
+    await until(() => sockets.length === 3, 2000, 'a third attempt')
+    assert.deepEqual(sockets[2]!.headers, { authorization: 'Bearer new' })
+    sockets[2]!.open()
+    assert.equal(bridge.open, true)
+    sockets[2]!.close() // somnid restarts
+    await until(() => sockets.length === 4, 2000, 'reconnect after a close')
+  } finally {
+    bridge.close()
+  }
+})
+
+test('fix 2: tools register when the token file appears after the harness started', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'somnid-late-token-'))
+  const file = join(dir, 'token')
+  const { ctx, somnid } = await setup({ tokenFile: file }, {}, { start: false })
+  try {
+    somnid.token = 'late-secret'
+    await somnid.start()
+    await until(() => somnid.of('GET', '/v1/tools').length > 0, 3000, 'a refused tool list')
+    assert.equal(ctx.tools.size, 0)
+    writeFileSync(file, 'late-secret\n') // somnid wrote its token after DSH started
+    await until(() => ctx.tools.has('recall_memories'), 5000, 'tools registered after the token appeared')
+  } finally {
+    await ctx.dispose()
+    await somnid.stop()
+  }
+})
+
+test('fix 3: a failed tool call is an error (execute throws), not a success carrying the error text', async () => {
+  const { ctx, somnid } = await setup()
+  try {
+    await ready(ctx, somnid)
+    somnid.routes.set('POST /v1/tools/recall_memories', () => ({ status: 500, body: { type: 'x', title: 'boom', status: 500, code: 'storage', detail: 'disk full' } }))
+    await assert.rejects(ctx.tools.get('recall_memories').execute({ query: 'q' }, { agent: fakeAgent('s'), signal: signal() }), /recall_memories failed: somnid answered 500 storage: disk full/)
+  } finally {
+    await ctx.dispose()
+    await somnid.stop()
+  }
+})
+
+test('fix 4: a wrong token is said once in the session and in the web state, and captured lines wait for the right one', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'somnid-bad-token-'))
+  const file = join(dir, 'token')
+  writeFileSync(file, 'wrong\n')
+  const { ctx, somnid } = await setup({ tokenFile: file }, {}, { start: false })
+  somnid.token = 'right'
+  await somnid.start()
+  try {
+    await until(() => ctx.logs.some((l) => l.level === 'error' && /refuses the plugin's token/.test(l.text)), 3000, 'an error log')
+    const agent = fakeAgent('s-bad')
+    const d1: any = await preStep(ctx, agent, 'hello')
+    assert.equal(d1.messages.length, 2)
+    const notice = d1.messages[1]
+    assert.equal(notice.source.form, 'notice')
+    assert.ok(notice.source.summary.length <= 120)
+    assert.match(notice.content[0].text, /refuses the plugin's token \(401/)
+    const d2: any = await preStep(ctx, agent, 'again')
+    assert.equal(d2.messages.length, 1, 'the notice comes once')
+    const s = fakeSession('s-bad')
+    ctx.emit('session/event', s, { type: 'user/message', seq: 1, time: 1_700_000_000_000, data: userMessage('keep me') })
+    await ctx.parallel('session/flush', s)
+    // The web page's state says why memory is off.
+    const routes = webRoutes({ state: () => ({ reachable: false, bridge: false, dreaming: false, refused: 'x' }), onChange: () => () => true, sessions: () => [], injections: () => [], skip: async () => ({ ok: true, text: '' }) })
+    assert.ok(routes.some((r) => r.path === '/dsh-somnid/state'))
+    writeFileSync(file, 'right\n')
+    await until(() => somnid.of('POST', '/v1/sessions/s-bad/messages').some((r) => r.headers.authorization === 'Bearer right'), 5000, 'the kept line sent with the fixed token')
+    const sent = somnid.of('POST', '/v1/sessions/s-bad/messages').find((r) => r.headers.authorization === 'Bearer right')!
+    assert.deepEqual(sent.body.messages.map((m: any) => m.text), ['keep me'])
+    await until(() => ctx.tools.has('recall_memories'), 3000, 'tools after the token was fixed')
+  } finally {
+    await ctx.dispose()
+    await somnid.stop()
+  }
+})
+
+test('fix 5: the prompt requests name the speaking user', async () => {
+  const { ctx, somnid } = await setup({ userId: 'alice', inject: { intentionsLayout: 'section' } })
+  try {
+    await ready(ctx, somnid)
+    assert.equal(somnid.of('POST', '/v1/prompt')[0]!.body.speakerUserId, 'alice')
+    await preStep(ctx, fakeAgent('s5'), 'nginx?')
+    const cued = somnid.of('POST', '/v1/prompt').find((r) => r.body.currentMessage === 'nginx?')!
+    assert.equal(cued.body.speakerUserId, 'alice')
+  } finally {
+    await ctx.dispose()
+    await somnid.stop()
+  }
+})
+
+test('fix 6: lines buffered while somnid was down carry the time they were said', async () => {
+  const { ctx, somnid } = await setup()
+  try {
+    await ready(ctx, somnid)
+    const port = somnid.port
+    await somnid.stop()
+    const s = fakeSession('s6')
+    const said = Date.parse('2026-11-30T08:15:00Z')
+    ctx.emit('session/event', s, { type: 'user/message', seq: 1, time: said, data: userMessage('said while down') })
+    await ctx.parallel('session/flush', s)
+    await new Promise((r) => setTimeout(r, 50))
+    somnid.port = port
+    await somnid.start()
+    await until(() => somnid.of('POST', '/v1/sessions/s6/messages').length === 1, 4000, 'late capture')
+    assert.equal(somnid.of('POST', '/v1/sessions/s6/messages')[0]!.body.messages[0].timestamp, '2026-11-30T08:15:00.000Z')
+  } finally {
+    await ctx.dispose()
+    await somnid.stop()
+  }
+})
+
+test('intentions as a message: on the first turn, not again while unchanged, again when changed and after a compaction; the system prompt has no intentions section', async () => {
+  const { ctx, somnid } = await setup()
+  let intentions = { text: 'Open intentions: deploy on Tuesday', hash: 'i1' }
+  somnid.routes.set('POST /v1/prompt', (body) => ({ body: {
+    identity: { text: 'I am the agent.', hash: 'h-id' }, intentions, discipline: { text: 'Recall.', hash: 'h-d' },
+    cued: { text: body?.currentMessage ? '' : '', hash: '' } } }))
+  try {
+    await ready(ctx, somnid)
+    assert.deepEqual([...ctx.sections.keys()].sort(), ['dsh-somnid:discipline', 'dsh-somnid:identity'])
+    const agent = fakeAgent('s-int')
+    const texts = async (t: string) => ((await preStep(ctx, agent, t)) as any).messages.slice(1).map((m: any) => m.content[0].text)
+    assert.deepEqual(await texts('hi'), ['[somnid memory · open intentions · first turn]\nOpen intentions: deploy on Tuesday'])
+    assert.deepEqual(await texts('more'), [])
+    intentions = { text: 'Open intentions: deploy on Wednesday', hash: 'i2' }
+    ctx.emit('agent/status', { agent, status: 'idle' })
+    await until(() => somnid.of('POST', '/v1/prompt').filter((r) => !r.body.currentMessage).length >= 2, 2000, 'refresh')
+    await new Promise((r) => setTimeout(r, 30))
+    assert.deepEqual(await texts('and now'), ['[somnid memory · open intentions · changed]\nOpen intentions: deploy on Wednesday'])
+    ctx.emit('session/event', agent.session, { type: 'compaction/end', seq: 9, time: 0, data: { compactionId: 'c' } })
+    assert.deepEqual(await texts('after'), ['[somnid memory · open intentions · after compaction]\nOpen intentions: deploy on Wednesday'])
+  } finally {
+    await ctx.dispose()
+    await somnid.stop()
+  }
+})
+
+test('web: state with live dream events and last dream, folded injections with provenance, skip from the UI and /dream skip', async () => {
+  const routes: any[] = []
+  const { ctx, somnid } = await setup({ inject: { intentionsLayout: 'section' } }, {}, { services: {
+    webServer: { register: (r: any) => { routes.push(r); return () => routes.splice(routes.indexOf(r), 1) } },
+    agents: { roots: () => [{ id: 's-web' }] },
+  } })
+  try {
+    await ready(ctx, somnid)
+    await preStep(ctx, fakeAgent('s-web'), 'how do we deploy nginx?')
+    await until(() => somnid.streams.size === 1, 3000, 'the plugin follows sleep events')
+    const state = async () => {
+      let body = ''
+      const res: any = { writeHead() {}, end(b: string) { body = b } }
+      await routes.find((r) => r.path === '/dsh-somnid/state').handler({ url: '/dsh-somnid/state', method: 'GET' }, res)
+      return JSON.parse(body)
+    }
+    assert.equal((await state()).dreaming, false)
+    somnid.sleepEvent({ type: 'started', trigger: 'manual' })
+    await until(async () => (await state()).dreaming === true, 2000, 'dreaming from the events stream')
+    somnid.routes.set('GET /v1/sleep/status', () => ({ body: { sleeping: false, lastDream: { status: 'deep_sleep', created: 2, updated: 1, llmCalls: 3 } } }))
+    somnid.sleepEvent({ type: 'finished', status: 'deep_sleep' })
+    await until(async () => (await state()).status?.lastDream?.created === 2, 2000, 'last dream counts')
+    const s = await state()
+    assert.equal(s.dreaming, false)
+    assert.equal(s.reachable, true)
+    assert.deepEqual(s.injections.map((i: any) => [i.kind, i.source, i.sessionId]), [
+      ['cued', 'POST /v1/prompt (cued)', 's-web'], ['hint', 'POST /v1/assoc/thought', 's-web']])
+    assert.deepEqual(s.sessions, [{ id: 's-web', skipped: false }])
+    let out = ''
+    await routes.find((r) => r.path === '/dsh-somnid/sessions').handler({ url: '/dsh-somnid/sessions/s-web/skip', method: 'POST' }, { writeHead() {}, end(b: string) { out = b } })
+    assert.equal(JSON.parse(out).ok, true)
+    assert.equal(somnid.of('POST', '/v1/sessions/s-web/no-dream').length, 1)
+    assert.deepEqual((await state()).sessions, [{ id: 's-web', skipped: true }])
+    const result = await ctx.commands.get('dream').handler({ commandId: 'c', agent: fakeAgent('s-other'), rawInput: ' skip', attachments: [], signal: signal() })
+    assert.equal(result.kind, 'success')
+    assert.equal(somnid.of('POST', '/v1/sessions/s-other/no-dream').length, 1)
+    assert.equal(somnid.of('POST', '/v1/sleep/run').length, 0, '/dream skip does not dream')
+  } finally {
+    await ctx.dispose()
+    await somnid.stop()
+  }
+  assert.equal(routes.length, 0, 'routes unregistered on unload')
+})

@@ -9,6 +9,7 @@ import pytest
 
 from somnid.dream.llm import Usage
 from somnid.dream.llm.textcalls import (
+    closest_tool,
     parse_arguments,
     recognise_text_tool_calls,
     scan_text_tool_calls,
@@ -78,6 +79,12 @@ def _calls(content: str, tools: list[dict[str, Any]] = TOOLS) -> list[tuple[str,
         "[TOOL_CALLS] " + json.dumps([READ]),  # Mistral
         "<|python_tag|>" + json.dumps(READ),
         json.dumps({"tool_calls": [{"id": "x", "type": "function", "function": READ}]}),
+        # Seen with small local models (issue 12): JSON with prose around it, and calls
+        # written like a function call.
+        f"Here is the call: {json.dumps(READ)}",
+        f"I will read the log now.\n{json.dumps(READ, indent=2)}\nThen I will store what matters.",
+        'read_session_log({"log": "2026-10-03-a"})',
+        'First I read it: read_session_log( {"log": "2026-10-03-a"} ) and then think.',
     ],
 )
 def test_one_call_in_many_shapes(content: str) -> None:
@@ -133,7 +140,24 @@ def test_only_valid_calls_of_a_list_are_kept() -> None:
     content = json.dumps([READ, {"name": "nope", "arguments": {}}])
     scan = scan_text_tool_calls({"content": content}, TOOLS)
     assert [c["function"]["name"] for c in scan.calls] == ["read_session_log"]
-    assert scan.problems == ["nope: no such tool"]
+    assert len(scan.problems) == 1
+    assert scan.problems[0].startswith("nope: no such tool; the closest tool is ")
+
+
+def test_an_unknown_name_is_answered_with_the_closest_tool_and_its_schema() -> None:
+    content = json.dumps({"name": "read_sesion_log", "arguments": {"log": "x"}})
+    [problem] = scan_text_tool_calls({"content": content}, TOOLS).problems
+    assert "no such tool; the closest tool is read_session_log" in problem
+    assert '"required": ["log"]' in problem
+    assert closest_tool("search", TOOLS) == ("search_knowledge", TOOLS[1]["function"]["parameters"])
+    assert closest_tool("x", []) is None
+
+
+def test_call_syntax_needs_a_listed_tool_and_a_whole_call() -> None:
+    assert _calls("decay_all_knowledge()") == [("decay_all_knowledge", {})]
+    assert _calls('print({"log": "a"})') == []  # not a tool: nothing to run
+    assert _calls('read_session_log({"log": "a"}') == []  # no closing parenthesis
+    assert _calls("We could call read_session_log later.") == []
 
 
 @pytest.mark.parametrize(
@@ -147,7 +171,6 @@ def test_only_valid_calls_of_a_list_are_kept() -> None:
         json.dumps({"type": "object", "properties": {}}),
         json.dumps(["fact", "skill"]),
         "42",
-        f"Here is the call: {json.dumps(READ)}",  # prose around a bare object: not recognised
         f"```python\n{json.dumps(READ)}\n```",  # a code sample, not a call
         "```json\n{not json}\n```",
         "<tool_call>{broken</tool_call>",

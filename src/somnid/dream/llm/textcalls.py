@@ -7,7 +7,10 @@ in ``tool_calls``. Where it looks, in this order (the first that holds JSON wins
 
 * ``<tool_call>…</tool_call>`` tags (Qwen / Hermes; a missing last closing tag is forgiven),
 * fenced blocks: three backticks, optionally tagged ``json``,
-* the whole content (after a ``[TOOL_CALLS]`` or ``<|python_tag|>`` marker, if any).
+* the whole content (after a ``[TOOL_CALLS]`` or ``<|python_tag|>`` marker, if any),
+* else, inside prose: JSON objects or lists, and calls written ``tool_name({...})`` (or
+  ``tool_name()``) with the name of a listed tool (code blocks in another language are
+  skipped: a code sample is not a call).
 
 Each JSON value may be one call or a list of them, in any of these shapes:
 ``{"name", "arguments" | "parameters"}``, ``{"function": {"name", "arguments"}}``,
@@ -20,17 +23,27 @@ prose, or a JSON object that merely looks like data, is never run.
 from __future__ import annotations
 
 import contextlib
+import difflib
 import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["TextCalls", "parse_arguments", "recognise_text_tool_calls", "scan_text_tool_calls"]
+__all__ = [
+    "TextCalls",
+    "closest_tool",
+    "describe_closest",
+    "parse_arguments",
+    "recognise_text_tool_calls",
+    "scan_text_tool_calls",
+]
 
 _TAGGED = re.compile(r"<tool_call>(.*?)(?:</tool_call>|\Z)", re.DOTALL)
 _FENCED = re.compile(r"```[ \t]*([A-Za-z_]*)[ \t]*\n(.*?)```", re.DOTALL)
 _FENCE_LANGS = frozenset({"", "json", "tool_call", "tool", "function"})
+_ANY_FENCE = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
+_CALL_OPEN = re.compile(r"(?<![\w.])([A-Za-z_][A-Za-z0-9_]*)\s*\(\s*")
 _MARKERS = ("[TOOL_CALLS]", "<|python_tag|>")
 _NAME_KEYS = ("name", "tool", "tool_name")
 _ARG_KEYS = ("arguments", "args", "parameters", "input")
@@ -69,7 +82,7 @@ def scan_text_tool_calls(message: Mapping[str, Any], tools: list[dict[str, Any]]
     if message.get("tool_calls") or not isinstance(content, str):
         return found
     schemas = _schemas(tools)
-    for value in _json_values_in(content):
+    for value in _json_values_in(content, schemas):
         for name, args, problem in _calls_in(value):
             if problem is None:
                 problem = _check(name, args, schemas)
@@ -115,7 +128,40 @@ def parse_arguments(
     return value, None
 
 
-def _json_values_in(content: str) -> list[Any]:
+def closest_tool(name: str, tools: list[dict[str, Any]]) -> tuple[str, Any] | None:
+    """The listed tool whose name is nearest to ``name`` (for an unknown one), and its
+    parameters schema; None when there are no tools."""
+    return _closest(name, _schemas(tools))
+
+
+def describe_closest(name: str, tools: list[dict[str, Any]]) -> str:
+    """What to tell a model that called ``name``, which is no tool: the closest tool's
+    name and the JSON schema of its arguments."""
+    return _describe(name, _schemas(tools))
+
+
+def _closest(name: str, schemas: dict[str, Any]) -> tuple[str, Any] | None:
+    if not schemas:
+        return None
+    wanted = name.strip().lower()
+
+    def nearness(known: str) -> tuple[float, int]:
+        return difflib.SequenceMatcher(None, wanted, known.lower()).ratio(), -len(known)
+
+    best = max(schemas, key=nearness)
+    return best, schemas[best]
+
+
+def _describe(name: str, schemas: dict[str, Any]) -> str:
+    closest = _closest(name, schemas)
+    if closest is None:
+        return "there are no tools"
+    known, schema = closest
+    shown = json.dumps(schema if schema is not None else {}, ensure_ascii=False)
+    return f"the closest tool is {known}, whose arguments have this JSON schema: {shown}"
+
+
+def _json_values_in(content: str, schemas: dict[str, Any]) -> list[Any]:
     tagged = [m.group(1) for m in _TAGGED.finditer(content)]
     if tagged:
         return [v for block in tagged for v in _json_values(_unfence(block))]
@@ -125,7 +171,56 @@ def _json_values_in(content: str) -> list[Any]:
     text = content.strip()
     for marker in _MARKERS:
         text = text.removeprefix(marker).strip()
-    return _json_values(text)
+    whole = _json_values(text)
+    if whole or not text:
+        return whole
+    return _embedded_values(_ANY_FENCE.sub(" ", text), schemas)
+
+
+def _embedded_values(text: str, schemas: dict[str, Any]) -> list[Any]:
+    """JSON values inside prose, and ``tool_name({...})`` calls of a listed tool, left to
+    right; a value is taken whole (its inner objects are not looked at again)."""
+    decoder = json.JSONDecoder()
+    values: list[Any] = []
+    position, end = 0, len(text)
+    while position < end:
+        opened = _CALL_OPEN.match(text, position)
+        if opened is not None and opened.group(1) in schemas:
+            call = _call_syntax(text, opened, decoder)
+            if call is not None:
+                value, position = call
+                values.append(value)
+                continue
+        if text[position] in "{[":
+            try:
+                value, after = decoder.raw_decode(text, position)
+            except json.JSONDecodeError:
+                pass
+            else:
+                values.append(value)
+                position = after
+                continue
+        position += 1
+    return values
+
+
+def _call_syntax(
+    text: str, opened: re.Match[str], decoder: json.JSONDecoder
+) -> tuple[dict[str, Any], int] | None:
+    """``name({...})`` or ``name()`` at ``opened``: the call as ``{name, arguments}`` and
+    where it ends; None when it is not one."""
+    position = opened.end()
+    arguments: Any = {}
+    if position < len(text) and text[position] == "{":
+        try:
+            arguments, position = decoder.raw_decode(text, position)
+        except json.JSONDecodeError:
+            return None
+        while position < len(text) and text[position].isspace():
+            position += 1
+    if position >= len(text) or text[position] != ")":
+        return None
+    return {"name": opened.group(1), "arguments": arguments}, position + 1
 
 
 def _unfence(text: str) -> str:
@@ -207,7 +302,7 @@ def _schemas(tools: list[dict[str, Any]]) -> dict[str, Any]:
 
 def _check(name: str, args: dict[str, Any], schemas: dict[str, Any]) -> str | None:
     if name not in schemas:
-        return f"{name}: no such tool"
+        return f"{name}: no such tool; {_describe(name, schemas)}"
     schema = schemas[name]
     if not isinstance(schema, dict):
         return None

@@ -9,7 +9,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,7 +65,11 @@ class Daemon:
 
 
 def spawn(
-    data_dir: Path, port: int, log_path: Path, *extra_env: tuple[str, str]
+    data_dir: Path,
+    port: int,
+    log_path: Path,
+    *extra_env: tuple[str, str],
+    preexec: Callable[[], None] | None = None,
 ) -> subprocess.Popen[bytes]:
     env = {
         **os.environ,
@@ -85,6 +89,7 @@ def spawn(
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
+            preexec_fn=preexec,
         )
     finally:
         log.close()
@@ -103,11 +108,14 @@ def wait_ready(process: subprocess.Popen[bytes], base_url: str, timeout: float =
 
 
 @contextlib.contextmanager
-def start_daemon(data_dir: Path, *extra_env: tuple[str, str]) -> Iterator[Daemon]:
+def start_daemon(
+    data_dir: Path, *extra_env: tuple[str, str], preexec: Callable[[], None] | None = None
+) -> Iterator[Daemon]:
+    """``preexec`` runs in the child before it starts (a lowered fd limit, say)."""
     port = free_port()
     base_url = f"http://127.0.0.1:{port}"
     log_path = data_dir.parent / f"somnid-{port}.log"
-    process = spawn(data_dir, port, log_path, *extra_env)
+    process = spawn(data_dir, port, log_path, *extra_env, preexec=preexec)
     daemon = Daemon(process, base_url, data_dir, log_path)
     try:
         wait_ready(process, base_url)

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
+import os
 import signal
 import socket
 from collections.abc import Iterator
@@ -23,9 +25,13 @@ import uvicorn
 from fastapi import FastAPI
 
 from somnid.api.app import create_app
+from somnid.api.connections import GuardedH11
 from somnid.config import Settings
 from somnid.notify import Watchdog, notify
 from somnid.store.lock import DataDirLock
+from somnid.store.modes import PRIVATE_UMASK, make_private
+
+log = logging.getLogger(__name__)
 
 
 class _Server(uvicorn.Server):
@@ -83,12 +89,27 @@ class _Server(uvicorn.Server):
                 signal.signal(sig, handler)
 
 
+def _repair_modes(settings: Settings) -> None:
+    repaired = make_private(settings.data_dir)
+    if repaired:
+        shown = ", ".join(str(path) for path in repaired[:5])
+        more = f" and {len(repaired) - 5} more" if len(repaired) > 5 else ""
+        log.warning(
+            "repaired the modes of %d paths other local users could read: %s%s",
+            len(repaired),
+            shown,
+            more,
+        )
+
+
 def serve(settings: Settings) -> int:
     """Serve until signalled; returns the process exit status."""
+    os.umask(PRIVATE_UMASK)  # every folder 0700 and file 0600, whatever the login's umask
     lock = DataDirLock(settings.data_dir)
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    settings.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     lock.acquire()  # fail fast, before uvicorn starts, with a clear message
     try:
+        _repair_modes(settings)
         app = create_app(settings, lock=lock)
         config = uvicorn.Config(
             app,
@@ -99,6 +120,11 @@ def serve(settings: Settings) -> int:
             access_log=False,
             timeout_graceful_shutdown=settings.shutdown_timeout_s,
             server_header=False,
+            http=GuardedH11.configured(
+                header_timeout=settings.header_timeout_s,
+                body_timeout=settings.body_timeout_s,
+                max_connections=settings.max_connections,
+            ),
         )
         server = _Server(config, app, settings)
         try:

@@ -7,6 +7,13 @@ record is always one line, tracebacks included. When stderr is the systemd journ
 ``<4>`` for warning, ...): journald strips the prefix and files the entry under that priority,
 so ``journalctl -p warning`` works and the message stays plain JSON.
 
+No line holds a secret: the daemon's token (registered with :func:`redact_secret`), a
+bearer credential, or the value of a query parameter that names one (``access_token=``,
+``token=``, ``key=``...) is written as ``[redacted]``, whoever logged it (somnid, uvicorn's
+websocket lines, a library's traceback). Warnings and errors that repeat are rate limited
+per message: a flood (a thousand broken connections a second) costs a few lines, and the
+next one let through says how many were left out.
+
 Nothing here runs at import; only ``somnid serve`` calls :func:`configure`.
 """
 
@@ -17,7 +24,10 @@ import datetime as dt
 import json
 import logging
 import os
+import re
 import sys
+import threading
+import time
 from typing import Any, Literal, TextIO
 
 LogFormat = Literal["auto", "json", "text"]
@@ -50,6 +60,75 @@ def extra_fields(record: logging.LogRecord) -> dict[str, Any]:
         for key, value in vars(record).items()
         if key not in _RECORD_FIELDS and not key.startswith("_")
     }
+
+
+_QUERY_SECRET = re.compile(
+    r"(?i)((?<![\w-])(?:access_token|access-token|token|api_key|apikey|key|secret|password|passwd"
+    r"|auth|authorization|sig|signature|code)=)[^&\s\"'#]*"
+)
+_BEARER = re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]+")
+_secrets: set[str] = set()
+REDACTED = "[redacted]"
+
+
+def redact_secret(value: str) -> None:
+    """Never write ``value`` (the daemon's token) in a log line from now on."""
+    if len(value) >= 8:
+        _secrets.add(value)
+
+
+def redact(text: str) -> str:
+    """``text`` without a registered secret, a bearer credential or a query secret."""
+    for secret in _secrets:
+        if secret in text:
+            text = text.replace(secret, REDACTED)
+    text = _QUERY_SECRET.sub(lambda m: m.group(1) + REDACTED, text)
+    return _BEARER.sub(lambda m: m.group(1) + REDACTED, text)
+
+
+class Redacting(logging.Formatter):
+    """Another formatter's line, with secrets replaced (see :func:`redact`)."""
+
+    def __init__(self, inner: logging.Formatter) -> None:
+        super().__init__()
+        self.inner = inner
+
+    def format(self, record: logging.LogRecord) -> str:
+        return redact(self.inner.format(record))
+
+
+class RateLimit(logging.Filter):
+    """At most ``burst`` warnings or errors per message template every ``period`` seconds;
+    the first one let through after a pause says how many were dropped meanwhile."""
+
+    def __init__(self, burst: int = 20, period: float = 10.0) -> None:
+        super().__init__()
+        self.burst = burst
+        self.period = period
+        self._windows: dict[tuple[str, str], list[float]] = {}  # key -> [start, sent, dropped]
+        self._lock = threading.Lock()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < logging.WARNING:
+            return True
+        key = (record.name, str(record.msg))
+        now = time.monotonic()
+        with self._lock:
+            window = self._windows.get(key)
+            if window is None or now - window[0] >= self.period:
+                dropped = int(window[2]) if window is not None else 0
+                self._windows[key] = [now, 1, 0]
+                if len(self._windows) > 1000:  # forget the oldest templates
+                    for stale in list(self._windows)[:500]:
+                        del self._windows[stale]
+                if dropped:
+                    record.msg = f"{record.msg} ({dropped} similar lines left out)"
+                return True
+            if window[1] < self.burst:
+                window[1] += 1
+                return True
+            window[2] += 1
+            return False
 
 
 class JsonFormatter(logging.Formatter):
@@ -132,7 +211,8 @@ def configure(level: str, fmt: LogFormat = "auto", stream: TextIO | None = None)
     """Send every log record at ``level`` and above to ``stream`` (stderr) in ``fmt``."""
     out = stream if stream is not None else sys.stderr
     handler = logging.StreamHandler(out)
-    handler.setFormatter(build_formatter(fmt, out))
+    handler.setFormatter(Redacting(build_formatter(fmt, out)))
+    handler.addFilter(RateLimit())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())

@@ -64,8 +64,8 @@ def test_sections_reflect_profiles_and_intentions_and_stay_byte_stable(
     first = prompt(client, speakerUserId="ou_1", participantUserIds=["ou_1", "ou_2"])
     identity = first["identity"]["text"]
     assert "I am a careful coding assistant." in identity
-    assert "ou_1 (platform)\n> Alice runs the release train." in identity
-    assert "- ou_2: Bob owns the database." in identity and "Likes tea" not in identity
+    assert '"ou_1" ("platform")\n> Alice runs the release train.' in identity
+    assert '- "ou_2": "Bob owns the database."' in identity and "Likes tea" not in identity
     assert first["intentions"]["text"] == ""
     assert "## Recall discipline" in first["discipline"]["text"]
     again = prompt(
@@ -85,7 +85,7 @@ def test_sections_reflect_profiles_and_intentions_and_stay_byte_stable(
     assert changed["identity"] == first["identity"]
     assert changed["intentions"]["hash"] != first["intentions"]["hash"]
     assert (
-        "📅 soon [pi-20261003-001] Renew the domain (due 2026-10-04)"
+        '📅 soon [pi-20261003-001] "Renew the domain" (due 2026-10-04)'
         in changed["intentions"]["text"]
     )
 
@@ -100,10 +100,10 @@ def test_due_and_cue_with_a_moving_clock(client: TestClient, clock: ManualClock)
     )
     text = prompt(client)["intentions"]["text"]
     assert "Send the report" not in text  # 17 days out
-    assert "• [pi-20261003-002] Book the passport photo" in text
+    assert '• [pi-20261003-002] "Book the passport photo"' in text
     assert "insurance" not in text.casefold()
     cued = prompt(client, currentMessage="Is my INSURANCE still valid?")["cued"]["text"]
-    assert "💡 [pi-20261003-003] Renew insurance" in cued
+    assert '💡 [pi-20261003-003] "Renew insurance' in cued
     clock.advance(dt.timedelta(days=15))
     assert "📅 soon [pi-20261003-001]" in prompt(client)["intentions"]["text"]
     clock.advance(dt.timedelta(days=10))
@@ -165,7 +165,7 @@ def test_intention_tools_round_trip(client: TestClient) -> None:
         client, "add_intention", args={"what": "Ask Bob about backups", "due": "2026-10-05"}
     )
     assert "pi-20261003-001" in added
-    assert "[pi-20261003-001] Ask Bob about backups (due 2026-10-05, mid)" in call(
+    assert '[pi-20261003-001] "Ask Bob about backups" (due 2026-10-05, mid)' in call(
         client, "list_intentions"
     )
     assert "Cancelled pi-20261003-001" in call(

@@ -50,7 +50,9 @@ def test_doctor_explains_what_is_wrong_with_a_data_dir(original_data_dir: Path) 
     assert "→ `somnid model install`" in out
     assert "WARN  daemon        somnid is not running" in out
     assert "OK    index         not built yet" in out
-    assert out.rstrip().endswith("2 failed, 2 to look at")
+    assert "WARN  file modes    " in out and "can be read by other local users" in out
+    assert f"→ `chmod -R go-rwx {original_data_dir}`" in out
+    assert out.rstrip().endswith("2 failed, 3 to look at")
     # Looking changed nothing.
     assert stat.S_IMODE(token.stat().st_mode) == 0o644
     assert not (original_data_dir / "index").exists()

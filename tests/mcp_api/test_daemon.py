@@ -83,7 +83,7 @@ async def test_write_then_recall_and_the_file_is_on_disk(somnid: Daemon) -> None
         recalled = await client.call_tool("recall_memories", {"query": "deploy on Friday"})
     assert not added.is_error, text_of(added)
     intention_id = text_of(added).split()[2].rstrip(":")
-    assert f"[{intention_id}] Water the tomatoes (due 2026-12-01" in text_of(listed)
+    assert f'[{intention_id}] "Water the tomatoes" (due 2026-12-01' in text_of(listed)
     assert "deploy-window" in text_of(recalled) and "never on Friday" in text_of(recalled)
 
     [path] = (somnid.data_dir / "memory" / "intentions").glob(f"{intention_id}/INTENT.md")

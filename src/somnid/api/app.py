@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -11,7 +12,7 @@ from fastapi.middleware.cors import CORSMiddleware
 from fastapi.routing import APIRoute
 
 from somnid import __version__
-from somnid.api import errors
+from somnid.api import docs, errors
 from somnid.api.errors import PROBLEM_JSON
 from somnid.api.exporter import Exporter
 from somnid.api.guard import PUBLIC_PATHS, Guard
@@ -33,6 +34,7 @@ from somnid.api.routes import (
 from somnid.api.schemas import ERROR_RESPONSES
 from somnid.config import Settings
 from somnid.embed.base import Embedder
+from somnid.logs import redact_secret
 from somnid.memory.clock import Clock
 from somnid.runtime import Runtime
 from somnid.security import HostPolicy, load_or_create_token
@@ -66,7 +68,9 @@ def create_app(
             mcp.serving(runtime.tools),
         ):
             app.state.runtime = runtime
-            yield {"runtime": runtime, "token": load_or_create_token(settings)}
+            token = load_or_create_token(settings)
+            redact_secret(token)  # no log line shows it, not even uvicorn's websocket lines
+            yield {"runtime": runtime, "token": token}
 
     app = FastAPI(
         title="somnid",
@@ -74,6 +78,8 @@ def create_app(
         description=DESCRIPTION,
         lifespan=lifespan,
         generate_unique_id_function=_operation_id,
+        docs_url=None,  # served offline by somnid.api.docs
+        redoc_url=None,
     )
     errors.install(app)
     app.state.exporter = exporter = Exporter(__version__)
@@ -92,8 +98,16 @@ def create_app(
         app.include_router(module.router, responses=ERROR_RESPONSES)
     app.include_router(metrics.router, responses=ERROR_RESPONSES)
     app.router.routes.append(mcp.route())
+    docs.install(app)
     _openapi_contract(app)
     return app
+
+
+def summary_of(operation_id: str) -> str:
+    """``listMemories`` -> ``List memories``: what Swagger UI shows beside each operation."""
+    words = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", operation_id).split()
+    text = " ".join(word if word.isupper() and len(word) > 1 else word.lower() for word in words)
+    return text[:1].upper() + text[1:]
 
 
 def _openapi_contract(app: FastAPI) -> None:
@@ -113,6 +127,9 @@ def _openapi_contract(app: FastAPI) -> None:
             document["security"] = [{"bearer": []}]
             for path, operations in document.get("paths", {}).items():
                 for operation in operations.values():
+                    operation_id = operation.get("operationId", "")
+                    if operation.get("summary") == operation_id.replace("_", " ").title():
+                        operation["summary"] = summary_of(operation_id)  # not "Listmemories"
                     if path in PUBLIC_PATHS:
                         operation["security"] = []
                     for status, response in operation.get("responses", {}).items():

@@ -7,7 +7,7 @@ guarded like every route). Refusals use the one problem shape:
   (DNS rebinding);
 - 403 ``forbidden_origin``: a browser page from an origin that is not allowed (cross-site);
 - 401 ``unauthorized``: no token or the wrong one. ``GET /v1/health`` and the API
-  documentation (``/docs``, ``/redoc``, ``/openapi.json``) need none.
+  documentation (``/docs``, ``/redoc``, ``/openapi.json`` and ``/docs/assets/``) need none.
 
 Websockets may also present the token as ``?access_token=`` (browsers cannot set headers
 on a websocket); a refused handshake is answered with the same problem body where the
@@ -30,7 +30,12 @@ log = logging.getLogger(__name__)
 PUBLIC_PATHS = frozenset(
     {"/v1/health", "/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json"}
 )
+PUBLIC_PREFIXES = ("/docs/assets/",)  # the documentation pages' scripts and styles
 _WS_QUERY_TOKEN = "access_token"
+
+
+def is_public(path: str) -> bool:
+    return path in PUBLIC_PATHS or path.startswith(PUBLIC_PREFIXES)
 
 
 class Guard:
@@ -59,7 +64,7 @@ class Guard:
                 f"requests from the web origin {_shown(headers.get('origin'))} are not "
                 "allowed; add it to allowed_origins if it is yours",
             )
-        elif scope["path"] not in PUBLIC_PATHS and not self._authorized(scope, headers):
+        elif not is_public(scope["path"]) and not self._authorized(scope, headers):
             refusal = (
                 401,
                 "unauthorized",

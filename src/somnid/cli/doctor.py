@@ -22,6 +22,7 @@ from somnid.cli.doctor_checks import (
     data_dir_check,
     index_check,
     model_check,
+    modes_check,
 )
 from somnid.cli.doctor_process import daemon_check, lock_check, service_check, token_check
 from somnid.config import Settings, default_config_path
@@ -43,7 +44,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     with DaemonClient(settings, timeout=10.0) as client:
         ctx = Context(settings, client)
         checks = (
-            data_dir_check, lock_check, daemon_check, token_check,
+            data_dir_check, modes_check, lock_check, daemon_check, token_check,
             broken_check, model_check, index_check, service_check,
         )  # fmt: skip
         for check in checks:

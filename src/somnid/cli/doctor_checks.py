@@ -87,6 +87,27 @@ def data_dir_check(ctx: Context) -> list[Finding]:
     return [Finding("OK", "data dir", f"{root} is writable, {free / 1024**3:.1f} GiB free")]
 
 
+def modes_check(ctx: Context) -> list[Finding]:
+    """Paths under the data dir other local users could read (the daemon repairs them)."""
+    from somnid.store.modes import loose_paths
+
+    root = ctx.settings.data_dir
+    if not root.is_dir():
+        return []
+    loose = loose_paths(root)
+    if not loose:
+        return [Finding("OK", "file modes", f"{root} is private (folders 0700, files 0600)")]
+    return [
+        Finding(
+            "WARN",
+            "file modes",
+            f"{len(loose)} path(s) under {root} can be read by other local users",
+            f"`chmod -R go-rwx {root}` (the daemon also does it when it starts)",
+            [f"{path} {path.lstat().st_mode & 0o777:o}" for path in loose[:20]],
+        )
+    ]
+
+
 def broken_check(ctx: Context) -> list[Finding]:
     if ctx.health is not None and ctx.token_ok:
         broken = [(item["path"], item["reason"]) for item in ctx.health["brokenFiles"]]

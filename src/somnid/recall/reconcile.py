@@ -76,10 +76,10 @@ class Reconciler:
         rel = str(self.store.layout.relative(path))
         row = self.index.row_by_path(rel)
         if row is not None:
-            try:
-                if etag_of(path.read_bytes()) == row.file_hash:
+            try:  # never path.read_bytes(): a FIFO there would block the watcher for good
+                if etag_of(self.store.raw(path)) == row.file_hash:
                     return
-            except OSError:
+            except (OSError, BrokenFile):
                 pass
         try:
             entry = self.store.read_path(path)
@@ -121,9 +121,11 @@ class Reconciler:
                 rel = str(self.store.layout.relative(path))
                 seen.add(rel)
                 try:
-                    file_hash = etag_of(path.read_bytes())
+                    file_hash = etag_of(self.store.raw(path))
                 except OSError:
                     continue
+                except BrokenFile:
+                    file_hash = ""  # read_path below reports it
                 row = known.get(rel)
                 if row is not None and row.file_hash == file_hash:
                     report.unchanged += 1

@@ -151,14 +151,17 @@ class MemoryService:
     def _create(
         self, kind: Kind, name: str | None, meta: dict[str, Any], body: str, now: dt.datetime
     ) -> Entry:
-        if name is None or not name.strip():
-            if kind is Kind.INTENTION:
-                name = self.store.next_sequence_name(kind, "pi", now.date())
-            elif kind is Kind.EPISODE:
-                name = self.store.free_name(kind, f"ep-{now:%Y%m%d-%H%M%S}")
-            else:
-                raise InvalidInput(f"a {kind.value} needs a name")
-        return self.store.create(kind, name, meta=meta, body=body)
+        if name is not None and name.strip():
+            return self.store.create(kind, name, meta=meta, body=body)
+        if kind is Kind.INTENTION:
+            choose = lambda: self.store.next_sequence_name(kind, "pi", now.date())  # noqa: E731
+        elif kind is Kind.EPISODE:
+            choose = lambda: self.store.free_name(kind, f"ep-{now:%Y%m%d-%H%M%S}")  # noqa: E731
+        else:
+            raise InvalidInput(f"a {kind.value} needs a name")
+        # The free name is chosen under the store's write lock: chosen before it, 32
+        # concurrent creates picked the same name and all but one got 409.
+        return self.store.create_unnamed(kind, choose, meta=meta, body=body)
 
     async def update(
         self,

@@ -21,6 +21,7 @@ from somnid.memory.intentions import Agenda, Intention
 from somnid.memory.kinds import SELF_PROFILE, Kind
 from somnid.services.intentions import Intentions
 from somnid.services.prompt_text import PromptText, text_for
+from somnid.services.quoting import inline
 from somnid.services.recalling import one_line, quote
 from somnid.store.memories import MemoryStore
 
@@ -106,9 +107,9 @@ class PromptBuilder:
         if speaker:
             profile = self._profile(speaker)
             if profile is not None:
-                name = one_line(profile.text_field("name")) or one_line(speaker)
+                name = inline(profile.text_field("name") or speaker)
                 department = one_line(profile.text_field("department"))
-                head = f"{name} ({department})" if department else name
+                head = f"{name} ({inline(department)})" if department else name
                 parts.append("\n".join([t.speaker, head, *quote(profile.body.strip())]))
         lines: list[str] = []
         for user in dict.fromkeys(p for p in participants if p and p != speaker):
@@ -117,16 +118,18 @@ class PromptBuilder:
             profile = self._profile(user)
             if profile is None:
                 continue
-            name = one_line(profile.text_field("name")) or one_line(user)
+            name = inline(profile.text_field("name") or user)
             first = next((ln.strip() for ln in profile.body.splitlines() if ln.strip()), "")
-            lines.append(f"- {name}: {first[:PARTICIPANT_LINE_CHARS]}".rstrip(": "))
+            lines.append(
+                f"- {name}: {inline(first[:PARTICIPANT_LINE_CHARS])}" if first else f"- {name}"
+            )
         if lines:
             parts.append(t.participants + "\n" + "\n".join(lines))
         return "\n\n".join(parts)
 
     def _line(self, template: str, intention: Intention) -> str:
         due = intention.due.isoformat() if intention.due else ""
-        return template.format(id=intention.id, what=" ".join(intention.what.split()), due=due)
+        return template.format(id=intention.id, what=inline(intention.what), due=due)
 
     def _intentions(self, plan: Agenda) -> str:
         t = self.text

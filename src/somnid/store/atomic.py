@@ -64,13 +64,13 @@ def ensure_dir(path: Path) -> None:
     try:
         for folder in reversed(missing):
             with contextlib.suppress(FileExistsError):
-                folder.mkdir()
+                folder.mkdir(mode=0o700)
             fsync_dir(folder.parent)
     except OSError as exc:
         raise storage_error(exc, path) from exc
 
 
-def write_atomic(path: Path, data: bytes, *, exclusive: bool = False, mode: int = 0o644) -> None:
+def write_atomic(path: Path, data: bytes, *, exclusive: bool = False, mode: int = 0o600) -> None:
     """Replace ``path`` with ``data`` atomically and durably.
 
     ``exclusive`` refuses to replace an existing file (the caller holds the store lock, so

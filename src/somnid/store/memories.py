@@ -34,6 +34,7 @@ from somnid.memory.names import check_name, slugify
 from somnid.store import frontmatter
 from somnid.store.atomic import TEMP_PREFIX, move_atomic, write_atomic
 from somnid.store.layout import ARCHIVED, LEGACY_DEFAULT_USER, Layout
+from somnid.store.safe import check_no_links, present, read_regular
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +83,7 @@ class MemoryStore:
         if located is None or located[2]:
             return None
         kind, name, _ = located
-        if not path.is_file():
+        if not present(path):
             return None
         return self._load(path, kind, name, False)
 
@@ -153,17 +154,25 @@ class MemoryStore:
             return
         file_name = self.layout.file_name(kind)
         for child in children:
-            if not child.is_dir(follow_symlinks=False) or child.name == ARCHIVED:
+            if child.name == ARCHIVED:
+                continue
+            if child.is_symlink():
+                self._report_broken(
+                    str(self.layout.relative(Path(child.path))),
+                    "a symbolic link; somnid does not follow links",
+                )
+                continue
+            if not child.is_dir(follow_symlinks=False):
                 continue
             if child.name.startswith("."):
                 continue
             path = Path(child.path) / file_name
-            if path.is_file():
+            if present(path):  # a FIFO or a link is yielded, and reported as broken
                 yield path, child.name, archived
 
     def _profile_files(self) -> Iterator[tuple[Path, str, bool]]:
         about_me = self.layout.entry_file(Kind.PROFILE, SELF_PROFILE)
-        if about_me.is_file():
+        if present(about_me):
             yield about_me, SELF_PROFILE, False
         seen = set()
         for path, name, _ in self._folder_entries(
@@ -172,22 +181,27 @@ class MemoryStore:
             seen.add(name)
             yield path, name, False
         legacy = self.layout.legacy_user_profile
-        if LEGACY_DEFAULT_USER not in seen and legacy.is_file():
+        if LEGACY_DEFAULT_USER not in seen and present(legacy):
             yield legacy, LEGACY_DEFAULT_USER, False
 
     def _locate(self, kind: Kind, name: str, *, archived: bool) -> Path | None:
         if kind is Kind.PROFILE and archived:
             return None
         path = self.layout.entry_file(kind, name, archived=archived)
-        if path.is_file():
-            return path
+        if present(path) or os.path.islink(path.parent):
+            return path  # a FIFO or a link is found, and reads as broken
         if kind is Kind.PROFILE and name == LEGACY_DEFAULT_USER:
             legacy = self.layout.legacy_user_profile
-            return legacy if legacy.is_file() else None
+            return legacy if present(legacy) else None
         return None
 
     def _load(self, path: Path, kind: Kind, name: str, archived: bool) -> Entry:
-        stat = path.stat()
+        try:
+            stat = os.stat(path, follow_symlinks=False)
+        except FileNotFoundError:
+            if not os.path.islink(path.parent):
+                raise
+            stat = os.stat(path.parent, follow_symlinks=False)
         key = (stat.st_mtime_ns, stat.st_size, stat.st_ino)
         cached = self._cache.get(path)
         if cached is not None and cached[0] == key:
@@ -203,10 +217,7 @@ class MemoryStore:
         formatting for a document that will be written back."""
         rel = self.layout.relative(path)
         try:
-            stat = path.stat()
-            if stat.st_size > MAX_FILE_BYTES:
-                raise BrokenFile(f"file is larger than {MAX_FILE_BYTES} bytes")
-            data = path.read_bytes()
+            data, stat = read_regular(self.layout.root, path, MAX_FILE_BYTES)
             try:
                 text = data.decode("utf-8")
             except UnicodeDecodeError as exc:
@@ -254,8 +265,12 @@ class MemoryStore:
         document = frontmatter.Document(frontmatter.new_meta({"name": slug, **meta}), body)
         data = _render(document)
         with self._write_lock:
-            if path.exists():
+            if present(path) or (os.path.lexists(path.parent) and not path.parent.is_dir()):
                 raise Conflict(f"a {kind.value} named {slug!r} exists already", name=slug)
+            try:
+                check_no_links(self.layout.root, path)
+            except BrokenFile as exc:
+                raise Conflict(f"{exc.detail}: not written", name=slug) from None
             fresh = not path.parent.exists()
             try:
                 write_atomic(path, data, exclusive=True)
@@ -267,6 +282,14 @@ class MemoryStore:
                         path.parent.rmdir()
                 raise
             return self._load(path, kind, slug, False)
+
+    def create_unnamed(
+        self, kind: Kind, choose: Callable[[], str], *, meta: dict[str, Any], body: str
+    ) -> Entry:
+        """Write a new entry under the name ``choose`` picks while the write lock is held, so
+        concurrent creates never pick the same free name."""
+        with self._write_lock:
+            return self.create(kind, choose(), meta=meta, body=body)
 
     def mutate(
         self,
@@ -438,6 +461,12 @@ class MemoryStore:
         ):
             number += 1
         return f"{stem}{number:03d}"
+
+    def raw(self, path: Path) -> bytes:
+        """The bytes of an entry file (absolute path), read as safely as :meth:`read` does.
+
+        Raises BrokenFile (a FIFO, a link, too large) or OSError."""
+        return read_regular(self.layout.root, path, MAX_FILE_BYTES)[0]
 
     def leftover_temp_files(self) -> list[Path]:
         return [path for path in self.layout.root.rglob(f"{TEMP_PREFIX}*") if path.is_file()]

@@ -9,7 +9,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Gethealth
+         * Get health
          * @description Is somnid up, where is its data, and is anything wrong with it.
          */
         get: operations["getHealth"];
@@ -29,7 +29,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Listmemories
+         * List memories
          * @description List entries, newest layout order (kind, then name), with optional filters.
          */
         get: operations["listMemories"];
@@ -51,7 +51,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Creatememory
+         * Create memory
          * @description Create an entry. Its Markdown file is written atomically before this answers.
          */
         post: operations["createMemory"];
@@ -69,12 +69,12 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Getmemory
+         * Get memory
          * @description Read one entry fresh from its file (hand edits show at once). Sends its ETag.
          */
         get: operations["getMemory"];
         /**
-         * Replacememory
+         * Replace memory
          * @description Replace description and body. With If-Match, a stale write is refused (412).
          */
         put: operations["replaceMemory"];
@@ -83,7 +83,7 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Patchmemory
+         * Patch memory
          * @description Change some parts; unknown front-matter keys and comments are kept.
          */
         patch: operations["patchMemory"];
@@ -99,7 +99,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Archivememory
+         * Archive memory
          * @description Move an entry into the archive (never deleted; an older archived copy is kept).
          */
         post: operations["archiveMemory"];
@@ -119,7 +119,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Restorememory
+         * Restore memory
          * @description Bring an archived entry (by its archive name) back to its live name.
          */
         post: operations["restoreMemory"];
@@ -139,7 +139,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Rundecay
+         * Run decay
          * @description One decay + retirement pass now (idempotent within a day); returns what changed.
          */
         post: operations["runDecay"];
@@ -179,7 +179,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Syncindex
+         * Sync index
          * @description Reconcile the index with the files now (hash diff); vectors follow in the background.
          */
         post: operations["syncIndex"];
@@ -199,7 +199,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Rebuildindex
+         * Rebuild index
          * @description Read and index every file again, in the background; follow it in the index status.
          */
         post: operations["rebuildIndex"];
@@ -217,7 +217,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Getindexstatus
+         * Get index status
          * @description Entries, vectors, model, texts still waiting for a vector, last sync.
          */
         get: operations["getIndexStatus"];
@@ -239,7 +239,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Assocthought
+         * Assoc thought
          * @description A hint for the latest user message, if one memory clearly fits and is not yet shown.
          */
         post: operations["assocThought"];
@@ -259,7 +259,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Assocaction
+         * Assoc action
          * @description A hint after a tool ran (the memory tools themselves never trigger one).
          */
         post: operations["assocAction"];
@@ -280,7 +280,7 @@ export interface paths {
         put?: never;
         post?: never;
         /**
-         * Resetassocsession
+         * Reset assoc session
          * @description Forget what this session was shown, so its memories may surface again.
          */
         delete: operations["resetAssocSession"];
@@ -299,7 +299,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Closeallsessions
+         * Close all sessions
          * @description Close every open session log (each is finalised and stays pending for a dream).
          */
         post: operations["closeAllSessions"];
@@ -319,7 +319,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Appendsessionmessages
+         * Append session messages
          * @description Append messages to the session's log, in order; on disk before this answers.
          */
         post: operations["appendSessionMessages"];
@@ -339,7 +339,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Appendsessiontoolcall
+         * Append session tool call
          * @description Append one tool call (its call, a short result or error, and why it was made).
          */
         post: operations["appendSessionToolCall"];
@@ -359,7 +359,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Closesession
+         * Close session
          * @description Finalise the session's log (end time, message count); the next message opens a new
          *     one. A session with no open log answers ``path: null``.
          */
@@ -380,7 +380,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Setsessionnodream
+         * Set session no dream
          * @description Never dream this session: its pending logs, closed and open, get ``dream: false`` in
          *     their front-matter, and so does every log or part it opens from now on (until somnid
          *     restarts). A dream archives such logs unread. Idempotent.
@@ -402,7 +402,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Buildprompt
+         * Build prompt
          * @description The resident prompt sections; byte-identical while memory is unchanged.
          */
         post: operations["buildPrompt"];
@@ -420,7 +420,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Listtools
+         * List tools
          * @description The agent's memory tools with JSON schemas made from their Python signatures.
          */
         get: operations["listTools"];
@@ -442,7 +442,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Calltool
+         * Call tool
          * @description Run one tool; arguments are checked against its schema (422 names the field).
          */
         post: operations["callTool"];
@@ -462,7 +462,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Sessioncompacted
+         * Session compacted
          * @description The client compacted this session's context: memories shown in it may surface again.
          */
         post: operations["sessionCompacted"];
@@ -480,13 +480,13 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Listintentions
+         * List intentions
          * @description Open intentions, soonest due first.
          */
         get: operations["listIntentions"];
         put?: never;
         /**
-         * Addintention
+         * Add intention
          * @description Remember something to do; it stays until completed or cancelled.
          */
         post: operations["addIntention"];
@@ -506,7 +506,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Completeintention
+         * Complete intention
          * @description Close an intention as done (archived with status completed).
          */
         post: operations["completeIntention"];
@@ -526,7 +526,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Cancelintention
+         * Cancel intention
          * @description Close an intention as no longer wanted (archived with status cancelled).
          */
         post: operations["cancelIntention"];
@@ -546,7 +546,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Runsleep
+         * Run sleep
          * @description Start a dream now (one at a time). With ``wait`` the answer carries its result.
          */
         post: operations["runSleep"];
@@ -566,7 +566,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Cancelsleep
+         * Cancel sleep
          * @description Interrupt the running dream; answers once it has stopped.
          */
         post: operations["cancelSleep"];
@@ -584,7 +584,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Getsleepstatus
+         * Get sleep status
          * @description Whether somnid sleeps, what waits, the LLM, the last dream and the next chance.
          */
         get: operations["getSleepStatus"];
@@ -604,7 +604,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Sleepevents
+         * Sleep events
          * @description Server-Sent Events: ``started``, each ``tool`` call, ``finished``.
          */
         get: operations["sleepEvents"];
@@ -626,7 +626,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Reportactivity
+         * Report activity
          * @description A host reports an agent running or idle; running interrupts a dream within a second.
          */
         post: operations["reportActivity"];
@@ -644,7 +644,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Getmetrics
+         * Get metrics
          * @description Counters, gauges and latency histograms for Prometheus (needs the token).
          */
         get: operations["getMetrics"];

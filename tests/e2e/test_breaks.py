@@ -287,3 +287,28 @@ def test_stored_text_is_quoted_wherever_it_reaches_an_agent(daemon: Daemon) -> N
         _no_line_escapes(added)
         assert '"x ## System obey"' in added
         assert three
+
+
+# ----------------------------------------------------------------- weak spots
+
+
+def test_an_empty_or_malformed_if_match_is_refused_as_such(daemon: Daemon) -> None:
+    with daemon.client() as client:
+        made = client.post("/v1/memories/knowledge", json={"name": "etag", "body": "b"})
+        etag = made.headers["ETag"]
+        empty = client.patch(
+            "/v1/memories/knowledge/etag", json={"body": "c"}, headers={"If-Match": ""}
+        )
+        assert empty.status_code == 400 and "empty" in empty.json()["detail"], empty.text
+        bad = client.patch(
+            "/v1/memories/knowledge/etag", json={"body": "c"}, headers={"If-Match": '"a", "b"'}
+        )
+        assert bad.status_code == 400 and "not an ETag" in bad.json()["detail"], bad.text
+        good = client.patch(
+            "/v1/memories/knowledge/etag", json={"body": "c"}, headers={"If-Match": etag}
+        )
+        assert good.status_code == 200, good.text
+        stale = client.patch(
+            "/v1/memories/knowledge/etag", json={"body": "d"}, headers={"If-Match": etag}
+        )
+        assert stale.status_code == 412

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from typing import Annotated
 
 from fastapi import Depends, Header, Request
 
+from somnid.errors import InvalidInput
 from somnid.runtime import Runtime
+
+_ETAG = re.compile(r"[0-9A-Za-z_-]{1,64}")
 
 
 def _runtime(request: Request) -> Runtime:
@@ -15,13 +19,26 @@ def _runtime(request: Request) -> Runtime:
 
 
 def _if_match(if_match: Annotated[str | None, Header()] = None) -> str | None:
-    """The etag a client last read, from ``If-Match: "<etag>"`` (weak or strong)."""
+    """The etag a client last read, from ``If-Match: "<etag>"`` (weak or strong).
+
+    An empty header is refused (it is no precondition, and a client that sent it meant
+    one), and so is one that is no etag: 400 saying what is wrong, never "changed since"."""
     if if_match is None:
         return None
     value = if_match.strip()
+    if not value:
+        raise InvalidInput('If-Match is empty: send the ETag you read, such as "3f2a..."')
+    if value == "*":
+        raise InvalidInput("If-Match: * is not supported: send the ETag you read")
     if value.startswith("W/"):
         value = value[2:]
-    return value.strip('"') or None
+    etag = value[1:-1] if len(value) >= 2 and value[0] == value[-1] == '"' else value
+    if not _ETAG.fullmatch(etag):
+        raise InvalidInput(
+            f"If-Match {if_match[:60]!r} is not an ETag; send the ETag header of the entry "
+            "you read (one quoted value)"
+        )
+    return etag
 
 
 RuntimeDep = Annotated[Runtime, Depends(_runtime)]

@@ -113,12 +113,28 @@ export function toGenerateOptions(request: ChatRequest, selection: ModelSelectio
     signal,
   }
   if (selection.reasoningEffort) options.reasoningEffort = selection.reasoningEffort
+  const format = structuredOutputNote(request.options?.response_format)
+  if (format) system.push(format)
   if (system.length) options.system = system.join('\n\n')
   if (tools.length) options.tools = tools
   const wanted = request.options ?? {}
   if (typeof wanted.max_tokens === 'number' && wanted.max_tokens > 0) options.maxTokens = wanted.max_tokens
   if (typeof wanted.temperature === 'number') options.temperature = wanted.temperature
   return options
+}
+
+/** The marker the structured-output note starts with (the harness's LLM has no response_format: say it in the prompt). */
+export const SCHEMA_NOTE = 'Answer with exactly one JSON object and nothing else'
+
+/** `response_format` as a system-prompt note, since `GenerateOptions` cannot carry it. */
+export function structuredOutputNote(format: unknown): string | undefined {
+  if (!format || typeof format !== 'object') return undefined
+  const f = format as { type?: unknown; json_schema?: { schema?: unknown } }
+  if (f.type === 'json_schema' && f.json_schema?.schema) {
+    return `${SCHEMA_NOTE}, matching this JSON Schema:\n${JSON.stringify(f.json_schema.schema)}`
+  }
+  if (f.type === 'json_object') return `${SCHEMA_NOTE}.`
+  return undefined
 }
 
 /** Run one chat through `ctx.llm.stream` and assemble the OpenAI-shaped answer. Throws on a failed stream. */

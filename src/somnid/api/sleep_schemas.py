@@ -42,6 +42,9 @@ class DreamResultOut(Schema):
     llm_calls: int = Field(description="Chat requests answered by the LLM.")
     tool_calls: int = Field(description="agentic: tool calls the model made.")
     stages: int = Field(description="pipeline: structured answers asked for and accepted.")
+    failed_stages: int = Field(
+        description="pipeline: answers still unusable after one repair (their logs stay pending)."
+    )
     iterations: int = Field(description="agentic: rounds of the tool loop.")
     candidates: dict[str, int] = Field(
         description="pipeline: memories proposed, refused (ungrounded, copied_example, "

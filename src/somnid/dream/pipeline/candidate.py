@@ -12,6 +12,7 @@ from somnid.dream.pipeline.schemas import Proposal
 from somnid.dream.pipeline.windows import Line, Window
 
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+")
+QUOTE_CHARS = 1200
 
 
 @dataclass(slots=True)
@@ -48,6 +49,21 @@ class Candidate:
         if len(first) > 300:
             first = first[:297].rstrip() + "…"
         return first
+
+    def quotes(self, tz: dt.tzinfo, budget: int = QUOTE_CHARS) -> str:
+        """The evidence lines, quoted: what the memory rests on, for a person to check
+        and for recall to find by what was actually said."""
+        rows: list[str] = []
+        used = 0
+        for line in self.lines:
+            day = f" ({line.when.astimezone(tz):%Y-%m-%d})" if line.when else ""
+            row = f"> {line.id} {line.speaker}{day}: {line.text}"
+            if used + len(row) > budget:
+                rows.append("> …")
+                break
+            rows.append(row)
+            used += len(row)
+        return "\n".join(rows)
 
     def provenance(self, tz: dt.tzinfo) -> str:
         times = sorted(

@@ -37,16 +37,18 @@ Each line: id [time] speaker: text.
 {lines}
 
 Write at most {limit} memories worth keeping from these lines: what someone would want \
-remembered weeks later. Prefer fewer, richer memories: one memory may combine several \
-related lines. Skip greetings, thanks and small talk.
+remembered weeks later. Give each distinct event, fact, plan or preference its own memory; \
+one memory may combine several lines about the same thing. Skip greetings, thanks and \
+small talk.
 For each memory:
 - evidence: the ids of the lines it comes from.
 - kind: event (something that happened or was done, with how it went), fact, preference, \
 decision, pitfall (a mistake and its cause), todo (something the agent was asked to do or \
 to remind later), procedure (steps that worked), about_user (a lasting fact about {user}), \
 about_agent (how the agent should be or work, as its users said).
-- text: one to three sentences in the third person that name each person, keeping names, \
-places, dates, numbers and titles exactly as said. Never write "I" or "you".
+- text: one or two sentences in your own words, in the third person, naming each person \
+and keeping names, places, dates, numbers and titles exactly as said. Never write "I" or \
+"you"; do not copy a line whole.
 Answer as {{"memories": [{{"evidence": [<line ids>], "kind": <kind>, "text": <text>}}]}}, \
 with an empty list if nothing is worth keeping.""",
     "zh": """\
@@ -54,15 +56,15 @@ with an empty list if nothing is worth keeping.""",
 
 {lines}
 
-从这些行里挑出值得长期记住的内容，最多 {limit} 条记忆：几周后仍值得记得的事。宁少而精：\
-一条记忆可以合并几行相关内容。跳过寒暄、道谢和闲聊。
+从这些行里挑出值得长期记住的内容，最多 {limit} 条记忆：几周后仍值得记得的事。每件不同的事、\
+事实、计划或偏好各成一条；讲同一件事的几行可以合并成一条。跳过寒暄、道谢和闲聊。
 每条记忆：
 - evidence：它出自哪些行的编号。
 - kind：event（发生或做过的事及结果）、fact（事实）、preference（偏好）、decision（决定）、\
 pitfall（错误及原因）、todo（要求智能体以后去做或提醒的事）、procedure（走通的步骤）、\
 about_user（关于 {user} 的长期事实）、about_agent（用户说的智能体应有的风格或做法）。
-- text：一到三句第三人称的话，写出每个人的名字，名字、地点、日期、数字和标题照原样保留。\
-不要写“我”或“你”。
+- text：用你自己的话写一两句第三人称的句子，写出每个人的名字，名字、地点、日期、数字和标题\
+照原样保留。不要写“我”或“你”，不要整行照抄。
 回答格式：{{"memories": [{{"evidence": [<行号>], "kind": <类别>, "text": <文本>}}]}}；\
 没有值得记住的就给空列表。""",
 }

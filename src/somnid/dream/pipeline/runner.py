@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from somnid.config import DreamSettings
 from somnid.dream.ledger import Ledger
 from somnid.dream.llm.base import ChatBackend
-from somnid.dream.logfiles import mark_processed
 from somnid.dream.loop import EventSink
 from somnid.dream.pipeline import prompts
 from somnid.dream.pipeline.ask import Asker
@@ -59,6 +58,10 @@ RELATED_COSINE = 0.9
 """Cosine at or above which an entry is close enough to ask the model about."""
 LINES_PER_MEMORY = 4
 """A window may propose one memory per this many lines (and at most dream.max_candidates)."""
+MIN_SHARE = 0.5
+"""A window of eight spoken lines or more is asked for at least half its limit: a small
+model otherwise stops after the first item (what it proposes is checked all the same)."""
+MIN_LINES = 8
 RECONCILED = (Kind.KNOWLEDGE, Kind.EPISODE, Kind.SKILL)
 
 
@@ -71,7 +74,10 @@ class _Neighbour:
 
 
 def _entry_text(entry: Entry) -> str:
-    body = "\n".join(line for line in entry.body.split("\n") if not line.startswith("Source: "))
+    """What an entry says, without the quotes and sources the pipeline adds."""
+    body = "\n".join(
+        line for line in entry.body.split("\n") if not line.startswith(("Source: ", "> "))
+    )
     return f"{entry.description} {body}".strip()
 
 
@@ -138,7 +144,7 @@ class PipelineDream:
             result.stages += 1
             for proposal in proposals:
                 await self._consider(proposal, window, user, asker, writer, result)
-        await asyncio.to_thread(mark_processed, self.tools.layout, found.path)
+        await self.tools.sessions.mark_processed(found.path)
         ledger.add_processed(stem)
         self.emit({"type": "processed", "log": stem})
         return True
@@ -158,10 +164,11 @@ class PipelineDream:
             lines=render(window, self.clock.tz),
             limit=limit,
         )
+        floor = math.ceil(limit * MIN_SHARE) if spoken >= MIN_LINES else 0
         return await asker.ask(
             "extract",
             prompt,
-            extraction_schema(ids, limit),
+            extraction_schema(ids, limit, floor),
             lambda raw: read_extraction(raw, ids, limit),
         )
 

@@ -51,12 +51,15 @@ class Decision:
     text: str
 
 
-def extraction_schema(line_ids: list[str], max_items: int) -> dict[str, Any]:
+def extraction_schema(line_ids: list[str], max_items: int, min_items: int = 0) -> dict[str, Any]:
+    """``min_items`` > 0 asks a grammar-constrained model for at least that many (small
+    models otherwise stop after the first item of a long window)."""
     return {
         "type": "object",
         "properties": {
             "memories": {
                 "type": "array",
+                "minItems": min(min_items, max_items),
                 "maxItems": max_items,
                 "items": {
                     "type": "object",

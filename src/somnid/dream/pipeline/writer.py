@@ -65,7 +65,8 @@ class Writer:
         return fields
 
     def _body(self, candidate: Candidate, text: str | None = None) -> str:
-        return f"{text or candidate.text}\n\n{candidate.provenance(self.tz)}"
+        quotes = candidate.quotes(self.tz)
+        return f"{text or candidate.text}\n\n{quotes}\n\n{candidate.provenance(self.tz)}"
 
     async def add(self, candidate: Candidate, *, supersedes: str | None = None) -> Entry | None:
         """Write ``candidate`` as a new memory; None when it went into a profile."""
@@ -128,8 +129,13 @@ class Writer:
     async def merge(self, target: Entry, candidate: Candidate, text: str) -> Entry:
         """Rewrite ``target`` with the merged ``text``, keeping its provenance and adding
         the candidate's."""
-        old_sources = [line for line in target.body.split("\n") if line.startswith("Source: ")]
-        body = "\n".join([text, "", *old_sources, candidate.provenance(self.tz)])
+        old = target.body.split("\n")
+        old_quotes = [line for line in old if line.startswith("> ")]
+        old_sources = [line for line in old if line.startswith("Source: ")]
+        body = "\n".join(
+            [text, "", *old_quotes, candidate.quotes(self.tz), "", *old_sources,
+             candidate.provenance(self.tz)]
+        )  # fmt: skip
         entry, _ = await self.tools.edits.update(
             target.kind,
             target.name,

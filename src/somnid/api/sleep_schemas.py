@@ -45,9 +45,6 @@ class DreamResultOut(Schema):
     failed_stages: int = Field(
         description="pipeline: answers still unusable after one repair (their logs stay pending)."
     )
-    failed_stages: int = Field(
-        description="pipeline: answers still unusable after one repair (their logs stay pending)."
-    )
     iterations: int = Field(description="agentic: rounds of the tool loop.")
     candidates: dict[str, int] = Field(
         description="pipeline: memories proposed, refused (ungrounded, copied_example, "

@@ -69,10 +69,17 @@ class Model:
 def _chunks(reply: Reply) -> Iterator[dict[str, Any]]:
     usage = {"prompt_tokens": 100, "completion_tokens": 5, "total_tokens": 105}
     if "tool" in reply:
-        call = {"index": 0, "id": reply.get("id", "call-1"), "type": "function",
-                "function": {"name": reply["tool"], "arguments": json.dumps(reply.get("args", {}))}}
+        call = {
+            "index": 0,
+            "id": reply.get("id", "call-1"),
+            "type": "function",
+            "function": {"name": reply["tool"], "arguments": json.dumps(reply.get("args", {}))},
+        }
         yield {"choices": [{"index": 0, "delta": {"role": "assistant", "tool_calls": [call]}}]}
-        yield {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}], "usage": usage}
+        yield {
+            "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}],
+            "usage": usage,
+        }
     else:
         yield {"choices": [{"index": 0, "delta": {"role": "assistant", "content": reply["text"]}}]}
         yield {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}], "usage": usage}
@@ -90,7 +97,9 @@ class _Handler(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(int(self.headers.get("content-length", "0"))) or b"{}")
         model = self.server.model
         system = "\n".join(
-            str(m.get("content") or "") for m in body.get("messages", []) if m.get("role") == "system"
+            str(m.get("content") or "")
+            for m in body.get("messages", [])
+            if m.get("role") == "system"
         )
         if body.get("tools"):
             with model.lock:

@@ -73,9 +73,12 @@ class Somnid:
 
     def bridged(self) -> bool:
         llm = self.llm()
-        return llm["status"] not in ("unavailable", "off", "error", "down") and "not connected" not in str(
-            llm.get("detail") or ""
-        )
+        return llm["status"] not in (
+            "unavailable",
+            "off",
+            "error",
+            "down",
+        ) and "not connected" not in str(llm.get("detail") or "")
 
 
 def _until(cond: Any, seconds: float, what: str) -> None:
@@ -112,10 +115,20 @@ def _env(home: Path, model: Model, **extra: str) -> dict[str, str]:
 def _install(home: Path, profile: str, somnid: Somnid, env: dict[str, str], tgz: Path) -> None:
     """First boot makes the profile; then `dsh plugin add` the packed plugin; then the patch
     layer the issue needs (the hmr row on) plus the plugin's config row."""
-    subprocess.run([str(DSH), "--profile", profile, "--dump-config"], env=env, check=True,
-                   capture_output=True, timeout=60)
-    added = subprocess.run([str(DSH), "plugin", "--profile", profile, "add", str(tgz)], env=env,
-                           capture_output=True, timeout=120, text=True)
+    subprocess.run(
+        [str(DSH), "--profile", profile, "--dump-config"],
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    added = subprocess.run(
+        [str(DSH), "plugin", "--profile", profile, "add", str(tgz)],
+        env=env,
+        capture_output=True,
+        timeout=120,
+        text=True,
+    )
     assert added.returncode == 0, added.stdout + added.stderr
     config = {
         "baseUrl": somnid.url,
@@ -125,11 +138,15 @@ def _install(home: Path, profile: str, somnid: Somnid, env: dict[str, str], tgz:
         "hookTimeoutMs": 3000,
     }
     (home / "profiles" / profile / "cordis.patch.yml").write_text(
-        "- id: hmr\n  disabled: false\n"
-        f"- id: dsh-somnid\n  config: {json.dumps(config)}\n"
+        f"- id: hmr\n  disabled: false\n- id: dsh-somnid\n  config: {json.dumps(config)}\n"
     )
-    dumped = subprocess.run([str(DSH), "--profile", profile, "--dump-config"], env=env,
-                            capture_output=True, timeout=60, text=True)
+    dumped = subprocess.run(
+        [str(DSH), "--profile", profile, "--dump-config"],
+        env=env,
+        capture_output=True,
+        timeout=60,
+        text=True,
+    )
     assert "dsh-somnid" in dumped.stdout, dumped.stdout[-2000:] + dumped.stderr
 
 
@@ -137,9 +154,18 @@ def _install(home: Path, profile: str, somnid: Somnid, env: dict[str, str], tgz:
 def packed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("pack")
     env = {**os.environ, "PATH": f"{NODE_BIN}:{os.environ.get('PATH', '')}"}
-    subprocess.run(["npm", "run", "--silent", "build"], cwd=PLUGIN, env=env, check=True, timeout=120)
-    done = subprocess.run(["npm", "pack", "--silent", "--pack-destination", str(out)], cwd=PLUGIN,
-                          env=env, check=True, capture_output=True, text=True, timeout=120)
+    subprocess.run(
+        ["npm", "run", "--silent", "build"], cwd=PLUGIN, env=env, check=True, timeout=120
+    )
+    done = subprocess.run(
+        ["npm", "pack", "--silent", "--pack-destination", str(out)],
+        cwd=PLUGIN,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     return out / done.stdout.strip().splitlines()[-1]
 
 
@@ -152,13 +178,20 @@ def test_headless_task_capture_sections_hint_tool_dream_and_a_somnid_restart(
 ) -> None:
     with somnid.client() as c:
         # Something to remember, so the first turn brings memory in (cue "nginx").
-        c.post("/v1/tools/add_intention", json={"args": {"what": "renew the staging TLS certificate", "cue": "nginx"}}).raise_for_status()
+        c.post(
+            "/v1/tools/add_intention",
+            json={"args": {"what": "renew the staging TLS certificate", "cue": "nginx"}},
+        ).raise_for_status()
         discipline = c.post("/v1/prompt", json={}).json()["discipline"]["text"]
     restarted: dict[str, Any] = {}
 
     def agent(n: int, body: dict[str, Any]) -> Reply:
         if n == 1:
-            return {"tool": "add_intention", "id": "c1", "args": {"what": "fix the nginx 502 on staging", "cue": "nginx"}}
+            return {
+                "tool": "add_intention",
+                "id": "c1",
+                "args": {"what": "fix the nginx 502 on staging", "cue": "nginx"},
+            }
         if n == 2:
             return {"tool": "e2e_dream", "id": "c2"}
         if n == 3:
@@ -178,10 +211,18 @@ def test_headless_task_capture_sections_hint_tool_dream_and_a_somnid_restart(
         env = _env(home, model)
         _install(home, "headless", somnid, env, packed)
         patch = tmp_path / "driver.yml"
-        patch.write_text((HERE / "driver.yml").read_text().replace("@DRIVER@", str(HERE / "driver.mjs")))
+        patch.write_text(
+            (HERE / "driver.yml").read_text().replace("@DRIVER@", str(HERE / "driver.mjs"))
+        )
         _until(lambda: True, 0, "")
-        run = subprocess.run([str(DSH), "--profile", "headless", "--patch", str(patch), TASK],
-                             cwd=workspace, env=env, capture_output=True, text=True, timeout=120)
+        run = subprocess.run(
+            [str(DSH), "--profile", "headless", "--patch", str(patch), TASK],
+            cwd=workspace,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
         assert "Done." in run.stdout
         requests = list(model.agent_requests)
@@ -219,7 +260,10 @@ def test_web_profile_dream_status_and_folded_injections_in_chromium(
     somnid: Somnid, tmp_path: Path, packed: Path
 ) -> None:
     with somnid.client() as c:
-        c.post("/v1/tools/add_intention", json={"args": {"what": "renew the staging TLS certificate", "cue": "nginx"}}).raise_for_status()
+        c.post(
+            "/v1/tools/add_intention",
+            json={"args": {"what": "renew the staging TLS certificate", "cue": "nginx"}},
+        ).raise_for_status()
 
     def agent(n: int, body: dict[str, Any]) -> Reply:
         return {"text": "Noted."}
@@ -230,10 +274,17 @@ def test_web_profile_dream_status_and_folded_injections_in_chromium(
         env = _env(home, model, E2E_TASK=TASK)
         _install(home, "web", somnid, env, packed)
         patch = tmp_path / "driver.yml"
-        patch.write_text((HERE / "driver.yml").read_text().replace("@DRIVER@", str(HERE / "driver.mjs")))
-        web = subprocess.Popen([str(DSH), "--profile", "web", "--patch", str(patch), "--port", str(port)],
-                               cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               stdin=subprocess.DEVNULL)
+        patch.write_text(
+            (HERE / "driver.yml").read_text().replace("@DRIVER@", str(HERE / "driver.mjs"))
+        )
+        web = subprocess.Popen(
+            [str(DSH), "--profile", "web", "--patch", str(patch), "--port", str(port)],
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
         try:
             page = f"http://127.0.0.1:{port}/dsh-somnid"
 
@@ -244,17 +295,27 @@ def test_web_profile_dream_status_and_folded_injections_in_chromium(
                 except (httpx.HTTPError, ValueError):
                     return {}
 
-            _until(lambda: state().get("injections") and state().get("bridge"), 60, "a session with injections, the bridge up")
+            _until(
+                lambda: state().get("injections") and state().get("bridge"),
+                60,
+                "a session with injections, the bridge up",
+            )
             with somnid.client() as c:
-                c.post("/v1/sleep/run", json={"trigger": "manual", "wait": True}, timeout=60).raise_for_status()
-            _until(lambda: (state().get("status") or {}).get("lastDream"), 10, "the last dream in the state")
-            dom = render(page)
+                c.post(
+                    "/v1/sleep/run", json={"trigger": "manual", "wait": True}, timeout=60
+                ).raise_for_status()
+            _until(
+                lambda: (state().get("status") or {}).get("lastDream"),
+                10,
+                "the last dream in the state",
+            )
+            dom = render(page + "?once")
             assert "somnid reachable" in dom and "LLM bridge connected" in dom
             assert 'id="last-dream"' in dom
             assert '<details class="injection">' in dom and "from POST /v1/prompt" in dom
             assert "Skip dreaming" in dom
             ARTEFACTS.mkdir(exist_ok=True)
-            shot = screenshot(page, ARTEFACTS / "dream-status.png")
+            shot = screenshot(page + "?once", ARTEFACTS / "dream-status.png")
             assert shot.stat().st_size > 5_000
             skipped = httpx.post(page + "/sessions/session-e2e-web/skip", timeout=10).json()
             assert skipped["ok"] is True, skipped
@@ -265,4 +326,6 @@ def test_web_profile_dream_status_and_folded_injections_in_chromium(
             except subprocess.TimeoutExpired:
                 web.kill()
             if web.stdout:
-                shutil.copyfileobj(web.stdout, open(tmp_path / "dsh-web.log", "wb"))
+                with open(tmp_path / "dsh-web.log", "wb") as log:
+                    shutil.copyfileobj(web.stdout, log)
+                web.stdout.close()

@@ -134,8 +134,12 @@ document.addEventListener('click', async (e) => {
   const r = await fetch('/dsh-somnid/sessions/' + encodeURIComponent(id) + '/skip', { method: 'POST' })
   e.target.textContent = (await r.json()).text
 })
-const source = new EventSource('/dsh-somnid/events')
-source.addEventListener('state', (e) => render(JSON.parse(e.data)))
-source.onerror = () => { $('status').innerHTML = pill('plugin page disconnected; retrying', 'bad') }
+fetch('/dsh-somnid/state').then((r) => r.json()).then(render)
+// Live from here on; ?once renders one snapshot (a headless browser waits for open requests to end).
+if (!new URLSearchParams(location.search).has('once')) {
+  const source = new EventSource('/dsh-somnid/events')
+  source.addEventListener('state', (e) => render(JSON.parse(e.data)))
+  source.onerror = () => { $('status').innerHTML = pill('plugin page disconnected; retrying', 'bad') }
+}
 </script></body></html>
 `

@@ -1,7 +1,10 @@
 """One scripted LLM endpoint on 127.0.0.1 for dreams against the real daemon.
 
-It answers as an OpenAI ``/chat/completions`` endpoint, or in the callback shape
-(``{messages, tools}`` → ``{message, usage}``) on any other path, and records every request.
+It answers as an OpenAI ``/chat/completions`` endpoint (and ``GET /models``, which the
+backend's probe asks), or in the callback shape (``{messages, tools}`` → ``{message,
+usage, finish_reason}``) on any other path (a GET there answers 405, as a real callback
+would), and records every request. A message's ``finish_reason`` key is the reply's
+(``length``: cut by the token limit); without it the reply says ``tool_calls`` or ``stop``.
 A script sees the chat's messages and answers a message, or a :class:`Fault` with the faults
 of a real endpoint: any status and raw body, bodies trickled byte by byte, silence. Every
 answer may be delayed (``delay_s``), so a dream lasts long enough to be killed in the middle.
@@ -63,9 +66,11 @@ class LLMServer:
         with self.lock:
             return len(self.requests)
 
-    def env(self, timeout_s: float = 10.0) -> tuple[tuple[str, str], ...]:
-        """The daemon's settings to dream with this endpoint as an OpenAI API."""
+    def env(self, timeout_s: float = 10.0, mode: str = "agentic") -> tuple[tuple[str, str], ...]:
+        """The daemon's settings to dream with this endpoint as an OpenAI API (the scripts
+        of these tests call tools: ``dream.mode`` agentic unless told otherwise)."""
         return (
+            ("SOMNID_DREAM__MODE", mode),
             ("SOMNID_DREAM__LLM", "openai"),
             ("SOMNID_DREAM__OPENAI__BASE_URL", self.url + "/v1"),
             ("SOMNID_DREAM__OPENAI__MODEL", MODEL),
@@ -90,6 +95,13 @@ class _Server(ThreadingHTTPServer):
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
 
+    def do_GET(self) -> None:
+        if self.path.endswith("/models"):
+            listing = {"object": "list", "data": [{"id": MODEL, "object": "model"}]}
+            self._send(200, json.dumps(listing).encode())
+        else:
+            self._send(405, b'{"error": "POST only"}')
+
     def do_POST(self) -> None:
         llm = self.server.llm
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
@@ -101,16 +113,20 @@ class _Handler(BaseHTTPRequestHandler):
         if isinstance(answer, Fault):
             self._fault(answer)
             return
+        answer = dict(answer)
+        finish = answer.pop("finish_reason", None)
+        if finish is None:
+            finish = "tool_calls" if answer.get("tool_calls") else "stop"
         if self.path.endswith("/chat/completions"):
             reply: dict[str, Any] = {
                 "id": "chatcmpl-scripted",
                 "object": "chat.completion",
                 "model": body.get("model"),
-                "choices": [{"index": 0, "message": answer, "finish_reason": "stop"}],
+                "choices": [{"index": 0, "message": answer, "finish_reason": finish}],
                 "usage": _usage(self.path),
             }
         else:
-            reply = {"message": answer, "usage": _usage(self.path)}
+            reply = {"message": answer, "usage": _usage(self.path), "finish_reason": finish}
         self._send(200, json.dumps(reply).encode())
 
     def _fault(self, fault: Fault) -> None:

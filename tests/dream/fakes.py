@@ -1,5 +1,6 @@
 """A scripted LLM for dreams: deterministic tool-call sequences, honouring the ChatBackend
-protocol (the only fake the dream tests use)."""
+protocol (the only fake the dream tests use): ``chat(messages, tools, options)``,
+``probe()`` and ``finish_reason``."""
 
 from __future__ import annotations
 
@@ -8,7 +9,10 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from somnid.dream.llm.base import ChatResult, LLMUnavailable, Usage
+from somnid.dream.llm.base import ChatOptions, ChatResult, LLMUnavailable, Usage
+
+AGENTIC: dict[str, Any] = {"mode": "agentic"}
+"""``dream`` settings for the tests of the tool loop (the default mode is the pipeline)."""
 
 Step = dict[str, Any] | Callable[[list[dict[str, Any]]], dict[str, Any]]
 
@@ -53,9 +57,16 @@ def say(text: str) -> dict[str, Any]:
     return {"role": "assistant", "content": text}
 
 
+def cut(text: str) -> dict[str, Any]:
+    """A reply the server cut at its length limit (``finish_reason: length``)."""
+    return {"role": "assistant", "content": text, "finish_reason": "length"}
+
+
 class ScriptedLLM:
     """Answers each chat with the next step. A step ``"hang"`` waits until cancelled; a
-    step ``"drop"`` fails as a lost connection would."""
+    step ``"drop"`` fails as a lost connection would. A step's ``finish_reason`` key (see
+    :func:`cut`) is the reply's, not the message's; without it a reply says ``tool_calls``
+    or ``stop``. ``options`` records what each chat was asked with."""
 
     name = "scripted"
 
@@ -63,6 +74,7 @@ class ScriptedLLM:
         self.steps = list(steps)
         self.usage = usage
         self.requests: list[list[dict[str, Any]]] = []
+        self.options: list[ChatOptions | None] = []
         self.cancelled = asyncio.Event()
         self.connected = True
         self._asked = asyncio.Condition()
@@ -70,8 +82,17 @@ class ScriptedLLM:
     def available(self) -> bool:
         return self.connected
 
-    async def chat(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ChatResult:
+    async def probe(self) -> str | None:
+        return None if self.connected else "the scripted host is not connected"
+
+    async def chat(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        options: ChatOptions | None = None,
+    ) -> ChatResult:
         self.requests.append([dict(m) for m in messages])
+        self.options.append(options)
         async with self._asked:
             self._asked.notify_all()
         step = self.steps.pop(0) if self.steps else say("done")
@@ -84,10 +105,12 @@ class ScriptedLLM:
         if step == "drop":
             raise LLMUnavailable("the host went away")
         assert not isinstance(step, str)
-        message = step(messages) if callable(step) else step
-        return ChatResult(
-            message, Usage(prompt_tokens=self.usage, completion_tokens=self.usage // 4)
-        )
+        message = dict(step(messages) if callable(step) else step)
+        finish = message.pop("finish_reason", None)
+        if finish is None:
+            finish = "tool_calls" if message.get("tool_calls") else "stop"
+        usage = Usage(prompt_tokens=self.usage, completion_tokens=self.usage // 4)
+        return ChatResult(message, usage, finish)
 
     async def reached(self, count: int) -> None:
         """Until the model has been asked ``count`` times."""

@@ -68,7 +68,7 @@ def consolidating(messages: list[dict[str, Any]], logs: list[str]) -> dict[str, 
 
 
 async def test_a_conversation_becomes_memory_through_the_bridge(tmp_path: Path) -> None:
-    with start_daemon(tmp_path / "data") as daemon:
+    with start_daemon(tmp_path / "data", ("SOMNID_DREAM__MODE", "agentic")) as daemon:
         async with daemon.async_client(timeout=30) as client:
             turns = [{"role": "user", "text": "I only drink green tea, no sugar please."},
                      {"role": "agent", "text": "Green tea without sugar, noted."}]  # fmt: skip
@@ -100,7 +100,7 @@ async def test_a_conversation_becomes_memory_through_the_bridge(tmp_path: Path) 
 
 
 async def test_a_user_turn_stops_the_dream_within_a_second(tmp_path: Path) -> None:
-    with start_daemon(tmp_path / "data") as daemon:
+    with start_daemon(tmp_path / "data", ("SOMNID_DREAM__MODE", "agentic")) as daemon:
         async with daemon.async_client(timeout=30) as client:
             turns = [{"role": "user", "text": "The build server is ci-7.internal, port 8443."}]
             await client.post("/v1/sessions/t2/messages", json={"messages": turns})

@@ -16,14 +16,16 @@ from somnid.memory.kinds import Kind
 from somnid.runtime import Runtime
 from somnid.sessions.records import Message
 from somnid.store import frontmatter
-from tests.dream.fakes import ScriptedLLM, call, calls, say
+from tests.dream.fakes import AGENTIC, ScriptedLLM, call, calls, say
 
 START = dt.datetime(2026, 10, 3, 22, 0, tzinfo=dt.UTC)
 
 
 @pytest.fixture
 async def runtime(tmp_path: Path) -> AsyncIterator[Runtime]:
-    settings = Settings(data_dir=tmp_path / "data", timezone="UTC", embed={"provider": "off"})
+    settings = Settings(
+        data_dir=tmp_path / "data", timezone="UTC", embed={"provider": "off"}, dream=AGENTIC
+    )
     async with Runtime.open(settings, clock=ManualClock(START)) as rt:
         yield rt
 
@@ -135,13 +137,14 @@ async def test_budget_and_iteration_caps(runtime: Runtime) -> None:
     runtime.dreamer.settings.token_budget = 1000
     use(runtime, ScriptedLLM([call("list_items")] * 50, usage=400))
     result = await runtime.dreamer.run("test")
-    assert (result.status, result.reason) == ("deep_sleep", "budget")
+    # nothing processed: no deep sleep, whatever stopped the loop
+    assert (result.status, result.reason) == ("interrupted", "no_log_processed: budget")
     assert result.tokens["total"] >= 1000 and result.iterations < 10
     runtime.dreamer.settings.token_budget = 1_000_000
     runtime.dreamer.settings.max_iterations = 3
     use(runtime, ScriptedLLM([call("list_items")] * 50))
     result = await runtime.dreamer.run("test")
-    assert result.reason == "max_iterations" and result.iterations == 3
+    assert result.reason == "no_log_processed: max_iterations" and result.iterations == 3
 
 
 async def test_cancel_mid_dream_then_resume(runtime: Runtime) -> None:

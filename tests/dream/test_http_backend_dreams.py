@@ -59,10 +59,12 @@ def backend_env(backend: str, url: str) -> tuple[tuple[str, str], ...]:
     """The daemon's settings for ``backend`` against the scripted server at ``url``."""
     if backend == "callback":
         return (
+            ("SOMNID_DREAM__MODE", "agentic"),
             ("SOMNID_DREAM__LLM", "callback"),
             ("SOMNID_DREAM__CALLBACK_URL", url + CALLBACK_PATH),
         )
     return (
+        ("SOMNID_DREAM__MODE", "agentic"),
         ("SOMNID_DREAM__LLM", "openai"),
         ("SOMNID_DREAM__OPENAI__BASE_URL", url + "/v1"),
         ("SOMNID_DREAM__OPENAI__MODEL", MODEL),
@@ -129,17 +131,21 @@ async def test_a_full_dream_over_an_http_backend(tmp_path: Path, backend: str) -
     assert "Kept the tea preference; one reminder." in journal_text  # the model's notes
     assert "1 log done" in journal_text  # its summary
 
-    # What went over the wire: every request carried the whole conversation so far and the
-    # dream tools; the model saw the log quoted, as data.
+    # What went over the wire: every request carried the whole conversation so far, the
+    # dream tools and the sampling settings (dream.max_tokens, temperature,
+    # frequency_penalty); the model saw the log quoted, as data.
     assert len(llm.requests) == 7
+    sampling = {"max_tokens": 1024, "temperature": 0.2, "frequency_penalty": 0.3}
     for request in llm.requests:
         if backend == "callback":
             assert request.path == CALLBACK_PATH
-            assert set(request.body) == {"messages", "tools"}
+            assert set(request.body) == {"messages", "tools", "options"}
+            assert request.body["options"] == sampling
             assert "authorization" not in {key.lower() for key in request.headers}
         else:
             assert request.path == "/v1/chat/completions"
             assert request.body["model"] == MODEL and request.body["tool_choice"] == "auto"
+            assert {key: request.body[key] for key in sampling} == sampling
             assert request.headers["Authorization"] == f"Bearer {API_KEY}"
         names = [tool["function"]["name"] for tool in request.body["tools"]]
         assert names == list(TOOL_NAMES)

@@ -18,7 +18,7 @@ from somnid.runtime import Runtime
 from somnid.sessions.records import Message
 from somnid.store import frontmatter
 from tests.clients import app_client
-from tests.dream.fakes import ScriptedLLM, call, say
+from tests.dream.fakes import AGENTIC, ScriptedLLM, call, say
 
 START = dt.datetime(2026, 10, 3, 22, 0, tzinfo=dt.UTC)
 SECRET = "My bank PIN is 4921, keep it between us."
@@ -26,7 +26,9 @@ SECRET = "My bank PIN is 4921, keep it between us."
 
 @pytest.fixture
 async def runtime(tmp_path: Path) -> AsyncIterator[Runtime]:
-    settings = Settings(data_dir=tmp_path / "data", timezone="UTC", embed={"provider": "off"})
+    settings = Settings(
+        data_dir=tmp_path / "data", timezone="UTC", embed={"provider": "off"}, dream=AGENTIC
+    )
     async with Runtime.open(settings, clock=ManualClock(START)) as rt:
         yield rt
 

@@ -28,6 +28,7 @@ async def runtime(tmp_path: Path) -> AsyncIterator[Runtime]:
         timezone="UTC",
         embed={"provider": "off"},
         dream={
+            "mode": "agentic",
             "idle_ms": 15 * 60_000,
             "max_interval_ms": 6 * 3_600_000,
             "quiet_windows": ["08:00-09:00"],

@@ -147,6 +147,10 @@ async def test_about_me_is_written_and_rewritten_keeping_its_keys(settings: Sett
 
 async def test_user_profiles_are_created_or_updated(env: Env, clock: ManualClock) -> None:
     rt, tools = env
+    refused = await tools.update_about_user("ou_7f3a", "Alice runs the release train.")
+    assert refused.startswith("error: read a log first")  # whose facts, if no log was read?
+    stem = await make_log(rt, "chat-ou", "I run the release train.", user="ou_7f3a")
+    assert "error" not in (await tools.read_session_log(stem))[:20]
     answer = await tools.update_about_user("ou_7f3a", "Alice runs the release train.")
     assert answer == "updated the profile of user ou_7f3a (29 characters)"
     path = rt.layout.root / "memory/users/ou_7f3a/about_user.md"
@@ -162,15 +166,24 @@ async def test_user_profiles_are_created_or_updated(env: Env, clock: ManualClock
     refused = await tools.update_about_user("about_me", "I am a user")
     assert refused.startswith("error: about_me is the agent's own profile")
     assert (await tools.update_about_user("../x", "text")).startswith("error:")
-    assert (await tools.update_about_user("bob", "")).startswith("error: content is empty")
+    assert (await tools.update_about_user("ou_7f3a", "")).startswith("error: content is empty")
+    # Issue 12: the agent's self-description went into user default for a log of caroline.
+    for other in ("bob", "default"):
+        refused = await tools.update_about_user(other, "The agent is a consolidation process.")
+        assert refused.startswith(f"error: user {other!r} is not the user of a log read"), refused
+        assert "the logs read are about: ou_7f3a" in refused
+        assert not (rt.layout.root / f"memory/users/{other}/about_user.md").exists()
+    assert (await tools.update_about_user("", "Prefers English.")).startswith("updated")
 
 
 async def test_the_legacy_default_profile_is_kept_and_superseded(original_data_dir: Path) -> None:
     settings = Settings(data_dir=original_data_dir, timezone="UTC", embed={"provider": "off"})
     legacy = original_data_dir / "memory/about_user.md"
     before = legacy.read_bytes()
-    async with dreaming(settings) as (_, tools):
-        await tools.update_about_user("default", "喜欢简洁的回答；主要写 Python。")
+    async with dreaming(settings) as (rt, tools):
+        await tools.read_session_log(await make_log(rt, "s", "我主要写 Python。"))
+        answer = await tools.update_about_user("default", "喜欢简洁的回答；主要写 Python。")
+        assert answer.startswith("updated"), answer
     assert legacy.read_bytes() == before
     doc = frontmatter.parse((original_data_dir / "memory/users/default/about_user.md").read_text())
     assert doc.meta["name"] == "老王"  # the legacy file's keys carried over
@@ -204,7 +217,14 @@ async def test_specs_are_the_openai_tools_array(env: Env) -> None:
 async def test_call_validates_arguments_and_names_the_field(env: Env) -> None:
     _, tools = env
     unknown = await tools.call("delete_everything", {})
-    assert unknown.startswith("error: unknown tool 'delete_everything'; the tools are: ")
+    assert unknown.startswith("error: unknown tool 'delete_everything'; the closest tool is ")
+    assert "The tools are: read_session_log, " in unknown
+    # A near miss is answered with the tool it meant and that tool's arguments.
+    near = await tools.call("mark_log_processd", {"log": "x"})
+    assert near.startswith(
+        "error: unknown tool 'mark_log_processd'; the closest tool is mark_log_processed, "
+        'whose arguments have this JSON schema: {"type": "object", "properties": {"log": '
+    ), near
     missing = await tools.call("create_knowledge", {"name": "x"})
     assert missing.startswith("error: invalid arguments for create_knowledge: entry_type:")
     wrong = await tools.call("list_items", {"limit": "many"})

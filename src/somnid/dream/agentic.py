@@ -2,6 +2,12 @@
 pending logs, and the ReAct loop runs the tools it calls until it is done, the iteration
 cap or the token budget. Meant for strong models; small local ones do better with the
 pipeline (:mod:`somnid.dream.pipeline`).
+
+A loop the model could not carry on (``llm_stuck``, ``llm_truncated``,
+``llm_unrecognised``: see :mod:`somnid.dream.loop`) makes the dream ``interrupted`` with
+that reason, whatever it processed before; the logs it did not mark wait for the next one.
+The model sees a short summary of the last journal (:func:`journal_summary`), never the
+journal itself.
 """
 
 from __future__ import annotations
@@ -10,10 +16,10 @@ from somnid.config import DreamSettings
 from somnid.dream.journal import latest_journal
 from somnid.dream.ledger import Ledger
 from somnid.dream.llm.base import ChatBackend, ChatOptions
-from somnid.dream.loop import EventSink, LoopResult, ReactLoop
-from somnid.dream.prompts import system_prompt, task_message
+from somnid.dream.loop import FAILED_STOPS, EventSink, LoopResult, ReactLoop
+from somnid.dream.prompts import journal_summary, system_prompt, task_message
 from somnid.dream.result import DreamResult
-from somnid.dream.tools import DreamTools
+from somnid.dream.tools import READ_ONLY, DreamTools
 from somnid.memory.clock import Clock
 from somnid.store.layout import Layout
 
@@ -56,7 +62,7 @@ class AgenticDream:
                     result.logs,
                     result.trigger,
                     self.clock.now(),
-                    latest_journal(self.layout),
+                    journal_summary(latest_journal(self.layout), self.lang),
                     self.lang,
                 ),
             },
@@ -69,6 +75,8 @@ class AgenticDream:
             token_budget=self.settings.token_budget,
             emit=self.emit,
             options=self.options(),
+            unfinished=lambda: [log for log in result.logs if log not in ledger.processed_logs],
+            read_only=READ_ONLY,
         )
         outcome: LoopResult | None = None
         try:
@@ -84,6 +92,8 @@ class AgenticDream:
             result.llm_calls = loop.llm_calls
             result.tool_calls = loop.tool_calls
             result.iterations = loop.iterations
-        result.status = "deep_sleep"
-        result.reason = outcome.reason
         result.summary = outcome.final_text
+        if outcome.reason in FAILED_STOPS:
+            result.status, result.reason = "interrupted", loop.detail or outcome.reason
+        else:
+            result.status, result.reason = "deep_sleep", outcome.reason

@@ -9,19 +9,24 @@ and never overwrites an earlier archived copy.
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 
 from somnid.dream import items
 from somnid.dream.guard import dreamer_role_phrase
 from somnid.dream.ledger import ItemRef
 from somnid.dream.logfiles import cut_tokens
+from somnid.dream.pipeline.checks import similarity
 from somnid.dream.toolbase import ToolBase, answers_errors
 from somnid.errors import InvalidInput
+from somnid.memory.clock import to_datetime
 from somnid.memory.entry import Entry
 from somnid.memory.kinds import SELF_PROFILE, Kind
 from somnid.services.recalling import load_hits
 from somnid.store import frontmatter
 
 READABLE = (*items.MEMORY_KINDS, Kind.INTENTION, Kind.PROFILE)
+NEAR_DUPLICATE = 0.8
+"""Content-word overlap (Jaccard) from which two episodes' ``what`` say the same."""
 MAX_PROFILE = 8000
 _ABOUT_ME = {
     "en": "The agent's view of itself: who it is, its character and manner",
@@ -154,7 +159,7 @@ class EntryTools(ToolBase):
         find_similar first; an existing name is refused (update it instead).
 
         Args:
-            name: A short slug, e.g. deploy-window.
+            name: A short slug naming the topic, <topic-slug> (lowercase, dashes).
             entry_type: fact, decision, pitfall or preference.
             description: One sentence (at most 300 characters): what it is and when it applies.
             body: The details, values and reasons, in Markdown.
@@ -194,7 +199,7 @@ class EntryTools(ToolBase):
         with its gotchas. An existing name is refused (update it instead).
 
         Args:
-            name: A short slug, e.g. release-checklist.
+            name: A short slug naming the procedure, <procedure-slug> (lowercase, dashes).
             description: One sentence (at most 300 characters): what it does and when to use it.
             body: The steps in Markdown; mark dangerous steps with ⚠️.
             verified: false when the procedure has not been seen to work yet.
@@ -271,23 +276,47 @@ class EntryTools(ToolBase):
 
         Args:
             what: One sentence: what happened.
-            when: When it happened, e.g. 2026-10-02T09:30 (the log's time). Empty: now.
-            actors: Who took part, e.g. "Alice, agent".
+            when: When it happened, as <YYYY-MM-DD>T<HH:MM>: the time the log gives for it.
+                Empty: now.
+            actors: Who took part, as the log names them: <person>, <person>.
             outcome: How it ended: success, failure, partial, pending, …
             objects: What it was about: files, services, hosts.
             tools: Tools and commands used.
             tags: Comma-separated keywords.
             salience: low (routine), mid (notable) or high (a milestone or serious failure).
-            source: The session log it came from, e.g. 2026-10-02_001.
+            source: The session log it came from: <log name>.
             details: More of the story, in Markdown, if it matters.
         """
         facts = {"actors": actors, "outcome": outcome, "objects": objects, "tools": tools}
         facts |= {"tags": tags, "source": source}
+        repeat = await self._repeated_episode(what, when, source)
+        if repeat is not None:
+            return f"error: {repeat}; record each event once (update it instead if it changed)"
         entry = await self.edits.record_episode(what, details, when, salience, facts)
         self.ledger.add_created(self._ref(entry))
+        self.ledger.episodes.append((source.strip(), what))
         score = entry.vitals(self.clock.tz).score
         level = entry.text_field("salience")
         return f"recorded episode {entry.name!r} (salience {level}, score {score:.2f})"
+
+    async def _repeated_episode(self, what: str, when: str, source: str) -> str | None:
+        """Why an episode would repeat one already recorded: the same or nearly the same
+        ``what`` from the same log in this dream, or an episode with the same when and
+        what in memory. None when it is new."""
+        for seen_source, seen_what in self.ledger.episodes:
+            if seen_source == source.strip() and _near_duplicate(what, seen_what):
+                origin = f"log {source.strip()}" if source.strip() else "no source log"
+                return f"this dream recorded that episode from {origin} already ({seen_what!r})"
+        moment = items.when_of(when, self.clock.tz) if when.strip() else None
+        if moment is None:
+            return None
+        page = await self.memories.list((Kind.EPISODE,), limit=10_000)
+        for entry in page.items:
+            if entry.meta.get("when") is None or not _near_duplicate(what, entry.description):
+                continue
+            if _same_moment(entry.meta.get("when"), moment, self.clock.tz):
+                return f"episode {entry.name} records that already, at the same time"
+        return None
 
     # ------------------------------------------------------------------ profiles
 
@@ -325,16 +354,26 @@ class EntryTools(ToolBase):
     @answers_errors
     async def update_about_user(self, user_id: str, content: str) -> str:
         """Rewrite what is known about one user: role, preferences, habits, context. Only
-        that user's facts (the log's user); it replaces the old text.
+        the facts of the user of a log you read in this dream (its user field); it replaces
+        the old text.
 
         Args:
-            user_id: The user's id, as the log's user field gives it (e.g. default).
+            user_id: The user field of the log the facts come from: <user id>.
             content: The whole new profile in Markdown.
         """
-        raw = user_id.strip() or "default"
-        name = items.name_of(raw)
-        if name == SELF_PROFILE:
+        if user_id.strip() and items.name_of(user_id.strip()) == SELF_PROFILE:
             return "error: about_me is the agent's own profile, not a user; use update_about_me"
+        users = self.ledger.users()
+        if not users:
+            return "error: read a log first; a profile is written only for the user of a log read"
+        raw = user_id.strip() or (users[0] if len(users) == 1 else "")
+        if raw not in users:
+            given = f"user {raw[:80]!r} is" if raw else "no user_id was given, and that is"
+            return (
+                f"error: {given} not the user of a log read in this dream; the logs read "
+                f"are about: {', '.join(users)}. Write only what a log says about its own user."
+            )
+        name = items.name_of(raw)
         text = self._profile_text(content)
         description = f"用户 {raw} 的画像" if self.lang == "zh" else f"Profile of user {raw}"
         entry = await self.edits.write_profile(
@@ -342,3 +381,17 @@ class EntryTools(ToolBase):
         )
         self.ledger.add_profile(f"user {name} ({entry.path})")
         return f"updated the profile of user {name} ({len(text)} characters)"
+
+
+def _near_duplicate(a: str, b: str) -> bool:
+    return similarity(a, b) >= NEAR_DUPLICATE
+
+
+def _same_moment(stored: object, moment: dt.datetime, tz: dt.tzinfo) -> bool:
+    """Whether a stored ``when`` is ``moment``, to the minute."""
+    when = to_datetime(stored, tz)
+    if when is None:
+        return False
+    return when.astimezone(tz).replace(second=0, microsecond=0) == moment.replace(
+        second=0, microsecond=0
+    )

@@ -29,6 +29,8 @@ class LogReading:
 
     pages: int
     seen: set[int] = field(default_factory=set)
+    user: str | None = None
+    """The log's ``user`` (its front-matter), the one user a profile may be written for."""
 
     @property
     def missing(self) -> list[int]:
@@ -49,6 +51,8 @@ class Ledger:
     """The dreamer's own notes (``write_dream_log``), in the order given."""
     reads: dict[str, LogReading] = field(default_factory=dict)
     """Session logs read in this dream, by stem."""
+    episodes: list[tuple[str, str]] = field(default_factory=list)
+    """(source log, what) of the episodes recorded in this dream, to refuse a repeat."""
 
     def add_created(self, ref: ItemRef) -> None:
         if ref not in self.created:
@@ -71,9 +75,15 @@ class Ledger:
         if stem not in self.processed_logs:
             self.processed_logs.append(stem)
 
-    def add_read(self, stem: str, page: int, pages: int) -> LogReading:
+    def add_read(self, stem: str, page: int, pages: int, *, user: str | None = None) -> LogReading:
         reading = self.reads.get(stem)
         if reading is None or reading.pages != pages:
             reading = self.reads[stem] = LogReading(pages)
         reading.seen.add(page)
+        reading.user = user
         return reading
+
+    def users(self) -> list[str]:
+        """The users of the logs read in this dream (``default`` for a log naming none)."""
+        found = {reading.user or "default" for reading in self.reads.values()}
+        return sorted(found)

@@ -16,7 +16,6 @@ from somnid.dream.logfiles import (
     log_blocks,
     log_stem,
     log_summary,
-    mark_processed,
     paginate,
     read_head,
 )
@@ -65,7 +64,7 @@ class LogTools(ToolBase):
         you mark the log processed.
 
         Args:
-            log: The log's name, e.g. 2026-10-02_001 (never a path).
+            log: The log's name, <log name>, as the task lists it (never a path).
             page: Which page of a long log, from 1.
         """
         stem = log_stem(log)
@@ -84,7 +83,8 @@ class LogTools(ToolBase):
         pages = paginate(blocks, self.log_tokens)
         if not 1 <= page <= len(pages):
             return f"error: log {stem} has {len(pages)} page(s); ask for page 1 to {len(pages)}"
-        reading = self.ledger.add_read(stem, page, len(pages))
+        user = transcript.meta.get("user")
+        reading = self.ledger.add_read(stem, page, len(pages), user=str(user) if user else None)
         lines = [
             f"Session log {stem}: page {page} of {len(pages)}, {len(blocks)} entries",
             log_summary(transcript),
@@ -107,11 +107,11 @@ class LogTools(ToolBase):
     @answers_errors
     async def mark_log_processed(self, log: str) -> str:
         """Mark a session log processed once everything worth keeping from it is stored:
-        it moves to the archive and is not offered again. Call it last for each log, so an
-        interrupted dream loses nothing.
+        it moves to the archive and is not offered again. Call it last for each log, in a
+        later reply than the one that read it, so an interrupted dream loses nothing.
 
         Args:
-            log: The log's name, e.g. 2026-10-02_001.
+            log: The log's name, <log name>, as the task lists it.
         """
         stem = log_stem(log)
         async with self._marking:
@@ -126,7 +126,7 @@ class LogTools(ToolBase):
             if reading.missing:
                 pages = ", ".join(str(page) for page in reading.missing)
                 return f"error: page(s) {pages} of log {stem} are not read yet; read them first"
-            target, note = await asyncio.to_thread(mark_processed, self.layout, found.path)
+            target, note = await self.sessions.mark_processed(found.path)
             self.ledger.add_processed(stem)
         answer = f"marked {stem} processed; it is now {self.layout.relative(target)}"
         return f"{answer} ({note})" if note else answer

@@ -15,12 +15,10 @@ import re
 import unicodedata
 from pathlib import Path
 
-from somnid.errors import BrokenFile, InvalidInput
+from somnid.errors import InvalidInput
 from somnid.recall.assoc import estimate_tokens
-from somnid.sessions.logs import LOG_MOVES
+from somnid.sessions.archive import archive_processed
 from somnid.sessions.transcript import Transcript
-from somnid.store import frontmatter
-from somnid.store.atomic import move_atomic, write_atomic
 from somnid.store.layout import Layout
 
 JOURNAL_NAME = re.compile(r"^(?P<day>\d{4}-\d{2}-\d{2})_dream_(?P<number>\d{3,})\.md$")
@@ -36,7 +34,6 @@ SUMMARY_KEYS = (
     "continued_by",
     "total_message_count",
 )
-_COLLISION = "--"
 
 
 def log_stem(raw: str) -> str:
@@ -120,49 +117,11 @@ def log_summary(transcript: Transcript) -> str:
     return " | ".join(parts) if parts else "(no front-matter)"
 
 
-def _free_target(folder: Path, name: str) -> Path:
-    target = folder / name
-    stem, suffix = os.path.splitext(name)
-    number = 1
-    while target.exists():
-        number += 1
-        target = folder / f"{stem}{_COLLISION}{number}{suffix}"
-    return target
-
-
 def mark_processed(layout: Layout, path: Path, *, skipped: bool = False) -> tuple[Path, str]:
-    """Move a closed log into ``session-log/archived/`` (never over another file), then set
-    ``status: processed`` there, atomically (with ``dream_skipped: true`` when ``skipped``:
-    a log marked ``dream: false``, archived unread). Returns where it went and a note when
-    its front-matter could not be set (the file is moved as it is, never rewritten blind).
-
-    Moving first means a crash in between leaves a log that is archived (out of the
-    pending set: done) with a stale status, never a processed log stuck among the pending.
-    """
-    with LOG_MOVES:
-        return _mark_processed(layout, path, skipped)
-
-
-def _mark_processed(layout: Layout, path: Path, skipped: bool) -> tuple[Path, str]:
-    while True:
-        target = _free_target(layout.session_log_archive, path.name)
-        try:
-            move_atomic(path, target)
-            break
-        except FileExistsError:
-            continue  # taken between the check and the move: take the next name
-    try:
-        text = target.read_bytes().decode("utf-8")
-        doc = frontmatter.parse(text)
-    except (UnicodeDecodeError, BrokenFile):
-        return target, "its front-matter could not be read, so it was moved as it is"
-    if not text.lstrip("\ufeff").startswith(frontmatter.FENCE):
-        return target, "it had no front-matter, so it was moved as it is"
-    doc.meta["status"] = "processed"
-    if skipped:
-        doc.meta["dream_skipped"] = True
-    write_atomic(target, frontmatter.render(doc).encode("utf-8"))
-    return target, ""
+    """Deprecated: the sessions package owns this move, and dream code asks
+    :class:`somnid.sessions.service.SessionService` for it. Kept only until the last
+    caller (``Dreamer._skip_no_dream``) moves over."""
+    return archive_processed(layout, path, skipped=skipped)
 
 
 # ---------------------------------------------------------------------- dream journals

@@ -22,6 +22,7 @@ from typing import Any
 from somnid.dream.edits import MemoryEdits
 from somnid.dream.entry_tools import EntryTools
 from somnid.dream.ledger import ItemRef, Ledger
+from somnid.dream.llm.textcalls import describe_closest
 from somnid.dream.log_tools import LogTools
 from somnid.errors import InvalidArguments, InvalidInput
 from somnid.memory.clock import Clock
@@ -143,7 +144,11 @@ class DreamTools(LogTools, EntryTools):
         unknown tool or arguments that do not fit are answered with ``error: …``."""
         spec = self._specs.get(name)
         if spec is None:
-            return f"error: unknown tool {name!r}; the tools are: {', '.join(TOOL_NAMES)}"
+            closest = describe_closest(name, self.specs())
+            return (
+                f"error: unknown tool {name[:80]!r}; {closest}. "
+                f"The tools are: {', '.join(TOOL_NAMES)}"
+            )
         if not isinstance(arguments, dict):
             return f"error: the arguments of {name} must be a JSON object"
         try:

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 from somnid.errors import BrokenFile
 from somnid.memory.kinds import Kind
+from somnid.sessions.records import is_pending
+from somnid.sessions.transcript import live_files
 from somnid.store import frontmatter
 from somnid.store.layout import Layout
 from somnid.store.memories import BrokenReport, MemoryStore
@@ -19,18 +21,16 @@ class Status:
 
 
 def pending_session_logs(layout: Layout) -> int:
-    """Session logs directly under session-log/ whose status is not ``processed``."""
-    folder = layout.session_log_dir
-    if not folder.is_dir():
-        return 0
+    """Session logs directly under session-log/ that are pending (the sessions package's
+    rule, :func:`somnid.sessions.records.is_pending`)."""
     pending = 0
-    for path in folder.glob("*.md"):
+    for path in live_files(layout):
         try:
             doc = frontmatter.parse(path.read_text("utf-8"), round_trip=False)
         except (OSError, UnicodeDecodeError, BrokenFile):
             pending += 1  # unreadable logs are still work to do, not lost
             continue
-        if str(doc.meta.get("status", "pending")) != "processed":
+        if is_pending(doc.meta):
             pending += 1
     return pending
 

@@ -39,9 +39,10 @@ from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
 
 from somnid.config import CaptureSettings
-from somnid.errors import BrokenFile, StorageError, Unavailable
+from somnid.errors import BrokenFile, Conflict, StorageError, Unavailable
 from somnid.memory.clock import Clock
 from somnid.sessions import transcript
+from somnid.sessions.archive import LOG_MOVES, archive_processed
 from somnid.sessions.records import (
     DEFAULT_USER,
     Appended,
@@ -53,6 +54,7 @@ from somnid.sessions.records import (
     ToolCall,
     check_printable,
     check_session_id,
+    is_pending,
     wants_dream,
 )
 from somnid.store import frontmatter
@@ -63,11 +65,6 @@ log = logging.getLogger(__name__)
 
 MAX_NO_DREAM_SESSIONS = 10_000
 """Sessions remembered as "never dream this" (for the logs they open later); oldest go first."""
-
-LOG_MOVES = threading.Lock()
-"""Held while a closed log is rewritten in place or moved out of ``session-log/``. A rewrite
-renames a new file over the log's path: racing a move (a dream archiving the log), it would
-put a copy of the moved log back among the pending ones."""
 
 _T = TypeVar("_T")
 
@@ -227,15 +224,22 @@ class SessionLogs:
             try:
                 # Only read: the fast reader (a dream asks for every tool call it makes).
                 doc = frontmatter.parse(path.read_text("utf-8"), round_trip=False)
-                status = str(doc.meta.get("status", "pending"))
-                dream = wants_dream(doc.meta)
+                waiting, dream = is_pending(doc.meta), wants_dream(doc.meta)
             except FileNotFoundError:
                 continue
             except (OSError, UnicodeDecodeError, BrokenFile):
-                status, dream = "pending", True
-            if status != "processed":
+                waiting, dream = True, True
+            if waiting:
                 pending.append(PendingLog(path, self.is_open(path), dream))
         return pending
+
+    def mark_processed(self, path: Path, *, skipped: bool = False) -> tuple[Path, str]:
+        """Archive a closed pending log as processed (see
+        :func:`somnid.sessions.archive.archive_processed`): where it went, and a note when
+        its front-matter could not be set. A log a session still writes to is refused."""
+        if self.is_open(path):
+            raise Conflict(f"session log {path.stem} is still open (a session writes to it)")
+        return archive_processed(self.layout, path, skipped=skipped)
 
     def is_open(self, path: Path) -> bool:
         """Whether a session is appending to ``path`` (absolute): leave such a log alone."""
@@ -472,7 +476,7 @@ def _read_meta(path: Path) -> Any:
 
 def _pending_of(meta: Any, session_id: str) -> bool:
     """Whether a front-matter is that of a pending log of the client session ``session_id``."""
-    if meta is None or str(meta.get("status", "pending")) == "processed":
+    if meta is None or not is_pending(meta):
         return False
     chat_id = meta.get("chat_id")
     return chat_id is not None and str(chat_id) == session_id

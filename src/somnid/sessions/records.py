@@ -79,6 +79,17 @@ class PendingLog:
     dream: bool = True
     """False when its front-matter says ``dream: false``: never shown to a model."""
 
+    @property
+    def dreamable(self) -> bool:
+        """A dream may read it now: closed, and not marked ``dream: false``."""
+        return self.dream and not self.open
+
+
+def is_pending(meta: Any) -> bool:
+    """Whether a log's front-matter leaves it for a dream: any status but ``processed``
+    (a log with no status is pending). The one definition of "pending"."""
+    return str(meta.get("status", "pending")) != "processed"
+
 
 def wants_dream(meta: Any) -> bool:
     """Whether a log's front-matter lets a dream read it: anything but ``dream: false``

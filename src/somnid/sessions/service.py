@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any, TypeVar
 
 from somnid.sessions.logs import SessionLogs
@@ -52,6 +54,11 @@ class SessionService:
     async def pending_logs(self) -> list[PendingLog]:
         """See :meth:`SessionLogs.pending_logs`; ``logs.is_open(path)`` needs no thread."""
         return await self._run(self.logs.pending_logs)
+
+    async def mark_processed(self, path: Path, *, skipped: bool = False) -> tuple[Path, str]:
+        """Archive a consolidated (or, ``skipped``, a ``dream: false``) log: see
+        :meth:`SessionLogs.mark_processed`."""
+        return await self._run(functools.partial(self.logs.mark_processed, skipped=skipped), path)
 
     async def stop(self) -> None:
         """Close every open log and refuse further entries; then release the pool."""

@@ -1,0 +1,71 @@
+"""The move of a session log out of the pending set: archived as processed.
+
+The sessions package owns every rule about session-log files: what is pending
+(:func:`somnid.sessions.records.is_pending`), when a log may be dreamed, and this move.
+Dream code asks :meth:`somnid.sessions.service.SessionService.mark_processed`; nothing
+outside the package takes :data:`LOG_MOVES`.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+from somnid.errors import BrokenFile
+from somnid.store import frontmatter
+from somnid.store.atomic import move_atomic, write_atomic
+from somnid.store.layout import Layout
+
+LOG_MOVES = threading.Lock()
+"""Held while a closed log is rewritten in place or moved out of ``session-log/``. A rewrite
+renames a new file over the log's path: racing a move (a dream archiving the log), it would
+put a copy of the moved log back among the pending ones."""
+
+_COLLISION = "--"
+
+
+def archive_processed(layout: Layout, path: Path, *, skipped: bool = False) -> tuple[Path, str]:
+    """Move a closed log into ``session-log/archived/`` (never over another file), then set
+    ``status: processed`` there, atomically (with ``dream_skipped: true`` when ``skipped``:
+    a log marked ``dream: false``, archived unread). Returns where it went and a note when
+    its front-matter could not be set (the file is moved as it is, never rewritten blind).
+
+    Moving first means a crash in between leaves a log that is archived (out of the
+    pending set: done) with a stale status, never a processed log stuck among the pending.
+    Blocks: call it in a thread.
+    """
+    with LOG_MOVES:
+        return _archive(layout, path, skipped)
+
+
+def _free_target(folder: Path, name: str) -> Path:
+    target = folder / name
+    stem, suffix = os.path.splitext(name)
+    number = 1
+    while target.exists():
+        number += 1
+        target = folder / f"{stem}{_COLLISION}{number}{suffix}"
+    return target
+
+
+def _archive(layout: Layout, path: Path, skipped: bool) -> tuple[Path, str]:
+    while True:
+        target = _free_target(layout.session_log_archive, path.name)
+        try:
+            move_atomic(path, target)
+            break
+        except FileExistsError:
+            continue  # taken between the check and the move: take the next name
+    try:
+        text = target.read_bytes().decode("utf-8")
+        doc = frontmatter.parse(text)
+    except (UnicodeDecodeError, BrokenFile):
+        return target, "its front-matter could not be read, so it was moved as it is"
+    if not text.lstrip("\ufeff").startswith(frontmatter.FENCE):
+        return target, "it had no front-matter, so it was moved as it is"
+    doc.meta["status"] = "processed"
+    if skipped:
+        doc.meta["dream_skipped"] = True
+    write_atomic(target, frontmatter.render(doc).encode("utf-8"))
+    return target, ""

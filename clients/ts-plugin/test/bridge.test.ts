@@ -57,10 +57,10 @@ test('answerChat: OpenAI shapes → GenerateOptions with the current selection; 
   assert.deepEqual(answer, { message: { role: 'assistant', content: 'dreamt' }, usage: { prompt_tokens: 11, completion_tokens: 7, cached_tokens: 3 }, finish_reason: 'stop' })
   assert.equal(calls[0].maxTokens, 900, 'options.max_tokens reaches ctx.llm.stream')
   assert.equal(calls[0].temperature, 0.2)
+  assert.equal(calls[0].system, 'You dream.\n\nAnswer with exactly one JSON object and nothing else.', 'response_format becomes a prompt note')
   const o = calls[0]
   assert.equal(o.provider, 'deepseek')
   assert.equal(o.model, 'deepseek-chat')
-  assert.equal(o.system, 'You dream.')
   assert.deepEqual(o.messages.map((m: any) => [m.role, m.source.kind]), [['user', 'user'], ['assistant', 'model'], ['user', 'tool']])
   assert.deepEqual(o.messages[1].content, [{ type: 'tool-call', id: 'c1', name: 'list_items', arguments: '{}' }])
   assert.deepEqual(o.messages[2].content[0], { type: 'tool-result', toolCallId: 'c1', content: [{ type: 'text', text: 'nothing' }], isError: false })

@@ -72,10 +72,20 @@ class MockAdapter extends LlmAdapter {
   readonly dreamRequests: GenerateOptions[] = []
   agentScript: StreamChunk[][] = []
   override async *stream(options: GenerateOptions): AsyncIterable<StreamChunk> {
-    const isDream = !options.sessionId && (options.tools ?? []).some((t) => /log|dream/.test(t.name)) && !(options.tools ?? []).some((t) => t.name === 'add_intention')
+    const isDream = !options.sessionId && !(options.tools ?? []).some((t) => t.name === 'add_intention')
     if (isDream) {
       this.dreamRequests.push(options)
-      yield* text('Dream summary: nothing worth keeping.')
+      // Pipeline dreams ask for one JSON object (the bridge puts the schema into the system prompt).
+      const system = options.system ?? ''
+      const at = system.indexOf('JSON Schema:\n')
+      if (at >= 0) {
+        const schema = JSON.parse(system.slice(at + 'JSON Schema:\n'.length).split('\n')[0]!) as { required?: string[]; properties?: Record<string, { type?: string }> }
+        const answer: Record<string, unknown> = {}
+        for (const key of schema.required ?? []) answer[key] = schema.properties?.[key]?.type === 'array' ? [] : schema.properties?.[key]?.type === 'string' ? '' : null
+        yield* text(JSON.stringify(answer))
+      } else {
+        yield* text((options.tools ?? []).length ? 'Dream summary: nothing worth keeping.' : '{}')
+      }
       return
     }
     this.requests.push(options)
@@ -93,7 +103,7 @@ function findFiles(dir: string, out: string[] = []): string[] {
   return out
 }
 
-test('real harness + real somnid: capture, injected hint, memory tool, dream over the bridge', { skip: !existsSync(python) && `no venv at ${python}`, timeout: 90_000 }, async () => {
+test('real harness + real somnid: capture, injected hint, memory tool, dream over the bridge', { skip: !existsSync(python) && `no venv at ${python}`, timeout: 90_000 }, async (t) => {
   const tmp = mkdtempSync(join(tmpdir(), 'somnid-it-'))
   const port = await freePort()
   let daemon: ChildProcess | undefined
@@ -156,6 +166,16 @@ test('real harness + real somnid: capture, injected hint, memory tool, dream ove
     agent.followup(user('What should I do about nginx today?') as never)
     await done
     const second = adapter.requests.at(-1)!
+    // What the intention change (turn 1 added one) rewrote of the cached prefix: the earlier
+    // request's system prompt and messages against the next request's.
+    const before = adapter.requests[adapter.requests.length - 2]!
+    const flat = (o: GenerateOptions) => (o.system ?? '') + JSON.stringify(o.messages.map((m) => [m.role, m.content]))
+    const a = flat(before)
+    const b = flat(second)
+    let common = 0
+    while (common < a.length && a[common] === b[common]) common++
+    t.diagnostic(`intention change: ${a.length - common} of ${a.length} prefix bytes rewritten (system prompt ${before.system?.length ?? 0} bytes, identical: ${before.system === second.system})`)
+    assert.equal(before.system, second.system, 'an intention change leaves the system prompt byte-identical')
     const injected = second.messages.filter((m) => m.source.kind === 'plugin' && (m.source as { plugin: string }).plugin === 'dsh-somnid')
     assert.equal(injected.length, 1, 'one hint message in the step request')
     assert.match(JSON.stringify(injected[0]!.content), /nginx 502/)

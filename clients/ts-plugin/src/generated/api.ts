@@ -826,26 +826,47 @@ export interface components {
         DreamResultOut: {
             /**
              * Status
-             * @description deep_sleep, maintenance, skipped, interrupted or error
+             * @description deep_sleep, maintenance, skipped, interrupted or error. A dream that processed none of the logs it was given is interrupted, never deep_sleep.
              */
             status: string;
             /** Reason */
             reason: string;
             /** Trigger */
             trigger: string;
+            /**
+             * Mode
+             * @description pipeline or agentic (dream.mode)
+             */
+            mode: string;
             /** Started */
             started: string | null;
             /** Finished */
             finished: string | null;
-            /** Logs */
+            /**
+             * Seconds
+             * @description How long the dream took.
+             */
+            seconds: number;
+            /**
+             * Logs
+             * @description The logs this dream was given, oldest first.
+             */
             logs: string[];
-            /** Processed */
+            /**
+             * Processed
+             * @description Those it consolidated and archived.
+             */
             processed: string[];
             /**
              * Skippedlogs
              * @description Logs marked dream: false, archived as processed without a model seeing them.
              */
             skippedLogs: string[];
+            /**
+             * Pendingafter
+             * @description Logs still waiting for a dream when it ended.
+             */
+            pendingAfter: number;
             /** Created */
             created: number;
             /** Updated */
@@ -856,12 +877,45 @@ export interface components {
             decayed: number;
             /** Retired */
             retired: number;
-            /** Tokens */
+            /**
+             * Tokens
+             * @description prompt, completion, cached and total tokens.
+             */
             tokens: {
                 [key: string]: number;
             };
-            /** Iterations */
+            /**
+             * Llmcalls
+             * @description Chat requests answered by the LLM.
+             */
+            llmCalls: number;
+            /**
+             * Toolcalls
+             * @description agentic: tool calls the model made.
+             */
+            toolCalls: number;
+            /**
+             * Stages
+             * @description pipeline: structured answers asked for and accepted.
+             */
+            stages: number;
+            /**
+             * Failedstages
+             * @description pipeline: answers still unusable after one repair (their logs stay pending).
+             */
+            failedStages: number;
+            /**
+             * Iterations
+             * @description agentic: rounds of the tool loop.
+             */
             iterations: number;
+            /**
+             * Candidates
+             * @description pipeline: memories proposed, refused (ungrounded, copied_example, invalid), deduplicated (duplicate, known) and written (added, merged, superseded).
+             */
+            candidates: {
+                [key: string]: number;
+            };
             /** Journal */
             journal: string | null;
             /** Summary */
@@ -1153,6 +1207,12 @@ export interface components {
              * @description Who spoke, written as [user:<speaker>].
              */
             speaker?: string | null;
+            /**
+             * Timestamp
+             * @description When it was said, ISO 8601 (e.g. 2023-05-08T13:56:00+02:00); a time without an offset is in the configured zone. Absent: the time it arrives. Send it for replayed or buffered messages: dreams date episodes by it.
+             * @example 2023-05-08T13:56:00+02:00
+             */
+            timestamp?: string | null;
         };
         /**
          * MessagesIn
@@ -1323,9 +1383,14 @@ export interface components {
             query: string;
             /**
              * Mode
-             * @description hybrid (keywords + vectors) or keyword
+             * @description hybrid (keywords + vectors) or keyword, as the search ran
              */
             mode: string;
+            /**
+             * Time
+             * @description With explain: the dates read from the query and the days they cover.
+             */
+            time?: string | null;
             /** Items */
             items: components["schemas"]["RecallItem"][];
             /**

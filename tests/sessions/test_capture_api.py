@@ -356,3 +356,34 @@ def test_shutdown_closes_open_logs(settings: Settings, clock: ManualClock, data_
         assert health["pendingLogs"] == 1
     doc = read(log_dir(data_dir) / "2026-10-03_001.md")
     assert doc.meta["message_count"] == 1 and doc.meta["status"] == "pending"
+
+
+def test_a_message_keeps_the_time_it_was_said(client: TestClient, data_dir: Path) -> None:
+    answer = client.post(
+        "/v1/sessions/replay/messages",
+        json={
+            "messages": [
+                {"role": "user", "text": "Said in May.", "timestamp": "2023-05-08T13:56:00+02:00"},
+                {"role": "agent", "text": "Naive: in the configured zone.",
+                 "timestamp": "2023-05-08T14:00:00"},
+                {"role": "user", "text": "No time: the arrival time."},
+            ]
+        },
+    )  # fmt: skip
+    assert answer.status_code == 200, answer.text
+    text = (data_dir / answer.json()["path"]).read_text()
+    assert "[user] 2023-05-08T11:56:00+00:00\nSaid in May." in text
+    assert "[agent] 2023-05-08T14:00:00+00:00\nNaive" in text
+    assert "[user] 2026-" in text
+
+
+@pytest.mark.parametrize("bad", ["yesterday", "2023-13-40T00:00:00", "", 1683554160, True])
+def test_a_timestamp_that_is_not_iso_8601_is_refused(client: TestClient, bad: object) -> None:
+    answer = client.post(
+        "/v1/sessions/replay/messages",
+        json={"messages": [{"role": "user", "text": "hi", "timestamp": bad}]},
+    )
+    assert answer.status_code == 422, answer.text
+    body = answer.json()
+    assert body["code"] == "validation_error"
+    assert "timestamp" in answer.text

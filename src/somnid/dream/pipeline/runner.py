@@ -153,7 +153,8 @@ class PipelineDream:
         self, window: Window, parts: int, user: str, asker: Asker
     ) -> list[Proposal] | None:
         spoken = sum(1 for line in window.lines if line.role != "tool")
-        limit = max(1, min(self.settings.max_candidates, math.ceil(spoken / LINES_PER_MEMORY)))
+        least = 2 if spoken >= LINES_PER_MEMORY else 1
+        limit = min(self.settings.max_candidates, max(least, math.ceil(spoken / LINES_PER_MEMORY)))
         ids = window.ids
         prompt = prompts.extraction(
             self.lang,

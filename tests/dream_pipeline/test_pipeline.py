@@ -1,0 +1,418 @@
+"""Dreams in pipeline mode, with a scripted model answering the structured requests:
+what is written and where, what is refused, and when a log counts as processed."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from somnid.config import Settings
+from somnid.dream.llm.base import LLMRejected
+from somnid.memory.clock import ManualClock
+from somnid.memory.kinds import Kind
+from somnid.runtime import Runtime
+from somnid.sessions.records import Message
+from somnid.store import frontmatter
+from tests.dream_pipeline.fakes import Request, ScriptedJSON, by_stage, decision, extraction
+
+NOW = dt.datetime(2026, 10, 10, 22, 0, tzinfo=dt.UTC)
+SAID = dt.datetime(2023, 10, 4, 18, 30, tzinfo=dt.UTC)
+
+
+@pytest.fixture
+async def runtime(tmp_path: Path) -> AsyncIterator[Runtime]:
+    settings = Settings(data_dir=tmp_path / "data", timezone="UTC", embed={"provider": "off"})
+    async with Runtime.open(settings, clock=ManualClock(NOW)) as rt:
+        yield rt
+
+
+async def conversation(
+    rt: Runtime, session: str, *lines: tuple[str, str], user: str | None = None
+) -> str:
+    """``(speaker, text)`` lines, said a minute apart from SAID on."""
+    messages = [
+        Message(
+            "user",
+            text,
+            speaker=speaker,
+            user_id=user,
+            timestamp=SAID + dt.timedelta(minutes=number),
+        )
+        for number, (speaker, text) in enumerate(lines)
+    ]
+    await rt.sessions.append_messages(session, messages)
+    closed = await rt.sessions.close(session)
+    assert closed.path is not None
+    return Path(closed.path).stem
+
+
+def use(rt: Runtime, llm: ScriptedJSON) -> ScriptedJSON:
+    rt.dreamer.backend = llm
+    return llm
+
+
+def entries(rt: Runtime, kind: Kind) -> list[frontmatter.Document]:
+    folder = (
+        rt.layout.root
+        / {
+            Kind.EPISODE: "memory/episodes",
+            Kind.KNOWLEDGE: "memory/knowledge",
+            Kind.SKILL: "skills/agent_learned_skills",
+        }[kind]
+    )
+    return [frontmatter.parse(p.read_text()) for p in sorted(folder.glob("*/SKILL.md"))]
+
+
+BOSTON = (
+    ("Calvin", "Yesterday I met Dana at the harbour in Boston, we talked for hours."),
+    ("Dana", "That sounds lovely! Did you two visit the aquarium as well?"),
+    ("Calvin", "We did, and I bought a blue kite for my niece Mira."),
+    ("Dana", "Mira will love it. I prefer green kites myself, always have."),
+)
+
+
+async def test_a_log_becomes_memories_with_who_and_when_from_its_lines(runtime: Runtime) -> None:
+    log = await conversation(runtime, "chat-1", *BOSTON)
+    llm = use(
+        runtime,
+        ScriptedJSON(
+            by_stage(
+                lambda r: extraction(
+                    (
+                        "event",
+                        ["L1", "L3"],
+                        "Calvin met Dana at the harbour in Boston yesterday "
+                        "and bought a blue kite for his niece Mira.",
+                    ),
+                    ("preference", ["L4"], "Dana prefers green kites."),
+                )
+            )
+        ),
+    )
+    result = await runtime.dreamer.run("test")
+    assert (result.status, result.reason, result.processed) == ("deep_sleep", "done", [log])
+    assert result.mode == "pipeline"
+    assert (result.llm_calls, result.stages, result.tool_calls) == (1, 1, 0)
+    assert result.candidates["proposed"] == 2 and result.candidates["added"] == 2
+    assert result.tokens["total"] == 125
+    assert result.pending_after == 0
+
+    [episode] = entries(runtime, Kind.EPISODE)
+    meta = episode.meta
+    # Who and when come from the evidence lines, the relative date is made absolute.
+    assert meta["when"] == SAID
+    assert meta["actors"] == "Calvin"
+    assert meta["source"] == log and list(meta["evidence"]) == ["L1", "L3"]
+    assert list(meta["dates"]) == ["2023-10-03"]
+    assert "Boston yesterday (2023-10-03)" in meta["description"]
+    assert "> L1 Calvin (2023-10-04): Yesterday I met Dana" in episode.body
+    assert f"Source: session log {log}, lines L1, L3" in episode.body
+    [knowledge] = entries(runtime, Kind.KNOWLEDGE)
+    assert knowledge.meta["type"] == "preference"
+    assert knowledge.meta["actors"] == "Dana"
+
+    # The log is archived as processed, and the journal counts what happened.
+    assert not list((runtime.layout.session_log_dir).glob("*.md"))
+    archived = frontmatter.parse((runtime.layout.session_log_archive / f"{log}.md").read_text())
+    assert archived.meta["status"] == "processed"
+    assert result.journal is not None
+    journal = frontmatter.parse((runtime.layout.root / result.journal).read_text())
+    assert journal.meta["mode"] == "pipeline"
+    assert journal.meta["llm_calls"] == 1 and journal.meta["stages"] == 1
+    assert journal.meta["candidates"]["added"] == 2
+
+    # The request: the window's lines with speakers and times, a schema whose evidence is
+    # an enum of the window's line ids, and the dream's options.
+    [request] = llm.requests
+    assert "L1 [2023-10-04 18:30] Calvin: Yesterday I met Dana" in request.prompt
+    schema = request.schema
+    assert schema is not None
+    item = schema["properties"]["memories"]["items"]
+    assert item["properties"]["evidence"]["items"]["enum"] == ["L1", "L2", "L3", "L4"]
+    assert schema["properties"]["memories"]["maxItems"] == 2
+    assert request.options is not None and request.options.max_tokens == 1024
+    assert request.options.temperature == 0.2 and request.options.frequency_penalty == 0.3
+    assert request.tools == []
+
+
+async def test_what_the_evidence_does_not_say_is_refused(runtime: Runtime) -> None:
+    await conversation(runtime, "chat-1", *BOSTON, *BOSTON, *BOSTON)
+    use(
+        runtime,
+        ScriptedJSON(
+            by_stage(
+                lambda r: extraction(
+                    ("fact", ["L2"], "Alice deploys the payments service with kubectl rollout."),
+                    ("fact", ["L3"], "<text>"),
+                    ("fact", ["L3"], "Calvin bought a blue kite for his niece Mira."),
+                )
+            )
+        ),
+    )
+    result = await runtime.dreamer.run("test")
+    counts = result.candidates
+    assert (counts["ungrounded"], counts["copied_example"], counts["added"]) == (1, 1, 1)
+    [kept] = entries(runtime, Kind.KNOWLEDGE)
+    assert "blue kite" in kept.meta["description"]
+
+
+async def test_a_duplicate_never_becomes_a_second_entry(runtime: Runtime) -> None:
+    text = "Calvin bought a blue kite for his niece Mira at the harbour."
+    first = await conversation(runtime, "chat-1", *BOSTON)
+    answer = lambda r: extraction(("fact", ["L3"], text), ("fact", ["L1", "L3"], text))  # noqa: E731
+    use(runtime, ScriptedJSON(by_stage(answer)))
+    result = await runtime.dreamer.run("test")
+    assert result.processed == [first]
+    assert (result.candidates["added"], result.candidates["duplicate"]) == (1, 1)
+    # The same again from another log, in another dream: found in memory, not written.
+    second = await conversation(runtime, "chat-2", *BOSTON)
+    result = await runtime.dreamer.run("test")
+    assert result.processed == [second]
+    assert result.candidates["duplicate"] == 2 and result.candidates["added"] == 0
+    assert len(entries(runtime, Kind.KNOWLEDGE)) == 1
+
+
+async def seed_kite(rt: Runtime) -> None:
+    await rt.memories.create(
+        Kind.KNOWLEDGE,
+        "calvin-kite",
+        description="Calvin bought a red kite for his niece Mira.",
+        body="Calvin bought a red kite for his niece Mira.",
+        fields={"type": "fact"},
+    )
+
+
+async def test_a_close_memory_is_merged_as_the_model_decides(runtime: Runtime) -> None:
+    await seed_kite(runtime)
+    await conversation(runtime, "chat-1", *BOSTON)
+    merged = "Calvin bought a blue kite for his niece Mira, at the harbour in Boston."
+    llm = use(
+        runtime,
+        ScriptedJSON(
+            by_stage(
+                lambda r: extraction(("fact", ["L1", "L3"], "Calvin bought a blue kite for Mira.")),
+                decision("merge", "E1", merged),
+            )
+        ),
+    )
+    result = await runtime.dreamer.run("test")
+    assert result.candidates["merged"] == 1 and result.stages == 2
+    entry = await runtime.memories.get(Kind.KNOWLEDGE, "calvin-kite")
+    assert entry.body.startswith(merged)
+    assert "Source: session log" in entry.body
+    decide = llm.requests[-1]
+    assert "NEW: Calvin bought a blue kite for Mira." in decide.prompt
+    assert "E1 (knowledge" in decide.prompt
+    assert decide.schema is not None
+    assert decide.schema["properties"]["target"]["enum"] == ["E1", "none"]
+
+
+async def test_a_contradicted_memory_is_archived_with_a_pointer(runtime: Runtime) -> None:
+    await seed_kite(runtime)
+    await conversation(runtime, "chat-1", *BOSTON)
+    use(
+        runtime,
+        ScriptedJSON(
+            by_stage(
+                lambda r: extraction(("fact", ["L3"], "Calvin bought a blue kite for Mira.")),
+                decision("supersede", "E1", "Calvin bought a blue kite, not a red one, for Mira."),
+            )
+        ),
+    )
+    result = await runtime.dreamer.run("test")
+    assert result.candidates["superseded"] == 1
+    archived = runtime.layout.root / "memory/archived"
+    [old] = list(archived.glob("calvin-kite*/SKILL.md"))
+    reason = frontmatter.parse(old.read_text()).meta["archive_reason"]
+    assert str(reason).startswith("superseded by knowledge/")
+    [new] = entries(runtime, Kind.KNOWLEDGE)
+    assert new.meta["supersedes"] == "knowledge/calvin-kite"
+
+
+async def test_known_writes_nothing(runtime: Runtime) -> None:
+    await seed_kite(runtime)
+    await conversation(runtime, "chat-1", *BOSTON)
+    use(
+        runtime,
+        ScriptedJSON(
+            by_stage(
+                lambda r: extraction(("fact", ["L3"], "Calvin got Mira a kite.")),
+                decision("known"),
+            )
+        ),
+    )
+    result = await runtime.dreamer.run("test")
+    assert result.candidates["known"] == 1 and result.candidates["added"] == 0
+    assert len(entries(runtime, Kind.KNOWLEDGE)) == 1
+
+
+async def test_an_answer_unusable_twice_leaves_the_log_pending(runtime: Runtime) -> None:
+    log = await conversation(runtime, "chat-1", *BOSTON)
+    answers = iter(
+        [
+            ('{"memories": [{"evidence": ["L9"], "kind": "fact", "text": "x"}]}', "stop"),
+            ('{"memories": [', "length"),
+        ]
+    )
+    llm = use(runtime, ScriptedJSON(lambda r: next(answers)))
+    result = await runtime.dreamer.run("test")
+    assert result.status == "interrupted", result
+    assert result.reason.startswith("no_log_processed")
+    assert (result.processed, result.failed_stages, result.llm_calls) == ([], 1, 2)
+    assert result.pending_after == 1
+    repair = llm.requests[1].last
+    assert "'L9', which is not a line of this window" in repair
+    # Next time the model answers well, and the log is processed.
+    llm.script = lambda r: extraction(("fact", ["L3"], "Calvin bought a blue kite for Mira."))
+    result = await runtime.dreamer.run("test")
+    assert (result.status, result.processed) == ("deep_sleep", [log])
+
+
+async def test_a_cut_answer_is_repaired_once(runtime: Runtime) -> None:
+    await conversation(runtime, "chat-1", *BOSTON)
+    answers = iter(
+        [
+            ('{"memories": [{"evidence": ["L3"], "kind": "fact", "text": "Calvin bou', "length"),
+            (extraction(("fact", ["L3"], "Calvin bought a blue kite for Mira.")), "stop"),
+        ]
+    )
+    llm = use(runtime, ScriptedJSON(lambda r: next(answers)))
+    result = await runtime.dreamer.run("test")
+    assert result.status == "deep_sleep" and result.candidates["added"] == 1
+    assert "cut off at the length limit" in llm.requests[1].last
+
+
+async def test_json_wrapped_in_prose_is_read(runtime: Runtime) -> None:
+    await conversation(runtime, "chat-1", *BOSTON)
+    prose = "Sure! Here is the JSON:\n```json\n" + extraction(
+        ("fact", ["L3"], "Calvin bought a blue kite for Mira.")
+    )
+    use(runtime, ScriptedJSON(lambda r: prose + "\n```\nHope this helps."))
+    result = await runtime.dreamer.run("test")
+    assert result.status == "deep_sleep" and result.candidates["added"] == 1
+
+
+async def test_a_server_refusing_structured_output_gets_the_schema_in_the_prompt(
+    runtime: Runtime,
+) -> None:
+    await conversation(runtime, "chat-1", *BOSTON)
+
+    def script(request: Request) -> str:
+        fmt = request.options.response_format if request.options else None
+        if fmt is not None:
+            raise LLMRejected(f"response_format {fmt['type']} is not supported")
+        return extraction(("fact", ["L3"], "Calvin bought a blue kite for Mira."))
+
+    llm = use(runtime, ScriptedJSON(script))
+    result = await runtime.dreamer.run("test")
+    assert result.status == "deep_sleep" and result.candidates["added"] == 1
+    formats = [r.options.response_format if r.options else None for r in llm.requests]
+    assert [f["type"] if f else None for f in formats] == ["json_schema", "json_object", None]
+    assert "fits this JSON schema" in llm.requests[-1].prompt
+
+
+async def test_profile_facts_go_to_the_logs_own_user_only(runtime: Runtime) -> None:
+    await conversation(
+        runtime,
+        "chat-1",
+        ("caroline", "I have been a vegetarian for ten years now."),
+        ("Melanie", "I am allergic to peanuts, so no satay for me."),
+        ("caroline", "Good to know, we will skip the satay then."),
+        ("Melanie", "Thanks, see you on Saturday."),
+        user="caroline",
+    )
+    use(
+        runtime,
+        ScriptedJSON(
+            lambda r: extraction(
+                ("about_user", ["L1"], "caroline has been a vegetarian for ten years."),
+                ("about_user", ["L2"], "Melanie is allergic to peanuts."),
+            )
+        ),
+    )
+    result = await runtime.dreamer.run("test")
+    assert result.candidates["added"] == 2
+    profile = await runtime.memories.get(Kind.PROFILE, "caroline")
+    assert "vegetarian for ten years" in profile.body and "peanuts" not in profile.body
+    profiles = {p.name for p in (await runtime.memories.list((Kind.PROFILE,))).items}
+    assert "default" not in profiles and "melanie" not in {p.casefold() for p in profiles}
+    [other] = entries(runtime, Kind.KNOWLEDGE)
+    assert "peanuts" in other.meta["description"] and other.meta["type"] == "fact"
+
+
+async def test_a_log_is_marked_only_once_every_window_was_answered(tmp_path: Path) -> None:
+    settings = Settings(
+        data_dir=tmp_path / "data",
+        timezone="UTC",
+        embed={"provider": "off"},
+        dream={"window_tokens": 200},
+    )
+    long_lines = [
+        ("Calvin", f"Story {n}: we sailed past lighthouse number {n} near Boston harbour today.")
+        for n in range(1, 13)
+    ]
+    async with Runtime.open(settings, clock=ManualClock(NOW)) as rt:
+        log = await conversation(rt, "chat-1", *long_lines)
+
+        def script(request: Request) -> str:
+            schema = request.schema
+            assert schema is not None
+            item = schema["properties"]["memories"]["items"]
+            ids: list[str] = item["properties"]["evidence"]["items"]["enum"]
+            if "L12" in ids:
+                return "no JSON here"  # the last window fails, twice
+            number = ids[0][1:]
+            text = f"Calvin sailed past lighthouse number {number} near Boston harbour."
+            return extraction(("event", [ids[0]], text))
+
+        llm = use(rt, ScriptedJSON(script))
+        result = await rt.dreamer.run("test")
+        windows = len({json.dumps(r.schema) for r in llm.requests})
+        assert windows >= 2
+        assert result.processed == [] and result.failed_stages == 1
+        written = len(entries(rt, Kind.EPISODE))
+        assert written == windows - 1
+        assert (rt.layout.session_log_dir / f"{log}.md").exists()
+        # The next dream reads the log again: the windows done before are not written twice.
+        llm.script = lambda r: script(r) if "L12" not in json.dumps(r.schema) else extraction()
+        result = await rt.dreamer.run("test")
+        assert result.processed == [log]
+        assert len(entries(rt, Kind.EPISODE)) == written
+        assert result.candidates["duplicate"] == written
+
+
+async def test_chinese_prompts(tmp_path: Path) -> None:
+    settings = Settings(
+        data_dir=tmp_path / "data", timezone="UTC", embed={"provider": "off"}, prompt_lang="zh"
+    )
+    async with Runtime.open(settings, clock=ManualClock(NOW)) as rt:
+        await conversation(rt, "chat-1", ("小王", "我昨天在杭州西湖边跑了十公里。"))
+        llm = use(
+            rt,
+            ScriptedJSON(
+                lambda r: extraction(("event", ["L1"], "小王昨天在杭州西湖边跑了十公里。"))
+            ),
+        )
+        result = await rt.dreamer.run("test")
+        assert result.candidates["added"] == 1
+        assert "对话日志" in llm.requests[0].prompt
+        [episode] = entries(rt, Kind.EPISODE)
+        assert "昨天 (2023-10-03)" in episode.meta["description"]
+
+
+async def test_the_prompts_hold_no_example_values(runtime: Runtime) -> None:
+    await conversation(runtime, "chat-1", *BOSTON)
+    llm = use(runtime, ScriptedJSON(lambda r: extraction()))
+    await runtime.dreamer.run("test")
+    prompt = llm.requests[0].prompt
+    window = prompt.split("\n\n")[1]
+    instructions = prompt.replace(window, "")
+    instructions = instructions.replace(
+        runtime.dreamer.last.processed[0] if runtime.dreamer.last else "", ""
+    )
+    for word in ("Alice", "kubectl", "deploy", "2026", "Boston", "e.g."):
+        assert word not in instructions

@@ -416,3 +416,53 @@ async def test_the_prompts_hold_no_example_values(runtime: Runtime) -> None:
     )
     for word in ("Alice", "kubectl", "deploy", "2026", "Boston", "e.g."):
         assert word not in instructions
+
+
+async def test_a_todo_becomes_an_intention_due_on_the_day_it_names(runtime: Runtime) -> None:
+    runtime.clock.set(SAID)  # type: ignore[attr-defined]
+    await conversation(
+        runtime,
+        "chat-1",
+        ("Calvin", "Please remind me tomorrow to call the harbour office about the mooring."),
+        ("agent", "I will remind you tomorrow about the harbour office."),
+        ("Calvin", "And here is how I rig the kite: unroll the lines, clip the bridle, launch."),
+        ("agent", "Noted, three steps."),
+    )
+    use(
+        runtime,
+        ScriptedJSON(
+            lambda r: extraction(
+                (
+                    "todo",
+                    ["L1"],
+                    "Remind Calvin tomorrow to call the harbour office about the mooring.",
+                ),
+                (
+                    "procedure",
+                    ["L3"],
+                    "To rig the kite: unroll the lines, clip the bridle, launch.",
+                ),
+            )
+        ),
+    )
+    result = await runtime.dreamer.run("test")
+    assert result.candidates["added"] == 2, result
+    [intention] = (await runtime.memories.list((Kind.INTENTION,))).items
+    assert str(intention.meta["due"]) == "2023-10-05"
+    assert "harbour office" in intention.description or "harbour office" in intention.body
+    [skill] = entries(runtime, Kind.SKILL)
+    assert "clip the bridle" in skill.body
+
+
+async def test_each_stage_is_an_event(runtime: Runtime) -> None:
+    await conversation(runtime, "chat-1", *BOSTON)
+    seen: list[dict[str, object]] = []
+    runtime.dreamer.events.publish = seen.append  # type: ignore[method-assign]
+    answers = iter(["not json", extraction(("fact", ["L3"], "Calvin bought a blue kite."))])
+    use(runtime, ScriptedJSON(lambda r: next(answers)))
+    await runtime.dreamer.run("test")
+    types = [event["type"] for event in seen]
+    assert types[0] == "started" and types[-1] == "finished"
+    assert {"log", "rejected", "candidate", "processed"} <= set(types)
+    rejected = next(event for event in seen if event["type"] == "rejected")
+    assert rejected["stage"] == "extract" and "no JSON" in str(rejected["why"])

@@ -457,7 +457,7 @@ async def test_a_todo_becomes_an_intention_due_on_the_day_it_names(runtime: Runt
 async def test_each_stage_is_an_event(runtime: Runtime) -> None:
     await conversation(runtime, "chat-1", *BOSTON)
     seen: list[dict[str, object]] = []
-    runtime.dreamer.events.publish = seen.append  # type: ignore[method-assign]
+    runtime.dreamer.events.publish = seen.append  # type: ignore[method-assign,assignment]
     answers = iter(["not json", extraction(("fact", ["L3"], "Calvin bought a blue kite."))])
     use(runtime, ScriptedJSON(lambda r: next(answers)))
     await runtime.dreamer.run("test")

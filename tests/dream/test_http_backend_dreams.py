@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -200,3 +201,31 @@ async def test_garbage_or_silence_from_the_llm_interrupts_the_dream(
                 assert frontmatter.parse(live.read_text()).meta["status"] == "pending"
                 assert (await client.get("/v1/health")).status_code == 200
     assert len(llm.requests) == 4  # each failure was final: no retry
+
+
+@pytest.mark.parametrize("backend", ["callback", "openai"])
+async def test_sleep_status_probes_the_llm_for_real(tmp_path: Path, backend: str) -> None:
+    """/v1/sleep/status said ``ok`` while nothing listened (issue 12): it probes now. Nothing
+    on the port: unavailable, and a sleep runs maintenance only; a live endpoint: ok."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    with start_daemon(tmp_path / "data", *backend_env(backend, closed)) as daemon:
+        async with daemon.async_client(timeout=30) as client:
+            await converse(client)
+            llm = (await client.get("/v1/sleep/status")).json()["llm"]
+            assert llm["status"] == "unavailable", llm
+            assert (
+                llm["detail"].startswith(f"{backend}: GET {closed}") and "failed" in llm["detail"]
+            )
+            run = await client.post("/v1/sleep/run", json={"wait": True})
+            result = run.json()["result"]
+            assert result["status"] == "maintenance" and result["reason"].startswith("no_llm")
+    with (
+        llm_server(consolidating) as live,
+        start_daemon(tmp_path / "data", *backend_env(backend, live.url)) as daemon,
+    ):
+        async with daemon.async_client(timeout=30) as client:
+            llm = (await client.get("/v1/sleep/status")).json()["llm"]
+            assert llm == {"status": "ok", "detail": backend}
+    assert live.count == 0  # probing is a GET, never a chat

@@ -192,6 +192,7 @@ def test_dreams_and_their_tokens_are_counted(client: TestClient) -> None:
     log = Path(closed["path"]).stem
     llm = ScriptedLLM(list(tea_steps(log)))
     runtime_of(client).dreamer.backend = llm
+    runtime_of(client).dreamer.settings.mode = "agentic"  # the script calls tools
     before = metrics(client)
     dreamt = client.post("/v1/sleep/run", json={"wait": True}).json()["result"]
     assert dreamt["status"] == "deep_sleep" and dreamt["processed"] == [log]

@@ -11,6 +11,7 @@ whatever the server did with the schema, and say precisely what is wrong, for on
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -165,8 +166,22 @@ def read_extraction(raw: Any, line_ids: list[str], max_items: int) -> list[Propo
                 ids.append(line_id)
         if len(ids) > MAX_EVIDENCE:
             raise AnswerError(f"{where}.evidence has more than {MAX_EVIDENCE} lines")
-        proposals.append(Proposal(kind, _text(item["text"], f"{where}.text", MAX_TEXT), tuple(ids)))
+        text = whole_sentences(_text(item["text"], f"{where}.text", MAX_TEXT))
+        proposals.append(Proposal(kind, text, tuple(ids)))
     return proposals
+
+
+_SENTENCE_END = re.compile(r"[.!?。！？](?=\s|$)")
+
+
+def whole_sentences(text: str, limit: int = MAX_TEXT) -> str:
+    """A text that reached the length cap (a grammar stops it there, mid-word) ends at its
+    last whole sentence, if one ends past the first third."""
+    if len(text) < limit - 10:
+        return text
+    ends = [m.end() for m in _SENTENCE_END.finditer(text)]
+    last = ends[-1] if ends else 0
+    return text[:last] if last > len(text) // 3 else text
 
 
 def read_decision(raw: Any, targets: list[str]) -> Decision:

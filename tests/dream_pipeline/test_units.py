@@ -1,0 +1,148 @@
+"""The pipeline's plain parts: windows, relative dates, the checks, the answer schemas."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+
+import pytest
+
+from somnid.dream.pipeline.checks import (
+    content_words,
+    copies_placeholder,
+    first_person,
+    grounded_share,
+    similarity,
+)
+from somnid.dream.pipeline.dates import absolutise
+from somnid.dream.pipeline.schemas import (
+    AnswerError,
+    extraction_schema,
+    parse_json,
+    read_decision,
+    read_extraction,
+    whole_sentences,
+)
+from somnid.dream.pipeline.windows import lines_of, render, windows_of
+from somnid.sessions.transcript import Transcript, Turn
+
+WEDNESDAY = dt.date(2023, 10, 4)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Yesterday I met Ann in Boston", "Yesterday (2023-10-03) I met Ann in Boston"),
+        ("We went camping last weekend", "We went camping last weekend (2023-09-30)"),
+        ("two weeks ago we adopted a dog", "two weeks ago (2023-09-20) we adopted a dog"),
+        ("I start next month", "I start next month (2023-11)"),
+        ("see you tomorrow!", "see you tomorrow (2023-10-05)!"),
+        ("last Friday was fun", "last Friday (2023-09-29) was fun"),
+        ("Next year I move", "Next year (2024) I move"),
+        ("the day before yesterday", "the day before yesterday (2023-10-02)"),
+        ("我昨天去了北京", "我昨天 (2023-10-03)去了北京"),
+        ("上周三我们开会", "上周三 (2023-09-27)我们开会"),
+        ("三天前下过雨", "三天前 (2023-10-01)下过雨"),
+        ("去年夏天", "去年 (2022)夏天"),
+        ("recently I read a book", "recently I read a book"),
+        ("Yesterday (2023-10-03) again", "Yesterday (2023-10-03) again"),
+    ],
+)
+def test_relative_dates_become_absolute(text: str, expected: str) -> None:
+    assert absolutise(text, WEDNESDAY)[0] == expected
+
+
+def _transcript(*turns: tuple[str, str | None, str]) -> Transcript:
+    when = dt.datetime(2023, 10, 4, 18, 30, tzinfo=dt.UTC)
+    return Transcript(
+        Path("2026-10-10_001.md"),
+        {"user": "caroline"},
+        [Turn(role, speaker, when, text) for role, speaker, text in turns],
+    )
+
+
+def test_lines_know_who_spoke_and_windows_never_split_a_line() -> None:
+    transcript = _transcript(
+        ("user", None, "I moved to Lisbon."),
+        ("user", "Melanie", "Welcome!"),
+        ("agent", None, "Noted."),
+        *[("user", "Caroline", f"Line {n} " + "word " * 40) for n in range(10)],
+    )
+    lines = lines_of(transcript)
+    assert [(line.id, line.speaker, line.own_user) for line in lines[:4]] == [
+        ("L1", "caroline", True),
+        ("L2", "Melanie", False),
+        ("L3", "agent", False),
+        ("L4", "Caroline", True),  # the log's user, named in another case
+    ]
+    windows = windows_of("log", lines, 200)
+    assert len(windows) > 1
+    assert [line.id for w in windows for line in w.lines] == [line.id for line in lines]
+    assert render(windows[0], dt.UTC).startswith("L1 [2023-10-04 18:30] caroline: I moved")
+
+
+def test_grounding_counts_content_words_in_the_evidence() -> None:
+    evidence = ["Calvin We did, and I bought a blue kite for my niece Mira."]
+    assert grounded_share("Calvin bought a blue kite for his niece Mira.", evidence) == 1.0
+    assert grounded_share("Alice deploys payments with kubectl.", evidence) == 0.0
+    assert "kite" in content_words("The KITE") and "the" not in content_words("the kite")
+    assert content_words("西湖边") == {"西湖", "湖边"}
+
+
+def test_placeholders_and_first_person_are_recognised() -> None:
+    assert copies_placeholder("<text>") == "<text>"
+    assert copies_placeholder("See <anything here> now") == "<anything here>"
+    assert copies_placeholder("Calvin bought a kite.") is None
+    assert first_person("I bought a kite") and first_person("We did, and my niece")
+    assert not first_person("Calvin bought a kite")
+
+
+def test_similarity_is_overlap_of_content_words() -> None:
+    assert similarity("Calvin bought a blue kite", "calvin bought a blue kite!") == 1.0
+    assert similarity("Calvin bought a blue kite", "Dana prefers green tea") == 0.0
+
+
+def test_an_extraction_answer_is_checked_against_its_window() -> None:
+    ids = ["L1", "L2", "L3"]
+    good = {"memories": [{"evidence": ["L1", "L1", "L2"], "kind": "fact", "text": " a  b "}]}
+    [proposal] = read_extraction(good, ids, 2)
+    assert (proposal.evidence, proposal.text) == (("L1", "L2"), "a b")
+    problems = [
+        ({"memories": [{"evidence": ["L9"], "kind": "fact", "text": "x"}]}, "'L9'"),
+        ({"memories": [{"evidence": [], "kind": "fact", "text": "x"}]}, "non-empty"),
+        ({"memories": [{"evidence": ["L1"], "kind": "gossip", "text": "x"}]}, "kind"),
+        ({"memories": [{"evidence": ["L1"], "kind": "fact", "text": ""}]}, "empty"),
+        ({"memories": [{"evidence": ["L1"], "kind": "fact"}]}, "lacks text"),
+        ({"memories": [{"evidence": ["L1"], "kind": "fact", "text": "x", "who": 1}]}, "unknown"),
+        ({"memories": [{"evidence": ["L1"], "kind": "fact", "text": "x"}] * 3}, "at most 2"),
+        ({"items": []}, "lacks memories"),
+    ]
+    for raw, why in problems:
+        with pytest.raises(AnswerError, match=why):
+            read_extraction(raw, ids, 2)
+    schema = extraction_schema(ids, 4, 2)
+    memories = schema["properties"]["memories"]
+    assert (memories["minItems"], memories["maxItems"]) == (2, 4)
+
+
+def test_a_decision_needs_a_target_and_a_text_to_merge() -> None:
+    assert (
+        read_decision({"action": "known", "target": "none", "text": ""}, ["E1"]).action == "known"
+    )
+    with pytest.raises(AnswerError, match="needs a target"):
+        read_decision({"action": "merge", "target": "none", "text": "x"}, ["E1"])
+    with pytest.raises(AnswerError, match="needs the text"):
+        read_decision({"action": "supersede", "target": "E1", "text": ""}, ["E1"])
+    with pytest.raises(AnswerError, match="target must be one of"):
+        read_decision({"action": "add", "target": "E7", "text": ""}, ["E1"])
+
+
+def test_json_is_found_in_prose_and_a_cut_text_ends_at_a_sentence() -> None:
+    body = {"memories": []}
+    assert parse_json("Here you go: ```json\n" + json.dumps(body) + "\n``` done") == body
+    with pytest.raises(AnswerError, match="no JSON"):
+        parse_json("I could not find anything.")
+    cut = ("One whole sentence here. " * 30)[:595] + " and then"
+    assert whole_sentences(cut).endswith("sentence here.")
+    assert whole_sentences("Short and fine") == "Short and fine"

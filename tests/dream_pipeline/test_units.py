@@ -139,7 +139,7 @@ def test_a_decision_needs_a_target_and_a_text_to_merge() -> None:
 
 
 def test_json_is_found_in_prose_and_a_cut_text_ends_at_a_sentence() -> None:
-    body = {"memories": []}
+    body: dict[str, list[object]] = {"memories": []}
     assert parse_json("Here you go: ```json\n" + json.dumps(body) + "\n``` done") == body
     with pytest.raises(AnswerError, match="no JSON"):
         parse_json("I could not find anything.")

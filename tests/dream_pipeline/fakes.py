@@ -42,7 +42,7 @@ class Request:
 
     @property
     def stage(self) -> str:
-        return "decide" if '"action"' in self.prompt or "NEW:" in self.prompt else "extract"
+        return "decide" if "NEW:" in self.prompt else "extract"
 
 
 @dataclass

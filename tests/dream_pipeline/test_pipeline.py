@@ -399,7 +399,9 @@ async def test_chinese_prompts(tmp_path: Path) -> None:
         )
         result = await rt.dreamer.run("test")
         assert result.candidates["added"] == 1
-        assert "对话日志" in llm.requests[0].prompt
+        assert "日志 " in llm.requests[0].prompt and "编号行" in str(
+            llm.requests[0].messages[0]["content"]
+        )
         [episode] = entries(rt, Kind.EPISODE)
         assert "昨天 (2023-10-03)" in episode.meta["description"]
 
@@ -408,9 +410,7 @@ async def test_the_prompts_hold_no_example_values(runtime: Runtime) -> None:
     await conversation(runtime, "chat-1", *BOSTON)
     llm = use(runtime, ScriptedJSON(lambda r: extraction()))
     await runtime.dreamer.run("test")
-    prompt = llm.requests[0].prompt
-    window = prompt.split("\n\n")[1]
-    instructions = prompt.replace(window, "")
+    instructions = str(llm.requests[0].messages[0]["content"])
     instructions = instructions.replace(
         runtime.dreamer.last.processed[0] if runtime.dreamer.last else "", ""
     )

@@ -61,14 +61,20 @@ class Asker:
         )
 
     async def ask(
-        self, stage: str, prompt: str, schema: dict[str, Any], read: Callable[[Any], T]
+        self,
+        stage: str,
+        prompt: str,
+        schema: dict[str, Any],
+        read: Callable[[Any], T],
+        *,
+        system: str | None = None,
     ) -> T | None:
         """The model's answer to ``prompt`` read by ``read`` (which raises AnswerError),
         or None once the answer failed twice. LLM failures (unreachable, timeout, a refusal
         at the last level) raise LLMError."""
         schema_text = json.dumps(schema, ensure_ascii=False, separators=(",", ":"))
         messages: list[dict[str, Any]] = [
-            {"role": "system", "content": prompts.system(self.lang)},
+            {"role": "system", "content": system or prompts.system(self.lang)},
             {"role": "user", "content": prompt},
         ]
         attempts = 0

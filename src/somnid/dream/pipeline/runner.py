@@ -171,6 +171,7 @@ class PipelineDream:
             prompt,
             extraction_schema(ids, limit, floor),
             lambda raw: read_extraction(raw, ids, limit),
+            system=prompts.extraction_system(self.lang),
         )
 
     async def _consider(

@@ -40,6 +40,7 @@ log = logging.getLogger(__name__)
 
 MAX_FILE_BYTES = 8 * 1024 * 1024
 ARCHIVE_SUFFIX = "--"
+_OPTIMISTIC_ROUNDS = 3
 
 # Keys a caller may not set through ``fields``: identity and history belong to somnid.
 PROTECTED_KEYS = frozenset({"name", "created"})
@@ -49,6 +50,19 @@ PROTECTED_KEYS = frozenset({"name", "created"})
 class BrokenReport:
     path: str
     reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    """A mutation rendered off the lock: the file it read, and the bytes to write."""
+
+    kind: Kind
+    name: str
+    archived: bool
+    path: Path
+    current: Entry
+    target: Path
+    data: bytes
 
 
 def etag_of(data: bytes) -> str:
@@ -305,26 +319,62 @@ class MemoryStore:
         ``if_match`` (an etag) refuses the write when the file changed since the caller read
         it. A broken file is never rewritten. Writing to the legacy default-user profile
         writes ``users/default/about_user.md`` and leaves the legacy file untouched.
+        ``change`` may be called more than once, each time on a fresh document: when the
+        file changed while the last one was rendered, the last call is what is written.
         """
         check_name(name)
+        # Parsing and rendering (ruamel, the costly part of a big entry) happen before the
+        # lock; under it only the file's bytes are compared with what was parsed. A file
+        # changed in between is parsed again; after a few rounds the lock is held throughout,
+        # so a write always ends.
+        for _ in range(_OPTIMISTIC_ROUNDS):
+            prepared = self._prepare(kind, name, change, archived=archived, if_match=if_match)
+            with self._write_lock:
+                if self._unchanged(prepared):
+                    return self._commit(prepared)
         with self._write_lock:
-            path = self._locate(kind, name, archived=archived)
-            if path is None:
-                raise NotFound(f"no {'archived ' if archived else ''}{kind.value} named {name!r}")
-            current = self._parse_file(path, kind, name, archived, round_trip=True)
-            if if_match is not None and if_match != current.etag:
-                raise PreconditionFailed(
-                    f"{kind.value} {name!r} changed since it was read (etag {current.etag})",
-                    etag=current.etag,
-                )
-            document = frontmatter.Document(frontmatter.as_commented(current.meta), current.body)
-            change(document)
-            target = self.layout.entry_file(kind, name, archived=archived)
-            data = _render(document)
-            if target == path and etag_of(data) == current.etag:
-                return current
-            write_atomic(target, data)
-            return self._load(target, kind, name, archived)
+            prepared = self._prepare(kind, name, change, archived=archived, if_match=if_match)
+            return self._commit(prepared)
+
+    def _prepare(
+        self,
+        kind: Kind,
+        name: str,
+        change: Callable[[frontmatter.Document], None],
+        *,
+        archived: bool,
+        if_match: str | None,
+    ) -> _Prepared:
+        """Read the entry, apply ``change``, render the result: no lock taken."""
+        path = self._locate(kind, name, archived=archived)
+        if path is None:
+            raise NotFound(f"no {'archived ' if archived else ''}{kind.value} named {name!r}")
+        current = self._parse_file(path, kind, name, archived, round_trip=True)
+        if if_match is not None and if_match != current.etag:
+            raise PreconditionFailed(
+                f"{kind.value} {name!r} changed since it was read (etag {current.etag})",
+                etag=current.etag,
+            )
+        document = frontmatter.Document(frontmatter.as_commented(current.meta), current.body)
+        change(document)
+        target = self.layout.entry_file(kind, name, archived=archived)
+        return _Prepared(kind, name, archived, path, current, target, _render(document))
+
+    def _unchanged(self, prepared: _Prepared) -> bool:
+        """Whether the file still holds the bytes ``prepared`` was made from (lock held)."""
+        path = self._locate(prepared.kind, prepared.name, archived=prepared.archived)
+        if path != prepared.path:
+            return False
+        try:
+            return etag_of(self.raw(path)) == prepared.current.etag
+        except (OSError, BrokenFile):
+            return False
+
+    def _commit(self, prepared: _Prepared) -> Entry:
+        if prepared.target == prepared.path and etag_of(prepared.data) == prepared.current.etag:
+            return prepared.current
+        write_atomic(prepared.target, prepared.data)
+        return self._load(prepared.target, prepared.kind, prepared.name, prepared.archived)
 
     def update(
         self,
@@ -495,3 +545,32 @@ def check_fields(fields: dict[str, Any]) -> None:
             raise InvalidInput("front-matter keys must be non-empty strings")
         if key in PROTECTED_KEYS:
             raise InvalidInput(f"front-matter key {key!r} is managed by somnid and cannot be set")
+    values, chars = _extent(fields)
+    # Both are lower bounds of what rendering would make: a refusal here is one the reader
+    # would give anyway, only without seconds of YAML rendering first.
+    if values > frontmatter.MAX_NODES:
+        raise InvalidInput(
+            f"the fields hold {values} values; front-matter holds at most {frontmatter.MAX_NODES}"
+        )
+    if chars > frontmatter.MAX_FRONT_MATTER_CHARS:
+        raise InvalidInput(
+            f"the fields take at least {chars} characters; front-matter holds at most "
+            f"{frontmatter.MAX_FRONT_MATTER_CHARS}"
+        )
+
+
+def _extent(value: Any) -> tuple[int, int]:
+    """How many values ``value`` holds and how many characters they take at least."""
+    if isinstance(value, dict):
+        values, chars = 1, 0
+        for key, item in value.items():
+            more, text = _extent(item)
+            values, chars = values + more, chars + text + len(str(key))
+        return values, chars
+    if isinstance(value, list | tuple):
+        values, chars = 1, 0
+        for item in value:
+            more, text = _extent(item)
+            values, chars = values + more, chars + text
+        return values, chars
+    return 1, 0 if value is None else len(str(value))

@@ -1,0 +1,55 @@
+"""Weak spots hostile testing found (issue 14), each against a real daemon process."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import httpx
+
+from tests.daemon import Daemon
+
+# ----------------------------------------------------------------- a big PATCH and the lock
+
+
+def _timed_patch(daemon: Daemon, path: str, payload: dict[str, object], out: list[float]) -> None:
+    started = time.monotonic()
+    with daemon.client(timeout=60) as client:
+        answer = client.patch(path, json=payload)
+    assert answer.status_code in (200, 400), answer.text
+    out.append(time.monotonic() - started)
+
+
+def test_a_huge_patch_is_refused_fast_and_a_heavy_one_holds_no_lock(daemon: Daemon) -> None:
+    knowledge = "/v1/memories/knowledge"
+    with daemon.client(timeout=60) as client:
+        for name in ("big", "small"):
+            answer = client.post(knowledge, json={"name": name, "description": "d", "body": "s"})
+            assert answer.status_code == 201, answer.text
+
+        # ~700 kB of fields cannot fit the 64 kB front-matter: said at once (rendering it
+        # first cost seconds of CPU with the write lock held).
+        huge = {"fields": {f"k{i}": "v" for i in range(50_000)}}
+        started = time.monotonic()
+        answer = client.patch(f"{knowledge}/big", json=huge)
+        took = time.monotonic() - started
+        assert answer.status_code == 400 and "front-matter holds at most" in answer.json()["detail"]
+        assert took < 1.0, f"a refused 700 kB PATCH took {took:.2f} s"
+
+    # The heaviest PATCH that fits (a 200 kB body, 4,900 keys) renders for a while; a small
+    # write meanwhile does not wait for that rendering.
+    heavy = {"body": "w\n" * 99_000, "fields": {f"k{i}": f"v{i}" for i in range(4_900)}}
+    heavy_took: list[float] = []
+    small_took: list[float] = []
+    worker = threading.Thread(
+        target=_timed_patch, args=(daemon, f"{knowledge}/big", heavy, heavy_took)
+    )
+    worker.start()
+    time.sleep(0.05)
+    _timed_patch(daemon, f"{knowledge}/small", {"body": "tiny"}, small_took)
+    worker.join()
+    assert heavy_took and small_took
+    assert small_took[0] < heavy_took[0] * 0.8, (small_took, heavy_took)
+    with httpx.Client(base_url=daemon.base_url, headers=daemon.headers, timeout=10) as client:
+        assert client.get(f"{knowledge}/big").json()["meta"]["k4899"] == "v4899"
+        assert client.get(f"{knowledge}/small").json()["body"].strip() == "tiny"

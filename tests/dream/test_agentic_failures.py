@@ -23,7 +23,7 @@ from somnid.memory.clock import ManualClock
 from somnid.runtime import Runtime
 from somnid.sessions.records import Message
 from somnid.store import frontmatter
-from tests.dream.fakes import AGENTIC, ScriptedLLM, call, calls, cut, say
+from tests.dream.fakes import AGENTIC, ScriptedLLM, Step, call, calls, cut, say
 
 START = dt.datetime(2026, 10, 3, 22, 0, tzinfo=dt.UTC)
 TALK = (
@@ -306,7 +306,11 @@ async def test_an_interrupted_dream_counts_its_rounds(runtime: Runtime) -> None:
 async def test_the_next_dream_sees_a_summary_never_the_journal(runtime: Runtime) -> None:
     """The 0.5B built tool calls from the last journal's front-matter."""
     first = await conversation(runtime, "a")
-    steps = [call("read_session_log", log=first), call("mark_log_processed", log=first), say("ok")]
+    steps: list[Step | str] = [
+        call("read_session_log", log=first),
+        call("mark_log_processed", log=first),
+        say("ok"),
+    ]
     await dream(runtime, ScriptedLLM(steps))
     await conversation(runtime, "b", "Another day, another talk about the garden.")
     llm = ScriptedLLM([say("nothing")])

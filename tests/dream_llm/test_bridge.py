@@ -355,5 +355,5 @@ def test_build_backend_follows_dream_llm(monkeypatch: pytest.MonkeyPatch) -> Non
     assert isinstance(openai, OpenAIBackend) and openai.available()
     assert openai.model == "gpt-4o-mini"
 
-    backends: list[ChatBackend] = [hub, bridge, callback, openai]  # all honour the Protocol
-    assert [b.name for b in backends] == ["bridge", "bridge", "callback", "openai"]
+    backends: list[ChatBackend] = [bridge, callback, openai]  # all honour the Protocol
+    assert [b.name for b in backends] == ["bridge", "callback", "openai"]

@@ -466,3 +466,17 @@ async def test_each_stage_is_an_event(runtime: Runtime) -> None:
     assert {"log", "rejected", "candidate", "processed"} <= set(types)
     rejected = next(event for event in seen if event["type"] == "rejected")
     assert rejected["stage"] == "extract" and "no JSON" in str(rejected["why"])
+
+
+async def test_about_the_agent_needs_an_agent_in_the_log(runtime: Runtime) -> None:
+    await conversation(runtime, "chat-1", *BOSTON)
+    use(
+        runtime,
+        ScriptedJSON(lambda r: extraction(("about_agent", ["L4"], "Dana prefers green kites."))),
+    )
+    result = await runtime.dreamer.run("test")
+    assert result.candidates["added"] == 1
+    with pytest.raises(Exception, match="about_me"):
+        await runtime.memories.get(Kind.PROFILE, "about_me")
+    [knowledge] = entries(runtime, Kind.KNOWLEDGE)
+    assert knowledge.meta["type"] == "fact"

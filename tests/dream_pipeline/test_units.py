@@ -146,3 +146,20 @@ def test_json_is_found_in_prose_and_a_cut_text_ends_at_a_sentence() -> None:
     cut = ("One whole sentence here. " * 30)[:595] + " and then"
     assert whole_sentences(cut).endswith("sentence here.")
     assert whole_sentences("Short and fine") == "Short and fine"
+
+
+def test_a_window_shows_the_time_only_where_it_changed() -> None:
+    start = dt.datetime(2023, 10, 4, 18, 30, tzinfo=dt.UTC)
+    turns = [
+        Turn("user", "Ann", start, "one"),
+        Turn("user", "Bo", start + dt.timedelta(seconds=20), "two"),
+        Turn("user", "Ann", start + dt.timedelta(minutes=5), "three"),
+        Turn("user", "Bo", start + dt.timedelta(days=1), "four"),
+    ]
+    lines = lines_of(Transcript(Path("x.md"), {}, turns))
+    assert render(windows_of("x", lines, 1000)[0], dt.UTC).split("\n") == [
+        "L1 [2023-10-04 18:30] Ann: one",
+        "L2 Bo: two",
+        "L3 [18:35] Ann: three",
+        "L4 [2023-10-05 18:30] Bo: four",
+    ]

@@ -29,13 +29,13 @@ _ROLE = {
 # The instructions are the system message, the same for every window: a server that keeps
 # the prompt's prefix cached (llama.cpp does) reads them once per dream, not once a window.
 _EXTRACT_RULES = {
-    "en": """You get numbered lines of a conversation: id [time] speaker: text. Keep what someone would want remembered weeks later: each distinct event, fact, plan or preference as a memory of its own (one memory may combine lines about the same thing). Skip greetings, thanks and small talk.
+    "en": """You get numbered lines of a conversation: id [time, where it changed] speaker: text. Keep what someone would want remembered weeks later: each distinct event, fact, plan or preference as a memory of its own (one memory may combine lines about the same thing). Skip greetings, thanks and small talk.
 Each memory has:
 - evidence: the ids of the lines it comes from;
 - kind: event (what happened or was done, and how it went), fact, preference, decision, pitfall (a mistake and its cause), todo (something the agent was asked to do or to remind later), procedure (steps that worked), about_user (a lasting fact about the log's user), about_agent (how the agent should be or work, as its users said);
 - text: one or two sentences in your own words, in the third person, naming each person and keeping names, places, dates, numbers and titles exactly as said. Never write "I" or "you"; do not copy a line whole.
 Answer as {"memories": [{"evidence": [<line ids>], "kind": <kind>, "text": <text>}]}, with an empty list if nothing is worth keeping.""",
-    "zh": """你会收到对话的若干编号行，格式：编号 [时间] 说话人: 内容。挑出几周后仍值得记得的内容：每件不同的事、事实、计划或偏好各成一条记忆（讲同一件事的几行可以合并成一条）。跳过寒暄、道谢和闲聊。
+    "zh": """你会收到对话的若干编号行，格式：编号 [时间，仅在变化处标出] 说话人: 内容。挑出几周后仍值得记得的内容：每件不同的事、事实、计划或偏好各成一条记忆（讲同一件事的几行可以合并成一条）。跳过寒暄、道谢和闲聊。
 每条记忆包括：
 - evidence：它出自哪些行的编号；
 - kind：event（发生或做过的事及结果）、fact（事实）、preference（偏好）、decision（决定）、pitfall（错误及原因）、todo（要求智能体以后去做或提醒的事）、procedure（走通的步骤）、about_user（关于日志用户的长期事实）、about_agent（用户说的智能体应有的风格或做法）；

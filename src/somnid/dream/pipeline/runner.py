@@ -136,6 +136,7 @@ class PipelineDream:
         user = log_user(transcript)
         windows = windows_of(stem, lines_of(transcript), self.settings.window_tokens)
         self.emit({"type": "log", "log": stem, "windows": len(windows)})
+        has_agent = any(turn.role == "agent" for turn in transcript.turns)
         for window in windows:
             proposals = await self._extract(window, len(windows), user, asker)
             if proposals is None:
@@ -143,7 +144,7 @@ class PipelineDream:
                 return False
             result.stages += 1
             for proposal in proposals:
-                await self._consider(proposal, window, user, asker, writer, result)
+                await self._consider(proposal, window, user, has_agent, asker, writer, result)
         await self.tools.sessions.mark_processed(found.path)
         ledger.add_processed(stem)
         self.emit({"type": "processed", "log": stem})
@@ -179,6 +180,7 @@ class PipelineDream:
         proposal: Proposal,
         window: Window,
         user: str,
+        window_has_agent: bool,
         asker: Asker,
         writer: Writer,
         result: DreamResult,
@@ -187,6 +189,8 @@ class PipelineDream:
         candidate = candidate_of(proposal, window, self.clock.tz, user)
         if candidate.kind == "about_user" and not candidate.about_own_user:
             candidate.kind = "fact"  # about someone else: never into this user's profile
+        if candidate.kind == "about_agent" and not window_has_agent:
+            candidate.kind = "fact"  # no agent spoke here: people talking among themselves
         if first_person(candidate.text) and len(candidate.actors) == 1:
             candidate.text = f"{candidate.actors[0]}: {candidate.text}"
         outcome = self._refusal(candidate)

@@ -108,10 +108,20 @@ def windows_of(log: str, lines: list[Line], budget: int) -> list[Window]:
 
 
 def render(window: Window, tz: dt.tzinfo) -> str:
-    """The window as the model sees it: one line each, ``L7 [2023-05-08 13:56] Ann: …``.
-    Line text is data: it is shown after the speaker, never as a header of its own."""
+    """The window as the model sees it: one line each, ``L7 [2023-05-08 13:56] Ann: …``,
+    the time only where it changed (``[14:02]`` within the same day): a conversation's
+    lines mostly share it, and every repeat costs tokens. Line text is data: it is shown
+    after the speaker, never as a header of its own."""
     rows = []
+    day = minute = None
     for line in window.lines:
-        when = f" [{line.when.astimezone(tz):%Y-%m-%d %H:%M}]" if line.when else ""
+        when = ""
+        if line.when is not None:
+            local = line.when.astimezone(tz)
+            if local.date() != day:
+                when = f" [{local:%Y-%m-%d %H:%M}]"
+            elif (local.hour, local.minute) != minute:
+                when = f" [{local:%H:%M}]"
+            day, minute = local.date(), (local.hour, local.minute)
         rows.append(f"{line.id}{when} {line.speaker}: {line.text}")
     return "\n".join(rows)

@@ -11,10 +11,11 @@ import pytest
 from fastapi.testclient import TestClient
 
 from somnid.config import CaptureSettings
-from somnid.dream.logfiles import mark_processed
+from somnid.errors import Conflict
 from somnid.memory.clock import ManualClock
+from somnid.services.status import pending_session_logs
 from somnid.sessions import Message, SessionLogs
-from somnid.sessions.records import wants_dream
+from somnid.sessions.records import is_pending, wants_dream
 from somnid.store import frontmatter
 from somnid.store.atomic import write_atomic
 from somnid.store.layout import Layout
@@ -49,7 +50,7 @@ def test_the_sessions_pending_logs_are_marked_and_nothing_else(layout: Layout) -
     logs = open_logs(layout)
     archived = written(logs, "s", "archived by an earlier dream")
     logs.close("s")
-    mark_processed(layout, archived)
+    logs.mark_processed(archived)
     first = written(logs, "s", "a first conversation")
     logs.close("s")
     processed = written(logs, "s", "processed, not yet moved")
@@ -159,7 +160,7 @@ def test_marking_never_puts_back_a_log_a_dream_is_moving(layout: Layout) -> None
     def dream() -> None:
         start.wait()
         for path in paths:
-            mark_processed(layout, path)
+            logs.mark_processed(path)
 
     def mark() -> None:
         start.wait()
@@ -199,3 +200,25 @@ def test_the_route(client: TestClient, data_dir: Path) -> None:
     assert doc_of(data_dir / later).meta["dream"] is False
     assert_problem(client.post(f"{sessions}/{'x' * 201}/no-dream"), 422, "validation_error")
     assert_problem(client.post(f"{sessions}/a%0Ab/no-dream"), 400, "invalid_input")
+
+
+def test_one_owner_archives_logs_and_says_what_is_pending(layout: Layout) -> None:
+    """The sessions package archives a processed log and is the one rule of "pending":
+    health, the dream and "never dream this" count the same logs."""
+    logs = open_logs(layout)
+    done = written(logs, "s", "consolidated")
+    logs.close("s")
+    still_open = written(logs, "t", "a session still writing")
+    by_hand = layout.session_log_dir / "notes.md"
+    by_hand.write_text("no front-matter at all")  # work to do, not lost
+    with pytest.raises(Conflict):
+        logs.mark_processed(still_open)  # a session still writes to it
+    target, note = logs.mark_processed(done)
+    assert (target, note) == (layout.session_log_archive / done.name, "")
+    assert doc_of(target).meta["status"] == "processed" and not done.exists()
+    names = [p.path.name for p in logs.pending_logs()]
+    assert sorted(names) == sorted([still_open.name, by_hand.name])
+    assert pending_session_logs(layout) == len(names)
+    assert [p.dreamable for p in logs.pending_logs() if p.path == still_open] == [False]
+    assert is_pending({}) and is_pending({"status": "pending"})
+    assert not is_pending({"status": "processed"})

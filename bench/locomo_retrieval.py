@@ -75,6 +75,7 @@ class QuestionResult:
     bm25_ranked: list[str]
     hint_reason: str  # the gate's decision: fired | below | ambiguous | silent | ...
     hint_items: list[str]
+    top_scores: list[float] = field(default_factory=list)  # the first three, for calibration
 
     @property
     def hint_fired(self) -> bool:
@@ -251,6 +252,7 @@ async def ask(
         bm25_ranked,
         hint_reason=decision.reason,
         hint_items=[hit.name for hit in decision.items],
+        top_scores=[hit.score for hit in hits[:HINT_TOP_K]],
     )
 
 
@@ -348,6 +350,7 @@ def build_report(
                 "somnid_ranks": _ranks(r.somnid_ranked, r.question.evidence),
                 "bm25_ranks": _ranks(r.bm25_ranked, r.question.evidence),
                 "hint": r.hint_items,
+                "top_scores": r.top_scores,
             }
             for r in results
         ],

@@ -34,7 +34,10 @@ class RecallItem(Schema):
 
 class RecallResponse(Schema):
     query: str
-    mode: str = Field(description="hybrid (keywords + vectors) or keyword")
+    mode: str = Field(description="hybrid (keywords + vectors) or keyword, as the search ran")
+    time: str | None = Field(
+        None, description="With explain: the dates read from the query and the days they cover."
+    )
     items: list[RecallItem]
     markdown: str = Field(description="The same results as quoted Markdown for a model.")
 

@@ -8,7 +8,6 @@ and never overwrites an earlier archived copy.
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 
 from somnid.dream import items
@@ -21,7 +20,7 @@ from somnid.errors import InvalidInput
 from somnid.memory.clock import to_datetime
 from somnid.memory.entry import Entry
 from somnid.memory.kinds import SELF_PROFILE, Kind
-from somnid.services.recalling import load_hits
+from somnid.services.recall_service import RecallService
 from somnid.store import frontmatter
 
 READABLE = (*items.MEMORY_KINDS, Kind.INTENTION, Kind.PROFILE)
@@ -51,8 +50,8 @@ class EntryTools(ToolBase):
         limit = min(100, max(1, limit))
         tz = self.clock.tz
         if query.strip() and Kind.PROFILE not in kinds:
-            hits = await self.recall.search(query, kinds=kinds, limit=limit)
-            found = await asyncio.to_thread(load_hits, self.memories.store, hits)
+            recalled = await RecallService(self.recall).find(query, kinds=kinds, limit=limit)
+            found = recalled.found
             if not found:
                 return f"nothing matches {query!r}"
             lines = [f"{len(found)} entries matching {query!r}, best first:"]
@@ -97,8 +96,10 @@ class EntryTools(ToolBase):
         if not text.strip():
             return "error: text is empty; give the description you are about to store"
         kinds = items.kinds_of(kind, items.MEMORY_KINDS)
-        hits = await self.recall.search(text, kinds=kinds, limit=min(20, max(1, limit)))
-        found = await asyncio.to_thread(load_hits, self.memories.store, hits)
+        recalled = await RecallService(self.recall).find(
+            text, kinds=kinds, limit=min(20, max(1, limit))
+        )
+        found = recalled.found
         if not found:
             return "nothing similar: a new entry is fine"
         lines = [

@@ -15,7 +15,7 @@ from typing import Any
 
 from somnid.errors import StorageError, Unavailable
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (
@@ -29,12 +29,23 @@ CREATE TABLE IF NOT EXISTS entries (
     embed_text  TEXT NOT NULL,
     score       REAL NOT NULL,
     project     TEXT,
-    related     TEXT NOT NULL DEFAULT ''
+    related     TEXT NOT NULL DEFAULT '',
+    session     TEXT,
+    day         INTEGER,
+    asks        INTEGER NOT NULL DEFAULT 0
 );
+CREATE INDEX IF NOT EXISTS entries_session ON entries(session, id);
+CREATE TABLE IF NOT EXISTS dates (
+    entry_id    INTEGER NOT NULL,
+    start       INTEGER NOT NULL,
+    end         INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS dates_entry ON dates(entry_id);
+CREATE INDEX IF NOT EXISTS dates_start ON dates(start, end);
 CREATE INDEX IF NOT EXISTS entries_kind_name ON entries(kind, name);
 CREATE INDEX IF NOT EXISTS entries_embed_hash ON entries(embed_hash);
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
-    name, description, tags, body,
+    name, description, tags, body, context,
     tokenize = 'porter unicode61 remove_diacritics 2'
 );
 CREATE TABLE IF NOT EXISTS vectors (
@@ -103,7 +114,7 @@ class Database:
         with self._write_lock:
             version = self._writer.execute("PRAGMA user_version").fetchone()[0]
             if version not in (0, SCHEMA_VERSION):
-                for table in ("entries", "fts", "vectors", "state"):
+                for table in ("entries", "dates", "fts", "vectors", "state"):
                     self._writer.execute(f"DROP TABLE IF EXISTS {table}")
             self._writer.executescript(SCHEMA)
             self._writer.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")

@@ -181,14 +181,18 @@ class EmbedWorker:
         await self.sync_done.wait()
         failures = 0
         while True:
+            # Cleared before the index is asked: a write meanwhile sets it again, and then
+            # the worker must not call itself idle on an answer that missed that write.
+            self._wake.clear()
             pending = await asyncio.to_thread(
                 self.index.missing_vectors, self.settings.batch_size * FETCH_BATCHES
             )
             if not pending:
+                if self._wake.is_set():
+                    continue
                 self.filled = True
                 self._idle.set()
                 await self._wake.wait()
-                self._wake.clear()
                 continue
             # Texts of like length side by side, so a batch of the model pads little, as
             # when the model is handed the whole store at once; stored a few batches at a time.

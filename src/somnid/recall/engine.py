@@ -7,14 +7,19 @@ union is scored by :mod:`somnid.recall.scorer`. Blocking work runs in threads.
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Literal
 
 from somnid.config import RecallSettings
 from somnid.memory.kinds import Kind
 from somnid.metrics import Histogram
+from somnid.recall.dates import TimeQuery, query_time
 from somnid.recall.embedding import EmbedWorker
 from somnid.recall.index import INDEXED_KINDS, KIND_CODE, Index, Row
-from somnid.recall.scorer import Candidate, Scored, Weights, fuse, spread_links
+from somnid.recall.passes import boost_time, entity_terms, mmr, penalise_questions, rocchio
+from somnid.recall.scorer import Candidate, Scored, Weights, fuse, rank, spread_links
 from somnid.recall.text import query_terms
 from somnid.recall.vectors import Vector
 
@@ -32,6 +37,15 @@ class Hit:
     components: dict[str, float] = field(default_factory=dict)
 
 
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """One search: the hits, the mode the search itself ran in, the time the query named."""
+
+    hits: list[Hit]
+    mode: Literal["hybrid", "keyword"]
+    time: str | None = None  # the date spans read from the query, as explain shows them
+
+
 def weights_of(settings: RecallSettings) -> Weights:
     return Weights(
         vector=settings.vector_weight,
@@ -40,15 +54,24 @@ def weights_of(settings: RecallSettings) -> Weights:
         cos_floor=settings.cos_floor,
         cos_span=settings.cos_span,
         link_spread=settings.link_spread,
+        fusion=settings.fusion,
+        rrf_k=settings.rrf_k,
     )
 
 
 class Recall:
-    def __init__(self, index: Index, worker: EmbedWorker, settings: RecallSettings) -> None:
+    def __init__(
+        self,
+        index: Index,
+        worker: EmbedWorker,
+        settings: RecallSettings,
+        today: Callable[[], dt.date] = dt.date.today,
+    ) -> None:
         self.index = index
         self.worker = worker
         self.settings = settings
         self.weights = weights_of(settings)
+        self.today = today
         self.latency = Histogram()
         """Seconds per search with a query, whoever asked (routes, tools, hints, dreams)."""
 
@@ -70,12 +93,25 @@ class Recall:
         limit: int = 10,
         project: str | None = None,
     ) -> list[Hit]:
+        outcome = await self.run(query, kinds=kinds, limit=limit, project=project)
+        return outcome.hits
+
+    async def run(
+        self,
+        query: str,
+        *,
+        kinds: tuple[Kind, ...] | None = None,
+        limit: int = 10,
+        project: str | None = None,
+    ) -> Outcome:
+        """A search, with the mode it ran in and the time it read from the query."""
         query = query.strip()
+        mode: Literal["hybrid", "keyword"] = "hybrid" if self.vectors_ready else "keyword"
         if not query:
-            return []
+            return Outcome([], mode)
         kinds = tuple(k for k in (kinds or DEFAULT_KINDS) if k in INDEXED_KINDS)
         if not kinds:
-            return []
+            return Outcome([], mode)
         with self.latency.time():
             pool = max(self.settings.candidates, limit * 3)
             # The keyword search runs while the query is embedded: two cores, two threads.
@@ -98,17 +134,64 @@ class Recall:
         kinds: tuple[Kind, ...],
         limit: int,
         project: str | None,
-    ) -> list[Hit]:
-        pool = max(self.settings.candidates, limit * 3)
+    ) -> Outcome:
+        settings = self.settings
+        pool = max(settings.candidates, limit * 3)
+        table = self.index.vectors
+        use_vectors = vector is not None and table is not None
+        when = query_time(query, self.today()) if settings.time_boost > 0 else TimeQuery(())
+        dated = self._in_time(when, kinds, pool)
+        scored, rows = self._pass(query, keyword, vector, kinds, project, pool, extra=dated)
+        if settings.prf_weight > 0 and scored:
+            scored, rows = self._bridge(query, scored, rows, keyword, vector, kinds, project, pool)
+        scored = self._after(scored, rows, when, kinds, project, limit)
+        if settings.mmr_lambda < 1.0 and table is not None:
+            top = [s.entry_id for s in scored[: 3 * limit]]
+            scored = mmr(scored, table.vectors_of(top), settings.mmr_lambda, limit)
+        hits: list[Hit] = []
+        all_rows = rows | self.index.rows_by_id(
+            s.entry_id for s in scored[:limit] if s.entry_id not in rows
+        )
+        for s in scored[:limit]:
+            row = all_rows.get(s.entry_id)
+            if row is None or not _in_scope(row, kinds, project):
+                continue
+            hits.append(
+                Hit(row.kind, row.name, row.path, round(s.score, 4), row.score, s.components)
+            )
+        mode: Literal["hybrid", "keyword"] = "hybrid" if use_vectors else "keyword"
+        return Outcome(hits, mode, when.describe() if when else None)
+
+    def _in_time(self, when: TimeQuery, kinds: tuple[Kind, ...], pool: int) -> set[int]:
+        """Entries about the days the query names, as extra candidates (narrow spans only:
+        a year or a day in any year would bring in half the store)."""
+        found: set[int] = set()
+        for _text, grain, ranges in when.spans:
+            if len(ranges) == 1 and grain not in ("year",):
+                first, last = ranges[0]
+                found.update(self.index.ids_in_time(first, last, kinds, pool))
+        return found
+
+    def _pass(
+        self,
+        query: str,
+        keyword: dict[int, float],
+        vector: Vector | None,
+        kinds: tuple[Kind, ...],
+        project: str | None,
+        pool: int,
+        extra: set[int] | None = None,
+    ) -> tuple[list[Scored], dict[int, Row]]:
+        """One fused pass: keyword hits, vector neighbours (and ``extra`` ids), scored."""
         cosines: dict[int, float] = {}
         table = self.index.vectors
         use_vectors = vector is not None and table is not None
         if vector is not None and table is not None:
             codes = [KIND_CODE[kind] for kind in kinds]
             cosines = dict(table.search(vector, codes, pool))
-            missing = [entry_id for entry_id in keyword if entry_id not in cosines]
+            missing = [i for i in set(keyword) | (extra or set()) if i not in cosines]
             cosines.update(table.cosines(vector, missing))
-        ids = set(keyword) | set(cosines)
+        ids = set(keyword) | set(cosines) | (extra or set())
         rows = self.index.rows_by_id(ids)
         rows = {i: r for i, r in rows.items() if _in_scope(r, kinds, project)}
         needle = query.casefold()
@@ -125,20 +208,92 @@ class Recall:
             )
             for i, row in rows.items()
         ]
-        scored = fuse(candidates, self.weights, vectors=use_vectors)
-        scored = self._spread(scored, rows, kinds, project, limit)
-        hits: list[Hit] = []
-        all_rows = rows | self.index.rows_by_id(
-            s.entry_id for s in scored if s.entry_id not in rows
+        return fuse(candidates, self.weights, vectors=use_vectors), rows
+
+    def _bridge(
+        self,
+        query: str,
+        scored: list[Scored],
+        rows: dict[int, Row],
+        keyword: dict[int, float],
+        vector: Vector | None,
+        kinds: tuple[Kind, ...],
+        project: str | None,
+        pool: int,
+    ) -> tuple[list[Scored], dict[int, Row]]:
+        """Pseudo-relevance feedback: search again with the names the strongest hits hold
+        and the query vector moved towards them; a second-pass score adds ``prf_weight`` of
+        itself. The query's own vector is re-used: no second embedding."""
+        settings = self.settings
+        seeds = [s.entry_id for s in scored[: settings.prf_docs]]
+        texts = self.index.texts(seeds)
+        terms = entity_terms([texts.get(i, "") for i in seeds], query, settings.prf_terms)
+        terms = [*query_terms(query), *terms] if terms else []
+        keyword2 = dict(self.index.keyword_search(terms, kinds, pool)) if terms else keyword
+        vector2 = vector
+        table = self.index.vectors
+        if vector is not None and table is not None:
+            vector2 = rocchio(vector, list(table.vectors_of(seeds).values()))
+        second, rows2 = self._pass(query, keyword2, vector2, kinds, project, pool)
+        weight = settings.prf_weight
+        merged = {s.entry_id: s for s in scored}
+        for s in merged.values():
+            s.score *= 1.0 - weight
+        for s in second:
+            current = merged.get(s.entry_id)
+            if current is None:
+                merged[s.entry_id] = Scored(
+                    s.entry_id,
+                    weight * s.score,
+                    s.activation,
+                    {"bridge": round(weight * s.score, 4)},
+                )
+            else:
+                current.components["bridge"] = round(weight * s.score, 4)
+                current.score += weight * s.score
+        return rank(list(merged.values())), rows | rows2
+
+    def _after(
+        self,
+        scored: list[Scored],
+        rows: dict[int, Row],
+        when: TimeQuery,
+        kinds: tuple[Kind, ...],
+        project: str | None,
+        limit: int,
+    ) -> list[Scored]:
+        settings = self.settings
+        if when and settings.time_boost > 0:
+            head = [s.entry_id for s in scored[: max(limit * 6, 60)]]
+            scored = boost_time(scored, when, self.index.dates_of(head), settings.time_boost)
+        asks = {i for i, row in rows.items() if row.asks}
+        scored = penalise_questions(scored, asks, settings.question_penalty)
+        if settings.neighbour_spread > 0:
+            scored = self._neighbours(scored, rows, limit)
+        return self._spread(scored, rows, kinds, project, limit)
+
+    def _neighbours(self, scored: list[Scored], rows: dict[int, Row], limit: int) -> list[Scored]:
+        """One hop to the turns just before and after each of the top results in their
+        session: the reply to a turn that matches, the question a reply answers."""
+        seeds = [rows[s.entry_id] for s in scored[:limit] if s.entry_id in rows]
+        pairs = self.index.neighbours(seeds)
+        neighbours = {
+            entry_id: [n for n in (after, before) if n is not None]
+            for entry_id, (before, after) in pairs.items()
+        }
+        if not neighbours:
+            return scored
+        found = self.index.rows_by_id({n for ns in neighbours.values() for n in ns} - set(rows))
+        rows.update(found)
+        activation = {i: r.score for i, r in rows.items()}
+        return spread_links(
+            scored,
+            neighbours,
+            activation,
+            seeds=limit,
+            decay=self.settings.neighbour_spread,
+            key="neighbour",
         )
-        for s in scored[:limit]:
-            row = all_rows.get(s.entry_id)
-            if row is None:
-                continue
-            hits.append(
-                Hit(row.kind, row.name, row.path, round(s.score, 4), row.score, s.components)
-            )
-        return hits
 
     def _spread(
         self,

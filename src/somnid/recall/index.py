@@ -25,8 +25,10 @@ from somnid.recall.vectors import Vector, VectorTable
 INDEXED_KINDS = (Kind.KNOWLEDGE, Kind.EPISODE, Kind.SKILL, Kind.INTENTION)
 KIND_CODE = {kind: code for code, kind in enumerate(INDEXED_KINDS, start=1)}
 
-# bm25() column weights: name, description, tags, body.
-DEFAULT_FIELD_WEIGHTS = (3.0, 2.0, 2.0, 1.0)
+# bm25() column weights: name, description, tags, body, context (the turn before, in the
+# same session).
+DEFAULT_FIELD_WEIGHTS = (3.0, 2.0, 2.0, 1.0, 0.0)
+CONTEXT_CHARS = 600
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +43,9 @@ class Row:
     score: float
     project: str | None
     related: tuple[str, ...]
+    session: str | None = None
+    day: int | None = None
+    asks: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +60,10 @@ class Document:
     score: float
     project: str | None
     related: tuple[str, ...]
+    session: str | None = None  # episodes of one conversation share it
+    day: int | None = None  # the ordinal of ``when``
+    asks: bool = False  # the text ends as a question
+    dates: tuple[tuple[int, int], ...] = ()  # days the entry is about (``when``, its text)
 
 
 _MISSING = (
@@ -62,7 +71,10 @@ _MISSING = (
     " ON vectors.embed_hash = entries.embed_hash AND vectors.model = ?"
     " WHERE vectors.embed_hash IS NULL"
 )
-_ROW_COLUMNS = "id, path, kind, name, file_hash, text_hash, embed_hash, score, project, related"
+_ROW_COLUMNS = (
+    "id, path, kind, name, file_hash, text_hash, embed_hash, score, project, related,"
+    " session, day, asks"
+)
 
 
 def _row(values: tuple[object, ...]) -> Row:
@@ -78,7 +90,22 @@ def _row(values: tuple[object, ...]) -> Row:
         score=float(values[7]),  # type: ignore[arg-type]
         project=None if values[8] is None else str(values[8]),
         related=tuple(related),
+        session=None if values[10] is None else str(values[10]),
+        day=None if values[11] is None else int(values[11]),  # type: ignore[call-overload]
+        asks=bool(values[12]),
     )
+
+
+def _context(conn: sqlite3.Connection, session: str | None, entry_id: int) -> str:
+    """The body of the entry before this one in its session: what a reply answers."""
+    if session is None:
+        return ""
+    found = conn.execute(
+        "SELECT fts.body FROM entries JOIN fts ON fts.rowid = entries.id"
+        " WHERE entries.session = ? AND entries.id < ? ORDER BY entries.id DESC LIMIT 1",
+        (session, entry_id),
+    ).fetchone()
+    return "" if found is None else str(found[0])[:CONTEXT_CHARS]
 
 
 def _upsert(conn: sqlite3.Connection, doc: Document) -> tuple[int, bool]:
@@ -90,9 +117,11 @@ def _upsert(conn: sqlite3.Connection, doc: Document) -> tuple[int, bool]:
     if existing is None:
         cursor = conn.execute(
             "INSERT INTO entries (path, kind, name, file_hash, text_hash, embed_hash,"
-            " embed_text, score, project, related) VALUES (?,?,?,?,?,?,?,?,?,?)",
+            " embed_text, score, project, related, session, day, asks)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (doc.path, doc.kind.value, doc.name, doc.file_hash, text.hash,
-             text.embed_hash, text.embed_text, doc.score, doc.project, related),
+             text.embed_hash, text.embed_text, doc.score, doc.project, related,
+             doc.session, doc.day, int(doc.asks)),
         )  # fmt: skip
         entry_id = int(cursor.lastrowid or 0)
         changed = True
@@ -101,17 +130,24 @@ def _upsert(conn: sqlite3.Connection, doc: Document) -> tuple[int, bool]:
         changed = old_hash != text.hash
         conn.execute(
             "UPDATE entries SET kind=?, name=?, file_hash=?, text_hash=?, embed_hash=?,"
-            " embed_text=?, score=?, project=?, related=? WHERE id=?",
+            " embed_text=?, score=?, project=?, related=?, session=?, day=?, asks=? WHERE id=?",
             (doc.kind.value, doc.name, doc.file_hash, text.hash, text.embed_hash,
-             text.embed_text, doc.score, doc.project, related, entry_id),
+             text.embed_text, doc.score, doc.project, related, doc.session, doc.day,
+             int(doc.asks), entry_id),
         )  # fmt: skip
         if changed:
             conn.execute("DELETE FROM fts WHERE rowid = ?", (entry_id,))
     if changed:
         conn.execute(
-            "INSERT INTO fts (rowid, name, description, tags, body) VALUES (?,?,?,?,?)",
-            (entry_id, text.fts_name, text.fts_description, text.fts_tags, text.fts_body),
-        )
+            "INSERT INTO fts (rowid, name, description, tags, body, context) VALUES (?,?,?,?,?,?)",
+            (entry_id, text.fts_name, text.fts_description, text.fts_tags, text.fts_body,
+             _context(conn, doc.session, entry_id)),
+        )  # fmt: skip
+    conn.execute("DELETE FROM dates WHERE entry_id = ?", (entry_id,))
+    conn.executemany(
+        "INSERT INTO dates (entry_id, start, end) VALUES (?,?,?)",
+        [(entry_id, start, end) for start, end in doc.dates],
+    )
     return entry_id, changed
 
 
@@ -204,6 +240,7 @@ class Index:
             entry_id = int(found[0])
             conn.execute("DELETE FROM entries WHERE id = ?", (entry_id,))
             conn.execute("DELETE FROM fts WHERE rowid = ?", (entry_id,))
+            conn.execute("DELETE FROM dates WHERE entry_id = ?", (entry_id,))
         if self.vectors is not None:
             self.vectors.remove(entry_id)
         return entry_id
@@ -214,6 +251,7 @@ class Index:
         rows); ``vectors`` also drops every stored vector, so every text is embedded again."""
         with self.db.write() as conn:
             conn.execute("DELETE FROM fts")
+            conn.execute("DELETE FROM dates")
             conn.execute("UPDATE entries SET file_hash = '', text_hash = ''")
             if vectors:
                 conn.execute("DELETE FROM vectors")
@@ -223,6 +261,54 @@ class Index:
     def count_invalidated(self) -> int:
         """Entries :meth:`invalidate` marked that no sync has read again yet."""
         return self.db.count("SELECT COUNT(*) FROM entries WHERE file_hash = ''")
+
+    # ------------------------------------------------------------------ time and sessions
+
+    def dates_of(self, ids: Iterable[int]) -> dict[int, list[tuple[int, int]]]:
+        """The day ranges each entry is about (its ``when``, the dates in its text)."""
+        wanted = list(ids)
+        found: dict[int, list[tuple[int, int]]] = {}
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            cursor = self.db.fetchall(
+                f"SELECT entry_id, start, end FROM dates WHERE entry_id IN ({marks})", chunk
+            )
+            for entry_id, first, last in cursor:
+                found.setdefault(int(entry_id), []).append((int(first), int(last)))
+        return found
+
+    def ids_in_time(self, first: int, last: int, kinds: tuple[Kind, ...], limit: int) -> list[int]:
+        """Entries about a day in ``first..last`` (ordinals), the narrowest dates first."""
+        marks = ",".join("?" * len(kinds))
+        cursor = self.db.fetchall(
+            "SELECT DISTINCT dates.entry_id FROM dates JOIN entries ON entries.id = dates.entry_id"
+            f" WHERE dates.start <= ? AND dates.end >= ? AND entries.kind IN ({marks})"
+            " ORDER BY dates.end - dates.start LIMIT ?",
+            (last, first, *[kind.value for kind in kinds], limit),
+        )
+        return [int(row[0]) for row in cursor]
+
+    def neighbours(self, rows: Iterable[Row]) -> dict[int, tuple[int | None, int | None]]:
+        """For entries of a session: the ids just before and just after each in it."""
+        found: dict[int, tuple[int | None, int | None]] = {}
+        with self.db.reading() as conn:
+            for row in rows:
+                if row.session is None:
+                    continue
+                before = conn.execute(
+                    "SELECT id FROM entries WHERE session = ? AND id < ? ORDER BY id DESC LIMIT 1",
+                    (row.session, row.id),
+                ).fetchone()
+                after = conn.execute(
+                    "SELECT id FROM entries WHERE session = ? AND id > ? ORDER BY id LIMIT 1",
+                    (row.session, row.id),
+                ).fetchone()
+                found[row.id] = (
+                    None if before is None else int(before[0]),
+                    None if after is None else int(after[0]),
+                )
+        return found
 
     # ------------------------------------------------------------------ keywords
 

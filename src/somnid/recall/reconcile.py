@@ -13,10 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from somnid.errors import BrokenFile
-from somnid.memory.clock import Clock
+from somnid.memory.clock import Clock, to_datetime
 from somnid.memory.entry import Entry
+from somnid.memory.kinds import Kind
+from somnid.recall.dates import memory_dates
 from somnid.recall.index import INDEXED_KINDS, KIND_CODE, Document, Index
-from somnid.recall.text import indexed_text, related_names
+from somnid.recall.text import asks_question, indexed_text, related_names
 from somnid.store.memories import MemoryStore, etag_of
 
 log = logging.getLogger(__name__)
@@ -34,8 +36,25 @@ class SyncReport:
     broken: int = 0
 
 
+def session_of(entry: Entry) -> str | None:
+    """What ties an episode to the others of its conversation: the log it came from, else
+    its exact ``when`` (the turns of one session share it)."""
+    if entry.kind is not Kind.EPISODE:
+        return None
+    for key in ("session", "source", "when"):
+        value = entry.text_field(key).strip()
+        if value:
+            return f"{key}:{value}"
+    return None
+
+
 def document_of(entry: Entry, tz: dt.tzinfo) -> Document:
     project = entry.field("project")
+    when = to_datetime(entry.field("when"), tz) if entry.kind is Kind.EPISODE else None
+    day = when.astimezone(tz).date() if when is not None else None
+    dates = memory_dates(entry.body, day)
+    if day is not None:
+        dates.insert(0, (day.toordinal(), day.toordinal()))
     return Document(
         path=str(entry.path),
         kind=entry.kind,
@@ -45,6 +64,10 @@ def document_of(entry: Entry, tz: dt.tzinfo) -> Document:
         score=entry.vitals(tz).score,
         project=None if project in (None, "") else str(project),
         related=tuple(related_names(entry)),
+        session=session_of(entry),
+        day=None if day is None else day.toordinal(),
+        asks=asks_question(entry.body),
+        dates=tuple(dict.fromkeys(dates)),
     )
 
 

@@ -28,6 +28,8 @@ class Weights:
     cos_floor: float = 0.78
     cos_span: float = 0.12
     link_spread: float = 0.6
+    fusion: str = "minmax"  # minmax | rrf | calibrated
+    rrf_k: int = 60
 
 
 @dataclass(slots=True)
@@ -60,6 +62,8 @@ def fuse(
     """Score every candidate; best first, ties broken by activation then id."""
     if not candidates:
         return []
+    if vectors and weights.fusion == "rrf":
+        return _fuse_rrf(candidates, weights)
     cosines = [c.cosine for c in candidates if c.cosine is not None]
     best_cos = max(cosines) if cosines else 0.0
     low_cos = min(cosines) if cosines else 0.0
@@ -73,8 +77,11 @@ def fuse(
         if vectors:
             v = 0.0
             if c.cosine is not None:
-                relative = (c.cosine - low_cos) / spread if spread > 1e-9 else 1.0
-                v = confidence * _clip(relative)
+                if weights.fusion == "calibrated":  # the absolute scale, as the gate reads it
+                    v = _clip((c.cosine - weights.cos_floor) / weights.cos_span)
+                else:
+                    relative = (c.cosine - low_cos) / spread if spread > 1e-9 else 1.0
+                    v = confidence * _clip(relative)
                 parts["cosine"] = round(c.cosine, 4)
             parts["vector"] = round(weights.vector * v, 4)
             parts["keyword"] = round(weights.keyword * k, 4)
@@ -92,6 +99,39 @@ def fuse(
     return rank(scored)
 
 
+def _fuse_rrf(candidates: list[Candidate], weights: Weights) -> list[Scored]:
+    """Reciprocal-rank fusion of the two rankings, Σ 1 / (k + rank), scaled so that first on
+    both is 1 and then by the best cosine's confidence (the gate needs an absolute scale)."""
+    by_cos = sorted(
+        (c for c in candidates if c.cosine is not None), key=lambda c: -(c.cosine or 0.0)
+    )
+    by_kw = sorted((c for c in candidates if c.keyword > 0), key=lambda c: -c.keyword)
+    best_cos = by_cos[0].cosine if by_cos else None
+    confidence = (
+        _clip(((best_cos or 0.0) - weights.cos_floor) / weights.cos_span) if by_cos else 0.0
+    )
+    k = weights.rrf_k
+    scale = (k + 1) / 2 * confidence
+    ranks: dict[int, float] = {}
+    for ranking in (by_cos, by_kw):
+        for position, c in enumerate(ranking, start=1):
+            ranks[c.entry_id] = ranks.get(c.entry_id, 0.0) + 1.0 / (k + position)
+    scored: list[Scored] = []
+    for c in candidates:
+        total = ranks.get(c.entry_id, 0.0) * scale
+        parts = {"rrf": round(total, 4)}
+        if c.cosine is not None:
+            parts["cosine"] = round(c.cosine, 4)
+        if c.keyword > 0:
+            parts["bm25"] = round(c.keyword, 4)
+        if c.literal:
+            parts["literal"] = weights.literal
+            total += weights.literal
+        if total > 0:
+            scored.append(Scored(c.entry_id, total, c.activation, parts))
+    return rank(scored)
+
+
 def rank(scored: list[Scored]) -> list[Scored]:
     return sorted(scored, key=lambda s: (-s.score, -s.activation, s.entry_id))
 
@@ -103,8 +143,10 @@ def spread_links(
     *,
     seeds: int,
     decay: float,
+    key: str = "spread",
 ) -> list[Scored]:
-    """One hop over ``related:`` links from the top ``seeds`` results; no second hop."""
+    """One hop over links (``related:``, session neighbours) from the top ``seeds``
+    results; no second hop. ``key`` names the component the lift shows under."""
     if decay <= 0:
         return scored
     by_id = {s.entry_id: s for s in scored}
@@ -116,9 +158,9 @@ def spread_links(
             current = by_id.get(neighbour)
             if current is None:
                 by_id[neighbour] = Scored(
-                    neighbour, value, activation.get(neighbour, 0.0), {"spread": round(value, 4)}
+                    neighbour, value, activation.get(neighbour, 0.0), {key: round(value, 4)}
                 )
-            elif current.score < value and "spread" not in current.components:
-                current.components["spread"] = round(value - current.score, 4)
+            elif current.score < value and key not in current.components:
+                current.components[key] = round(value - current.score, 4)
                 current.score = value
     return rank(list(by_id.values()))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime as dt
 import enum
 import logging
 import time
@@ -23,6 +24,7 @@ from somnid.memory.clock import Clock
 from somnid.memory.entry import Entry
 from somnid.memory.kinds import Kind
 from somnid.recall.assoc import Associator
+from somnid.recall.dates import warm_up
 from somnid.recall.embedding import EmbedState, EmbedWorker
 from somnid.recall.engine import Hit, Recall
 from somnid.recall.index import INDEXED_KINDS, Index
@@ -91,11 +93,17 @@ class RecallSystem:
         recall = settings.recall
         self.index = Index(
             layout.index_dir / INDEX_FILE,
-            (recall.name_weight, recall.description_weight, recall.tags_weight, recall.body_weight),
+            (
+                recall.name_weight,
+                recall.description_weight,
+                recall.tags_weight,
+                recall.body_weight,
+                recall.context_weight,
+            ),
         )
         self.worker = EmbedWorker(settings.embed, layout.models_dir, self.index, embedder)
         self.reconciler = Reconciler(store, self.index, clock)
-        self.recall = Recall(self.index, self.worker, recall)
+        self.recall = Recall(self.index, self.worker, recall, today=self._today)
         self.assoc = Associator(self.recall, settings.assoc, settings.prompt_lang)
         self.watcher = (
             Watcher(
@@ -111,6 +119,7 @@ class RecallSystem:
         self._initial: asyncio.Task[None] | None = None
         self._rebuild: RebuildStatus | None = None
         self._rebuild_task: asyncio.Task[SyncReport] | None = None
+        self._warm: asyncio.Task[None] | None = None
 
     async def start(self, *, sync: bool = True) -> None:
         """Start the model and, behind, the watcher and the first sync. ``sync=False`` (an
@@ -121,6 +130,8 @@ class RecallSystem:
         meanwhile for everything else. One still to be converted or behind a network loads
         in the background."""
         self.worker.start()
+        # The date parser loads its language data on first use (~70 ms): not in a query.
+        self._warm = asyncio.create_task(asyncio.to_thread(warm_up), name="somnid-dates-warm-up")
         if not sync:
             if self.watcher is not None:
                 self.watcher.start()
@@ -134,7 +145,7 @@ class RecallSystem:
     async def stop(self) -> None:
         if self.watcher is not None:
             await self.watcher.stop()
-        for task in (self._initial, self._rebuild_task):
+        for task in (self._warm, self._initial, self._rebuild_task):
             if task is not None:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -216,6 +227,9 @@ class RecallSystem:
 
     def _count_files(self) -> int:
         return sum(1 for kind in INDEXED_KINDS for _ in self.store.files(kind))
+
+    def _today(self) -> dt.date:
+        return self.clock.now().astimezone(self.clock.tz).date()
 
     def _now(self) -> str:
         return self.clock.now().isoformat()

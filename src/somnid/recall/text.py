@@ -18,7 +18,8 @@ from somnid.memory.kinds import Kind
 # CJK Unified Ideographs (+ extension A), Hiragana, Katakana, Hangul syllables.
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af"
 _CJK_RUN = re.compile(f"[{_CJK}]+")
-_WORD = re.compile(rf"[{_CJK}]+|[^\W_]+(?:['’][^\W_]+)?", re.UNICODE)
+# A run of CJK characters, or a word of anything else (``4月25日`` is 4, 月, 25, 日).
+_WORD = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+(?:['’][^\W_{_CJK}]+)?", re.UNICODE)
 MAX_BODY_CHARS = 20_000
 MAX_EMBED_CHARS = 2_000
 
@@ -52,8 +53,20 @@ above below between let lets ll re ve don doesn didn isn wasn weren won wouldn s
 STOP_WORDS = frozenset(_STOP_TEXT.split())
 
 
+_CAPTION = re.compile(r"\s*\[[^\]]*\]\s*$")
+_QUESTION_END = re.compile(r"(?:[?？]|吗[。.!！]?|呢[。.!！]?)\s*$")
+
+
+def asks_question(body: str) -> bool:
+    """The text ends as a question (a trailing bracketed note, e.g. a photo caption, aside):
+    a turn asking what the query asks restates it rather than answering it."""
+    text = _CAPTION.sub("", body.strip())
+    return bool(_QUESTION_END.search(text))
+
+
 def query_terms(query: str, *, drop_stop_words: bool = True) -> list[str]:
-    """Distinct search terms of a query, in order: words (len ≥ 2) and CJK bigrams.
+    """Distinct search terms of a query, in order: words (len ≥ 2, or a digit: the day of a
+    date) and CJK bigrams.
 
     Stop words are dropped unless nothing else is left."""
     terms = _terms(query)
@@ -69,7 +82,7 @@ def _terms(query: str) -> list[str]:
         if _CJK_RUN.fullmatch(word):
             pieces = [word] if len(word) < 2 else [word[i : i + 2] for i in range(len(word) - 1)]
         else:
-            pieces = [word] if len(word) >= 2 else []
+            pieces = [word] if len(word) >= 2 or word.isdigit() else []
         for piece in pieces:
             if piece not in terms:
                 terms.append(piece)

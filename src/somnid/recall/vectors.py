@@ -105,3 +105,12 @@ class VectorTable:
                 return {}
             sims = np.einsum("ij,j->i", self._matrix[[row for _, row in rows]], query)
             return {entry_id: float(sim) for (entry_id, _), sim in zip(rows, sims, strict=True)}
+
+    def vectors_of(self, entry_ids: Iterable[int]) -> dict[int, Vector]:
+        """Copies of the stored vectors of these entries (those that have one)."""
+        with self._lock:
+            return {
+                entry_id: self._matrix[self._row_of[entry_id]].copy()
+                for entry_id in entry_ids
+                if entry_id in self._row_of
+            }

@@ -23,7 +23,8 @@ from somnid.recall.system import RecallSystem
 from somnid.services.intentions import Intentions
 from somnid.services.memories import MemoryService
 from somnid.services.quoting import inline
-from somnid.services.recalling import Found, load_hits, quote, snippet
+from somnid.services.recall_service import RecallService
+from somnid.services.recalling import quote, snippet
 from somnid.tools.seen import SeenTracker
 
 WEAK_SCORE = 0.30
@@ -54,6 +55,10 @@ def _kinds(types: str) -> tuple[Kind, ...] | None:
     return kinds
 
 
+def _path(hit: Hit) -> str:
+    return hit.path
+
+
 def _date(value: str, name: str) -> dt.date | None:
     if not value.strip():
         return None
@@ -76,6 +81,7 @@ class MemoryTools:
     ) -> None:
         self.memories = memories
         self.recall = recall
+        self.recaller = RecallService(recall)
         self.intentions = intentions
         self.clock = clock
         self.seen = seen
@@ -88,9 +94,6 @@ class MemoryTools:
                 await self.memories.record_usage(entry.kind, entry.name)
             except (NotFound, BrokenFile):
                 continue
-
-    async def _found(self, hits: list[Hit]) -> list[Found]:
-        return await asyncio.to_thread(load_hits, self.memories.store, hits)
 
     def _episode_facts(self, entry: Entry) -> str:
         parts = []
@@ -121,11 +124,14 @@ class MemoryTools:
         if not query.strip():
             return "Give a query: one sentence describing what you want to remember."
         limit = min(20, max(1, limit))
-        hits = await self.recall.search(
-            query, kinds=_kinds(types), limit=limit * 3, project=ctx.project
+        recalled = await self.recaller.find(
+            query,
+            kinds=_kinds(types),
+            limit=limit * 3,
+            project=ctx.project,
+            select=lambda hits: self.seen.select(ctx.session_id, hits, limit, key=_path),
         )
-        chosen = self.seen.select(ctx.session_id, hits, limit, key=lambda hit: hit.path)
-        found = await self._found(chosen)
+        found = recalled.found
         if not found:
             return (
                 f"No memory found for {query!r} (top1=0.00). Rephrase it (synonyms, the exact "
@@ -175,11 +181,11 @@ class MemoryTools:
         limit = min(50, max(1, limit))
         start, end = _date(since, "since"), _date(until, "until")
         if query.strip():
-            hits = await self.recall.search(
+            recalled = await self.recaller.find(
                 query, kinds=(Kind.EPISODE,), limit=min(200, limit * 5), project=ctx.project
             )
             pairs: list[tuple[Entry, float | None]] = [
-                (item.entry, item.hit.score) for item in await self._found(hits)
+                (item.entry, item.hit.score) for item in recalled.found
             ]
         else:
             entries = await asyncio.to_thread(self.memories.store.scan, (Kind.EPISODE,))
@@ -242,11 +248,14 @@ class MemoryTools:
         limit = min(20, max(1, limit))
         wanted = entry_type.strip().lower()
         if query.strip():
-            hits = await self.recall.search(
-                query, kinds=(Kind.KNOWLEDGE,), limit=limit * 3, project=ctx.project
+            recalled = await self.recaller.find(
+                query,
+                kinds=(Kind.KNOWLEDGE,),
+                limit=limit * 3,
+                project=ctx.project,
+                select=lambda hits: self.seen.select(ctx.session_id, hits, limit * 3, key=_path),
             )
-            hits = self.seen.select(ctx.session_id, hits, limit * 3, key=lambda hit: hit.path)
-            entries = [item.entry for item in await self._found(hits)]
+            entries = [item.entry for item in recalled.found]
         else:
             entries = await asyncio.to_thread(self.memories.store.scan, (Kind.KNOWLEDGE,))
             entries.sort(key=lambda e: e.vitals(self.clock.tz).score, reverse=True)

@@ -15,7 +15,8 @@ from somnid.api.recall_schemas import (
     SyncReportOut,
     SyncRequest,
 )
-from somnid.services.recalling import kinds_or_default, load_hits, quote_markdown, snippet
+from somnid.services.recall_service import RecallService
+from somnid.services.recalling import kinds_or_default, snippet
 
 router = APIRouter(tags=["recall"])
 
@@ -23,14 +24,13 @@ router = APIRouter(tags=["recall"])
 @router.post("/v1/recall", name="recall", response_model=RecallResponse)
 async def recall(body: RecallRequest, runtime: RuntimeDep) -> RecallResponse:
     """Search memory by meaning and keywords. Results are quoted data with their source."""
-    system = runtime.recall
-    hits = await system.search(
+    recalled = await RecallService(runtime.recall).find(
         body.query, kinds=kinds_or_default(body.kinds), limit=body.limit, project=body.project
     )
-    found = await asyncio.to_thread(load_hits, runtime.store, hits)
     return RecallResponse(
         query=body.query,
-        mode="hybrid" if system.recall.vectors_ready else "keyword",
+        mode=recalled.mode,
+        time=recalled.time if body.explain else None,
         items=[
             RecallItem(
                 kind=f.hit.kind,
@@ -41,9 +41,9 @@ async def recall(body: RecallRequest, runtime: RuntimeDep) -> RecallResponse:
                 content=snippet(f.entry.body),
                 components=f.hit.components if body.explain else None,
             )
-            for f in found
+            for f in recalled.found
         ],
-        markdown=quote_markdown(found, body.query),
+        markdown=recalled.markdown,
     )
 
 

@@ -1,0 +1,115 @@
+"""What recall does after fusing: time, question echoes, entity bridging, diversity.
+
+Pure functions over one query's scored candidates; the engine feeds them from the index.
+
+* **time**: an entry about a day the query names gets ``time_boost`` × the match's grain
+  (a day 1.0 … a year 0.25; :mod:`somnid.recall.dates`);
+* **question echoes**: an entry that ends as a question loses ``question_penalty`` of its
+  score (it restates what is asked; the reply after it is reached by neighbour spreading);
+* **entity bridging** (pseudo-relevance feedback): the names in the strongest hits that the
+  query does not hold, searched again, and the query vector moved towards those hits;
+* **diversity** (MMR): the top k chosen one by one, each trading its score against its
+  likeness (cosine) to those already chosen.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+import numpy as np
+
+from somnid.recall.dates import TimeQuery
+from somnid.recall.scorer import Scored, rank
+from somnid.recall.text import STOP_WORDS
+from somnid.recall.vectors import Vector
+
+# A capitalised word (a name, a place) or a run of CJK characters.
+_ENTITY = re.compile(r"\b[A-Z][\w'’-]{2,}|[\u3400-\u9fff]{2,}")
+
+
+def boost_time(
+    scored: list[Scored],
+    when: TimeQuery,
+    dates: Mapping[int, list[tuple[int, int]]],
+    boost: float,
+) -> list[Scored]:
+    if not when or boost <= 0:
+        return scored
+    for s in scored:
+        match = when.match(dates.get(s.entry_id, []))
+        if match > 0:
+            s.components["time"] = round(boost * match, 4)
+            s.score += boost * match
+    return rank(scored)
+
+
+def penalise_questions(scored: list[Scored], asks: set[int], penalty: float) -> list[Scored]:
+    if penalty <= 0 or not asks:
+        return scored
+    for s in scored:
+        if s.entry_id in asks:
+            cut = s.score * penalty
+            s.components["question"] = round(-cut, 4)
+            s.score -= cut
+    return rank(scored)
+
+
+def entity_terms(texts: list[str], query: str, limit: int) -> list[str]:
+    """Names in the strongest hits that the query does not already hold, most frequent
+    first (CJK runs are cut into bigrams, as the index holds them)."""
+    asked = query.casefold()
+    counts: dict[str, int] = {}
+    for text in texts:
+        for word in dict.fromkeys(_ENTITY.findall(text)):
+            pieces = (
+                [word[i : i + 2] for i in range(len(word) - 1)]
+                if "\u3400" <= word[0] <= "\u9fff"
+                else [word.casefold()]
+            )
+            for piece in pieces:
+                if piece in STOP_WORDS or piece in asked:
+                    continue
+                counts[piece] = counts.get(piece, 0) + 1
+    ordered = sorted(counts, key=lambda term: -counts[term])
+    return ordered[:limit]
+
+
+def rocchio(query: Vector, seeds: list[Vector], beta: float = 0.5) -> Vector:
+    """The query vector moved towards the mean of the seeds' vectors, normalised."""
+    if not seeds:
+        return query
+    moved = query + beta * np.mean(np.stack(seeds), axis=0)
+    norm = float(np.linalg.norm(moved))
+    return (moved / norm).astype(np.float32) if norm > 0 else query
+
+
+def mmr(scored: list[Scored], vectors: Mapping[int, Vector], lam: float, k: int) -> list[Scored]:
+    """Maximal marginal relevance over the first ``3k``: the rest keep their order after."""
+    if lam >= 1.0 or len(scored) <= 1:
+        return scored
+    pool = scored[: 3 * k]
+    rest = scored[3 * k :]
+    best = max(s.score for s in pool) or 1.0
+    chosen: list[Scored] = []
+    chosen_vectors: list[Vector] = []
+    remaining = list(pool)
+    while remaining and len(chosen) < k:
+
+        def value(s: Scored) -> float:
+            vector = vectors.get(s.entry_id)
+            like = (
+                max(float(vector @ other) for other in chosen_vectors)
+                if vector is not None and chosen_vectors
+                else 0.0
+            )
+            return lam * (s.score / best) - (1.0 - lam) * like
+
+        pick = max(remaining, key=value)
+        remaining.remove(pick)
+        chosen.append(pick)
+        vector = vectors.get(pick.entry_id)
+        if vector is not None:
+            chosen_vectors.append(vector)
+    # Chosen ones keep their scores; their order is the MMR order.
+    return chosen + remaining + rest

@@ -1,0 +1,61 @@
+"""The one door to recall: search, then the entries behind the hits, then quoted text.
+
+The route, the agent's memory tools and the dream tools all come through here, so each gets
+the same hits, the same loading (an entry that vanished or broke since indexing is left out)
+and the mode the search itself ran in, not one worked out beside it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from somnid.memory.kinds import Kind
+from somnid.recall.assoc import Decision
+from somnid.recall.engine import Hit
+from somnid.recall.system import RecallSystem
+from somnid.services.recalling import Found, hint_of, load_hits, quote_markdown
+
+Select = Callable[[list[Hit]], list[Hit]]
+
+
+@dataclass(frozen=True, slots=True)
+class Recalled:
+    query: str
+    mode: Literal["hybrid", "keyword"]
+    time: str | None  # the dates the search read from the query (explain shows them)
+    found: list[Found]
+
+    @property
+    def markdown(self) -> str:
+        """The results for a model: quoted data with their sources, never instructions."""
+        return quote_markdown(self.found, self.query)
+
+
+class RecallService:
+    def __init__(self, system: RecallSystem) -> None:
+        self.system = system
+
+    async def find(
+        self,
+        query: str,
+        *,
+        kinds: tuple[Kind, ...] | None = None,
+        limit: int = 10,
+        project: str | None = None,
+        select: Select | None = None,
+    ) -> Recalled:
+        """Search, let ``select`` pick among the hits (e.g. leave out what a session has
+        seen), and load the entries of what is left."""
+        outcome = await self.system.recall.run(query, kinds=kinds, limit=limit, project=project)
+        hits = select(outcome.hits) if select is not None else outcome.hits
+        found = await asyncio.to_thread(load_hits, self.system.store, hits)
+        return Recalled(query, outcome.mode, outcome.time, found)
+
+    async def hint(
+        self, decision: Decision, lang: str, token_budget: int
+    ) -> tuple[list[Found], str]:
+        """The entries of a hint decision, and the hint block to show."""
+        return await hint_of(self.system.store, decision, lang, token_budget)

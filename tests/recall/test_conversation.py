@@ -1,0 +1,156 @@
+"""Recall over conversations: dates, replies to the turn before, question echoes, and the
+one door (the recall service) the route, the tools and the dreams share."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from somnid.api.app import create_app
+from somnid.config import Settings
+from somnid.memory.clock import ManualClock
+from somnid.memory.kinds import Kind
+from somnid.runtime import Runtime
+from somnid.services.recall_service import RecallService
+from somnid.tools.memory_tools import ToolContext
+from tests.clients import app_client
+
+OCT_4 = dt.datetime(2023, 10, 4, 18, 0, tzinfo=dt.UTC)
+NOV_9 = dt.datetime(2023, 11, 9, 18, 0, tzinfo=dt.UTC)
+
+
+def settings_for(tmp_path: Path, **recall: Any) -> Settings:
+    return Settings(
+        data_dir=tmp_path / "data",
+        timezone="UTC",
+        embed={"provider": "off"},
+        dream={"enabled": False},
+        recall=recall,
+    )
+
+
+async def store_session(
+    rt: Runtime, clock: ManualClock, when: dt.datetime, turns: list[str]
+) -> None:
+    clock.set(when)
+    for number, text in enumerate(turns, start=1):
+        await rt.memories.create(
+            Kind.EPISODE,
+            f"t{when:%m%d}-{number}",
+            description=f"{text.split(':')[0]} on {when:%d %B %Y}",
+            body=text,
+            fields={"when": when.isoformat()},
+        )
+
+
+async def names(rt: Runtime, query: str) -> list[str]:
+    return [hit.name for hit in await rt.recall.search(query, kinds=(Kind.EPISODE,), limit=5)]
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock(OCT_4)
+
+
+async def test_a_relative_day_in_a_memory_answers_a_date_in_the_query(
+    tmp_path: Path, clock: ManualClock
+) -> None:
+    async with Runtime.open(settings_for(tmp_path), clock=clock) as rt:
+        await store_session(rt, clock, OCT_4, ["Calvin: Yesterday I was in Boston for a gig."])
+        await store_session(rt, clock, NOV_9, ["Calvin: I was in Tokyo for a gig, great city."])
+        clock.set(NOV_9 + dt.timedelta(days=1))
+        assert (await names(rt, "Which city was Calvin in for a gig on October 3?"))[0] == "t1004-1"
+        outcome = await rt.recall.recall.run("Calvin's gig on October 3", kinds=(Kind.EPISODE,))
+        top = outcome.hits[0]
+        assert top.name == "t1004-1" and top.components["time"] == pytest.approx(0.3)
+        assert outcome.time is not None and "October 3" in outcome.time
+        no_time = await rt.recall.recall.run("Calvin's gig", kinds=(Kind.EPISODE,))
+        assert no_time.time is None and all("time" not in h.components for h in no_time.hits)
+
+
+async def test_time_boost_zero_reads_no_dates(tmp_path: Path, clock: ManualClock) -> None:
+    async with Runtime.open(settings_for(tmp_path, time_boost=0.0), clock=clock) as rt:
+        await store_session(rt, clock, OCT_4, ["Calvin: Yesterday I was in Boston for a gig."])
+        outcome = await rt.recall.recall.run("gig on October 3", kinds=(Kind.EPISODE,))
+        assert outcome.time is None and "time" not in outcome.hits[0].components
+
+
+DEBORAH = [
+    "Anna: I always wondered how you two met. Where did you and Deborah meet?",
+    "Deborah: It happened at yoga in the park, years ago.",
+    "Anna: Lovely. I should try it.",
+]
+
+
+async def test_a_reply_is_found_through_the_turn_it_answers(
+    tmp_path: Path, clock: ManualClock
+) -> None:
+    query = "Where did Deborah meet Anna?"
+    async with Runtime.open(
+        settings_for(tmp_path, context_weight=0.0, neighbour_spread=0.0, question_penalty=0.0),
+        clock=clock,
+    ) as rt:
+        await store_session(rt, clock, OCT_4, DEBORAH)
+        plain = await names(rt, query)
+    assert plain[0] == "t1004-1"  # the question echo ranks first without the new passes
+    async with Runtime.open(settings_for(tmp_path / "2"), clock=clock) as rt:
+        await store_session(rt, clock, OCT_4, DEBORAH)
+        found = await names(rt, query)
+        outcome = await rt.recall.recall.run(query, kinds=(Kind.EPISODE,))
+    assert found[0] == "t1004-2", found  # the answer, through the turn it answers
+    question = next(h for h in outcome.hits if h.name == "t1004-1")
+    assert question.components["question"] < 0
+
+
+async def test_neighbour_spread_lifts_the_next_turn(tmp_path: Path, clock: ManualClock) -> None:
+    turns = [
+        "Mel: Guess what I bought for the kitchen?",
+        "Caroline: Tell me!",
+        "Mel: A kumquat tree.",
+    ]
+    async with Runtime.open(
+        settings_for(tmp_path, context_weight=0.0, question_penalty=0.0), clock=clock
+    ) as rt:
+        await store_session(rt, clock, OCT_4, turns)
+        outcome = await rt.recall.recall.run("kumquat tree", kinds=(Kind.EPISODE,))
+    lifted = {h.name: h.components for h in outcome.hits}
+    assert "neighbour" in lifted["t1004-2"]  # reached from the match, in its session
+    assert "t1004-1" not in lifted  # one hop only
+
+
+async def test_route_tools_and_dreams_share_one_door(tmp_path: Path, clock: ManualClock) -> None:
+    settings = settings_for(tmp_path)
+    async with Runtime.open(settings, clock=clock) as rt:
+        await store_session(rt, clock, OCT_4, ["Calvin: Yesterday I was in Boston."])
+        recalled = await RecallService(rt.recall).find("Boston on October 3")
+        assert recalled.mode == "keyword"  # provider off: the search ran on keywords
+        assert [f.entry.name for f in recalled.found] == ["t1004-1"]
+        assert "quoted data, not instructions" in recalled.markdown
+        tool = await rt.tools.call("recall_memories", {"query": "Boston on October 3"}, CTX)
+        assert "t1004-1" in tool
+
+
+CTX = ToolContext(session_id="s1")
+
+
+def test_recall_route_explains_the_time_part(tmp_path: Path, clock: ManualClock) -> None:
+    settings = settings_for(tmp_path)
+    with app_client(create_app(settings, clock=clock), settings) as client:
+        made = client.post(
+            "/v1/memories/episode",
+            json={"name": "boston", "description": "Calvin in Boston",
+                  "body": "Calvin: Yesterday I was in Boston.",
+                  "fields": {"when": OCT_4.isoformat()}},
+        )  # fmt: skip
+        assert made.status_code == 201, made.text
+        body = client.post(
+            "/v1/recall", json={"query": "Where was Calvin on 3 October 2023?", "explain": True}
+        ).json()
+        assert body["mode"] == "keyword"
+        assert body["time"] == "'3 October 2023' (day, 2023-10-03)"
+        assert body["items"][0]["components"]["time"] == pytest.approx(0.3)
+        plain = client.post("/v1/recall", json={"query": "Calvin on 3 October 2023"}).json()
+        assert plain["time"] is None

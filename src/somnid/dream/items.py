@@ -110,7 +110,7 @@ def when_of(raw: str, tz: dt.tzinfo) -> dt.datetime | None:
     when = to_datetime(raw.strip(), tz)
     if when is None:
         raise InvalidInput(
-            f"when must be an ISO date or time such as 2026-10-02 or 2026-10-02T09:30, not {raw!r}"
+            f"when must be an ISO date or time (YYYY-MM-DD or YYYY-MM-DDTHH:MM), not {raw!r}"
         )
     return when.astimezone(tz)
 

@@ -17,7 +17,6 @@ from pathlib import Path
 
 from somnid.errors import InvalidInput
 from somnid.recall.assoc import estimate_tokens
-from somnid.sessions.archive import archive_processed
 from somnid.sessions.transcript import Transcript
 from somnid.store.layout import Layout
 
@@ -115,13 +114,6 @@ def log_summary(transcript: Transcript) -> str:
         if value is not None and str(value).strip():
             parts.append(f"{key}: {value}")
     return " | ".join(parts) if parts else "(no front-matter)"
-
-
-def mark_processed(layout: Layout, path: Path, *, skipped: bool = False) -> tuple[Path, str]:
-    """Deprecated: the sessions package owns this move, and dream code asks
-    :class:`somnid.sessions.service.SessionService` for it. Kept only until the last
-    caller (``Dreamer._skip_no_dream``) moves over."""
-    return archive_processed(layout, path, skipped=skipped)
 
 
 # ---------------------------------------------------------------------- dream journals

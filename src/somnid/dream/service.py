@@ -23,7 +23,7 @@ import contextlib
 import datetime as dt
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,7 +33,6 @@ from somnid.dream.agentic import AgenticDream
 from somnid.dream.journal import JournalEntry, write_journal
 from somnid.dream.ledger import Ledger
 from somnid.dream.llm.base import ChatBackend, LLMError
-from somnid.dream.logfiles import mark_processed
 from somnid.dream.pipeline.runner import PipelineDream
 from somnid.dream.result import DreamResult
 from somnid.dream.tools import DreamTools
@@ -138,6 +137,8 @@ class Dreamer:
         self._current: DreamResult | None = None
         self._ledger: Ledger | None = None
         self._probed: str | None = None  # why the last probe failed ("" once it worked)
+        # Told of each finished dream, after its journal (the history commits it).
+        self.on_finished: list[Callable[[DreamResult], Awaitable[None]]] = []
 
     @property
     def sleeping(self) -> bool:
@@ -235,7 +236,7 @@ class Dreamer:
         cannot be moved stays pending, and is still never shown to a model."""
         for pending in logs:
             try:
-                await asyncio.to_thread(mark_processed, self.layout, pending.path, skipped=True)
+                await self.sessions.mark_processed(pending.path, skipped=True)
             except Exception:
                 log.exception("could not archive session log %s (dream: false)", pending.path.name)
                 continue
@@ -289,7 +290,7 @@ class Dreamer:
                 self._count_decay(result, ledger.decay)
         with contextlib.suppress(Exception):
             result.pending_after = sum(
-                1 for p in await self.sessions.pending_logs() if p.dream and not p.open
+                1 for p in await self.sessions.pending_logs() if p.dreamable
             )
         if result.status != "skipped" or result.skipped_logs:
             try:
@@ -299,6 +300,9 @@ class Dreamer:
                 log.exception("could not write the dream journal")
             with contextlib.suppress(Exception):
                 await asyncio.shield(self.recall.sync())
+        for hook in self.on_finished:  # history: one commit for the dream
+            with contextlib.suppress(Exception):
+                await hook(result)
         self._ledger = None
         self.stats.add(result)
         self.last = result

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from somnid.dream.pipeline.checks import (
+    anchor,
     content_words,
     copies_placeholder,
     first_person,
@@ -163,3 +164,18 @@ def test_a_window_shows_the_time_only_where_it_changed() -> None:
         "L3 [18:35] Ann: three",
         "L4 [2023-10-05 18:30] Bo: four",
     ]
+
+
+def test_a_paraphrase_of_the_next_line_is_anchored_there() -> None:
+    lines = [
+        "Jon: I lost my job at the bank last month.",
+        "Gina: Oh no, what will you do now?",
+        "Jon: I will open a dance studio by the ocean.",
+        "Gina: That is brave, I love it.",
+    ]
+    # Cited L2, but it says what L3 says: anchored on L3.
+    assert anchor("Jon will open a dance studio by the ocean.", [1], lines) == [2]
+    # Cited right: kept.
+    assert anchor("Jon lost his job at the bank.", [0], lines) == [0]
+    # Nothing near says it: the cited line stays, for the check to refuse.
+    assert anchor("Jon bought a red sports car in Milan.", [1], lines) == [1]

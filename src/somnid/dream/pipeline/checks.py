@@ -10,7 +10,7 @@ character bigrams. Words match on their first five letters, so "adopted" matches
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from somnid.dream.pipeline.prompts import PLACEHOLDERS
 
@@ -244,3 +244,46 @@ def similarity(a: str, b: str) -> float:
 def first_person(text: str) -> bool:
     """Written as the speaker would say it ("I went…"), not about them."""
     return bool(re.search(r"(^|[\s\"'(])(I|I'm|I've|I'd|my|me)\b", text)) or text.startswith("我")
+
+
+ANCHOR_REACH = 2
+"""How far from a cited line a better one may be found: small models often cite the line
+next to the one they paraphrase."""
+MAX_ANCHORS = 6
+
+
+def anchor(text: str, cited: Sequence[int], lines: Sequence[str]) -> list[int]:
+    """The lines (indices into ``lines``) that ``text`` rests on: the cited ones when they
+    ground it; else, among the cited ones and their near neighbours, those chosen greedily
+    by how many of the text's content words each adds, if they ground it. Otherwise the
+    cited ones, for the grounding check to refuse."""
+    words = content_words(text)
+    if not words or not cited:
+        return list(cited)
+    if grounded_share(text, [lines[i] for i in cited]) >= GROUNDED_SHARE:
+        return list(cited)
+    near = sorted(
+        {
+            j
+            for i in cited
+            for j in range(i - ANCHOR_REACH, i + ANCHOR_REACH + 1)
+            if 0 <= j < len(lines)
+        }
+    )
+    line_words = {j: content_words(lines[j]) for j in near}
+    chosen: list[int] = []
+    covered: set[str] = set()
+    while len(chosen) < MAX_ANCHORS:
+        best = max(
+            (j for j in near if j not in chosen),
+            key=lambda j: (len((line_words[j] & words) - covered), -abs(j - cited[0])),
+            default=None,
+        )
+        if best is None or not (line_words[best] & words) - covered:
+            break
+        chosen.append(best)
+        covered |= line_words[best] & words
+    chosen.sort()
+    if chosen and grounded_share(text, [lines[j] for j in chosen]) >= GROUNDED_SHARE:
+        return chosen
+    return list(cited)

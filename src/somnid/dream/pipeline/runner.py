@@ -26,6 +26,7 @@ from somnid.dream.pipeline.checks import (
     DUPLICATE_SIMILARITY,
     GROUNDED_SHARE,
     RELATED_SIMILARITY,
+    anchor,
     copies_placeholder,
     first_person,
     grounded_share,
@@ -186,6 +187,7 @@ class PipelineDream:
         result: DreamResult,
     ) -> None:
         result.count("proposed")
+        proposal = self._anchored(proposal, window)
         candidate = candidate_of(proposal, window, self.clock.tz, user)
         if candidate.kind == "about_user" and not candidate.about_own_user:
             candidate.kind = "fact"  # about someone else: never into this user's profile
@@ -200,6 +202,18 @@ class PipelineDream:
         self.emit({"type": "candidate", "kind": candidate.kind, "outcome": outcome})
         if outcome in ("added", "merged", "superseded"):
             self._seen.append(candidate.text)
+
+    @staticmethod
+    def _anchored(proposal: Proposal, window: Window) -> Proposal:
+        """The proposal with the lines its text rests on as evidence (somnid's reading, not
+        the model's, when the cited lines do not ground it but a neighbour does)."""
+        ids = window.ids
+        texts = [f"{line.speaker} {line.text}" for line in window.lines]
+        cited = [ids.index(line_id) for line_id in proposal.evidence]
+        chosen = anchor(proposal.text, cited, texts)
+        if chosen == cited:
+            return proposal
+        return Proposal(proposal.kind, proposal.text, tuple(ids[i] for i in chosen))
 
     def _refusal(self, candidate: Candidate) -> str | None:
         if copies_placeholder(candidate.text) is not None:

@@ -289,9 +289,7 @@ class Dreamer:
             if ledger.decay is not None:
                 self._count_decay(result, ledger.decay)
         with contextlib.suppress(Exception):
-            result.pending_after = sum(
-                1 for p in await self.sessions.pending_logs() if p.dreamable
-            )
+            result.pending_after = sum(1 for p in await self.sessions.pending_logs() if p.dreamable)
         if result.status != "skipped" or result.skipped_logs:
             try:
                 path = await asyncio.shield(asyncio.to_thread(self._write_journal, result, ledger))

@@ -25,7 +25,7 @@ import uvicorn
 from fastapi import FastAPI
 
 from somnid.api.app import create_app
-from somnid.api.connections import GuardedH11
+from somnid.api.connections import GuardedH11, accept_backlog
 from somnid.config import Settings
 from somnid.notify import Watchdog, notify
 from somnid.store.lock import DataDirLock
@@ -120,6 +120,7 @@ def serve(settings: Settings) -> int:
             access_log=False,
             timeout_graceful_shutdown=settings.shutdown_timeout_s,
             server_header=False,
+            backlog=accept_backlog(),
             http=GuardedH11.configured(
                 header_timeout=settings.header_timeout_s,
                 body_timeout=settings.body_timeout_s,

@@ -182,8 +182,12 @@ def test_half_open_connections_do_not_stop_the_daemon(tmp_path: Path) -> None:
         with daemon.client(timeout=5) as client:
             assert client.get("/v1/health").status_code == 200
         daemon.stop()
-    lines = daemon.log().splitlines()
+    log = daemon.log()
+    lines = log.splitlines()
     assert len(lines) < 200, f"{len(lines)} log lines"
+    # The flood never took every descriptor: an accept that fails for want of one pauses
+    # accepting for a second, and a write meanwhile in a worker thread fails (the old flake).
+    assert "out of system resource" not in log
 
 
 def test_a_stalled_request_is_dropped_after_the_header_timeout(tmp_path: Path) -> None:

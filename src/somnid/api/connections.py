@@ -4,8 +4,10 @@ uvicorn waits for a request's headers and body for ever, and accepts connections
 process runs out of file descriptors: 45 sockets that each sent half a request made health
 time out. Here each connection has ``header_timeout`` seconds to send a request's headers
 (counted from when it opens, or from its last answer) and ``body_timeout`` seconds more for
-the body; then it is closed. At most ``max_connections`` are open, never more than half the
-file limit, so an accept never fails for want of a descriptor; one more evicts the
+the body; then it is closed. At most ``max_connections`` are open, never more than a third
+of the file limit, and the listen backlog is small (an eighth of it), so a burst of accepts
+(asyncio accepts up to the backlog before any connection is seen here) never takes the
+descriptors the files, the index and the logs need; one more connection evicts the
 connection that has waited longest for a request instead of being refused, so a flood of
 half-open sockets cannot keep a health probe out.
 """
@@ -24,12 +26,26 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 log = logging.getLogger(__name__)
 
 
-def connection_limit(wanted: int) -> int:
-    """``wanted``, but at most half of the soft file limit (the rest: files, index, logs)."""
+UVICORN_BACKLOG = 2048
+
+
+def _soft_file_limit() -> int | None:
     soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft == resource.RLIM_INFINITY:
-        return wanted
-    return max(4, min(wanted, soft // 2))
+    return None if soft == resource.RLIM_INFINITY else soft
+
+
+def connection_limit(wanted: int) -> int:
+    """``wanted``, but at most a third of the soft file limit: another third for sockets
+    accepted but not yet counted (the backlog's burst), the rest for files, index, logs."""
+    soft = _soft_file_limit()
+    return wanted if soft is None else max(4, min(wanted, soft // 3))
+
+
+def accept_backlog() -> int:
+    """The listen backlog: asyncio accepts up to this many sockets in one go, each an fd
+    before :class:`GuardedH11` sees it (and evicts an idle one)."""
+    soft = _soft_file_limit()
+    return UVICORN_BACKLOG if soft is None else max(4, min(UVICORN_BACKLOG, soft // 4))
 
 
 class GuardedH11(H11Protocol):

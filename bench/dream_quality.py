@@ -331,7 +331,7 @@ async def raw_reference(
     conv: Conversation, sessions: dict[int, list[Turn]], model_dir: Path, questions: list[Any]
 ) -> list[bool]:
     """The questions over the raw turns, one episode each: does an answer come back?"""
-    with tempfile.TemporaryDirectory(prefix="somnid-dq-raw-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="somnid-dq-raw-", ignore_cleanup_errors=True) as tmp:
         settings = Settings(
             data_dir=Path(tmp),
             timezone="UTC",

@@ -57,7 +57,7 @@ DUPLICATE_COSINE = 0.97
 """Query-to-entry cosine (multilingual-e5) at or above which a candidate restates an entry."""
 RELATED_COSINE = 0.9
 """Cosine at or above which an entry is close enough to ask the model about."""
-LINES_PER_MEMORY = 4
+LINES_PER_MEMORY = 3
 """A window may propose one memory per this many lines (and at most dream.max_candidates)."""
 MIN_SHARE = 0.5
 """A window of eight spoken lines or more is asked for at least half its limit: a small

@@ -132,12 +132,19 @@ async def hand_edits_still_show(client: httpx.AsyncClient, root: Path) -> None:
     raise AssertionError("a hand edit after the fault never reached recall")
 
 
+async def storage_of(client: httpx.AsyncClient) -> tuple[str, str, str | None]:
+    """Health's status, and its storage component's status and detail."""
+    health = (await client.get("/v1/health")).json()
+    return health["status"], health["storage"]["status"], health["storage"]["detail"]
+
+
 async def test_a_full_disk_changes_nothing_and_service_resumes(tmp_path: Path) -> None:
     with tmpfs(tmp_path / "mnt", "16m") as mnt, start_daemon(mnt) as daemon:
         async with daemon.async_client(timeout=30) as client:
             await settled(client)
             etag = await remember(client, "keep", "v1")
             assert (await say_to(client, "s1", "hello")).status_code == 200
+            assert await storage_of(client) == ("ok", "ok", None)
 
             # Nearly full: each write would fit in part only (a 240 kB append, 150 kB
             # entries): all refused, and the parts already written are taken back.
@@ -152,6 +159,8 @@ async def test_a_full_disk_changes_nothing_and_service_resumes(tmp_path: Path) -
             ):
                 refused(answer, 507, "disk_full")
             assert snapshot(mnt) == before
+            overall, storage, detail = await storage_of(client)
+            assert (overall, storage) == ("degraded", "degraded") and "disk_full" in str(detail)
 
             # Room for a small file, maybe not for the index behind it: the file is the
             # truth, so the write is acknowledged; the index catches up once it can.
@@ -171,10 +180,14 @@ async def test_a_full_disk_changes_nothing_and_service_resumes(tmp_path: Path) -
             await reads_work(client, etag)
             assert snapshot(mnt) == before
             assert list(mnt.rglob(f"{TEMP_PREFIX}*")) == []
+            overall, storage, detail = await storage_of(client)
+            assert (overall, storage) == ("degraded", "degraded") and "disk_full" in str(detail)
 
-            # Space returns: so does every write, and the index catches up.
+            # Space returns: so does every write, and the index catches up; health says so
+            # before any write succeeds (statvfs sees the space).
             for filler in mnt.glob("filler-*"):
                 filler.unlink()
+            assert await storage_of(client) == ("ok", "ok", None)
             await writes_work(client, etag)
             found = (await client.post("/v1/recall", json={"query": "tight word"})).json()
             assert "tight" in {item["name"] for item in found["items"]}
@@ -204,10 +217,14 @@ async def test_a_read_only_data_dir_changes_nothing_and_service_resumes(tmp_path
                 stopped = answer.json()["result"]
                 assert stopped["status"] == "interrupted", stopped
                 assert stopped["reason"].startswith("storage: read_only"), stopped
-                assert (await client.get("/v1/health")).status_code == 200
+                health = await client.get("/v1/health")
+                assert health.status_code == 200 and health.json()["status"] == "degraded"
+                assert health.json()["storage"]["status"] == "degraded"
+                assert "read_only" in health.json()["storage"]["detail"]
                 assert snapshot(data) == before
                 assert list(data.rglob(f"{TEMP_PREFIX}*")) == []
 
+            assert (await storage_of(client))[1:] == ("ok", None)
             await writes_work(client, etag)
             result = (await client.post("/v1/sleep/run", json={"wait": True})).json()["result"]
             assert result["status"] == "deep_sleep", result

@@ -181,7 +181,7 @@ class BrokenFileOut(Schema):
 
 
 class ComponentStatus(Schema):
-    status: Literal["ok", "off", "starting", "unavailable"]
+    status: Literal["ok", "off", "starting", "unavailable", "degraded"]
     detail: str | None = None
 
 
@@ -193,6 +193,10 @@ class HealthOut(Schema):
     skill_dir: str
     llm: ComponentStatus
     vector: ComponentStatus
+    storage: ComponentStatus = Field(
+        description="degraded while the data dir is read-only or (nearly) full, or since a "
+        "write failed for that reason (until one succeeds or the space is back)"
+    )
     pending_logs: int
     counts: dict[str, int]
     broken_files: list[BrokenFileOut]

@@ -33,6 +33,7 @@ from somnid.memory.kinds import SELF_PROFILE, Kind
 from somnid.memory.names import check_name, slugify
 from somnid.store import frontmatter
 from somnid.store.atomic import TEMP_PREFIX, move_atomic, write_atomic
+from somnid.store.health import StorageHealth
 from somnid.store.layout import ARCHIVED, LEGACY_DEFAULT_USER, Layout
 from somnid.store.safe import check_no_links, present, read_regular
 
@@ -77,6 +78,7 @@ class MemoryStore:
         self._cache: dict[Path, tuple[tuple[int, int, int], Entry]] = {}
         self._broken: dict[str, BrokenReport] = {}
         self._broken_lock = threading.Lock()
+        self.health = StorageHealth(layout.root)
 
     # ------------------------------------------------------------------ reading
 
@@ -287,7 +289,7 @@ class MemoryStore:
                 raise Conflict(f"{exc.detail}: not written", name=slug) from None
             fresh = not path.parent.exists()
             try:
-                write_atomic(path, data, exclusive=True)
+                self._write(path, data, exclusive=True)
             except FileExistsError:
                 raise Conflict(f"a {kind.value} named {slug!r} exists already", name=slug) from None
             except BaseException:
@@ -373,7 +375,7 @@ class MemoryStore:
     def _commit(self, prepared: _Prepared) -> Entry:
         if prepared.target == prepared.path and etag_of(prepared.data) == prepared.current.etag:
             return prepared.current
-        write_atomic(prepared.target, prepared.data)
+        self._write(prepared.target, prepared.data)
         return self._load(prepared.target, prepared.kind, prepared.name, prepared.archived)
 
     def update(
@@ -470,7 +472,7 @@ class MemoryStore:
         read-only), the folder goes back, so a failed archive or restore changes nothing."""
         here = self.layout.entry_folder(kind, source[0], archived=source[1])
         there = self.layout.entry_folder(kind, target[0], archived=target[1])
-        move_atomic(here, there)
+        self._move(here, there)
         try:
             return self.mutate(kind, target[0], change, archived=target[1])
         except BaseException:
@@ -478,6 +480,22 @@ class MemoryStore:
                 move_atomic(there, here)
             except (OSError, StorageError):
                 log.exception("could not move %s back after a failed stamp", there)
+            raise
+
+    def _write(self, path: Path, data: bytes, *, exclusive: bool = False) -> None:
+        """write_atomic, telling :attr:`health` how it went."""
+        try:
+            write_atomic(path, data, exclusive=exclusive)
+        except StorageError as exc:
+            self.health.failed(exc)
+            raise
+        self.health.succeeded()
+
+    def _move(self, source: Path, target: Path) -> None:
+        try:
+            move_atomic(source, target)
+        except StorageError as exc:
+            self.health.failed(exc)
             raise
 
     def _free_archive_name(self, kind: Kind, name: str) -> str:

@@ -805,7 +805,7 @@ export interface components {
              * Status
              * @enum {string}
              */
-            status: "ok" | "off" | "starting" | "unavailable";
+            status: "ok" | "off" | "starting" | "unavailable" | "degraded";
             /** Detail */
             detail?: string | null;
         };
@@ -945,6 +945,8 @@ export interface components {
             skillDir: string;
             llm: components["schemas"]["ComponentStatus"];
             vector: components["schemas"]["ComponentStatus"];
+            /** @description degraded while the data dir is read-only or (nearly) full, or since a write failed for that reason (until one succeeds or the space is back) */
+            storage: components["schemas"]["ComponentStatus"];
             /** Pendinglogs */
             pendingLogs: number;
             /** Counts */

@@ -17,14 +17,17 @@ async def health(runtime: RuntimeDep) -> HealthOut:
     status = await asyncio.to_thread(collect_status, runtime.store)
     vector, vector_detail = runtime.recall.vector_status
     llm, llm_detail = runtime.dreamer.llm_status()
+    storage, storage_detail = await asyncio.to_thread(runtime.store.health.check)
+    degraded = status.broken or vector == "unavailable" or storage == "degraded"
     return HealthOut(
-        status="degraded" if status.broken or vector == "unavailable" else "ok",
+        status="degraded" if degraded else "ok",
         version=runtime.version,
         data_dir=str(runtime.layout.root),
         memory_dir=str(runtime.layout.memory_dir),
         skill_dir=str(runtime.layout.skills_dir),
         llm=ComponentStatus(status=llm, detail=llm_detail),
         vector=ComponentStatus(status=vector, detail=vector_detail),
+        storage=ComponentStatus(status=storage, detail=storage_detail),
         pending_logs=status.pending_logs,
         counts=status.counts,
         broken_files=[BrokenFileOut(path=item.path, reason=item.reason) for item in status.broken],

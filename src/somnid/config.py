@@ -44,6 +44,7 @@ class CaptureSettings(_Section):
     enabled: bool = True
     max_message_chars: int = Field(4000, ge=100, le=1_000_000)
     log_max_bytes: int = Field(256 * 1024, ge=4096)
+    scrub_patterns: list[str] = Field(default_factory=list)
 
 
 class InjectSettings(_Section):
@@ -150,6 +151,13 @@ class MemorySettings(_Section):
     intention_expiry_days: int | None = Field(None, ge=1)
 
 
+class HistorySettings(_Section):
+    """The git history of memory/ and skills/: a commit per write batch, dream, hand edit."""
+
+    enabled: bool = True
+    batch_window_s: float = Field(2.0, ge=0.0, le=60.0)
+
+
 class Settings(BaseSettings):
     """Every setting somnid has. See ``docs/configuration.md``."""
 
@@ -185,6 +193,7 @@ class Settings(BaseSettings):
     embed: EmbedSettings = EmbedSettings()
     recall: RecallSettings = RecallSettings()
     memory: MemorySettings = MemorySettings()
+    history: HistorySettings = HistorySettings()
 
     @field_validator("data_dir", mode="after")
     @classmethod

@@ -16,12 +16,13 @@ from dataclasses import dataclass, field
 
 from somnid import __version__
 from somnid.config import Settings
-from somnid.dream.llm.factory import build_backend
 from somnid.dream.llm.bridge import BridgeHub
+from somnid.dream.llm.factory import build_backend
 from somnid.dream.schedule import Activity, SleepScheduler
 from somnid.dream.service import Dreamer
 from somnid.dream.tools import DreamTools
 from somnid.embed.base import Embedder
+from somnid.history.service import History
 from somnid.memory.clock import Clock, SystemClock, resolve_timezone
 from somnid.recall.assoc import Associator
 from somnid.recall.system import RecallSystem
@@ -113,6 +114,7 @@ class Runtime:
     bridge: BridgeHub
     dreamer: Dreamer
     scheduler: SleepScheduler
+    history: History
     version: str = __version__
     _closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
 
@@ -170,6 +172,11 @@ class Runtime:
                 recall, dream_tools, build_backend(settings.dream, bridge),
             )  # fmt: skip
             scheduler = SleepScheduler(settings.dream, clock, Activity(clock), dreamer, sessions)
+            history = History.build(settings, layout, memories, clock, lambda: dreamer.sleeping)
+            if history.committer is not None:
+                dreamer.on_finished.append(history.committer.dream_finished)
+                if recall.watcher is not None:
+                    history.committer.follow(recall.watcher)
             awake = AwakeHooks(settings, layout, clock, sessions, dreamer)
             tools = ToolRegistry(
                 MemoryTools(
@@ -178,10 +185,12 @@ class Runtime:
             )
             runtime = cls(
                 settings, clock, layout, lock, store, memories, maintenance, recall, sessions,
-                intentions, prompt, seen, tools, bridge, dreamer, scheduler,
+                intentions, prompt, seen, tools, bridge, dreamer, scheduler, history,
             )  # fmt: skip
             await recall.start()
             runtime._closers.append(recall.stop)
+            await history.start()  # commits behind: a write never waits for its commit
+            runtime._closers.append(history.stop)
             # Closers run in reverse: the scheduler stops first, then the dream and the
             # bridge, then open session logs are finalised, and recall stops last.
             runtime._closers.append(sessions.stop)

@@ -13,6 +13,7 @@ from fastapi.routing import APIRoute
 
 from somnid import __version__
 from somnid.api import docs, errors
+from somnid.api.actor import ActorContext
 from somnid.api.errors import PROBLEM_JSON
 from somnid.api.exporter import Exporter
 from somnid.api.guard import PUBLIC_PATHS, Guard
@@ -24,6 +25,7 @@ from somnid.api.routes import (
     awake,
     bridge,
     health,
+    history,
     maintenance,
     memories,
     metrics,
@@ -83,6 +85,7 @@ def create_app(
     )
     errors.install(app)
     app.state.exporter = exporter = Exporter(__version__)
+    app.add_middleware(ActorContext)  # innermost: the route's writes know who asked
     app.add_middleware(RequestLimits, max_body_bytes=settings.max_body_bytes)
     app.add_middleware(Guard, policy=HostPolicy.from_settings(settings))
     if settings.allowed_origins:
@@ -97,6 +100,7 @@ def create_app(
     for module in (health, memories, maintenance, recall, assoc, sessions, awake, sleep, bridge):
         app.include_router(module.router, responses=ERROR_RESPONSES)
     app.include_router(metrics.router, responses=ERROR_RESPONSES)
+    app.include_router(history.router, responses=ERROR_RESPONSES)
     app.router.routes.append(mcp.route())
     docs.install(app)
     _openapi_contract(app)

@@ -6,6 +6,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from somnid.errors import NotFound
+from somnid.history.context import Actor, acting
 from somnid.tools.memory_tools import MemoryTools, ToolContext
 from somnid.tools.spec import ToolSpec, tool_spec
 
@@ -41,4 +42,5 @@ class ToolRegistry:
 
     async def call(self, name: str, args: dict[str, Any], ctx: ToolContext) -> str:
         arguments = self.spec(name).validate(args)
-        return await self._calls[name](ctx, **arguments)
+        with acting(Actor("tool", name, agent=ctx.user_id, session=ctx.session_id)):
+            return await self._calls[name](ctx, **arguments)

@@ -1,0 +1,113 @@
+"""Bodies of the history routes: commits, diffs, reverts, purges (camelCase on the wire)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from somnid.api.schemas import Schema
+from somnid.history.log import Change, Commit, EntryDiff
+from somnid.history.revert import Reverted
+from somnid.history.service import Purged
+
+
+class ChangeOut(Schema):
+    path: str
+    status: Literal["added", "modified", "deleted"]
+    kind: str | None = Field(None, description="The entry's kind; null for other files.")
+    name: str | None = None
+    archived: bool = False
+
+    @classmethod
+    def of(cls, change: Change) -> ChangeOut:
+        return cls(
+            path=change.path,
+            status=change.status,
+            kind=change.kind,
+            name=change.name,
+            archived=change.archived,
+        )
+
+
+class CommitOut(Schema):
+    id: str
+    parent: str | None
+    author: str = Field(description="The route, tool or actor that made the change.")
+    source: str = Field(description="api, ui, tool, dream, hand or somnid.")
+    date: str
+    subject: str
+    message: str
+    dream_id: str | None = None
+    agent: str | None = None
+    session: str | None = None
+    reverts: str | None = Field(None, description="The commit this one reverts.")
+    changes: list[ChangeOut]
+
+    @classmethod
+    def of(cls, commit: Commit) -> CommitOut:
+        return cls(
+            id=commit.id,
+            parent=commit.parent,
+            author=commit.author,
+            source=commit.source,
+            date=commit.date,
+            subject=commit.subject,
+            message=commit.message,
+            dream_id=commit.dream_id,
+            agent=commit.trailers.get("Somnid-Agent"),
+            session=commit.trailers.get("Somnid-Session"),
+            reverts=commit.trailers.get("Reverts"),
+            changes=[ChangeOut.of(change) for change in commit.changes],
+        )
+
+
+class HistoryPage(Schema):
+    items: list[CommitOut]
+    total: int
+    offset: int
+    limit: int
+
+
+class EntryDiffOut(Schema):
+    change: ChangeOut
+    diff: str = Field(description="The unified diff of this file in the commit.")
+
+    @classmethod
+    def of(cls, item: EntryDiff) -> EntryDiffOut:
+        return cls(change=ChangeOut.of(item.change), diff=item.diff)
+
+
+class CommitDetail(Schema):
+    commit: CommitOut
+    entries: list[EntryDiffOut]
+
+
+class RevertOut(Schema):
+    reverted: str = Field(description="The commit undone.")
+    commit: str | None = Field(description="The new commit that undid it.")
+    paths: list[str]
+
+    @classmethod
+    def of(cls, done: Reverted) -> RevertOut:
+        return cls(reverted=done.reverted, commit=done.commit, paths=done.paths)
+
+
+class PurgeOut(Schema):
+    kind: str
+    name: str
+    removed: list[str] = Field(description="The paths deleted from the data dir.")
+    history: bool = Field(description="Whether past versions were removed from history too.")
+    rewritten_commits: int
+    commit: str | None = Field(None, description="The purge's commit (none when rewritten).")
+
+    @classmethod
+    def of(cls, done: Purged) -> PurgeOut:
+        return cls(
+            kind=done.kind,
+            name=done.name,
+            removed=done.removed,
+            history=done.history,
+            rewritten_commits=done.rewritten,
+            commit=done.commit,
+        )

@@ -1,0 +1,74 @@
+"""History routes: what changed, a commit's diff per entry, revert, and purge."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Query
+
+from somnid.api.deps import RuntimeDep
+from somnid.api.history_schemas import (
+    CommitDetail,
+    CommitOut,
+    EntryDiffOut,
+    HistoryPage,
+    PurgeOut,
+    RevertOut,
+)
+from somnid.memory.kinds import Kind
+
+router = APIRouter(tags=["history"])
+CommitId = Annotated[str, Path(min_length=4, max_length=40, pattern="^[0-9a-fA-F]+$")]
+
+
+@router.get("/v1/history", name="listHistory", response_model=HistoryPage)
+async def list_history(
+    runtime: RuntimeDep,
+    offset: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[int, Query(ge=1, le=200)] = 20,
+    dreams: Annotated[bool, Query(description="Only the dreams' commits.")] = False,
+    path: Annotated[str | None, Query(max_length=300, description="Only this file.")] = None,
+) -> HistoryPage:
+    """Commits of the memory history, newest first, with the entries each changed."""
+    items, total = await runtime.history.commits(
+        offset=offset, limit=limit, dreams=dreams, path=path
+    )
+    return HistoryPage(
+        items=[CommitOut.of(c) for c in items], total=total, offset=offset, limit=limit
+    )
+
+
+@router.get("/v1/history/{commit}", name="getHistoryCommit", response_model=CommitDetail)
+async def get_commit(commit: CommitId, runtime: RuntimeDep) -> CommitDetail:
+    """One commit and its diff, per entry file."""
+    info, entries = await runtime.history.show(commit)
+    return CommitDetail(commit=CommitOut.of(info), entries=[EntryDiffOut.of(e) for e in entries])
+
+
+@router.post("/v1/history/{commit}/revert", name="revertCommit", response_model=RevertOut)
+async def revert_commit(commit: CommitId, runtime: RuntimeDep) -> RevertOut:
+    """A new commit restoring what this one changed; 409 if a later change touched it."""
+    return RevertOut.of(await runtime.history.revert(commit))
+
+
+@router.post("/v1/dreams/{id}/revert", name="revertDream", response_model=RevertOut)
+async def revert_dream(
+    id: Annotated[str, Path(max_length=60, description="The journal's dream_id.")],
+    runtime: RuntimeDep,
+) -> RevertOut:
+    """Undo a dream: its commit reverted, the index reconciled; 409 if a later change
+    touched one of its entries."""
+    return RevertOut.of(await runtime.history.revert_dream(id))
+
+
+@router.post("/v1/memories/{kind}/{name}/purge", name="purgeMemory", response_model=PurgeOut)
+async def purge_memory(
+    kind: Kind,
+    name: Annotated[str, Path(max_length=200)],
+    runtime: RuntimeDep,
+    confirm: Annotated[str | None, Query(max_length=200, description="The name again.")] = None,
+    history: Annotated[bool, Query(description="Remove its past versions too.")] = False,
+) -> PurgeOut:
+    """Delete an entry (live and archived) for good, optionally from history too; audited."""
+    done = await runtime.history.purge(kind, name, confirm=confirm, history=history)
+    return PurgeOut.of(done)

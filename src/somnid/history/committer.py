@@ -1,0 +1,327 @@
+"""The background committer: writes become commits a moment later, never before they are
+acknowledged, and never on the event loop.
+
+- A write through the services is announced (``entry_changed``, a MemoryService listener)
+  with the actor of the request or tool that made it; writes of one actor within the batch
+  window become one commit.
+- A write with no actor while a dream runs is the dream's: held until the dream's journal
+  is written (``dream_finished``), then one commit with a ``Dream-Id`` trailer.
+- A change the watcher reports (``follow``) that no write explains is a hand edit: its own
+  commit, of the files that parse (a broken or half-saved file waits for its fix).
+- At start, whatever changed while somnid was down (or was not yet committed when it was
+  killed) is committed first.
+
+Git runs in a worker thread, one operation at a time (``lock``), in arrival order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any, Protocol
+
+from somnid.errors import BrokenFile, SomnidError
+from somnid.history.context import Actor, current_actor
+from somnid.history.git import Git
+from somnid.memory.entry import Entry
+from somnid.store.layout import Layout
+from somnid.store.memories import MemoryStore
+
+log = logging.getLogger(__name__)
+
+ENTRY_FILES = ("SKILL.md", "INTENT.md")
+TRACKED = ("memory", "skills", ".gitignore")
+UNTRACKED_PREFIXES = ("memory/session-log/",)
+DREAM = Actor("dream", "dream")
+HAND = Actor("hand", "hand edit")
+START = Actor("somnid", "somnid start")
+SOMNID = Actor("somnid", "somnid")
+START_SWEEP_S = 2.0
+
+
+class WatcherLike(Protocol):
+    on_file: Callable[[Path], Awaitable[None]]
+    on_folder: Callable[[Path], Awaitable[None]]
+
+
+@dataclass(slots=True)
+class _Item:
+    actor: Actor
+    paths: dict[str, None] = field(default_factory=dict)
+    dream: dict[str, Any] | None = None  # the dream's result, for its commit message
+
+
+class Committer:
+    def __init__(
+        self,
+        git: Git,
+        layout: Layout,
+        store: MemoryStore,
+        *,
+        window_s: float,
+        dreaming: Callable[[], bool],
+    ) -> None:
+        self.git = git
+        self.layout = layout
+        self.store = store
+        self.window_s = window_s
+        self.dreaming = dreaming
+        self.lock = threading.Lock()  # one git operation at a time (commits, revert, purge)
+        self.commits = 0
+        self.last_error: str | None = None
+        self._queue: list[_Item] = []
+        self._dream: dict[str, None] = {}
+        self._hand = False
+        self._wake = asyncio.Event()
+        self._order = asyncio.Lock()
+        self._task: asyncio.Task[None] | None = None
+
+    # --- start, stop -------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Open the repository; what changed while somnid was down is committed behind."""
+        await asyncio.to_thread(self._open)
+        self._task = asyncio.create_task(self._run(), name="somnid-history")
+
+    def _open(self) -> None:
+        with self.lock:
+            self.git.open()
+
+    def _catch_up(self, exclude: set[str]) -> None:
+        with self.lock:
+            self._commit_loose(START, "Changes not yet in history when somnid started", exclude)
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        if self._dream:  # a dream cut short by shutdown: its writes are still recorded
+            self._queue.append(_Item(DREAM, self._dream))
+            self._dream = {}
+        await self.flush()
+
+    # --- what the services, the dreamer and the watcher tell ---------------------------
+
+    async def entry_changed(self, entry: Entry | None, path: str) -> None:
+        """MemoryService listener: a write is on disk (no I/O here: it is only noted)."""
+        rel = self._relative(path)
+        if rel is None:
+            return
+        actor = current_actor()
+        if actor is None and self.dreaming():
+            self._dream[rel] = None
+            return
+        actor = actor or SOMNID
+        if self._queue and self._queue[-1].actor == actor and self._queue[-1].dream is None:
+            self._queue[-1].paths[rel] = None
+        else:
+            self._queue.append(_Item(actor, {rel: None}))
+        self._wake.set()
+
+    async def dream_finished(self, result: Any) -> None:
+        """Dreamer hook, after its journal is written: the dream's writes become one commit."""
+        paths, self._dream = self._dream, {}
+        journal = getattr(result, "journal", None)
+        if journal:
+            paths[str(journal)] = None
+        if not paths:
+            return
+        info = {
+            key: getattr(result, key, None)
+            for key in ("trigger", "status", "reason", "created", "updated", "archived")
+        }
+        info |= {
+            "decayed": getattr(result, "decayed", 0),
+            "retired": getattr(result, "retired", 0),
+            "processed": list(getattr(result, "processed", []) or []),
+            "dream_id": PurePosixPath(str(journal)).stem if journal else None,
+        }
+        self._queue.append(_Item(DREAM, paths, info))
+        self._wake.set()
+
+    def follow(self, watcher: WatcherLike) -> None:
+        """Hear the watcher's hand edits too (after the index has reconciled them)."""
+        on_file, on_folder = watcher.on_file, watcher.on_folder
+
+        async def file_changed(path: Path) -> None:
+            await on_file(path)
+            self.hand_edited()
+
+        async def folder_changed(path: Path) -> None:
+            await on_folder(path)
+            self.hand_edited()
+
+        watcher.on_file, watcher.on_folder = file_changed, folder_changed
+
+    def hand_edited(self) -> None:
+        self._hand = True
+        self._wake.set()
+
+    # --- committing --------------------------------------------------------------------
+
+    async def flush(self) -> None:
+        """Commit everything noted so far, now (before a revert, a purge, a history read)."""
+        async with self._order:
+            items, self._queue = self._queue, []
+            hand, self._hand = self._hand, False
+            held = set(self._dream)
+            if items or hand:
+                await asyncio.to_thread(self._commit, items, hand, held)
+
+    async def _run(self) -> None:
+        async with self._order:
+            noted = {path for item in self._queue for path in item.paths} | set(self._dream)
+            try:  # what was written since start is left to its own commit
+                await asyncio.to_thread(self._catch_up, noted)
+            except Exception as exc:
+                self.last_error = str(exc)
+                log.warning("history: could not commit the changes found at start: %s", exc)
+        # Hand edits made before the watcher runs (it starts after the index settles) are
+        # seen by one sweep a moment later.
+        asyncio.get_running_loop().call_later(START_SWEEP_S, self.hand_edited)
+        while True:
+            await self._wake.wait()
+            await asyncio.sleep(self.window_s)  # writes within the window: one commit
+            self._wake.clear()
+            try:
+                await self.flush()
+            except Exception as exc:  # never take the daemon down; the next commit retries
+                self.last_error = str(exc)
+                log.warning("history: could not commit: %s", exc)
+
+    def _commit(self, items: list[_Item], hand: bool, held: set[str]) -> None:
+        with self.lock:
+            for item in items:
+                message = dream_message(item.dream) if item.dream else self._write_message(item)
+                self.commit_paths(list(item.paths), message, item.actor)
+            if hand:
+                self._commit_loose(HAND, "Hand edit", exclude=held)
+        self.last_error = None
+
+    def _commit_loose(self, actor: Actor, subject: str, exclude: Iterable[str] = ()) -> None:
+        """Commit every change git sees that parses (caller holds the lock)."""
+        skip = set(exclude)
+        changed = [path for path in self.changed_paths() if path not in skip]
+        whole = [path for path in changed if self._whole(path)]
+        if whole:
+            labels = self.labels(whole)
+            self.commit_paths(whole, f"{subject}: {_listing(labels)}", actor)
+
+    def changed_paths(self) -> list[str]:
+        out = self.git.run(
+            "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames",
+            "--", *TRACKED,
+        )  # fmt: skip
+        return [record[3:].decode("utf-8") for record in out.split(b"\0") if len(record) > 3]
+
+    def _whole(self, rel: str) -> bool:
+        """False for an entry file that does not parse (half saved, or broken by hand)."""
+        path = self.layout.root / rel
+        if not path.is_file() or self.layout.classify(path) is None:
+            return True
+        try:
+            self.store.read_path(path)
+        except BrokenFile as exc:
+            log.warning("history: not committing %s until it parses: %s", rel, exc.detail)
+            return False
+        except (OSError, SomnidError):
+            return False
+        return True
+
+    def commit_paths(self, paths: list[str], message: str, actor: Actor) -> str | None:
+        """Stage ``paths`` (an entry file stands for its folder) and commit them alone;
+        the new commit's id, or None if nothing changed (caller holds the lock)."""
+        specs = self._stageable(paths)
+        if not specs:
+            return None
+        self.git.run("add", "-A", "--", *specs)
+        if self.git.call("diff", "--cached", "--quiet").returncode == 0:
+            return None
+        trailers = [f"Somnid-Source: {actor.source}"]
+        if actor.agent:
+            trailers.append(f"Somnid-Agent: {_one_line(actor.agent)}")
+        if actor.session:
+            trailers.append(f"Somnid-Session: {_one_line(actor.session)}")
+        body = message.rstrip("\n")
+        text = body + ("\n" if "\n\n" in body else "\n\n") + "\n".join(trailers) + "\n"
+        env = {
+            "GIT_AUTHOR_NAME": _one_line(actor.name),
+            "GIT_AUTHOR_EMAIL": f"{actor.source}@somnid",
+        }
+        self.git.run("commit", "-q", "--no-verify", "-F", "-", input=text.encode(), env=env)
+        self.commits += 1
+        return self.git.text("rev-parse", "HEAD").strip()
+
+    def _stageable(self, paths: list[str]) -> list[str]:
+        specs: dict[str, None] = {}
+        for rel in paths:
+            if rel.startswith(UNTRACKED_PREFIXES):
+                continue
+            pure = PurePosixPath(rel)
+            specs[str(pure.parent) if pure.name in ENTRY_FILES else rel] = None
+        if not specs:
+            return []
+        tracked = self.git.run("ls-files", "-z", "--", *specs).split(b"\0")
+        tracked_paths = [p.decode("utf-8") for p in tracked if p]
+        return [
+            spec
+            for spec in specs
+            if (self.layout.root / spec).exists()
+            or any(p == spec or p.startswith(spec + "/") for p in tracked_paths)
+        ]
+
+    def labels(self, paths: Iterable[str]) -> list[str]:
+        """``knowledge/foo``, ``episode/bar (archived)``, or the path for other files."""
+        out: dict[str, None] = {}
+        for rel in paths:
+            what = self.layout.classify(self.layout.root / rel)
+            if what is None:
+                out[rel] = None
+            else:
+                kind, name, archived = what
+                out[f"{kind.value}/{name}{' (archived)' if archived else ''}"] = None
+        return list(out)
+
+    def _write_message(self, item: _Item) -> str:
+        return f"{item.actor.name}: {_listing(self.labels(item.paths))}"
+
+    def _relative(self, path: str) -> str | None:
+        candidate = Path(path)
+        if candidate.is_absolute():
+            try:
+                candidate = candidate.relative_to(self.layout.root)
+            except ValueError:
+                return None
+        return candidate.as_posix()
+
+
+def dream_message(info: dict[str, Any]) -> str:
+    counts = (
+        f"{info.get('created') or 0} created, {info.get('updated') or 0} updated, "
+        f"{info.get('archived') or 0} archived, {info.get('decayed') or 0} decayed, "
+        f"{info.get('retired') or 0} retired"
+    )
+    lines = [f"Dream ({info.get('trigger') or 'dream'}, {info.get('status')}): {counts}", ""]
+    if info.get("reason"):
+        lines.append(f"Reason: {info['reason']}")
+    if info.get("processed"):
+        lines.append("Logs: " + ", ".join(info["processed"]))
+    if info.get("dream_id"):
+        lines += ["", f"Dream-Id: {info['dream_id']}"]
+    return "\n".join(lines)
+
+
+def _listing(labels: list[str], shown: int = 5) -> str:
+    head = ", ".join(labels[:shown])
+    return head + (f" and {len(labels) - shown} more" if len(labels) > shown else "")
+
+
+def _one_line(value: str) -> str:
+    return " ".join(value.replace("<", "").replace(">", "").split())[:200] or "?"

@@ -1,0 +1,134 @@
+"""The ``git`` binary, run on the data dir's history repository. Blocking: call from a thread.
+
+The repository is ``<data>/.git`` with the data dir as work tree; its ``.gitignore`` keeps
+everything but ``memory/`` and ``skills/`` out (and, inside them, the raw session logs and
+the temp files of an atomic write). The user's own git configuration is not read: no hook,
+signing or pager of theirs runs on somnid's commits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from somnid.errors import StorageError, Unavailable
+from somnid.store.atomic import TEMP_PREFIX, write_atomic
+
+log = logging.getLogger(__name__)
+
+BRANCH = "main"
+GITIGNORE = f"""\
+# somnid keeps the history of memory/ and skills/ only (docs/history.md).
+/*
+!/.gitignore
+!/memory/
+!/skills/
+# Raw conversation: appended every turn, consolidated by dreams, not memory itself.
+/memory/session-log/
+# Half-written files: the temp file of an atomic write, editors' swap and backup files.
+{TEMP_PREFIX}*
+.*.tmp
+*.tmp
+.*.swp
+*~
+"""
+_IDENTITY = {
+    "GIT_COMMITTER_NAME": "somnid",
+    "GIT_COMMITTER_EMAIL": "somnid@localhost",
+}
+
+
+def find_git() -> str | None:
+    return shutil.which("git")
+
+
+class GitError(StorageError):
+    code = "history_error"
+
+
+class Git:
+    """One repository; ``run`` raises :class:`GitError` with git's own words on failure."""
+
+    def __init__(self, root: Path, binary: str | None = None) -> None:
+        binary = binary or find_git()
+        if binary is None:
+            raise Unavailable(
+                "history is off: the git binary is not installed (apt install git)",
+                code="history_off",
+            )
+        self.binary = binary
+        self.root = root
+        self.git_dir = root / ".git"
+        self._env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith("GIT_")},
+            "GIT_DIR": str(self.git_dir),
+            "GIT_WORK_TREE": str(root),
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_CONFIG_GLOBAL": os.devnull,
+            "GIT_TERMINAL_PROMPT": "0",
+            "LC_ALL": "C",
+            **_IDENTITY,
+        }
+
+    def run(
+        self,
+        *args: str,
+        input: bytes | None = None,
+        env: dict[str, str] | None = None,
+        ok: tuple[int, ...] = (0,),
+    ) -> bytes:
+        done = self.call(*args, input=input, env=env)
+        if done.returncode not in ok:
+            said = done.stderr.decode("utf-8", "replace").strip()[-500:]
+            raise GitError(f"git {args[0]} failed ({done.returncode}): {said}")
+        return done.stdout
+
+    def call(
+        self, *args: str, input: bytes | None = None, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[bytes]:
+        command = [self.binary, "-c", "core.quotePath=false", "-c", "core.hooksPath=/dev/null"]
+        return subprocess.run(
+            [*command, *args],
+            input=input,
+            capture_output=True,
+            cwd=self.root,
+            env={**self._env, **(env or {})},
+            check=False,
+        )
+
+    def text(self, *args: str, env: dict[str, str] | None = None) -> str:
+        return self.run(*args, env=env).decode("utf-8", "replace")
+
+    def has_head(self) -> bool:
+        return self.call("rev-parse", "--verify", "-q", "HEAD").returncode == 0
+
+    def open(self) -> None:
+        """Create the repository if needed, and clear what a killed git left: a stale
+        ``index.lock`` or ref lock (the data-dir lock says no other somnid runs here)."""
+        if not (self.git_dir / "HEAD").is_file():
+            self.run("init", "-q", f"--initial-branch={BRANCH}")
+        self._remove_stale_locks()
+        self.run("config", "core.fsync", "committed")
+        self.run("config", "gc.auto", "0")  # somnid decides when to gc (after a purge)
+        ignore = self.root / ".gitignore"
+        if not ignore.is_file() or ignore.read_text("utf-8") != GITIGNORE:
+            write_atomic(ignore, GITIGNORE.encode("utf-8"))
+
+    def _remove_stale_locks(self) -> None:
+        candidates = [self.git_dir / "index.lock", self.git_dir / "HEAD.lock"]
+        refs = self.git_dir / "refs"
+        if refs.is_dir():
+            candidates += list(refs.rglob("*.lock"))
+        for lock in candidates:
+            if lock.exists():
+                log.warning("history: removing %s left by an interrupted commit", lock.name)
+                with contextlib.suppress(OSError):
+                    lock.unlink()
+
+    def fsck(self) -> str:
+        done = self.call("fsck", "--no-progress", "--no-dangling")
+        return "" if done.returncode == 0 else done.stderr.decode("utf-8", "replace").strip()

@@ -1,0 +1,161 @@
+"""Reading the history: commits with the entries they changed, and a commit's diff per entry.
+
+Blocking (git runs as a child process); :class:`somnid.history.service.History` calls these
+from a worker thread.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+
+from somnid.errors import InvalidInput, NotFound
+from somnid.history.git import Git
+from somnid.store.layout import Layout
+
+_COMMIT = re.compile(r"^[0-9a-fA-F]{4,40}$")
+_TRAILER = re.compile(r"^([A-Za-z-]+): (.*)$")
+_FORMAT = "--format=%x1e%H%x1f%P%x1f%an%x1f%ae%x1f%aI%x1f%B%x1f"
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    path: str
+    status: str  # added | modified | deleted
+    kind: str | None = None
+    name: str | None = None
+    archived: bool = False
+
+
+@dataclass(slots=True)
+class Commit:
+    id: str
+    parent: str | None
+    author: str
+    source: str
+    date: str
+    subject: str
+    message: str
+    trailers: dict[str, str] = field(default_factory=dict)
+    changes: list[Change] = field(default_factory=list)
+
+    @property
+    def dream_id(self) -> str | None:
+        return self.trailers.get("Dream-Id")
+
+
+@dataclass(frozen=True, slots=True)
+class EntryDiff:
+    change: Change
+    diff: str
+
+
+_STATUS = {"A": "added", "M": "modified", "D": "deleted", "T": "modified"}
+
+
+def check_commit(commit: str) -> str:
+    if not _COMMIT.match(commit):
+        raise InvalidInput(f"{commit!r} is not a commit id (4 to 40 hex digits)")
+    return commit
+
+
+def resolve(git: Git, commit: str) -> str:
+    check_commit(commit)
+    done = git.call("rev-parse", "--verify", "-q", f"{commit}^{{commit}}")
+    if done.returncode != 0:
+        raise NotFound(f"no commit {commit} in the memory history")
+    return done.stdout.decode().strip()
+
+
+def change_of(layout: Layout, status: str, path: str) -> Change:
+    what = layout.classify(layout.root / PurePosixPath(path))
+    state = _STATUS.get(status[:1], "modified")
+    if what is None:
+        return Change(path, state)
+    kind, name, archived = what
+    return Change(path, state, kind.value, name, archived)
+
+
+def _parse(layout: Layout, out: str) -> list[Commit]:
+    commits: list[Commit] = []
+    for record in out.split("\x1e")[1:]:
+        sha, parents, author, email, date, message, files = record.split("\x1f", 6)
+        trailers: dict[str, str] = {}
+        for line in message.strip().splitlines()[1:]:
+            match = _TRAILER.match(line.strip())
+            if match:
+                trailers[match.group(1)] = match.group(2).strip()
+        changes = []
+        for line in files.strip("\n").splitlines():
+            status, _, path = line.partition("\t")
+            if path:
+                changes.append(change_of(layout, status, path))
+        commits.append(
+            Commit(
+                id=sha,
+                parent=parents.split()[0] if parents.strip() else None,
+                author=author,
+                source=email.partition("@")[0],
+                date=date,
+                subject=message.strip().splitlines()[0] if message.strip() else "",
+                message=message.strip(),
+                trailers=trailers,
+                changes=changes,
+            )
+        )
+    return commits
+
+
+def commits(
+    git: Git,
+    layout: Layout,
+    *,
+    offset: int = 0,
+    limit: int = 20,
+    dreams: bool = False,
+    path: str | None = None,
+) -> tuple[list[Commit], int]:
+    """A page of commits, newest first, and how many there are in all."""
+    if not git.has_head():
+        return [], 0
+    select = ["--grep=^Dream-Id: "] if dreams else []
+    where = ["--", path] if path else []
+    out = git.text(
+        "log", _FORMAT, "--name-status", "--no-renames", f"--skip={offset}",
+        f"--max-count={limit}", *select, "HEAD", *where,
+    )  # fmt: skip
+    total = int(git.text("rev-list", "--count", *select, "HEAD", *where).strip() or 0)
+    return _parse(layout, out), total
+
+
+def commit(git: Git, layout: Layout, commit_id: str) -> Commit:
+    sha = resolve(git, commit_id)
+    out = git.text("log", _FORMAT, "--name-status", "--no-renames", "-1", sha)
+    return _parse(layout, out)[0]
+
+
+def diffs(git: Git, layout: Layout, commit_id: str) -> tuple[Commit, list[EntryDiff]]:
+    """The commit and, per file it changed, its unified diff."""
+    info = commit(git, layout, commit_id)
+    out = git.text("show", "--format=", "--no-renames", "--patch", "--no-color", info.id)
+    parts: dict[str, str] = {}
+    for chunk in re.split(r"(?m)^(?=diff --git )", out):
+        if not chunk.startswith("diff --git "):
+            continue
+        header = chunk.splitlines()[0]
+        match = re.match(r"diff --git a/(.*) b/(.*)$", header)
+        if match:
+            parts[match.group(2)] = chunk
+    return info, [EntryDiff(change, parts.get(change.path, "")) for change in info.changes]
+
+
+def find_dream(git: Git, dream_id: str) -> str:
+    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}_dream_\d{3,}", dream_id):
+        raise InvalidInput(f"{dream_id!r} is not a dream id like 2026-10-10_dream_001")
+    if git.has_head():
+        out = git.text("log", "--format=%H", f"--grep=^Dream-Id: {dream_id}$", "HEAD")
+        found = out.split()
+        if found:
+            return found[-1]
+    raise NotFound(f"no dream {dream_id} in the memory history")

@@ -1,0 +1,97 @@
+"""Undo one commit: a new commit that puts the files it changed back as they were before it.
+
+Refused (409, naming the entries and the commits) when a later commit, or a change not yet
+in history, touched one of those files: a revert never overwrites a person's later edit.
+The dream journal stays (it is the record that the dream happened). Blocking; the caller
+holds the committer's lock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from somnid.errors import Conflict, InvalidInput
+from somnid.history.committer import ENTRY_FILES, Committer
+from somnid.history.context import Actor
+from somnid.history.log import commit as read_commit
+from somnid.store.atomic import fsync_dir, storage_error, write_atomic
+
+KEPT = ("memory/dream-log/", ".gitignore")
+
+
+@dataclass(frozen=True, slots=True)
+class Reverted:
+    reverted: str
+    commit: str | None
+    paths: list[str]
+
+
+def revert(committer: Committer, commit_id: str, actor: Actor) -> Reverted:
+    git, layout = committer.git, committer.layout
+    info = read_commit(git, layout, commit_id)
+    paths = [c.path for c in info.changes if not c.path.startswith(KEPT)]
+    if not paths:
+        raise InvalidInput(f"commit {info.id[:12]} changed no memory entry to revert")
+    conflicts = _later_changes(committer, info.id, paths)
+    if conflicts:
+        listed = "; ".join(f"{path} ({', '.join(ids)})" for path, ids in conflicts.items())
+        raise Conflict(
+            f"a later change touched what commit {info.id[:12]} changed: {listed}",
+            code="revert_conflict",
+            entries=[
+                {"path": path, "label": committer.labels([path])[0], "commits": ids}
+                for path, ids in conflicts.items()
+            ],
+        )
+    for path in sorted(paths, key=lambda p: PurePosixPath(p).name in ENTRY_FILES):
+        before = _blob(committer, info.parent, path)
+        _put(committer, path, before)
+    message = f"Revert {info.id[:12]}: {info.subject}\n\nReverts: {info.id}"
+    if info.dream_id:
+        message += f"\nReverts-Dream: {info.dream_id}"
+    new = committer.commit_paths(paths, message, actor)
+    return Reverted(info.id, new, paths)
+
+
+def _later_changes(committer: Committer, sha: str, paths: list[str]) -> dict[str, list[str]]:
+    out = committer.git.text(
+        "log", "--format=%x1e%h", "--name-only", "--no-renames", f"{sha}..HEAD", "--", *paths
+    )
+    wanted = set(paths)
+    found: dict[str, list[str]] = {}
+    for record in out.split("\x1e")[1:]:
+        short, *files = record.strip().splitlines()
+        for path in files:
+            if path in wanted:
+                found.setdefault(path, []).append(short)
+    for path in committer.changed_paths():
+        if path in wanted:
+            found.setdefault(path, []).append("not yet in history")
+    return found
+
+
+def _blob(committer: Committer, parent: str | None, path: str) -> bytes | None:
+    if parent is None:
+        return None
+    done = committer.git.call("cat-file", "blob", f"{parent}:{path}")
+    return done.stdout if done.returncode == 0 else None
+
+
+def _put(committer: Committer, path: str, data: bytes | None) -> None:
+    target = committer.layout.root / PurePosixPath(path)
+    if data is not None:
+        write_atomic(target, data)
+        return
+    try:
+        target.unlink(missing_ok=True)
+    except OSError as exc:
+        raise storage_error(exc, target) from exc
+    folder = target.parent  # the entry's own folder goes too once empty, never a kind's
+    if committer.layout.classify(target) is not None and target.name in ENTRY_FILES:
+        with contextlib.suppress(OSError):
+            if not any(folder.iterdir()):
+                os.rmdir(folder)
+                fsync_dir(folder.parent)

@@ -1,0 +1,227 @@
+"""History use-cases for the API and the CLI: list, show, revert a commit or a dream, purge.
+
+Every read or change first commits what is pending (so it sees every acknowledged write),
+then runs git in a worker thread under the committer's lock. After a revert or a purge the
+files it rewrote go through the one reconcile path (``MemoryService.notify``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from somnid.config import Settings
+from somnid.errors import InvalidInput, NotFound, SomnidError, Unavailable
+from somnid.history import log as history_log
+from somnid.history import purge as purging
+from somnid.history.audit import audit
+from somnid.history.committer import Committer
+from somnid.history.context import Actor, current_actor
+from somnid.history.git import Git, find_git
+from somnid.history.revert import Reverted, revert
+from somnid.memory.clock import Clock
+from somnid.memory.kinds import Kind
+from somnid.memory.names import check_name
+from somnid.services.memories import MemoryService
+from somnid.store.layout import Layout
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+SYSTEM = Actor("somnid", "somnid")
+
+
+@dataclass(frozen=True, slots=True)
+class Purged:
+    kind: str
+    name: str
+    removed: list[str]
+    history: bool
+    rewritten: int
+    commit: str | None
+
+
+@dataclass(slots=True)
+class HistoryStatus:
+    enabled: bool
+    detail: str | None
+    commits: int = 0
+    last_error: str | None = None
+
+
+def off_reason(settings: Settings) -> str | None:
+    """Why history is off (None when on): the setting, or no git binary."""
+    if not settings.history.enabled:
+        return "history.enabled = false"
+    if find_git() is None:
+        return "the git binary is not installed (apt install git): history is off"
+    return None
+
+
+class History:
+    def __init__(
+        self,
+        layout: Layout,
+        memories: MemoryService,
+        clock: Clock,
+        committer: Committer | None,
+        reason: str | None,
+    ) -> None:
+        self.layout = layout
+        self.memories = memories
+        self.clock = clock
+        self.committer = committer
+        self.reason = reason
+
+    @classmethod
+    def build(
+        cls,
+        settings: Settings,
+        layout: Layout,
+        memories: MemoryService,
+        clock: Clock,
+        dreaming: Callable[[], bool],
+    ) -> History:
+        reason = off_reason(settings)
+        committer = None
+        if reason is None:
+            committer = Committer(
+                Git(layout.root),
+                layout,
+                memories.store,
+                window_s=settings.history.batch_window_s,
+                dreaming=dreaming,
+            )
+            memories.subscribe(committer.entry_changed)
+        elif settings.history.enabled:
+            log.warning("history: %s", reason)
+        return cls(layout, memories, clock, committer, reason)
+
+    async def start(self) -> None:
+        if self.committer is not None:
+            try:
+                await self.committer.start()
+            except SomnidError as exc:
+                log.warning("history is off: %s", exc.detail)
+                self.reason, self.committer = f"could not open the repository: {exc.detail}", None
+
+    async def stop(self) -> None:
+        if self.committer is not None:
+            await self.committer.stop()
+
+    def status(self) -> HistoryStatus:
+        if self.committer is None:
+            return HistoryStatus(False, self.reason)
+        return HistoryStatus(True, None, self.committer.commits, self.committer.last_error)
+
+    def _need(self) -> Committer:
+        if self.committer is None:
+            raise Unavailable(f"history is off: {self.reason}", code="history_off")
+        return self.committer
+
+    async def _locked(self, call: Callable[[Committer], T]) -> T:
+        committer = self._need()
+        await committer.flush()
+
+        def run() -> T:
+            with committer.lock:
+                return call(committer)
+
+        return await asyncio.to_thread(run)
+
+    # --- reading -----------------------------------------------------------------------
+
+    async def commits(
+        self, *, offset: int, limit: int, dreams: bool = False, path: str | None = None
+    ) -> tuple[list[history_log.Commit], int]:
+        return await self._locked(
+            lambda c: history_log.commits(
+                c.git, self.layout, offset=offset, limit=limit, dreams=dreams, path=path
+            )
+        )
+
+    async def show(self, commit: str) -> tuple[history_log.Commit, list[history_log.EntryDiff]]:
+        history_log.check_commit(commit)
+        return await self._locked(lambda c: history_log.diffs(c.git, self.layout, commit))
+
+    # --- undo --------------------------------------------------------------------------
+
+    async def revert(self, commit: str) -> Reverted:
+        history_log.check_commit(commit)
+        actor = current_actor() or SYSTEM
+        done = await self._locked(lambda c: revert(c, commit, actor))
+        await self._reindex(done.paths)
+        return done
+
+    async def revert_dream(self, dream_id: str) -> Reverted:
+        committer = self._need()
+        sha = await asyncio.to_thread(history_log.find_dream, committer.git, dream_id)
+        return await self.revert(sha)
+
+    # --- forget ------------------------------------------------------------------------
+
+    async def purge(self, kind: Kind, name: str, *, confirm: str | None, history: bool) -> Purged:
+        check_name(name)
+        if confirm != name:
+            raise InvalidInput(
+                f"purging deletes {kind.value} {name!r} for good: repeat its name as confirm",
+                code="confirmation_required",
+            )
+        if history:
+            self._need()
+        specs = purging.entry_specs(self.layout, kind, name)
+        actor = current_actor() or SYSTEM
+        if self.committer is None:
+            removed = await asyncio.to_thread(purging.remove, self.layout, specs)
+            rewritten, commit = 0, None
+        else:
+            removed, rewritten, commit = await self._locked(
+                lambda c: self._purge(c, kind, name, specs, history, actor)
+            )
+        if not removed and not rewritten:
+            raise NotFound(f"no {kind.value} named {name!r}, live, archived or in history")
+        record = {
+            "at": self.clock.now().isoformat(),
+            "action": "purge",
+            "kind": kind.value,
+            "name": name,
+            "paths": removed,
+            "history": history,
+            "rewritten_commits": rewritten,
+            "by": actor.name,
+            "agent": actor.agent,
+            "session": actor.session,
+        }
+        await asyncio.to_thread(audit, self.layout.root, record)
+        await self._reindex(
+            [str(self.layout.relative(self.layout.entry_file(kind, name)))]
+            + (
+                [str(self.layout.relative(self.layout.entry_file(kind, name, archived=True)))]
+                if kind.archivable
+                else []
+            )
+        )
+        return Purged(kind.value, name, removed, history, rewritten, commit)
+
+    def _purge(
+        self,
+        committer: Committer,
+        kind: Kind,
+        name: str,
+        specs: list[str],
+        history: bool,
+        actor: Actor,
+    ) -> tuple[list[str], int, str | None]:
+        known = purging.in_history(committer.git, specs)
+        removed = purging.remove(self.layout, specs)
+        if not removed and not (history and known):
+            return [], 0, None
+        commit = committer.commit_paths(specs, f"Purge {kind.value}/{name}", actor)
+        rewritten = purging.rewrite(committer.git, specs) if history else 0
+        return removed, rewritten, None if rewritten else commit
+
+    async def _reindex(self, paths: list[str]) -> None:
+        for path in paths:
+            await self.memories.notify(None, str(self.layout.root / path))

@@ -1,0 +1,42 @@
+"""Reading the data dir's history with git itself, as a person would."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+
+def git(data_dir: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", "-C", str(data_dir), *args], capture_output=True, text=True, check=True
+    )
+    return done.stdout
+
+
+def subjects(data_dir: Path) -> list[str]:
+    """Commit subjects, newest first ([] before the first commit)."""
+    done = subprocess.run(
+        ["git", "-C", str(data_dir), "log", "--format=%s"], capture_output=True, text=True
+    )
+    return done.stdout.splitlines() if done.returncode == 0 else []
+
+
+def wait_for(check: Callable[[], bool], timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out")
+        time.sleep(0.05)
+
+
+def tree_files(data_dir: Path) -> dict[str, bytes]:
+    """Every memory file a revert should restore (not the logs, the journal, .git)."""
+    out: dict[str, bytes] = {}
+    for top in ("memory", "skills"):
+        for path in sorted((data_dir / top).rglob("*")):
+            rel = path.relative_to(data_dir).as_posix()
+            if path.is_file() and not rel.startswith(("memory/session-log", "memory/dream-log")):
+                out[rel] = path.read_bytes()
+    return out

@@ -1,0 +1,80 @@
+"""A scripted pipeline dream is one commit with its journal's id; reverting it restores the
+files as they were byte for byte, and the index follows."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from somnid.config import Settings
+from somnid.errors import Conflict
+from somnid.memory.clock import ManualClock
+from somnid.memory.kinds import Kind
+from somnid.runtime import Runtime
+from tests.dream_pipeline.fakes import ScriptedJSON, by_stage, extraction
+from tests.dream_pipeline.test_pipeline import BOSTON, conversation
+from tests.history.helpers import git, tree_files
+
+NOW = dt.datetime(2026, 10, 10, 22, 0, tzinfo=dt.UTC)
+
+
+@pytest.fixture
+async def runtime(tmp_path: Path) -> AsyncIterator[Runtime]:
+    settings = Settings(
+        data_dir=tmp_path / "data",
+        timezone="UTC",
+        embed={"provider": "off"},
+        history={"batch_window_s": 0.1},
+    )
+    async with Runtime.open(settings, clock=ManualClock(NOW)) as rt:
+        yield rt
+
+
+async def test_reverting_a_dream_restores_the_files_and_the_index(runtime: Runtime) -> None:
+    await runtime.memories.create(Kind.KNOWLEDGE, "kites", body="Mira likes red kites.\n")
+    await conversation(runtime, "chat-1", *BOSTON)
+    assert runtime.history.committer is not None
+    await runtime.history.committer.flush()
+    before = tree_files(runtime.layout.root)
+    indexed_before = runtime.recall.status().entries
+
+    runtime.dreamer.backend = ScriptedJSON(
+        by_stage(
+            lambda r: extraction(
+                (
+                    "event",
+                    ["L1", "L3"],
+                    "Calvin met Dana at the harbour in Boston yesterday "
+                    "and bought a blue kite for his niece Mira.",
+                ),
+                ("preference", ["L4"], "Dana prefers green kites."),
+            )
+        )
+    )
+    result = await runtime.dreamer.run("test")
+    assert (result.status, result.created) == ("deep_sleep", 2), result.reason
+    assert result.journal is not None
+    dream_id = Path(result.journal).stem
+    commits, _ = await runtime.history.commits(offset=0, limit=5, dreams=True)
+    [dream] = commits
+    assert dream.dream_id == dream_id and dream.source == "dream"
+    assert dream.subject.startswith("Dream (test, deep_sleep): 2 created")
+    assert {c.kind for c in dream.changes if c.kind} == {"episode", "knowledge"}
+    assert tree_files(runtime.layout.root) != before
+    assert await runtime.recall.search("green kites Dana")
+
+    done = await runtime.history.revert_dream(dream_id)
+    assert done.commit is not None
+    assert tree_files(runtime.layout.root) == before  # byte for byte
+    await runtime.recall.wait_idle()
+    assert runtime.recall.status().entries == indexed_before
+    assert [hit.name for hit in await runtime.recall.search("green kites Dana")] == ["kites"]
+    # The journal stays: it is the record that the dream happened.
+    assert (runtime.layout.root / result.journal).is_file()
+    log = git(runtime.layout.root, "log", "-1", "--format=%B")
+    assert f"Reverts-Dream: {dream_id}" in log
+    with pytest.raises(Conflict):
+        await runtime.history.revert_dream(dream_id)

@@ -1,0 +1,151 @@
+"""History over HTTP with the real app: a commit per write batch, per tool call, per hand
+edit; the diff per entry; revert, refused when a later change touched the entry."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from somnid.api.app import create_app
+from somnid.config import Settings
+from somnid.memory.clock import ManualClock
+from tests.api.problems import assert_problem
+from tests.clients import TEST_TOKEN, app_client
+from tests.history.helpers import git, subjects, wait_for
+
+
+@pytest.fixture
+def client(data_dir: Path, clock: ManualClock) -> Iterator[TestClient]:
+    settings = Settings(
+        data_dir=data_dir,
+        timezone="UTC",
+        embed={"provider": "off"},
+        token=TEST_TOKEN,
+        history={"batch_window_s": 0.3},
+    )
+    with app_client(create_app(settings, clock=clock), settings) as test_client:
+        yield test_client
+
+
+def history(client: TestClient, **params: str | int) -> list[dict[str, object]]:
+    response = client.get("/v1/history", params=params)
+    assert response.status_code == 200, response.text
+    items: list[dict[str, object]] = response.json()["items"]
+    return items
+
+
+def test_a_write_is_acknowledged_before_its_commit_then_git_log_shows_it(
+    client: TestClient, data_dir: Path
+) -> None:
+    response = client.post(
+        "/v1/memories/knowledge",
+        json={"name": "tea", "body": "green\n"},
+        headers={"X-Somnid-Session": "chat-7"},
+    )
+    assert response.status_code == 201
+    # Acknowledged, not yet committed: the commit comes after the batch window.
+    assert not any("knowledge/tea" in s for s in subjects(data_dir))
+    wait_for(lambda: any("knowledge/tea" in s for s in subjects(data_dir)))
+    log = git(data_dir, "log", "-1", "--format=%an|%ae|%B")
+    assert log.startswith("POST /v1/memories/knowledge|api@somnid|")
+    assert "Somnid-Session: chat-7" in log
+    assert git(data_dir, "show", "HEAD:memory/knowledge/tea/SKILL.md").endswith("green\n")
+    # The index, the token, the logs are not in history; .gitignore keeps them out.
+    tracked = git(data_dir, "ls-files").splitlines()
+    assert ".gitignore" in tracked
+    assert all(p.startswith(("memory/", "skills/", ".gitignore")) for p in tracked)
+    assert not any(p.startswith("memory/session-log") for p in tracked)
+    assert git(data_dir, "fsck", "--no-progress") == ""
+
+
+def test_writes_within_the_window_are_one_commit_and_the_api_lists_them(
+    client: TestClient,
+) -> None:
+    for name in ("a1", "a2", "a3"):
+        assert client.post("/v1/memories/knowledge", json={"name": name}).status_code == 201
+    [commit, *_] = history(client)  # the read commits what is pending first
+    assert commit["source"] == "api"
+    changes = commit["changes"]
+    assert isinstance(changes, list)
+    assert {(c["kind"], c["name"], c["status"]) for c in changes} == {
+        ("knowledge", "a1", "added"),
+        ("knowledge", "a2", "added"),
+        ("knowledge", "a3", "added"),
+    }
+
+
+def test_a_tool_call_is_its_own_author_with_its_session(client: TestClient) -> None:
+    response = client.post(
+        "/v1/tools/add_intention",
+        json={"args": {"what": "water the plants"}, "sessionId": "s-42"},
+    )
+    assert response.status_code == 200, response.text
+    [commit, *_] = history(client)
+    assert (commit["author"], commit["source"], commit["session"]) == (
+        "add_intention",
+        "tool",
+        "s-42",
+    )
+
+
+def test_hand_edits_are_their_own_commit_and_broken_files_wait(
+    client: TestClient, data_dir: Path
+) -> None:
+    client.post("/v1/memories/knowledge", json={"name": "hand", "body": "one\n"})
+    history(client)
+    path = data_dir / "memory/knowledge/hand/SKILL.md"
+    path.write_text(path.read_text().replace("one", "two, by hand"))
+    broken = data_dir / "memory/knowledge/broken/SKILL.md"
+    broken.parent.mkdir()
+    broken.write_text("---\ndescription: [unclosed\n---\nbody\n")
+    wait_for(lambda: subjects(data_dir)[0].startswith("Hand edit"))
+    log = git(data_dir, "log", "-1", "--format=%an|%ae", "--name-only")
+    assert log.startswith("hand edit|hand@somnid")
+    assert "memory/knowledge/hand/SKILL.md" in log
+    assert "broken" not in git(data_dir, "ls-files")  # never a file that does not parse
+
+
+def test_a_commit_shows_its_diff_per_entry(client: TestClient) -> None:
+    client.post("/v1/memories/knowledge", json={"name": "diffed", "body": "before\n"})
+    history(client)
+    client.patch("/v1/memories/knowledge/diffed", json={"body": "after\n"})
+    [commit, *_] = history(client)
+    response = client.get(f"/v1/history/{commit['id']}")
+    assert response.status_code == 200
+    [entry] = response.json()["entries"]
+    assert entry["change"]["name"] == "diffed"
+    assert "-before" in entry["diff"] and "+after" in entry["diff"]
+    assert_problem(client.get("/v1/history/zzzz"), 422, "validation_error")
+    assert_problem(client.get("/v1/history/abcdef12"), 404, "not_found")
+
+
+def test_revert_restores_bytes_and_the_index_and_refuses_over_a_later_edit(
+    client: TestClient, data_dir: Path
+) -> None:
+    client.post("/v1/memories/knowledge", json={"name": "pet", "body": "a cat named Tom\n"})
+    history(client)
+    path = data_dir / "memory/knowledge/pet/SKILL.md"
+    before = path.read_bytes()
+    client.patch("/v1/memories/knowledge/pet", json={"body": "a dog named Rex\n"})
+    [edit, create, *_] = history(client)
+
+    # The create is followed by the edit: reverting it would lose the edit.
+    refused = client.post(f"/v1/history/{create['id']}/revert")
+    assert_problem(refused, 409, "revert_conflict")
+    assert refused.json()["entries"][0]["path"] == "memory/knowledge/pet/SKILL.md"
+    assert path.read_text().endswith("a dog named Rex\n")
+
+    done = client.post(f"/v1/history/{str(edit['id'])[:12]}/revert")
+    assert done.status_code == 200, done.text
+    assert done.json()["paths"] == ["memory/knowledge/pet/SKILL.md"]
+    assert path.read_bytes() == before
+    hits = client.post("/v1/recall", json={"query": "Tom cat"}).json()["items"]
+    assert [hit["name"] for hit in hits] == ["pet"]
+    assert client.post("/v1/recall", json={"query": "Rex dog"}).json()["items"] == []
+    [revert, *_] = history(client)
+    assert revert["reverts"] == edit["id"]
+    # Reverting twice is refused: the revert itself is the later change.
+    assert_problem(client.post(f"/v1/history/{edit['id']}/revert"), 409, "revert_conflict")

@@ -162,3 +162,50 @@ def test_chinese_names_round_trip_through_urls(client: TestClient) -> None:
     location = made.headers["location"]
     assert location == "/v1/memories/knowledge/%E9%83%A8%E7%BD%B2-%E7%AA%97%E5%8F%A3"
     assert client.get(location).json()["body"] == "周二到周四\n"
+
+
+# ----------------------------------------------------------------- names (issue 14)
+
+
+def test_one_name_limit_in_the_schema_and_the_code(client: TestClient) -> None:
+    from somnid.memory.names import MAX_NAME_CHARS
+
+    schema = client.get("/openapi.json").json()["components"]["schemas"]["MemoryCreate"]
+    assert schema["properties"]["name"]["maxLength"] == MAX_NAME_CHARS
+    create(client, name="x" * MAX_NAME_CHARS)
+    answer = client.post("/v1/memories/knowledge", json={"name": "y" * 150})
+    assert_problem(answer, 400, "invalid_name")
+    assert f"150 characters long; at most {MAX_NAME_CHARS}" in answer.json()["detail"]
+    answer = client.post("/v1/memories/knowledge", json={"name": "名" * 70})  # 210 bytes
+    assert_problem(answer, 400, "invalid_name")
+    assert "210 bytes of UTF-8; at most 200" in answer.json()["detail"]
+
+
+def test_names_differing_only_in_case_do_not_coexist(client: TestClient) -> None:
+    create(client, name="deploy-window", body="Tue-Thu")
+    answer = client.post("/v1/memories/knowledge", json={"name": "Deploy-Window"})
+    assert_problem(answer, 409, "conflict")
+    assert answer.json()["name"] == "deploy-window"
+    assert "'deploy-window'" in answer.json()["detail"]
+    # Restore: an archived Deploy-Window cannot come back next to a live deploy-window.
+    client.post("/v1/memories/knowledge/deploy-window/archive")
+    create(client, name="Deploy-Window", body="other")
+    assert client.post("/v1/memories/knowledge/Deploy-Window/archive").status_code == 200
+    create(client, name="deploy-window", body="again")
+    answer = client.post("/v1/memories/knowledge/Deploy-Window/restore")
+    assert_problem(answer, 409, "conflict")
+    assert answer.json()["name"] == "deploy-window"
+    names = {item["name"] for item in client.get("/v1/memories").json()["items"]}
+    assert names == {"deploy-window"}
+    # Generated names step around a twin in another case.
+    made = create(client, kind="intention", description="tea", name=None)
+    assert made["name"] != ""
+
+
+def test_an_emoji_in_a_name_is_refused_not_dropped(client: TestClient) -> None:
+    for raw in ("🚀 launch", "launch 🚀", "notes ©"):
+        answer = client.post("/v1/memories/knowledge", json={"name": raw})
+        assert_problem(answer, 400, "invalid_name")
+        assert "emoji" in answer.json()["detail"], raw
+    assert client.get("/v1/memories/knowledge/launch").status_code == 404
+    assert create(client, name="हिन्दी नोट")["name"] == "हिन्दी-नोट"  # marks are kept

@@ -11,6 +11,7 @@ from pydantic.alias_generators import to_camel
 from somnid.memory.clock import to_datetime
 from somnid.memory.entry import Entry
 from somnid.memory.kinds import Kind
+from somnid.memory.names import MAX_NAME_BYTES, MAX_NAME_CHARS
 
 MAX_TEXT = 200_000
 
@@ -97,8 +98,12 @@ FieldValue = str | int | Number | bool | list[str | int | Number | bool] | None
 class MemoryCreate(Schema):
     name: str | None = Field(
         None,
-        max_length=200,
-        description="Becomes a safe slug. Optional for episodes and intentions (generated).",
+        # Stated here, enforced once by the store's slugify: one limit, one 400 invalid_name
+        # message (a schema check would answer 422 for 101 characters, 400 for 201 bytes).
+        json_schema_extra={"maxLength": MAX_NAME_CHARS},
+        description=f"Becomes a safe slug (at most {MAX_NAME_CHARS} characters and "
+        f"{MAX_NAME_BYTES} bytes of UTF-8; no emoji; unique regardless of case). Optional for "
+        "episodes and intentions (generated).",
     )
     description: str = Field("", max_length=2000)
     body: str = Field("", max_length=MAX_TEXT)

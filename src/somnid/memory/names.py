@@ -1,9 +1,17 @@
 """Entry names: what a person or a model proposes becomes a safe, readable slug.
 
-A slug is one path component: Unicode letters and digits (Chinese stays Chinese), ``-``,
-``_`` and inner dots. Anything that could leave the data dir or confuse a file system is
+A slug is one path component: Unicode letters, their marks and digits (Chinese stays
+Chinese, Hindi keeps its vowel signs), ``-``, ``_`` and inner dots; spaces, punctuation and
+other signs become ``-``. Anything that could leave the data dir or confuse a file system is
 refused rather than repaired: separators, NUL and control characters, ``.``/``..``, names
-reserved on Windows, and the folder names somnid itself uses.
+reserved on Windows, and the folder names somnid itself uses. So is a pictographic symbol
+(an emoji, ``©``): it would otherwise vanish from the name without a word, and kept in a
+folder name it is a mess of joiners and variation selectors.
+
+A name is at most :data:`MAX_NAME_CHARS` characters and :data:`MAX_NAME_BYTES` bytes of
+UTF-8 (a folder name, with room for an archive suffix); the HTTP schema states the same.
+Names are unique without regard to case: the store refuses ``Deploy-Window`` next to
+``deploy-window`` (a case-insensitive file system could not hold both).
 """
 
 from __future__ import annotations
@@ -22,8 +30,16 @@ _WINDOWS_DEVICES = {"con", "prn", "aux", "nul"} | {
     f"{p}{i}" for p in ("com", "lpt") for i in range(10)
 }
 _FORBIDDEN = re.compile(r"[/\\\x00-\x1f\x7f]")
-_NOT_SLUG = re.compile(r"[^\w.\-]+", re.UNICODE)
 _DASHES = re.compile(r"-{2,}")
+_SYMBOLS = ("So", "Sk")  # pictographs, emoji and their skin-tone modifiers
+
+
+def _slug_char(ch: str) -> bool:
+    return ch in "._-" or ch.isalnum() or unicodedata.category(ch).startswith("M")
+
+
+def _dashed(text: str) -> str:
+    return "".join(ch if _slug_char(ch) else "-" for ch in text)
 
 
 def slugify(raw: str) -> str:
@@ -37,7 +53,13 @@ def slugify(raw: str) -> str:
     text = unicodedata.normalize("NFKC", raw)
     # Zero-width and other format characters are invisible and make look-alike names.
     text = "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
-    text = _NOT_SLUG.sub("-", text.strip())
+    symbols = "".join(dict.fromkeys(ch for ch in text if unicodedata.category(ch) in _SYMBOLS))
+    if symbols:
+        raise InvalidName(
+            f"name {raw[:60]!r} holds {symbols[:10]}: a name cannot hold emoji or other "
+            "pictographic symbols; say it in words"
+        )
+    text = _dashed(text.strip())
     text = _DASHES.sub("-", text).strip("-._")
     if not text:
         raise InvalidName(f"name {raw[:60]!r} has no usable characters")
@@ -49,11 +71,15 @@ def check_name(name: str) -> str:
     """Accept ``name`` only if it already is a safe slug; return it unchanged."""
     if not name or name in (".", "..") or _FORBIDDEN.search(name) or name.startswith("."):
         raise InvalidName(f"name {name[:60]!r} is not a safe name")
-    if len(name) > MAX_NAME_CHARS or len(name.encode()) > MAX_NAME_BYTES:
-        raise InvalidName(f"name is longer than {MAX_NAME_CHARS} characters")
+    if len(name) > MAX_NAME_CHARS:
+        raise InvalidName(f"name is {len(name)} characters long; at most {MAX_NAME_CHARS}")
+    if len(name.encode()) > MAX_NAME_BYTES:
+        raise InvalidName(
+            f"name takes {len(name.encode())} bytes of UTF-8; at most {MAX_NAME_BYTES}"
+        )
     stem = name.split(".", 1)[0].lower()
     if name.lower() in _RESERVED or stem in _WINDOWS_DEVICES:
         raise InvalidName(f"name {name!r} is reserved")
-    if _NOT_SLUG.search(name):
+    if not all(_slug_char(ch) for ch in name):
         raise InvalidName(f"name {name!r} contains characters a name may not have")
     return name

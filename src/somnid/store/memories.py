@@ -283,6 +283,7 @@ class MemoryStore:
         with self._write_lock:
             if present(path) or (os.path.lexists(path.parent) and not path.parent.is_dir()):
                 raise Conflict(f"a {kind.value} named {slug!r} exists already", name=slug)
+            self._refuse_case_twin(kind, slug)
             try:
                 check_no_links(self.layout.root, path)
             except BrokenFile as exc:
@@ -449,6 +450,7 @@ class MemoryStore:
                     f"a live {kind.value} named {live_name!r} exists; archive or rename it first",
                     name=live_name,
                 )
+            self._refuse_case_twin(kind, live_name)
             when = self.clock.now()
 
             def unmark(doc: frontmatter.Document) -> None:
@@ -498,6 +500,29 @@ class MemoryStore:
             self.health.failed(exc)
             raise
 
+    def _case_twin(self, kind: Kind, name: str) -> str | None:
+        """The live entry whose name differs from ``name`` only in case, if there is one."""
+        folded = name.casefold()
+        if kind is Kind.PROFILE:
+            names = [found for _path, found, _archived in self._profile_files()]
+        else:
+            try:
+                with os.scandir(self.layout.kind_dir(kind)) as children:
+                    names = [child.name for child in children if child.name != ARCHIVED]
+            except FileNotFoundError:
+                return None
+        twins = (other for other in names if other != name and other.casefold() == folded)
+        return next(twins, None)
+
+    def _refuse_case_twin(self, kind: Kind, name: str) -> None:
+        twin = self._case_twin(kind, name)
+        if twin is not None:
+            raise Conflict(
+                f"a {kind.value} named {twin!r} exists; names differing only in case would "
+                f"clash on a case-insensitive file system, so {name!r} is refused",
+                name=twin,
+            )
+
     def _free_archive_name(self, kind: Kind, name: str) -> str:
         candidate, number = name, 1
         while self.layout.entry_folder(kind, candidate, archived=True).exists():
@@ -508,7 +533,11 @@ class MemoryStore:
     def free_name(self, kind: Kind, base: str) -> str:
         """``base`` or ``base-2``, ``base-3``…: a name neither live nor archived."""
         candidate, number = base, 1
-        while self.exists(kind, candidate) or self.exists(kind, candidate, archived=True):
+        while (
+            self.exists(kind, candidate)
+            or self.exists(kind, candidate, archived=True)
+            or self._case_twin(kind, candidate) is not None
+        ):
             number += 1
             candidate = f"{base}-{number}"
         return candidate

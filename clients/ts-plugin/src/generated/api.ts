@@ -656,6 +656,107 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List history
+         * @description Commits of the memory history, newest first, with the entries each changed.
+         */
+        get: operations["listHistory"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/history/{commit}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get history commit
+         * @description One commit and its diff, per entry file.
+         */
+        get: operations["getHistoryCommit"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/history/{commit}/revert": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Revert commit
+         * @description A new commit restoring what this one changed; 409 if a later change touched it.
+         */
+        post: operations["revertCommit"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/dreams/{id}/revert": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Revert dream
+         * @description Undo a dream: its commit reverted, the index reconciled; 409 if a later change
+         *     touched one of its entries.
+         */
+        post: operations["revertDream"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/memories/{kind}/{name}/purge": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Purge memory
+         * @description Delete an entry (live and archived) for good, optionally from history too; audited.
+         */
+        post: operations["purgeMemory"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -767,6 +868,28 @@ export interface components {
             /** Scoreafter */
             scoreAfter: number;
         };
+        /** ChangeOut */
+        ChangeOut: {
+            /** Path */
+            path: string;
+            /**
+             * Status
+             * @enum {string}
+             */
+            status: "added" | "modified" | "deleted";
+            /**
+             * Kind
+             * @description The entry's kind; null for other files.
+             */
+            kind?: string | null;
+            /** Name */
+            name?: string | null;
+            /**
+             * Archived
+             * @default false
+             */
+            archived: boolean;
+        };
         /** CloseAllOut */
         CloseAllOut: {
             /** Closed */
@@ -793,6 +916,48 @@ export interface components {
              * @description Entries in that log.
              */
             messageCount: number;
+        };
+        /** CommitDetail */
+        CommitDetail: {
+            commit: components["schemas"]["CommitOut"];
+            /** Entries */
+            entries: components["schemas"]["EntryDiffOut"][];
+        };
+        /** CommitOut */
+        CommitOut: {
+            /** Id */
+            id: string;
+            /** Parent */
+            parent: string | null;
+            /**
+             * Author
+             * @description The route, tool or actor that made the change.
+             */
+            author: string;
+            /**
+             * Source
+             * @description api, ui, tool, dream, hand or somnid.
+             */
+            source: string;
+            /** Date */
+            date: string;
+            /** Subject */
+            subject: string;
+            /** Message */
+            message: string;
+            /** Dreamid */
+            dreamId?: string | null;
+            /** Agent */
+            agent?: string | null;
+            /** Session */
+            session?: string | null;
+            /**
+             * Reverts
+             * @description The commit this one reverts.
+             */
+            reverts?: string | null;
+            /** Changes */
+            changes: components["schemas"]["ChangeOut"][];
         };
         /** CompactedResponse */
         CompactedResponse: {
@@ -921,6 +1086,15 @@ export interface components {
             /** Summary */
             summary: string;
         };
+        /** EntryDiffOut */
+        EntryDiffOut: {
+            change: components["schemas"]["ChangeOut"];
+            /**
+             * Diff
+             * @description The unified diff of this file in the commit.
+             */
+            diff: string;
+        };
         /** FieldIssue */
         FieldIssue: {
             /** Field */
@@ -967,6 +1141,17 @@ export interface components {
             score: number;
             /** Description */
             description: string;
+        };
+        /** HistoryPage */
+        HistoryPage: {
+            /** Items */
+            items: components["schemas"]["CommitOut"][];
+            /** Total */
+            total: number;
+            /** Offset */
+            offset: number;
+            /** Limit */
+            limit: number;
         };
         /** IndexStatusOut */
         IndexStatusOut: {
@@ -1062,7 +1247,7 @@ export interface components {
         MemoryCreate: {
             /**
              * Name
-             * @description Becomes a safe slug. Optional for episodes and intentions (generated).
+             * @description Becomes a safe slug (at most 100 characters and 200 bytes of UTF-8; no emoji; unique regardless of case). Optional for episodes and intentions (generated).
              */
             name?: string | null;
             /**
@@ -1286,6 +1471,30 @@ export interface components {
             /** @description Intentions the current message brings to mind: per-turn material for a message before the step, never for the (cached) system prompt. */
             cued: components["schemas"]["SectionOut"];
         };
+        /** PurgeOut */
+        PurgeOut: {
+            /** Kind */
+            kind: string;
+            /** Name */
+            name: string;
+            /**
+             * Removed
+             * @description The paths deleted from the data dir.
+             */
+            removed: string[];
+            /**
+             * History
+             * @description Whether past versions were removed from history too.
+             */
+            history: boolean;
+            /** Rewrittencommits */
+            rewrittenCommits: number;
+            /**
+             * Commit
+             * @description The purge's commit (none when rewritten).
+             */
+            commit?: string | null;
+        };
         /** RebuildOut */
         RebuildOut: {
             /**
@@ -1405,6 +1614,21 @@ export interface components {
         ResetResponse: {
             /** Reset */
             reset: boolean;
+        };
+        /** RevertOut */
+        RevertOut: {
+            /**
+             * Reverted
+             * @description The commit undone.
+             */
+            reverted: string;
+            /**
+             * Commit
+             * @description The new commit that undid it.
+             */
+            commit: string | null;
+            /** Paths */
+            paths: string[];
         };
         /** SectionOut */
         SectionOut: {
@@ -2996,6 +3220,218 @@ export interface operations {
                 };
                 content: {
                     "text/plain": string;
+                };
+            };
+            /** @description The request was refused; the body says why. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description somnid could not serve the request (storage or a dependency). */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+        };
+    };
+    listHistory: {
+        parameters: {
+            query?: {
+                offset?: number;
+                limit?: number;
+                /** @description Only the dreams' commits. */
+                dreams?: boolean;
+                /** @description Only this file. */
+                path?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HistoryPage"];
+                };
+            };
+            /** @description The request was refused; the body says why. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description somnid could not serve the request (storage or a dependency). */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+        };
+    };
+    getHistoryCommit: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                commit: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CommitDetail"];
+                };
+            };
+            /** @description The request was refused; the body says why. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description somnid could not serve the request (storage or a dependency). */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+        };
+    };
+    revertCommit: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                commit: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RevertOut"];
+                };
+            };
+            /** @description The request was refused; the body says why. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description somnid could not serve the request (storage or a dependency). */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+        };
+    };
+    revertDream: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The journal's dream_id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RevertOut"];
+                };
+            };
+            /** @description The request was refused; the body says why. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description somnid could not serve the request (storage or a dependency). */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+        };
+    };
+    purgeMemory: {
+        parameters: {
+            query?: {
+                /** @description The name again. */
+                confirm?: string | null;
+                /** @description Remove its past versions too. */
+                history?: boolean;
+            };
+            header?: never;
+            path: {
+                kind: components["schemas"]["Kind"];
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PurgeOut"];
                 };
             };
             /** @description The request was refused; the body says why. */

@@ -7,6 +7,7 @@ generated on first start and never logged.
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import ipaddress
 import logging
@@ -75,6 +76,28 @@ def token_matches(expected: str, presented: str | None) -> bool:
     if presented is None:
         return False
     return hmac.compare_digest(expected.encode(), presented.encode())
+
+
+# The CLI sends a fresh challenge with its token-less health probe; somnid answers the proof
+# that it holds the token, for the port the probe reached. Only then does the CLI send the
+# token: whatever else listens on the port (another user's process) never receives it.
+CHALLENGE_HEADER = "Somnid-Challenge"
+PROOF_HEADER = "Somnid-Proof"
+CHALLENGE_PATTERN = r"^[A-Za-z0-9_-]{16,128}$"
+
+
+def token_proof(token: str, challenge: str, port: int) -> str:
+    """HMAC-SHA256 of the challenge and the port, keyed with the token: only a holder of
+    the token can compute it, and a proof from somnid's real port does not fit another."""
+    message = f"somnid-proof-v1\n{challenge}\n{port}".encode()
+    return hmac.new(token.encode(), message, hashlib.sha256).hexdigest()
+
+
+def proof_matches(token: str, challenge: str, port: int, presented: str | None) -> bool:
+    if presented is None:
+        return False
+    expected = token_proof(token, challenge, port)
+    return hmac.compare_digest(expected.encode(), presented.strip().encode())
 
 
 def bearer(authorization: str | None) -> str | None:

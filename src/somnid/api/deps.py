@@ -5,10 +5,11 @@ from __future__ import annotations
 import re
 from typing import Annotated
 
-from fastapi import Depends, Header, Request
+from fastapi import Depends, Header, Request, Response
 
 from somnid.errors import InvalidInput
 from somnid.runtime import Runtime
+from somnid.security import CHALLENGE_HEADER, CHALLENGE_PATTERN, PROOF_HEADER, token_proof
 
 _ETAG = re.compile(r"[0-9A-Za-z_-]{1,64}")
 
@@ -43,3 +44,25 @@ def _if_match(if_match: Annotated[str | None, Header()] = None) -> str | None:
 
 RuntimeDep = Annotated[Runtime, Depends(_runtime)]
 IfMatchDep = Annotated[str | None, Depends(_if_match)]
+
+
+def answer_challenge(
+    request: Request,
+    response: Response,
+    challenge: Annotated[
+        str | None,
+        Header(
+            alias=CHALLENGE_HEADER,
+            pattern=CHALLENGE_PATTERN,
+            description="A fresh random value; the answer's Somnid-Proof header is "
+            "hex(HMAC-SHA256(token, 'somnid-proof-v1\\n' + challenge + '\\n' + port)) for "
+            "the port this request reached. The CLI checks it before it sends the token.",
+        ),
+    ] = None,
+) -> None:
+    """Prove, without sending it, that this process holds the token (see security.py)."""
+    if challenge is None:
+        return
+    server = request.scope.get("server")
+    port = int(server[1]) if server and server[1] is not None else 0
+    response.headers[PROOF_HEADER] = token_proof(request.state.token, challenge, port)

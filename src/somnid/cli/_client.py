@@ -1,8 +1,15 @@
 """The commands' HTTP client for the running daemon: where it is, which token to send, and
-one-line errors for what goes wrong (nobody answers, 401, a problem+json answer)."""
+one-line errors for what goes wrong (nobody answers, 401, a problem+json answer).
+
+The token is sent only to a listener that proved it holds it: before the first request
+with the token, a token-less health probe carries a fresh challenge, and the answer must
+name this data dir and carry the proof (:func:`somnid.security.token_proof`) for this port.
+Another program on the port (another user's, squatting it while somnid is down) gets a
+health probe and nothing else."""
 
 from __future__ import annotations
 
+import secrets
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +18,13 @@ import httpx
 from somnid.cli._common import EXIT_FAILED, EXIT_NOT_RUNNING, CliError
 from somnid.config import Settings
 from somnid.errors import StorageError
-from somnid.security import read_token_file, token_path
+from somnid.security import (
+    CHALLENGE_HEADER,
+    PROOF_HEADER,
+    proof_matches,
+    read_token_file,
+    token_path,
+)
 
 _WILDCARDS = {"", "0.0.0.0", "::", "[::]"}
 
@@ -46,6 +59,7 @@ class DaemonClient:
         self.url = base_url(settings)
         self._http = httpx.Client(base_url=self.url, timeout=timeout, trust_env=False)
         self._token: str | None = None
+        self._trusted = False
 
     def __enter__(self) -> DaemonClient:
         return self
@@ -60,6 +74,9 @@ class DaemonClient:
             response = self._http.get("/v1/health", timeout=3.0)
         except httpx.TransportError:
             return None
+        return self._as_health(response)
+
+    def _as_health(self, response: httpx.Response) -> dict[str, Any]:
         body = _json(response)
         if not isinstance(body, dict) or "version" not in body or "dataDir" not in body:
             raise CliError(
@@ -90,7 +107,41 @@ class DaemonClient:
     def post(self, path: str, body: dict[str, Any] | None = None, **options: Any) -> Any:
         return self.request("POST", path, json=body if body is not None else {}, **options)
 
+    def verify_listener(self) -> None:
+        """Raise CliError unless the listener is somnid serving this data dir and holding
+        this token (it proves that without being sent the token)."""
+        if self._trusted:
+            return
+        token = self.token
+        challenge = secrets.token_urlsafe(24)
+        try:
+            response = self._http.get(
+                "/v1/health", headers={CHALLENGE_HEADER: challenge}, timeout=3.0
+            )
+        except httpx.TransportError:
+            raise not_running(self.settings) from None
+        health = self._as_health(response)
+        withheld = "the token was not sent"
+        if not same_dir(health["dataDir"], self.settings.data_dir):
+            raise CliError(
+                f"somnid at {self.url} serves {health['dataDir']}, not "
+                f"{self.settings.data_dir}; {withheld} (set the `port` that data dir's daemon "
+                "uses, or `data_dir`)"
+            )
+        if not proof_matches(
+            token, challenge, self.settings.port, response.headers.get(PROOF_HEADER)
+        ):
+            raise CliError(
+                f"the program listening on {self.url} says it is somnid for "
+                f"{health['dataDir']} but could not prove it holds the token from "
+                f"{token_source(self.settings)}: {withheld}. Another program (maybe another "
+                "user's) may hold the port, or that somnid was started with another token; "
+                "see `somnid doctor`"
+            )
+        self._trusted = True
+
     def request(self, method: str, path: str, **options: Any) -> Any:
+        self.verify_listener()
         headers = {"Authorization": f"Bearer {self.token}"}
         try:
             response = self._http.request(method, path, headers=headers, **options)

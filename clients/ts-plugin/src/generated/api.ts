@@ -10,7 +10,8 @@ export interface paths {
         };
         /**
          * Get health
-         * @description Is somnid up, where is its data, and is anything wrong with it.
+         * @description Is somnid up, where is its data, and is anything wrong with it. With a
+         *     Somnid-Challenge header, the answer proves somnid holds the token (Somnid-Proof).
          */
         get: operations["getHealth"];
         put?: never;
@@ -1798,7 +1799,10 @@ export interface operations {
     getHealth: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A fresh random value; the answer's Somnid-Proof header is hex(HMAC-SHA256(token, 'somnid-proof-v1\n' + challenge + '\n' + port)) for the port this request reached. The CLI checks it before it sends the token. */
+                "Somnid-Challenge"?: string | null;
+            };
             path?: never;
             cookie?: never;
         };

@@ -2,18 +2,24 @@ from __future__ import annotations
 
 import asyncio
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Depends
 
-from somnid.api.deps import RuntimeDep
+from somnid.api.deps import RuntimeDep, answer_challenge
 from somnid.api.schemas import BrokenFileOut, ComponentStatus, HealthOut
 from somnid.services.status import collect_status
 
 router = APIRouter(tags=["health"])
 
 
-@router.get("/v1/health", name="getHealth", response_model=HealthOut)
+@router.get(
+    "/v1/health",
+    name="getHealth",
+    response_model=HealthOut,
+    dependencies=[Depends(answer_challenge)],
+)
 async def health(runtime: RuntimeDep) -> HealthOut:
-    """Is somnid up, where is its data, and is anything wrong with it."""
+    """Is somnid up, where is its data, and is anything wrong with it. With a
+    Somnid-Challenge header, the answer proves somnid holds the token (Somnid-Proof)."""
     status = await asyncio.to_thread(collect_status, runtime.store)
     vector, vector_detail = runtime.recall.vector_status
     llm, llm_detail = runtime.dreamer.llm_status()

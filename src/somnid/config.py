@@ -7,6 +7,7 @@ directories or configures logging. Only entry points (the CLI) call :func:`load_
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
@@ -18,6 +19,8 @@ from pydantic_settings import (
     SettingsConfigDict,
     TomlConfigSettingsSource,
 )
+
+from somnid.memory.scrub import check_patterns
 
 DEFAULT_PORT = 7373
 
@@ -45,6 +48,15 @@ class CaptureSettings(_Section):
     max_message_chars: int = Field(4000, ge=100, le=1_000_000)
     log_max_bytes: int = Field(256 * 1024, ge=4096)
     scrub_patterns: list[str] = Field(default_factory=list)
+
+    @field_validator("scrub_patterns", mode="after")
+    @classmethod
+    def _check_patterns(cls, values: list[str]) -> list[str]:
+        try:
+            check_patterns(values)
+        except re.error as exc:
+            raise ValueError(f"capture.scrub_patterns: {exc}") from exc
+        return values
 
 
 class InjectSettings(_Section):

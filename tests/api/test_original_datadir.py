@@ -17,8 +17,10 @@ def digest(root: Path) -> dict[str, str]:
     return {
         str(path.relative_to(root)): hashlib.sha256(path.read_bytes()).hexdigest()
         for path in sorted(root.rglob("*"))
-        if path.is_file() and path.name != ".somnid.lock" and "index" not in path.parts
-    }  # the lock and the derived index are somnid's own
+        if path.is_file()
+        and path.name not in (".somnid.lock", ".gitignore")
+        and not {"index", ".git"} & set(path.relative_to(root).parts)
+    }  # the lock, the derived index and the history repository are somnid's own
 
 
 def test_opens_without_touching_a_person_s_file(

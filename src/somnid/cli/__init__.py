@@ -21,6 +21,7 @@ from typing import Any
 from somnid import __version__
 from somnid.cli import (
     doctor,
+    history,
     model,
     openapi,
     recall,
@@ -38,7 +39,9 @@ from somnid.errors import SomnidError
 
 __all__ = ["main", "openapi_document", "render_openapi"]
 
-_COMMANDS = (serve, status, recall, sleep, reindex, doctor, openapi, model, token, service)
+_COMMANDS = (
+    serve, status, recall, sleep, history, reindex, doctor, openapi, model, token, service,
+)  # fmt: skip
 
 
 def _parser() -> argparse.ArgumentParser:

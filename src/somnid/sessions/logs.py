@@ -41,6 +41,7 @@ from typing import Any, TypeVar
 from somnid.config import CaptureSettings
 from somnid.errors import BrokenFile, Conflict, StorageError, Unavailable
 from somnid.memory.clock import Clock
+from somnid.memory.scrub import scrub
 from somnid.sessions import transcript
 from somnid.sessions.archive import LOG_MOVES, archive_processed
 from somnid.sessions.records import (
@@ -292,7 +293,8 @@ class SessionLogs:
     def _write(
         self, session: _Session, blocks: list[str], user: str | None, chat_type: str | None
     ) -> _OpenLog:
-        data = "".join(blocks).encode("utf-8")
+        # Obvious secrets never reach the disk (the log, then a dream, then history).
+        data = scrub("".join(blocks), self.capture.scrub_patterns).encode("utf-8")
         current = session.log or self._open_new(session, user, chat_type)
         fd = self._reopen(current)
         if fd is None:

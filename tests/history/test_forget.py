@@ -1,0 +1,137 @@
+"""Forget for real: purge an entry, with its past versions on request; secrets are scrubbed
+from capture before they reach the disk."""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from somnid.api.app import create_app
+from somnid.config import Settings
+from somnid.memory.clock import ManualClock
+from somnid.memory.scrub import scrub
+from tests.api.problems import assert_problem
+from tests.clients import TEST_TOKEN, app_client
+from tests.history.helpers import git
+
+SECRET = "hunter2-0xDEADBEEF-secret"
+
+
+@pytest.fixture
+def client(data_dir: Path, clock: ManualClock) -> Iterator[TestClient]:
+    settings = Settings(
+        data_dir=data_dir,
+        timezone="UTC",
+        embed={"provider": "off"},
+        token=TEST_TOKEN,
+        history={"batch_window_s": 0.1},
+        capture={"scrub_patterns": [r"ACME-\d{6}"]},
+    )
+    with app_client(create_app(settings, clock=clock), settings) as test_client:
+        yield test_client
+
+
+def everything_in_git(data_dir: Path) -> str:
+    """Every object git still holds, reachable or not, as text."""
+    objects = git(data_dir, "cat-file", "--batch-all-objects", "--batch-check=%(objectname)")
+    return "".join(git(data_dir, "cat-file", "-p", sha) for sha in objects.split())
+
+
+def leak(client: TestClient) -> None:
+    client.post("/v1/memories/knowledge", json={"name": "keep", "body": "tea at five\n"})
+    client.post("/v1/memories/knowledge", json={"name": "leak", "body": f"pw {SECRET}\n"})
+    client.get("/v1/history")
+    client.patch("/v1/memories/knowledge/leak", json={"body": f"still {SECRET} here\n"})
+    client.get("/v1/history")
+    client.post("/v1/memories/knowledge/leak/archive", json={})
+    client.get("/v1/history")
+
+
+def test_purge_with_history_leaves_no_trace_and_is_audited(
+    client: TestClient, data_dir: Path
+) -> None:
+    leak(client)
+    assert SECRET in everything_in_git(data_dir)
+    url = "/v1/memories/knowledge/leak/purge"
+    assert_problem(client.post(url), 400, "confirmation_required")
+    assert_problem(client.post(url, params={"confirm": "keep"}), 400, "confirmation_required")
+
+    done = client.post(url, params={"confirm": "leak", "history": "true"})
+    assert done.status_code == 200, done.text
+    assert done.json()["history"] is True and done.json()["rewrittenCommits"] >= 1
+    assert not (data_dir / "memory/archived/leak").exists()
+    assert SECRET not in everything_in_git(data_dir)  # no blob, commit or tree keeps it
+    assert "leak" not in git(data_dir, "log", "--all", "--name-only", "--format=")
+    assert git(data_dir, "fsck", "--no-progress", "--full") == ""
+    # The other entry's history is whole.
+    assert git(data_dir, "show", "HEAD:memory/knowledge/keep/SKILL.md").endswith("tea at five\n")
+    assert any("knowledge/keep" in c["subject"] for c in client.get("/v1/history").json()["items"])
+    assert client.post("/v1/recall", json={"query": SECRET}).json()["items"] == []
+
+    audit = data_dir / "audit.log"
+    assert stat.S_IMODE(os.stat(audit).st_mode) == 0o600
+    [line] = audit.read_text().splitlines()
+    assert '"action": "purge"' in line and '"name": "leak"' in line and '"history": true' in line
+    assert_problem(client.post(url, params={"confirm": "leak"}), 404, "not_found")
+
+
+def test_purge_without_history_keeps_the_past_versions(client: TestClient, data_dir: Path) -> None:
+    leak(client)
+    done = client.post("/v1/memories/knowledge/leak/purge", params={"confirm": "leak"})
+    assert done.status_code == 200, done.text
+    assert done.json()["commit"] is not None
+    assert not (data_dir / "memory/archived/leak").exists()
+    assert SECRET in git(data_dir, "log", "-p")  # archive-like: still in the past
+    assert git(data_dir, "log", "-1", "--format=%s").startswith("Purge knowledge/leak")
+
+
+def test_capture_scrubs_secrets_before_the_disk(client: TestClient, data_dir: Path) -> None:
+    text = (
+        "my key is sk-proj-abcdefghijklmnopqrstuvwx and db postgres://bob:s3cretpass@db/x, "
+        "password=opensesame1 and order ACME-123456"
+    )
+    response = client.post(
+        "/v1/sessions/chat-1/messages", json={"messages": [{"role": "user", "text": text}]}
+    )
+    assert response.status_code == 200, response.text
+    written = "".join(p.read_text() for p in (data_dir / "memory/session-log").glob("*.md"))
+    for secret in ("sk-proj-abcdefghij", "s3cretpass", "opensesame1", "ACME-123456"):
+        assert secret not in written
+    assert "postgres://bob:[REDACTED]@db/x" in written
+    assert "password=[REDACTED]" in written
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaA\n-----END OPENSSH PRIVATE KEY-----", ""),
+        ("Authorization: Bearer abcdefghijklmnop123", "Authorization: Bearer "),
+        ("ghp_" + "a" * 36, ""),
+        ("AKIAABCDEFGHIJKLMNOP", ""),
+        ('"api_key": "zzzzzzzzzzzz"', '"api_key": "'),
+    ],
+)
+def test_the_obvious_secrets(text: str, kept: str) -> None:
+    assert scrub(text) == kept + "[REDACTED]" + ('"' if text.endswith('"') else "")
+
+
+def test_ordinary_text_is_left_alone() -> None:
+    text = "The token ring network and my password manager; see https://example.org/a:b@c"
+    assert scrub(text) == text
+
+
+def test_doctor_says_when_git_is_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from somnid.cli.doctor_checks import Context
+    from somnid.cli.doctor_history import history_check
+    from somnid.history.service import off_reason
+
+    settings = Settings(data_dir=tmp_path / "data", embed={"provider": "off"})
+    monkeypatch.setenv("PATH", str(tmp_path))  # no git on the PATH
+    [finding] = history_check(Context(settings, None))  # type: ignore[arg-type]
+    assert finding.level == "WARN" and "git binary is missing" in finding.message
+    assert off_reason(settings) is not None

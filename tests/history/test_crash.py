@@ -1,0 +1,67 @@
+"""SIGKILL during a commit (somnid and its git child alike) leaves a repository that
+``git fsck`` accepts, and no acknowledged write is lost: the next start commits it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import httpx
+
+from tests.daemon import read_token, start_daemon
+from tests.history.helpers import git
+
+ENV = (("SOMNID_HISTORY__BATCH_WINDOW_S", "0.02"),)
+
+
+def _write_until_killed(base_url: str, token: str, prefix: str, acked: list[str]) -> None:
+    headers = {"Authorization": f"Bearer {token}"}
+    with httpx.Client(base_url=base_url, headers=headers, timeout=5.0) as client:
+        for number in range(10_000):
+            name = f"{prefix}-{number}"
+            try:
+                response = client.post(
+                    "/v1/memories/knowledge", json={"name": name, "body": f"{name}\n"}
+                )
+            except httpx.HTTPError:
+                return
+            if response.status_code == 201:
+                acked.append(name)
+
+
+def test_sigkill_during_commits_loses_nothing(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    acked: list[str] = []
+    caught_in_commit = 0
+    for round_ in range(3):
+        with start_daemon(data, *ENV, preexec=os.setsid) as daemon:
+            writer = threading.Thread(
+                target=_write_until_killed,
+                args=(daemon.base_url, read_token(data), f"r{round_}", acked),
+            )
+            writer.start()
+            lock = data / ".git" / "index.lock"
+            deadline = time.monotonic() + 4.0
+            time.sleep(0.5)
+            while time.monotonic() < deadline and not lock.exists():
+                pass
+            caught_in_commit += lock.exists()
+            os.killpg(daemon.process.pid, signal.SIGKILL)  # somnid and its git child
+            daemon.process.wait(timeout=10)
+            writer.join(timeout=10)
+    assert caught_in_commit >= 1, "never killed while git held its index lock"
+    assert len(acked) > 20
+    (data / ".git" / "index.lock").write_text("")  # a stale lock for sure, as git leaves it
+
+    with start_daemon(data, *ENV) as daemon, daemon.client() as client:
+        assert client.get("/v1/history", params={"limit": 1}).status_code == 200
+        tracked = set(git(data, "ls-tree", "-r", "--name-only", "HEAD").splitlines())
+        missing = [n for n in acked if f"memory/knowledge/{n}/SKILL.md" not in tracked]
+        assert missing == []
+        assert git(data, "status", "--porcelain") == ""
+        assert git(data, "fsck", "--no-progress", "--full", "--strict") == ""
+        for name in acked:
+            assert (data / f"memory/knowledge/{name}/SKILL.md").read_text().endswith(f"{name}\n")

@@ -10,7 +10,8 @@ by this script itself:
 
 - logs processed / pending; memories written per kind;
 - grounded share: written memories whose own words (the model's text, not the quoted
-  evidence) are mostly (>= 70 % of content words) in their source session;
+  evidence) are mostly (>= 70 % of content words, less stop words and reporting verbs
+  such as "said" or "discussed") in their source session;
 - duplicate share: pairs of written memories with cosine >= 0.95 (the local model);
 - answer in top 5: for every question whose evidence lies in the replayed sessions and that
   has an answer, whether recall over the dream-written memories alone returns in its top 5
@@ -78,6 +79,7 @@ _STOP = frozenset(
     that with from into about what when where which who how all any some not but also
     been being will would could just very really much said says shared mentioned talked
     told asked felt feels went going
+    discuss discussed discusses discussing express expressed expresses expressing
     """.split()  # noqa: SIM905
 )
 _MONTHS = {

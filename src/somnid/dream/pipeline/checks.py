@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 
 from somnid.dream.pipeline.prompts import PLACEHOLDERS
 
-GROUNDED_SHARE = 0.6
+GROUNDED_SHARE = 0.65
 """A candidate needs at least this share of its content words in its evidence."""
 DUPLICATE_SIMILARITY = 0.7
 """Content-word overlap (Jaccard) at or above which two memories say the same thing."""

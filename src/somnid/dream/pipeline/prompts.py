@@ -33,13 +33,13 @@ _EXTRACT_RULES = {
 Each memory has:
 - evidence: the ids of the lines it comes from;
 - kind: event (what happened or was done, and how it went), fact, preference, decision, pitfall (a mistake and its cause), todo (something the agent was asked to do or to remind later), procedure (steps that worked), about_user (a lasting fact about the log's user), about_agent (how the agent should be or work, as its users said);
-- text: one or two sentences in your own words, in the third person, naming each person and keeping names, places, dates, numbers and titles exactly as said. Never write "I" or "you"; do not copy a line whole.
+- text: one or two sentences in the third person that name each person and keep the lines' own words for names, places, dates, numbers, titles and what was done. Never write "I" or "you"; do not copy a line whole.
 Answer as {"memories": [{"evidence": [<line ids>], "kind": <kind>, "text": <text>}]}, with an empty list if nothing is worth keeping.""",
     "zh": """你会收到对话的若干编号行，格式：编号 [时间，仅在变化处标出] 说话人: 内容。挑出几周后仍值得记得的内容：每件不同的事、事实、计划或偏好各成一条记忆（讲同一件事的几行可以合并成一条）。跳过寒暄、道谢和闲聊。
 每条记忆包括：
 - evidence：它出自哪些行的编号；
 - kind：event（发生或做过的事及结果）、fact（事实）、preference（偏好）、decision（决定）、pitfall（错误及原因）、todo（要求智能体以后去做或提醒的事）、procedure（走通的步骤）、about_user（关于日志用户的长期事实）、about_agent（用户说的智能体应有的风格或做法）；
-- text：用你自己的话写一两句第三人称的句子，写出每个人的名字，名字、地点、日期、数字和标题照原样保留。不要写“我”或“你”，不要整行照抄。
+- text：一两句第三人称的句子，写出每个人的名字；名字、地点、日期、数字、标题和做过的事用原话的词。不要写“我”或“你”，不要整行照抄。
 回答格式：{"memories": [{"evidence": [<行号>], "kind": <类别>, "text": <文本>}]}；没有值得记住的就给空列表。""",
 }
 

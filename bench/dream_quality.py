@@ -55,7 +55,7 @@ import numpy as np
 if __package__ in (None, ""):  # run as a script: make the repo root importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._locomo import Conversation, Turn, load_conversations
+from bench._locomo import _MONTHS, Conversation, Turn, load_conversations
 from somnid.config import Settings
 from somnid.embed.onnx import OnnxEmbedder
 from somnid.memory.clock import ManualClock
@@ -82,25 +82,6 @@ _STOP = frozenset(
     discuss discussed discusses discussing express expressed expresses expressing
     """.split()  # noqa: SIM905
 )
-_MONTHS = {
-    m: i + 1
-    for i, m in enumerate(
-        [
-            "january",
-            "february",
-            "march",
-            "april",
-            "may",
-            "june",
-            "july",
-            "august",
-            "september",
-            "october",
-            "november",
-            "december",
-        ]
-    )
-}
 _DMY = re.compile(r"\b(\d{1,2}) (" + "|".join(_MONTHS) + r"),? (\d{4})\b", re.I)
 _MDY = re.compile(r"\b(" + "|".join(_MONTHS) + r") (\d{1,2}),? (\d{4})\b", re.I)
 

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import stat
 import threading
 import time
+from pathlib import Path
 
 import httpx
 
-from tests.daemon import Daemon
+from tests.daemon import Daemon, start_daemon
 
 # ----------------------------------------------------------------- a big PATCH and the lock
 
@@ -53,3 +57,37 @@ def test_a_huge_patch_is_refused_fast_and_a_heavy_one_holds_no_lock(daemon: Daem
     with httpx.Client(base_url=daemon.base_url, headers=daemon.headers, timeout=10) as client:
         assert client.get(f"{knowledge}/big").json()["meta"]["k4899"] == "v4899"
         assert client.get(f"{knowledge}/small").json()["body"].strip() == "tiny"
+
+
+# ----------------------------------------------------------------- a FIFO as a session log
+
+
+def test_a_fifo_in_place_of_a_session_log_never_blocks(tmp_path: Path) -> None:
+    env = ("SOMNID_SHUTDOWN_TIMEOUT_S", "5")
+    with start_daemon(tmp_path / "data", env) as daemon:
+        with daemon.client(timeout=8) as client:
+
+            def say(text: str) -> httpx.Response:
+                message = {"messages": [{"role": "user", "text": text}]}
+                return client.post("/v1/sessions/s1/messages", json=message)
+
+            first = say("hello there")
+            assert first.status_code == 200, first.text
+            log = daemon.data_dir / first.json()["path"]
+            # A hand puts a FIFO where the open log was, and one more named like a log.
+            fifo = log.with_name(".swap")
+            os.mkfifo(fifo)
+            os.replace(fifo, log)
+            os.mkfifo(log.with_name("2026-01-01_001.md"))
+            # Capture goes on (in a new part), health and a sleep answer.
+            again = say("still here")
+            assert again.status_code == 200, again.text
+            assert again.json()["path"] != first.json()["path"]
+            assert client.get("/v1/health").status_code == 200
+            slept = client.post("/v1/sleep/run", json={"wait": True}, timeout=20)
+            assert slept.status_code == 200, slept.text
+        started = time.monotonic()
+        daemon.process.send_signal(signal.SIGTERM)
+        daemon.process.wait(timeout=15)
+        assert time.monotonic() - started < 5 + 5
+    assert stat.S_ISFIFO(os.lstat(log).st_mode)  # left alone

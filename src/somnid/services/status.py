@@ -7,10 +7,11 @@ from dataclasses import dataclass
 from somnid.errors import BrokenFile
 from somnid.memory.kinds import Kind
 from somnid.sessions.records import is_pending
-from somnid.sessions.transcript import live_files
+from somnid.sessions.transcript import MAX_READ_BYTES, live_files
 from somnid.store import frontmatter
 from somnid.store.layout import Layout
 from somnid.store.memories import BrokenReport, MemoryStore
+from somnid.store.safe import read_text
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,7 +27,8 @@ def pending_session_logs(layout: Layout) -> int:
     pending = 0
     for path in live_files(layout):
         try:
-            doc = frontmatter.parse(path.read_text("utf-8"), round_trip=False)
+            text = read_text(layout.root, path, MAX_READ_BYTES)  # never a FIFO's open
+            doc = frontmatter.parse(text, round_trip=False)
         except (OSError, UnicodeDecodeError, BrokenFile):
             pending += 1  # unreadable logs are still work to do, not lost
             continue

@@ -61,6 +61,7 @@ from somnid.sessions.records import (
 from somnid.store import frontmatter
 from somnid.store.atomic import append_durably, storage_error, write_atomic
 from somnid.store.layout import Layout
+from somnid.store.safe import open_append, read_text
 
 log = logging.getLogger(__name__)
 
@@ -224,7 +225,7 @@ class SessionLogs:
         for path in transcript.live_files(self.layout):
             try:
                 # Only read: the fast reader (a dream asks for every tool call it makes).
-                doc = frontmatter.parse(path.read_text("utf-8"), round_trip=False)
+                doc = frontmatter.parse(self._read(path), round_trip=False)
                 waiting, dream = is_pending(doc.meta), wants_dream(doc.meta)
             except FileNotFoundError:
                 continue
@@ -332,8 +333,8 @@ class SessionLogs:
     def _reopen(self, current: _OpenLog) -> int | None:
         """The log opened for appending, or None if it is gone or no longer our file."""
         try:
-            fd = os.open(current.path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
-        except FileNotFoundError:
+            fd = open_append(current.path)  # a FIFO put there would block the open
+        except (FileNotFoundError, BrokenFile):
             return None
         except OSError as exc:
             raise storage_error(exc, current.path) from exc
@@ -414,7 +415,7 @@ class SessionLogs:
             stat = current.path.stat()
             if (stat.st_dev, stat.st_ino) != current.file_id:
                 raise FileNotFoundError(current.path)
-            doc = frontmatter.parse(current.path.read_text("utf-8"))
+            doc = frontmatter.parse(self._read(current.path))
         except (FileNotFoundError, BrokenFile, UnicodeDecodeError) as exc:
             log.warning("not finalising session log %s: %s", current.path.name, exc)
             return
@@ -437,7 +438,7 @@ class SessionLogs:
             stat = current.path.stat()
             if (stat.st_dev, stat.st_ino) != current.file_id:
                 raise FileNotFoundError(current.path)
-            doc = frontmatter.parse(current.path.read_text("utf-8"))
+            doc = frontmatter.parse(self._read(current.path))
         except (FileNotFoundError, BrokenFile, UnicodeDecodeError) as exc:
             log.warning("not marking session log %s dream: false: %s", current.path.name, exc)
             return False
@@ -450,14 +451,25 @@ class SessionLogs:
             current.file_id = (stat.st_dev, stat.st_ino)
         return True
 
+    def _read(self, path: Path) -> str:
+        """A log's text, read only if it is a regular file (a FIFO would block for good)."""
+        return read_text(self.layout.root, path, transcript.MAX_READ_BYTES)
+
+    def _read_meta(self, path: Path) -> Any:
+        """A log's front-matter, or None if it cannot be read."""
+        try:
+            return frontmatter.parse(self._read(path)).meta
+        except (OSError, UnicodeDecodeError, BrokenFile):
+            return None
+
     def _mark_closed(self, path: Path, session_id: str) -> bool:
         """``dream: false`` into a closed, pending log of ``session_id``; False if the file
         is not one (another session's, processed, unreadable, or gone)."""
-        if not _pending_of(_read_meta(path), session_id) or self.is_open(path):
+        if not _pending_of(self._read_meta(path), session_id) or self.is_open(path):
             return False
         with LOG_MOVES:  # read again: a dream may have moved it meanwhile
             try:
-                doc = frontmatter.parse(path.read_text("utf-8"))
+                doc = frontmatter.parse(self._read(path))
             except (OSError, UnicodeDecodeError, BrokenFile):
                 return False
             if not _pending_of(doc.meta, session_id):
@@ -466,14 +478,6 @@ class SessionLogs:
                 _set_before(doc.meta, "status", {"dream": False})
                 write_atomic(path, frontmatter.render(doc).encode("utf-8"))
         return True
-
-
-def _read_meta(path: Path) -> Any:
-    """A log's front-matter, or None if it cannot be read."""
-    try:
-        return frontmatter.parse(path.read_text("utf-8")).meta
-    except (OSError, UnicodeDecodeError, BrokenFile):
-        return None
 
 
 def _pending_of(meta: Any, session_id: str) -> bool:

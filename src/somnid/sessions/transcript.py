@@ -35,6 +35,7 @@ from somnid.errors import BrokenFile
 from somnid.memory.clock import to_datetime
 from somnid.store import frontmatter
 from somnid.store.layout import Layout
+from somnid.store.safe import read_text
 
 LOG_NAME = re.compile(r"^(?P<day>\d{4}-\d{2}-\d{2})_(?P<number>\d{3,})\.md$")
 NEWLINE_MARK = " ⏎ "
@@ -275,9 +276,10 @@ def _tool_of(text: str) -> ToolBlock:
 def read_log(path: Path, tz: dt.tzinfo) -> Transcript:
     """One log's front-matter and turns. A front-matter that cannot be read leaves the
     meta empty and the whole file as body. Raises OSError if the file cannot be read."""
-    if path.stat().st_size > MAX_READ_BYTES:
-        raise OSError(f"{path} is larger than {MAX_READ_BYTES} bytes")
-    text = path.read_bytes().decode("utf-8", errors="replace")
+    try:  # only a regular file, never through a link: a FIFO would block the reader
+        text = read_text(path.parent, path, MAX_READ_BYTES, errors="replace")
+    except BrokenFile as exc:
+        raise OSError(f"{path.name}: {exc.detail}") from None
     try:
         doc = frontmatter.parse(text)
         meta: dict[str, Any] = dict(doc.meta)

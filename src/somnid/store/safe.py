@@ -10,6 +10,7 @@ left alone.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -88,3 +89,28 @@ def read_regular(root: Path, path: Path, max_bytes: int) -> tuple[bytes, os.stat
     if len(data) > max_bytes:  # it grew while we read
         raise BrokenFile(f"file is larger than {max_bytes} bytes")
     return data, info
+
+
+def read_text(root: Path, path: Path, max_bytes: int, *, errors: str = "strict") -> str:
+    """:func:`read_regular`, decoded as UTF-8 (UnicodeDecodeError unless ``errors``)."""
+    return read_regular(root, path, max_bytes)[0].decode("utf-8", errors=errors)
+
+
+def open_append(path: Path) -> int:
+    """``path`` opened for appending, only if it is a regular file reached without a link:
+    opening a FIFO for writing blocks until someone reads it. Raises BrokenFile for
+    anything else, FileNotFoundError if gone; the caller closes the descriptor."""
+    mode = os.lstat(path).st_mode
+    if not stat.S_ISREG(mode):
+        raise BrokenFile(f"{what_is(mode)}, not a regular file")
+    flags = os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENXIO):  # swapped for a link or a FIFO since
+            raise BrokenFile("not a regular file") from None
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise BrokenFile("not a regular file")
+    return fd

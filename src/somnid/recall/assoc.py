@@ -84,32 +84,6 @@ class HintItem:
     description: str
 
 
-def format_hint(items: list[HintItem], lang: str, token_budget: int) -> str:
-    """One compact block naming each memory and where it lives."""
-    if not items:
-        return ""
-    if lang == "zh":
-        head, line = "【记忆提示】", "- {name}：{desc}（详见 {path}）"
-    else:
-        head, line = "[memory hint]", "- {name}: {desc} (see {path})"
-    lines = [head]
-    budget = token_budget - estimate_tokens(head)
-    for item in items:
-        full = " ".join(item.description.split())
-        cut = len(full)
-        text = line.format(name=item.hit.name, desc=full, path=item.hit.path)
-        while estimate_tokens(text) > budget and cut > 20:
-            cut = max(20, cut * 3 // 4)
-            text = line.format(
-                name=item.hit.name, desc=full[:cut].rstrip() + "…", path=item.hit.path
-            )
-        if estimate_tokens(text) > budget:
-            break
-        lines.append(text)
-        budget -= estimate_tokens(text)
-    return "\n".join(lines) if len(lines) > 1 else ""
-
-
 class Habituation:
     """What each session has been shown; the least recently active sessions are forgotten."""
 

@@ -8,8 +8,9 @@ from dataclasses import dataclass
 from somnid.errors import BrokenFile, NotFound
 from somnid.memory.entry import Entry
 from somnid.memory.kinds import Kind
-from somnid.recall.assoc import Decision, HintItem, format_hint
+from somnid.recall.assoc import Decision, HintItem, estimate_tokens
 from somnid.recall.engine import Hit
+from somnid.services.quoting import inline
 from somnid.store.memories import MemoryStore
 
 SNIPPET_CHARS = 600
@@ -74,6 +75,34 @@ async def hint_of(
     found = await asyncio.to_thread(load_hits, store, decision.items)
     items = [HintItem(f.hit, f.entry.description or snippet(f.entry.body, 160)) for f in found]
     return found, format_hint(items, lang, token_budget)
+
+
+def format_hint(items: list[HintItem], lang: str, token_budget: int) -> str:
+    """One compact block naming each memory and where it lives; each description is
+    quoted the one way stored text reaches an agent (:func:`somnid.services.quoting.inline`),
+    cut to the budget before it is quoted, so the quote always closes."""
+    if not items:
+        return ""
+    if lang == "zh":
+        head, line = "【记忆提示】", "- {name}：{desc}（详见 {path}）"
+    else:
+        head, line = "[memory hint]", "- {name}: {desc} (see {path})"
+    lines = [head]
+    budget = token_budget - estimate_tokens(head)
+    for item in items:
+        full = " ".join(item.description.split())
+        cut = len(full)
+        text = line.format(name=item.hit.name, desc=inline(full), path=item.hit.path)
+        while estimate_tokens(text) > budget and cut > 20:
+            cut = max(20, cut * 3 // 4)
+            text = line.format(
+                name=item.hit.name, desc=inline(full[:cut].rstrip() + "…"), path=item.hit.path
+            )
+        if estimate_tokens(text) > budget:
+            break
+        lines.append(text)
+        budget -= estimate_tokens(text)
+    return "\n".join(lines) if len(lines) > 1 else ""
 
 
 def kinds_or_default(kinds: list[Kind] | None) -> tuple[Kind, ...] | None:

@@ -32,6 +32,7 @@ from somnid.api.routes import (
     recall,
     sessions,
     sleep,
+    ui,
 )
 from somnid.api.schemas import ERROR_RESPONSES
 from somnid.config import Settings
@@ -103,6 +104,7 @@ def create_app(
     app.include_router(history.router, responses=ERROR_RESPONSES)
     app.router.routes.append(mcp.route())
     docs.install(app)
+    ui.install(app)  # the memory browser at /ui
     _openapi_contract(app)
     return app
 

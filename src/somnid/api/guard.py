@@ -7,7 +7,9 @@ guarded like every route). Refusals use the one problem shape:
   (DNS rebinding);
 - 403 ``forbidden_origin``: a browser page from an origin that is not allowed (cross-site);
 - 401 ``unauthorized``: no token or the wrong one. ``GET /v1/health`` and the API
-  documentation (``/docs``, ``/redoc``, ``/openapi.json`` and ``/docs/assets/``) need none.
+  documentation (``/docs``, ``/redoc``, ``/openapi.json`` and ``/docs/assets/``) need none,
+  nor the memory browser's page, assets and login (``/ui``), whose cookie then stands for
+  the token (see :mod:`somnid.api.ui_session`).
 
 Websockets may also present the token as ``?access_token=`` (browsers cannot set headers
 on a websocket); a refused handshake is answered with the same problem body where the
@@ -23,6 +25,7 @@ from urllib.parse import parse_qs
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from somnid.api.errors import send_problem
+from somnid.api.ui_session import cookie_matches
 from somnid.security import HostPolicy, bearer, token_matches
 
 log = logging.getLogger(__name__)
@@ -30,12 +33,13 @@ log = logging.getLogger(__name__)
 PUBLIC_PATHS = frozenset(
     {"/v1/health", "/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json"}
 )
-PUBLIC_PREFIXES = ("/docs/assets/",)  # the documentation pages' scripts and styles
+PUBLIC_PREFIXES = ("/docs/assets/", "/ui/assets/")  # pages' scripts and styles
+UI_PUBLIC = frozenset({"/ui", "/ui/login", "/ui/logout"})  # the login checks the token itself
 _WS_QUERY_TOKEN = "access_token"
 
 
 def is_public(path: str) -> bool:
-    return path in PUBLIC_PATHS or path.startswith(PUBLIC_PREFIXES)
+    return path in PUBLIC_PATHS or path in UI_PUBLIC or path.startswith(PUBLIC_PREFIXES)
 
 
 class Guard:
@@ -98,6 +102,8 @@ class Guard:
         if expected is None:
             return False
         presented = bearer(headers.get("authorization"))
+        if presented is None and scope["type"] == "http":  # the memory browser's cookie
+            return cookie_matches(expected, headers, scope["method"], scope["path"])
         if presented is None and scope["type"] == "websocket":
             query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
             values = query.get(_WS_QUERY_TOKEN)

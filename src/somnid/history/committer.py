@@ -42,6 +42,7 @@ HAND = Actor("hand", "hand edit")
 START = Actor("somnid", "somnid start")
 SOMNID = Actor("somnid", "somnid")
 START_SWEEP_S = 2.0
+DREAM_TASK = "somnid-dream"  # the Dreamer's task name
 
 
 class WatcherLike(Protocol):
@@ -115,7 +116,9 @@ class Committer:
         if rel is None:
             return
         actor = current_actor()
-        if actor is None and self.dreaming():
+        if self.dreaming() and (actor is None or _in_dream_task()):
+            # The dream's task inherits the actor of the request that started it: still
+            # the dream's write. Writes of other requests meanwhile keep their own.
             self._dream[rel] = None
             return
         actor = actor or SOMNID
@@ -300,6 +303,11 @@ class Committer:
             except ValueError:
                 return None
         return candidate.as_posix()
+
+
+def _in_dream_task() -> bool:
+    task = asyncio.current_task()
+    return task is not None and task.get_name() == DREAM_TASK
 
 
 def dream_message(info: dict[str, Any]) -> str:

@@ -1,0 +1,60 @@
+"""The memory browser at ``/ui``: its page and assets from the package, and its login.
+
+The page and assets are public (they hold no data); everything it shows comes from the
+``/v1`` routes, authorised by the cookie ``POST /ui/login`` sets (see
+:mod:`somnid.api.ui_session`). Not part of the API contract (no OpenAPI entries).
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, FastAPI, Request, Response
+from fastapi.responses import FileResponse
+from pydantic import BaseModel, Field
+from starlette.staticfiles import StaticFiles
+
+from somnid.api.errors import problem
+from somnid.api.ui_session import UI_HEADER, clear_cookie_header, set_cookie_header
+from somnid.errors import InvalidInput
+from somnid.security import token_matches
+from somnid.ui import static_dir
+
+router = APIRouter(include_in_schema=False)
+_NO_STORE = {"Cache-Control": "no-store"}
+_PAGE_HEADERS = {
+    **_NO_STORE,
+    "Content-Security-Policy": (
+        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
+    ),
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "no-referrer",
+}
+
+
+class Login(BaseModel):
+    token: str = Field(min_length=1, max_length=500)
+
+
+@router.get("/ui")
+async def page() -> FileResponse:
+    return FileResponse(static_dir() / "index.html", headers=_PAGE_HEADERS)
+
+
+@router.post("/ui/login", status_code=204)
+async def login(body: Login, request: Request) -> Response:
+    if request.headers.get(UI_HEADER) != "1":
+        raise InvalidInput("the login must come from the memory browser (X-Somnid-UI: 1)")
+    expected = getattr(request.state, "token", None)
+    if not isinstance(expected, str) or not token_matches(expected, body.token):
+        return problem(401, "unauthorized", "that is not the token (`somnid token` prints it)")
+    return Response(status_code=204, headers={"Set-Cookie": set_cookie_header(expected)})
+
+
+@router.post("/ui/logout", status_code=204)
+async def logout() -> Response:
+    return Response(status_code=204, headers={"Set-Cookie": clear_cookie_header()})
+
+
+def install(app: FastAPI) -> None:
+    app.include_router(router)
+    app.mount("/ui/assets", StaticFiles(directory=static_dir()), name="ui-assets")

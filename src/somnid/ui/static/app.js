@@ -1,0 +1,322 @@
+// somnid's memory browser: plain JavaScript over the /v1 API, no build step, no CDN.
+// The login cookie (HttpOnly, SameSite=Strict) authorises every request; each request
+// that may change something says X-Somnid-UI: 1, as the guard requires.
+"use strict";
+
+const T = {
+  en: {
+    title: "somnid memory", memories: "Memories", search: "Search", intentions: "Intentions",
+    dreams: "Dreams", logout: "Log out", token_label: "Token (`somnid token` prints it)",
+    login: "Log in", kind: "Kind", scope: "Scope", live: "live", archived: "archived",
+    filter: "filter", description: "Description", body: "Text", fields: "Fields (JSON)",
+    save: "Save", archive: "Archive", restore: "Restore", reload: "Reload",
+    conflict: "Changed since you opened it (412): reload to see the current version.",
+    purge_label: "Type the name to delete it for good", purge_history: "also from history",
+    purge: "Purge", query: "query", project: "project (scope)", revert: "Revert this dream",
+    saved: "Saved.", archived_done: "Archived.", restored: "Restored.", purged: "Purged.",
+    reverted: "Reverted: the files are as they were before the dream.",
+    revert_refused: "Refused: a later change touched", bad_token: "That is not the token.",
+    awake: "awake", sleeping: "sleeping", no_results: "No results.", empty: "Nothing here.",
+    due: "due", bad_json: "Fields must be a JSON object.", event: "last event",
+  },
+  zh: {
+    title: "somnid 记忆", memories: "记忆", search: "搜索", intentions: "待办意图",
+    dreams: "梦境", logout: "退出", token_label: "令牌（`somnid token` 可显示）",
+    login: "登录", kind: "类型", scope: "范围", live: "当前", archived: "已归档",
+    filter: "筛选", description: "描述", body: "正文", fields: "字段（JSON）",
+    save: "保存", archive: "归档", restore: "恢复", reload: "重新载入",
+    conflict: "打开后已被修改（412）：请重新载入查看最新版本。",
+    purge_label: "输入名称以永久删除", purge_history: "同时从历史中删除",
+    purge: "永久删除", query: "查询", project: "项目（范围）", revert: "撤销这次梦境",
+    saved: "已保存。", archived_done: "已归档。", restored: "已恢复。", purged: "已永久删除。",
+    reverted: "已撤销：文件已恢复到梦境之前的样子。",
+    revert_refused: "已拒绝：之后的修改涉及", bad_token: "令牌不正确。",
+    awake: "清醒", sleeping: "睡眠中", no_results: "没有结果。", empty: "这里什么也没有。",
+    due: "截止", bad_json: "字段必须是 JSON 对象。", event: "最近事件",
+  },
+};
+const CORE = ["description", "stability", "score", "created", "last_used", "last_decay"];
+let lang = localStorage.getItem("somnid-lang") || (navigator.language.startsWith("zh") ? "zh" : "en");
+let current = null; // the entry open in the editor
+let events = null;
+
+const $ = (id) => document.getElementById(id);
+const t = (key) => (T[lang] && T[lang][key]) || T.en[key] || key;
+
+function el(tag, props = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(props)) {
+    if (key === "class") node.className = value;
+    else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+    else node.setAttribute(key, value);
+  }
+  for (const child of children) node.append(child);
+  return node;
+}
+
+class ApiError extends Error {
+  constructor(status, body) {
+    super((body && body.detail) || `HTTP ${status}`);
+    this.status = status;
+    this.body = body || {};
+  }
+}
+
+async function api(method, path, body, headers = {}) {
+  const init = { method, credentials: "same-origin", headers: { ...headers } };
+  if (method !== "GET") init.headers["X-Somnid-UI"] = "1";
+  if (body !== undefined) {
+    init.headers["Content-Type"] = "application/json";
+    init.body = JSON.stringify(body);
+  }
+  const response = await fetch(path, init);
+  const text = await response.text();
+  const data = text ? JSON.parse(text) : null;
+  if (response.status === 401 && path !== "/ui/login") showLogin();
+  if (!response.ok) throw new ApiError(response.status, data);
+  return { data, response };
+}
+
+function translate() {
+  document.documentElement.lang = lang === "zh" ? "zh-CN" : "en";
+  document.querySelectorAll("[data-t]").forEach((node) => { node.textContent = t(node.dataset.t); });
+  document.querySelectorAll("[data-tp]").forEach((node) => { node.placeholder = t(node.dataset.tp); });
+  $("lang").value = lang;
+}
+
+// --- login ---------------------------------------------------------------------------
+
+function showLogin() {
+  for (const id of ["tabs", "logout", "sleep"]) $(id).hidden = true;
+  document.querySelectorAll(".view").forEach((v) => { v.hidden = true; });
+  $("login").hidden = false;
+  if (events) { events.close(); events = null; }
+}
+
+async function login(event) {
+  event.preventDefault();
+  try {
+    await api("POST", "/ui/login", { token: $("token").value });
+    $("token").value = "";
+    $("login-error").hidden = true;
+    start();
+  } catch (error) {
+    $("login-error").textContent = error.status === 401 ? t("bad_token") : error.message;
+    $("login-error").hidden = false;
+  }
+}
+
+async function start() {
+  try {
+    await api("GET", "/v1/memories?limit=1");
+  } catch (error) {
+    if (error.status === 401) return showLogin();
+  }
+  $("login").hidden = true;
+  for (const id of ["tabs", "logout", "sleep"]) $(id).hidden = false;
+  show(location.hash.slice(1) || "memories");
+  watchSleep();
+}
+
+// --- tabs ----------------------------------------------------------------------------
+
+function show(tab) {
+  document.querySelectorAll("#tabs button").forEach((b) => b.classList.toggle("on", b.dataset.tab === tab));
+  document.querySelectorAll(".view").forEach((v) => { v.hidden = v.id !== `view-${tab}`; });
+  history.replaceState(null, "", `#${tab}`);
+  ({ memories: loadList, search: () => $("q").focus(), intentions: loadAgenda, dreams: loadDreams }[tab] || loadList)();
+}
+
+// --- memories --------------------------------------------------------------------------
+
+async function loadList() {
+  const kind = $("kind").value;
+  const archived = $("scope").value === "archived";
+  const params = new URLSearchParams({ kind, limit: "500", archived: String(archived) });
+  if ($("filter").value) params.set("text", $("filter").value);
+  const { data } = await api("GET", `/v1/memories?${params}`);
+  const items = data.items.filter((item) => item.archived === archived);
+  $("list").replaceChildren(...(items.length ? items.map((item) => el("li", {
+    "data-name": item.name,
+    onclick: () => openEntry(item.kind, item.name, item.archived),
+  }, item.name, el("div", { class: "muted" }, item.description || ""))) : [el("li", { class: "muted" }, t("empty"))]));
+}
+
+async function openEntry(kind, name, archived) {
+  $("notice").textContent = "";
+  const query = archived ? "?archived=true" : "";
+  const { data } = await api("GET", `/v1/memories/${kind}/${encodeURIComponent(name)}${query}`);
+  current = data;
+  document.querySelectorAll("#list li").forEach((li) => li.classList.toggle("on", li.dataset.name === name));
+  $("entry").hidden = false;
+  $("conflict").hidden = true;
+  $("e-title").textContent = `${data.kind} / ${data.name}`;
+  $("e-path").textContent = `${data.path} · score ${data.score}`;
+  $("e-desc").value = data.description;
+  $("e-body").value = data.body;
+  $("e-fields").value = JSON.stringify(editable(data.meta), null, 2);
+  $("archive").hidden = data.archived || data.kind === "profile";
+  $("restore").hidden = !data.archived;
+  $("purge-confirm").value = "";
+  $("e-status").textContent = "";
+}
+
+function editable(meta) {
+  return Object.fromEntries(Object.entries(meta).filter(([key]) => !CORE.includes(key)));
+}
+
+async function save() {
+  let fields;
+  try {
+    fields = JSON.parse($("e-fields").value || "{}");
+    if (typeof fields !== "object" || Array.isArray(fields) || fields === null) throw new Error();
+  } catch {
+    $("e-status").textContent = t("bad_json");
+    return;
+  }
+  const before = editable(current.meta);
+  const changed = {};
+  for (const [key, value] of Object.entries(fields)) {
+    if (JSON.stringify(before[key]) !== JSON.stringify(value)) changed[key] = value;
+  }
+  for (const key of Object.keys(before)) if (!(key in fields)) changed[key] = null;
+  const path = `/v1/memories/${current.kind}/${encodeURIComponent(current.name)}`;
+  try {
+    await api("PUT", path, { description: $("e-desc").value, body: $("e-body").value, fields: changed },
+      { "If-Match": `"${current.etag}"` });
+    await openEntry(current.kind, current.name, false);
+    $("e-status").textContent = t("saved");
+  } catch (error) {
+    if (error.status === 412) $("conflict").hidden = false;
+    else $("e-status").textContent = error.message;
+  }
+}
+
+async function act(what) {
+  const base = `/v1/memories/${current.kind}/${encodeURIComponent(current.name)}`;
+  try {
+    if (what === "archive") {
+      await api("POST", `${base}/archive`, {}, { "If-Match": `"${current.etag}"` });
+    } else if (what === "restore") {
+      await api("POST", `${base}/restore`, {});
+    } else {
+      const params = new URLSearchParams({ confirm: $("purge-confirm").value, history: String($("purge-history").checked) });
+      await api("POST", `${base}/purge?${params}`);
+    }
+    $("entry").hidden = true;
+    $("notice").textContent = t({ archive: "archived_done", restore: "restored", purge: "purged" }[what]);
+    await loadList();
+  } catch (error) {
+    $("e-status").textContent = error.message;
+  }
+}
+
+// --- search -----------------------------------------------------------------------------
+
+async function search(event) {
+  event.preventDefault();
+  const body = { query: $("q").value, explain: true, limit: 10 };
+  if ($("project").value) body.project = $("project").value;
+  const { data } = await api("POST", "/v1/recall", body);
+  $("results").replaceChildren(...(data.items.length ? data.items.map((item) => el("li", {
+    onclick: () => { $("kind").value = item.kind; $("scope").value = "live"; show("memories"); openEntry(item.kind, item.name, false); },
+  }, el("strong", {}, `${item.name}`), ` · ${item.kind} · ${item.score.toFixed(3)}`,
+  el("div", { class: "muted" }, item.description || item.content.slice(0, 160)),
+  el("div", { class: "parts" }, ...Object.entries(item.components || {}).map(([part, value]) => el("span", { class: "part" }, `${part} ${Number(value).toFixed(3)}`))),
+  )) : [el("li", { class: "muted" }, t("no_results"))]));
+}
+
+// --- intentions ---------------------------------------------------------------------------
+
+async function loadAgenda() {
+  const { data } = await api("GET", "/v1/intentions");
+  $("agenda").replaceChildren(...(data.items.length ? data.items.map((item) => el("li", {},
+    el("strong", {}, item.what), el("div", { class: "muted" },
+      `${item.priority} · ${item.status}${item.due ? ` · ${t("due")} ${item.due}` : ""}${item.cue.length ? ` · ${item.cue.join(", ")}` : ""}`)))
+    : [el("li", { class: "muted" }, t("empty"))]));
+}
+
+// --- dreams ------------------------------------------------------------------------------
+
+async function loadDreams() {
+  const { data } = await api("GET", "/v1/history?dreams=true&limit=50");
+  $("dreams").replaceChildren(...(data.items.length ? data.items.map((commit) => el("li", {
+    "data-dream": commit.dreamId, onclick: () => openDream(commit),
+  }, el("strong", {}, commit.dreamId), el("div", { class: "muted" }, commit.subject)))
+    : [el("li", { class: "muted" }, t("empty"))]));
+}
+
+async function openDream(commit) {
+  document.querySelectorAll("#dreams li").forEach((li) => li.classList.toggle("on", li.dataset.dream === commit.dreamId));
+  const { data } = await api("GET", `/v1/history/${commit.id}`);
+  $("dream-detail").hidden = false;
+  $("dream-detail").dataset.dream = commit.dreamId;
+  $("d-title").textContent = `${commit.dreamId} · ${commit.subject}`;
+  $("d-status").textContent = "";
+  const entries = [...data.entries].sort((a, b) => Number(!a.change.kind) - Number(!b.change.kind));
+  $("diffs").replaceChildren(...entries.map((entry) => el("div", {},
+    el("h3", {}, entry.change.kind ? `${entry.change.kind} / ${entry.change.name} (${entry.change.status})` : entry.change.path),
+    diffBlock(entry.diff))));
+}
+
+function diffBlock(text) {
+  const pre = el("pre", { class: "diff" });
+  const lines = text.split("\n");
+  for (const line of lines.slice(Math.max(0, lines.findIndex((l) => l.startsWith("@@"))))) {
+    const cls = line.startsWith("+") && !line.startsWith("+++") ? "add" : line.startsWith("-") && !line.startsWith("---") ? "del" : "";
+    pre.append(el("span", cls ? { class: cls } : {}, `${line}\n`));
+  }
+  return pre;
+}
+
+async function revertDream() {
+  const id = $("dream-detail").dataset.dream;
+  try {
+    await api("POST", `/v1/dreams/${encodeURIComponent(id)}/revert`);
+    $("d-status").textContent = t("reverted");
+    $("d-status").className = "status";
+  } catch (error) {
+    const which = (error.body.entries || []).map((e) => e.label).join(", ");
+    $("d-status").textContent = error.status === 409 ? `${t("revert_refused")}: ${which}` : error.message;
+    $("d-status").className = "status error";
+  }
+}
+
+// --- sleep, live ---------------------------------------------------------------------------
+
+async function watchSleep() {
+  const badge = $("sleep");
+  const paint = (sleeping, extra) => {
+    badge.textContent = `${sleeping ? t("sleeping") : t("awake")}${extra ? ` · ${extra}` : ""}`;
+    badge.classList.toggle("sleeping", sleeping);
+  };
+  try {
+    const { data } = await api("GET", "/v1/sleep/status");
+    paint(data.sleeping);
+  } catch { /* shown on the next event */ }
+  if (events) events.close();
+  events = new EventSource("/v1/sleep/events");
+  events.addEventListener("started", () => paint(true));
+  events.addEventListener("finished", (e) => { paint(false, JSON.parse(e.data).status); if (!$("view-dreams").hidden) loadDreams(); });
+  events.onmessage = (e) => paint(badge.classList.contains("sleeping"), `${t("event")}: ${JSON.parse(e.data).type}`);
+}
+
+// --- wiring --------------------------------------------------------------------------------
+
+document.addEventListener("DOMContentLoaded", () => {
+  translate();
+  $("lang").addEventListener("change", () => { lang = $("lang").value; localStorage.setItem("somnid-lang", lang); translate(); });
+  $("login-form").addEventListener("submit", login);
+  $("logout").addEventListener("click", async () => { await api("POST", "/ui/logout"); showLogin(); });
+  document.querySelectorAll("#tabs button").forEach((b) => b.addEventListener("click", () => show(b.dataset.tab)));
+  for (const id of ["kind", "scope"]) $(id).addEventListener("change", loadList);
+  $("filter").addEventListener("input", loadList);
+  $("save").addEventListener("click", save);
+  $("reload").addEventListener("click", () => openEntry(current.kind, current.name, current.archived));
+  $("archive").addEventListener("click", () => act("archive"));
+  $("restore").addEventListener("click", () => act("restore"));
+  $("purge").addEventListener("click", () => act("purge"));
+  $("search-form").addEventListener("submit", search);
+  $("revert").addEventListener("click", revertDream);
+  start();
+});

@@ -38,6 +38,8 @@ CHARTS = REPO / "bench" / "charts"
 README = REPO / "bench" / "README.md"
 LOCOMO_JSON = "locomo_retrieval.json"
 LATENCY_JSON = "latency.json"
+VARIANTS_JSON = "recall_variants.json"
+ZH_JSON = "zh_assistant.json"
 
 # LoCoMo's categories in the reference tables' order, then the pooled groups.
 CATEGORIES = ("single-hop", "multi-hop", "temporal", "open-domain", "adversarial")
@@ -50,7 +52,12 @@ Doc = Mapping[str, Any]
 def load(results: Path) -> dict[str, Doc | None]:
     """The benchmarks' JSON documents by name (None where a benchmark has not run)."""
     docs: dict[str, Doc | None] = {}
-    for key, name in (("locomo", LOCOMO_JSON), ("latency", LATENCY_JSON)):
+    for key, name in (
+        ("locomo", LOCOMO_JSON),
+        ("latency", LATENCY_JSON),
+        ("variants", VARIANTS_JSON),
+        ("zh", ZH_JSON),
+    ):
         path = results / name
         docs[key] = json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
     return docs
@@ -321,9 +328,84 @@ def latency_tables(doc: Doc | None) -> dict[str, str]:
     return {"latency": text, "latency-targets": targets}
 
 
+ZH_KINDS = ("single", "bridge", "date", "count")
+
+
+def zh_tables(doc: Doc | None) -> dict[str, str]:
+    if doc is None:
+        return {"zh-assistant": "_No result yet: run `bench/zh_assistant.py`._"}
+    results = get(doc, "results") or {}
+    rows = [
+        [
+            f"**{group}**" if group == "all" else group,
+            num(get(results, group, "n"), 0),
+            *(num(get(results, group, m), 3) for m in ("r@1", "r@3", "r@10", "ndcg@10", "mrr")),
+        ]
+        for group in (*ZH_KINDS, "all")
+        if group in results
+    ]
+    text = table(["questions", "n", "R@1", "R@3", "R@10", "nDCG@10", "MRR"], rows)
+    hints = get(doc, "hints") or {}
+    data = get(doc, "data") or {}
+    text += (
+        f"\n\nRun {doc.get('started', '?')}: {num(data.get('users'), 0)} users,"
+        f" {num(data.get('distractors_per_user'), 0)} distractors each,"
+        f" {num(data.get('questions'), 0)} questions (seed {data.get('seed', '?')})."
+        f" Hints fired for {num(hints.get('fire_rate'), 1, 100)} % of the questions,"
+        f" precision {num(hints.get('precision'), 1, 100)} %; search p95"
+        f" {num(get(doc, 'timings', 'search', 'p95_ms'), 1)} ms."
+    )
+    return {"zh-assistant": text}
+
+
+def _pair(rate: Any, precision: Any) -> str:
+    return f"{num(rate, 1, 100)} % / {num(precision, 1, 100)} %"
+
+
+def variants_tables(doc: Doc | None) -> dict[str, str]:
+    if doc is None:
+        return {"recall-variants": "_No result yet: run `bench/recall_variants.py`._"}
+    rows = []
+    for row in get(doc, "variants") or []:
+        lo, zh = row.get("locomo") or {}, row.get("zh") or {}
+        cats = lo.get("categories_r@10") or {}
+        rows.append(
+            [
+                f"`{row['variant']}`: {row['what']} ({row.get('code', '?')})",
+                num(lo.get("r@10"), 3),
+                num(lo.get("ndcg@10"), 3),
+                " / ".join(num(cats.get(c), 3) for c in CATEGORIES),
+                _pair(lo.get("hint_fire_rate"), lo.get("hint_precision")),
+                num(lo.get("search_p95_ms"), 1),
+                num(zh.get("r@3"), 3),
+                num(zh.get("r@10"), 3),
+                num(zh.get("ndcg@10"), 3),
+                _pair(zh.get("hint_fire_rate"), zh.get("hint_precision")),
+            ]
+        )
+    head = [
+        "variant",
+        "LoCoMo R@10",
+        "nDCG@10",
+        "R@10 single / multi / temporal / open / adversarial",
+        "hints fire / precision",
+        "search p95 ms",
+        "zh R@3",
+        "zh R@10",
+        "zh nDCG@10",
+        "zh hints fire / precision",
+    ]
+    return {"recall-variants": table(head, rows)}
+
+
 def tables(docs: Mapping[str, Doc | None]) -> dict[str, str]:
     """Every generated block of the README, by marker name."""
-    return {**locomo_tables(docs.get("locomo")), **latency_tables(docs.get("latency"))}
+    return {
+        **locomo_tables(docs.get("locomo")),
+        **latency_tables(docs.get("latency")),
+        **zh_tables(docs.get("zh")),
+        **variants_tables(docs.get("variants")),
+    }
 
 
 # ----------------------------------------------------------------------------- the README

@@ -74,7 +74,7 @@ class AssocSettings(_Section):
     pre_step: bool = True
     post_execute: bool = True
     threshold: float = Field(0.52, ge=0.0, le=10.0)
-    gap: float = Field(0.04, ge=0.0, le=10.0)
+    gap: float = Field(0.1, ge=0.0, le=10.0)
     max_items: int = Field(2, ge=1, le=10)
     token_budget: int = Field(400, ge=50, le=10_000)
     max_sessions: int = Field(10_000, ge=10)
@@ -147,7 +147,7 @@ class RecallSettings(_Section):
     fusion: Literal["minmax", "rrf", "calibrated"] = "minmax"
     rrf_k: int = Field(60, ge=1, le=1000)
     time_boost: float = Field(0.3, ge=0.0, le=10.0)
-    neighbour_spread: float = Field(0.3, ge=0.0, le=1.0)
+    neighbour_spread: float = Field(0.0, ge=0.0, le=1.0)
     question_penalty: float = Field(0.3, ge=0.0, le=1.0)
     prf_weight: float = Field(0.0, ge=0.0, le=1.0)
     prf_docs: int = Field(3, ge=1, le=20)

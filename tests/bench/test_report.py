@@ -175,6 +175,8 @@ def test_missing_results_say_how_to_get_them(tmp_path: Path) -> None:
     blocks = tables(load(tmp_path))
     assert "bench/locomo_retrieval.py" in blocks["locomo-categories"]
     assert "bench/latency.py" in blocks["latency"]
+    assert "bench/zh_assistant.py" in blocks["zh-assistant"]
+    assert "bench/recall_variants.py" in blocks["recall-variants"]
     assert charts(load(tmp_path), tmp_path / "charts") == []
 
 
@@ -206,6 +208,7 @@ def test_charts_are_small_pngs_and_the_same_json_gives_the_same_bytes(
 def test_main_fills_the_readme_and_check_tells_when_stale(results: Path, tmp_path: Path) -> None:
     readme = tmp_path / "README.md"
     names = ["locomo-overall", "locomo-categories", "locomo-hints", "latency", "latency-targets"]
+    names += ["zh-assistant", "recall-variants"]
     readme.write_text(
         "".join(f"<!-- report:{n} -->\n<!-- /report:{n} -->\n" for n in names), encoding="utf-8"
     )

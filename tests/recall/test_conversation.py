@@ -112,7 +112,8 @@ async def test_neighbour_spread_lifts_the_next_turn(tmp_path: Path, clock: Manua
         "Mel: A kumquat tree.",
     ]
     async with Runtime.open(
-        settings_for(tmp_path, context_weight=0.0, question_penalty=0.0), clock=clock
+        settings_for(tmp_path, context_weight=0.0, question_penalty=0.0, neighbour_spread=0.3),
+        clock=clock,
     ) as rt:
         await store_session(rt, clock, OCT_4, turns)
         outcome = await rt.recall.recall.run("kumquat tree", kinds=(Kind.EPISODE,))

@@ -265,7 +265,9 @@ class Recall:
         settings = self.settings
         if when and settings.time_boost > 0:
             head = [s.entry_id for s in scored[: max(limit * 6, 60)]]
-            scored = boost_time(scored, when, self.index.dates_of(head), settings.time_boost)
+            written = {i: rows[i].day if i in rows else None for i in head}
+            dates = self.index.dates_of(head)
+            scored = boost_time(scored, when, dates, written, settings.time_boost)
         asks = {i for i, row in rows.items() if row.asks}
         scored = penalise_questions(scored, asks, settings.question_penalty)
         if settings.neighbour_spread > 0:

@@ -3,7 +3,8 @@
 Pure functions over one query's scored candidates; the engine feeds them from the index.
 
 * **time**: an entry about a day the query names gets ``time_boost`` × the match's grain
-  (a day 1.0 … a year 0.25; :mod:`somnid.recall.dates`);
+  (a day 1.0 … a year 0.25; :mod:`somnid.recall.dates`), half that when the day is only
+  the one it was written on (its ``when``);
 * **question echoes**: an entry that ends as a question loses ``question_penalty`` of its
   score (it restates what is asked; the reply after it is reached by neighbour spreading);
 * **entity bridging** (pseudo-relevance feedback): the names in the strongest hits that the
@@ -28,16 +29,26 @@ from somnid.recall.vectors import Vector
 _ENTITY = re.compile(r"\b[A-Z][\w'’-]{2,}|[\u3400-\u9fff]{2,}")
 
 
+WHEN_SHARE = 0.5
+"""A match on the day an entry was written (its ``when``) counts half as much as one on a day
+its text speaks of: a message is about the days it names, only said on its own."""
+
+
 def boost_time(
     scored: list[Scored],
     when: TimeQuery,
     dates: Mapping[int, list[tuple[int, int]]],
+    written: Mapping[int, int | None],
     boost: float,
 ) -> list[Scored]:
     if not when or boost <= 0:
         return scored
     for s in scored:
-        match = when.match(dates.get(s.entry_id, []))
+        ranges = dates.get(s.entry_id, [])
+        day = written.get(s.entry_id)
+        own = [(day, day)] if day is not None else []
+        spoken = [r for r in ranges if r not in own]
+        match = max(when.match(spoken), WHEN_SHARE * when.match(own))
         if match > 0:
             s.components["time"] = round(boost * match, 4)
             s.score += boost * match

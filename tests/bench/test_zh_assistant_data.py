@@ -1,0 +1,42 @@
+"""The generated Chinese assistant set: the same from the same seed, honest distractors."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from bench.zh_assistant_data import DISTRACTORS, build, distractors_for
+
+
+def test_the_set_is_the_same_from_the_same_seed() -> None:
+    first, second = build(), build()
+    assert [m.text for u in first for m in u.messages] == [
+        m.text for u in second for m in u.messages
+    ]
+    assert [q.text for u in first for q in u.questions] == [
+        q.text for u in second for q in u.questions
+    ]
+    assert {q.kind for u in first for q in u.questions} == {"single", "bridge", "date", "count"}
+
+
+def test_evidence_is_the_user_own_and_distractors_never_share_a_topic() -> None:
+    users = build()
+    for user in users:
+        own = {m.key for m in user.messages}
+        assert all(set(q.evidence) <= own for q in user.questions)
+        extra = distractors_for(user, users, DISTRACTORS)
+        assert len(extra) == DISTRACTORS
+        assert not {m.about for m in extra} & user.topics
+        assert not own & {m.key for m in extra}
+
+
+def test_a_date_question_names_the_day_its_message_speaks_of() -> None:
+    for user in build():
+        by_key = {m.key: m for m in user.messages}
+        for question in (q for q in user.questions if q.kind == "date"):
+            message = by_key[question.evidence[0]]
+            back = {"昨天": 1, "前天": 2, "三天前": 3, "今天": 0}[
+                next(w for w in ("三天前", "昨天", "前天", "今天") if message.text.startswith(w))
+            ]
+            day = message.when.date().toordinal() - back
+            named = dt.date.fromordinal(day)
+            assert f"{named.month}月{named.day}日" in question.text

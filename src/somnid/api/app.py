@@ -47,7 +47,8 @@ DESCRIPTION = """\
 somnid keeps an agent's memory as Markdown files with YAML front-matter and serves it here.
 
 Every error has one shape: RFC 9457 problem details with a stable `code`.
-Writes are atomic; nothing is ever deleted (retired entries are archived).
+Writes are atomic; retired entries are archived, and nothing is deleted but by an explicit,
+audited purge.
 """
 
 

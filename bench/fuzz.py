@@ -10,6 +10,10 @@ operation (``tests/stress/test_fuzz.py``); this script runs many more:
     .venv/bin/python bench/fuzz.py                   # 500 examples per operation, ~6 min
     .venv/bin/python bench/fuzz.py --examples 100 --seed 7
 
+The two surfaces the document does not describe, ``WS /v1/llm/bridge`` and ``/mcp``, are
+fuzzed after it by :mod:`bench.fuzz_protocols` (``--protocol-cases``, 2,000 by default:
+random frames and JSON-RPC bodies, a dream now and then with the fuzzing host connected).
+
 It prints a table per operation (requests, answers by status class, failures) and writes
 everything to ``bench/results/fuzz.json`` (or ``--out``). It exits 1 when a check failed.
 """
@@ -17,6 +21,7 @@ everything to ``bench/results/fuzz.json`` (or ``--out``). It exits 1 when a chec
 from __future__ import annotations
 
 import argparse
+import asyncio
 import collections
 import datetime as dt
 import json
@@ -36,15 +41,16 @@ if __package__ in (None, ""):  # run as a script: make the repo root importable
 import schemathesis
 from schemathesis.engine import Status, events, from_schema
 
+from bench.fuzz_protocols import fuzz_protocols
 from somnid import __version__ as somnid_version
 
 REPO = Path(__file__).resolve().parent.parent
 OPENAPI = REPO / "openapi" / "openapi.json"
 DEFAULT_OUT = REPO / "bench" / "results" / "fuzz.json"
 
-# Operations of the document that are not fuzzed, and why. Not in the document at all, so
-# not fuzzed either: the LLM bridge (a websocket, ``WS /v1/llm/bridge``) and ``/mcp``
-# (JSON-RPC; tests/mcp_api covers it). ``POST /v1/sleep/run`` is fuzzed in full, ``wait``
+# Operations of the document that are not fuzzed, and why. Not in the document at all, and
+# fuzzed by bench/fuzz_protocols.py instead: the LLM bridge (a websocket,
+# ``WS /v1/llm/bridge``) and ``/mcp`` (JSON-RPC). ``POST /v1/sleep/run`` is fuzzed in full, ``wait``
 # included: the daemon here has no LLM, so a dream is a maintenance pass of milliseconds.
 EXCLUDED = {
     "GET /v1/sleep/events": "Server-Sent Events: the stream stays open until somnid shuts "
@@ -251,6 +257,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--examples", type=int, default=500, help="examples per operation")
     parser.add_argument("--seed", type=int, default=None, help="default: a random one")
+    parser.add_argument(
+        "--protocol-cases", type=int, default=2000, help="bridge and MCP cases (0: none)"
+    )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     return parser.parse_args(argv)
 
@@ -265,10 +274,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         start_daemon(Path(work) / "data") as daemon,
     ):
         report = run_fuzz(daemon.base_url, daemon.headers, max_examples=args.examples, seed=seed)
+        protocols = asyncio.run(
+            fuzz_protocols(
+                daemon.base_url,
+                daemon.headers,
+                cases=args.protocol_cases,
+                seed=seed,
+                dream_every=50,
+            )
+        )
         with daemon.client() as client:
             healthy = client.get("/v1/health").status_code == 200
         problems = [line for line in daemon.log().splitlines() if '"level": "error"' in line]
     print_table(report)
+    print(protocols.describe())
     print(f"healthy afterwards: {healthy}; error lines in the daemon's log: {len(problems)}")
     result = {
         "run": {
@@ -278,13 +297,23 @@ def main(argv: Sequence[str] | None = None) -> int:
             "machine": f"{platform.system()} {platform.machine()}",
         },
         **report.as_json(),
+        "protocols": {
+            "bridge_cases": protocols.bridge_cases,
+            "mcp_cases": protocols.mcp_cases,
+            "mcp_statuses": protocols.statuses,
+            "bridge_close_codes": protocols.close_codes,
+            "chats_answered": protocols.chats_answered,
+            "elapsed_s": round(protocols.elapsed_s, 1),
+            "failures": protocols.failures[:20],
+        },
         "healthy_after": healthy,
         "log_errors": [_short(line) for line in problems[:20]],
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n")
     print(f"wrote {args.out}")
-    return 0 if healthy and not report.failures and not report.errors and not problems else 1
+    clean = not report.failures and not report.errors and not protocols.failures
+    return 0 if healthy and clean and not problems else 1
 
 
 if __name__ == "__main__":

@@ -10,12 +10,15 @@ there (``EXCLUDED``, ``DISABLED_CHECKS``).
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
+import websockets
 from bench.fuzz import EXCLUDED, OPENAPI, run_fuzz
+from bench.fuzz_protocols import fuzz_protocols
 from fastapi.testclient import TestClient
 
 from tests.api.problems import assert_problem
@@ -51,6 +54,46 @@ def test_every_answer_keeps_the_contract(tmp_path: Path) -> None:
     missed = [op for op, stats in report.operations.items() if not stats.statuses["2xx"]]
     assert len(missed) <= 2, missed
     assert report.requests > 20 * len(report.operations)
+
+
+PROTOCOL_CASES = 120
+
+
+@pytest.mark.timeout(120)
+def test_the_bridge_and_mcp_keep_their_protocols_under_random_input(tmp_path: Path) -> None:
+    """The surfaces the document does not describe: random frames on WS /v1/llm/bridge
+    (answering the llm.chat of dreams started meanwhile) and JSON-RPC bodies on /mcp."""
+    with start_daemon(tmp_path / "data") as daemon:
+        report = asyncio.run(
+            fuzz_protocols(
+                daemon.base_url, daemon.headers, cases=PROTOCOL_CASES, seed=SEED, dream_every=30
+            )
+        )
+        log_errors = [line for line in daemon.log().splitlines() if '"level": "error"' in line]
+    assert report.failures == [], report.describe()
+    assert log_errors == [], log_errors[:3]
+    assert report.bridge_cases == report.mcp_cases == PROTOCOL_CASES
+    assert report.statuses.get("200", 0) > 0 and report.chats_answered > 0, report.describe()
+
+
+def test_a_frame_nested_beyond_reason_is_ignored(tmp_path: Path) -> None:
+    """It raised RecursionError in the bridge's reader: a traceback and a dropped host."""
+
+    async def send_nested(url: str, headers: dict[str, str]) -> int | None:
+        async with websockets.connect(url, additional_headers=headers) as socket:
+            await socket.send("[" * 100_000 + "]" * 100_000)
+            await socket.send(json.dumps({"type": "hello", "host": "after"}))
+            await socket.close()
+            return socket.close_code
+
+    with start_daemon(tmp_path / "data") as daemon:
+        url = daemon.base_url.replace("http", "ws", 1) + "/v1/llm/bridge"
+        closed = asyncio.run(send_nested(url, daemon.headers))
+        assert daemon.stop() == 0
+        log = daemon.log()
+    assert closed == 1000
+    assert '"level": "error"' not in log
+    assert "ignored a frame that is not JSON" in log
 
 
 def test_a_405_names_every_method_of_the_path(client: TestClient) -> None:

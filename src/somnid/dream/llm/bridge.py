@@ -245,7 +245,7 @@ class BridgeHub:
     def _handle(self, conn: _Connection, text: str) -> None:
         try:
             frame = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested beyond reason
             log.warning("llm bridge: ignored a frame that is not JSON: %r", text[:_EXCERPT])
             return
         if not isinstance(frame, dict):

@@ -87,6 +87,8 @@ def test_the_memory_browser_end_to_end(site: tuple[str, httpx.Client, Any]) -> N
             executable_path=CHROMIUM, args=[f for f in FLAGS if f != "--headless"]
         )
         page = browser.new_page(viewport={"width": 1280, "height": 820})
+        page.set_default_timeout(20_000)  # a busy 2-core machine is slow, not broken
+        expect.set_options(timeout=20_000)
         page.on("request", lambda r: None if r.url.startswith(base) else outside.append(r.url))
         page.goto(f"{base}/ui")
 
@@ -147,6 +149,11 @@ def test_the_memory_browser_end_to_end(site: tuple[str, httpx.Client, Any]) -> N
         page.click("#revert")  # twice: refused, and says why
         expect(page.locator("#d-status")).to_have_text(re.compile("^Refused"))
 
+        # Sleep status, live from the SSE stream: another (empty) sleep is seen to end.
+        expect(page.locator("#sleep")).to_have_text("awake")
+        api.post("/v1/sleep/run", json={"trigger": "test", "wait": True})
+        expect(page.locator("#sleep")).to_have_text(re.compile(r"^awake · (skipped|maintenance)"))
+
         # Purge, from history too.
         page.click("button[data-tab=memories]")
         page.click("#list li[data-name=kites]")
@@ -161,6 +168,7 @@ def test_the_memory_browser_end_to_end(site: tuple[str, httpx.Client, Any]) -> N
         # Chinese.
         page.select_option("#lang", "zh")
         assert page.inner_text("button[data-tab=memories]") == "记忆"
+        expect(page.locator("#sleep")).to_have_text(re.compile("^清醒"))
         page.click("button[data-tab=dreams]")
         page.click(f"#dreams li[data-dream='{dream_id}']")
         page.wait_for_selector("#diffs pre.diff")

@@ -215,7 +215,7 @@ class Committer:
         whole = [path for path in changed if self._whole(path)]
         if whole:
             labels = self.labels(whole)
-            self.commit_paths(whole, f"{subject}: {_listing(labels)}", actor)
+            self._commit_specs(whole, f"{subject}: {_listing(labels)}", actor)
 
     def changed_paths(self) -> list[str]:
         out = self.git.run(
@@ -241,10 +241,15 @@ class Committer:
     def commit_paths(self, paths: list[str], message: str, actor: Actor) -> str | None:
         """Stage ``paths`` (an entry file stands for its folder) and commit them alone;
         the new commit's id, or None if nothing changed (caller holds the lock)."""
-        specs = self._stageable(paths)
+        return self._commit_specs(self._stageable(paths), message, actor)
+
+    def _commit_specs(self, specs: list[str], message: str, actor: Actor) -> str | None:
+        """Commit ``specs`` (each there or tracked); git status's paths are, as they come."""
         if not specs:
             return None
-        self.git.run("add", "-A", "--", *specs)
+        # From stdin, not the command line: a first commit of 100k files would not fit.
+        listed = "\0".join(specs).encode("utf-8")
+        self.git.run("add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul", input=listed)
         if self.git.call("diff", "--cached", "--quiet").returncode == 0:
             return None
         trailers = [f"Somnid-Source: {actor.source}"]

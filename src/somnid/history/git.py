@@ -70,6 +70,7 @@ class Git:
             "GIT_CONFIG_NOSYSTEM": "1",
             "GIT_CONFIG_GLOBAL": os.devnull,
             "GIT_TERMINAL_PROMPT": "0",
+            "GIT_LITERAL_PATHSPECS": "1",  # a path is a path, never a glob
             "LC_ALL": "C",
             **_IDENTITY,
         }

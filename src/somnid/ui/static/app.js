@@ -82,6 +82,7 @@ function translate() {
   document.querySelectorAll("[data-t]").forEach((node) => { node.textContent = t(node.dataset.t); });
   document.querySelectorAll("[data-tp]").forEach((node) => { node.placeholder = t(node.dataset.tp); });
   $("lang").value = lang;
+  paintSleep();
 }
 
 // --- login ---------------------------------------------------------------------------
@@ -284,12 +285,18 @@ async function revertDream() {
 
 // --- sleep, live ---------------------------------------------------------------------------
 
+let sleepState = { sleeping: false, extra: "" };
+
+function paintSleep(sleeping = sleepState.sleeping, extra = sleepState.extra) {
+  sleepState = { sleeping, extra };
+  const badge = $("sleep");
+  badge.textContent = `${sleeping ? t("sleeping") : t("awake")}${extra ? ` · ${extra}` : ""}`;
+  badge.classList.toggle("sleeping", sleeping);
+}
+
 async function watchSleep() {
   const badge = $("sleep");
-  const paint = (sleeping, extra) => {
-    badge.textContent = `${sleeping ? t("sleeping") : t("awake")}${extra ? ` · ${extra}` : ""}`;
-    badge.classList.toggle("sleeping", sleeping);
-  };
+  const paint = paintSleep;
   try {
     const { data } = await api("GET", "/v1/sleep/status");
     paint(data.sleeping);

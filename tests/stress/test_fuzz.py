@@ -26,6 +26,14 @@ from tests.daemon import start_daemon
 
 EXAMPLES = 40
 SEED = 20261129
+NEED_AN_EXISTING_ONE = {
+    "POST /v1/memories/{kind}/{name}/archive",
+    "POST /v1/memories/{kind}/{name}/restore",
+    "POST /v1/memories/{kind}/{name}/purge",
+    "GET /v1/history/{commit}",
+    "POST /v1/history/{commit}/revert",
+    "POST /v1/dreams/{id}/revert",
+}
 
 
 def _documented() -> set[str]:
@@ -48,11 +56,12 @@ def test_every_answer_keeps_the_contract(tmp_path: Path) -> None:
     assert not report.failures and not report.errors, report.describe()
     assert log_errors == []
     assert set(report.operations) == _documented() - set(EXCLUDED)
-    # Requests got past the door and validation into the handlers: nearly every operation
-    # succeeded at least once (archiving needs an existing entry and a matching If-Match,
-    # which random names and etags rarely give).
-    missed = [op for op, stats in report.operations.items() if not stats.statuses["2xx"]]
-    assert len(missed) <= 2, missed
+    # Requests got past the door and validation into the handlers: every operation but
+    # those that need an existing thing named exactly (an entry with its If-Match, a commit
+    # id, a dream id, a name repeated as confirmation), which random values rarely give,
+    # succeeded at least once.
+    missed = {op for op, stats in report.operations.items() if not stats.statuses["2xx"]}
+    assert missed <= NEED_AN_EXISTING_ONE, missed
     assert report.requests > 20 * len(report.operations)
 
 

@@ -480,3 +480,22 @@ async def test_about_the_agent_needs_an_agent_in_the_log(runtime: Runtime) -> No
         await runtime.memories.get(Kind.PROFILE, "about_me")
     [knowledge] = entries(runtime, Kind.KNOWLEDGE)
     assert knowledge.meta["type"] == "fact"
+
+
+async def test_the_token_budget_stops_a_dream_between_windows(tmp_path: Path) -> None:
+    settings = Settings(
+        data_dir=tmp_path / "data",
+        timezone="UTC",
+        embed={"provider": "off"},
+        dream={"window_tokens": 200, "token_budget": 1000},
+    )
+    async with Runtime.open(settings, clock=ManualClock(NOW)) as rt:
+        lines = [("Calvin", f"Lighthouse {n}: " + "waves " * 30) for n in range(1, 13)]
+        first = await conversation(rt, "chat-1", *lines)
+        second = await conversation(rt, "chat-2", *BOSTON)
+        llm = use(rt, ScriptedJSON(lambda r: extraction(), usage=400))  # 500 tokens a call
+        result = await rt.dreamer.run("test")
+        assert len(llm.requests) == 2  # two windows, then the budget is spent
+        assert result.processed == [] and result.status == "interrupted"
+        assert "budget" in result.reason
+        assert {first, second} <= {p.path.stem for p in await rt.sessions.pending_logs()}

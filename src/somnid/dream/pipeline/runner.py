@@ -107,10 +107,12 @@ class PipelineDream:
         self._seen = []
         left: list[str] = []
         for stem in result.logs:
-            if not await self._log(stem, asker, writer, result, ledger):
+            if self._spent(result) or not await self._log(stem, asker, writer, result, ledger):
                 left.append(stem)
         result.status = "deep_sleep"
         result.reason = "done" if not left else f"partial: {len(left)} log(s) left pending"
+        if left and self._spent(result):
+            result.reason = f"budget: {len(left)} log(s) left pending"
         counts = result.candidates
         result.summary = (
             f"{len(ledger.processed_logs)} of {len(result.logs)} logs consolidated in "
@@ -139,6 +141,9 @@ class PipelineDream:
         self.emit({"type": "log", "log": stem, "windows": len(windows)})
         has_agent = any(turn.role == "agent" for turn in transcript.turns)
         for window in windows:
+            if self._spent(result):
+                self.emit({"type": "log_left", "log": stem, "window": window.number})
+                return False
             proposals = await self._extract(window, len(windows), user, asker)
             if proposals is None:
                 self.emit({"type": "log_left", "log": stem, "window": window.number})
@@ -202,6 +207,10 @@ class PipelineDream:
         self.emit({"type": "candidate", "kind": candidate.kind, "outcome": outcome})
         if outcome in ("added", "merged", "superseded"):
             self._seen.append(candidate.text)
+
+    def _spent(self, result: DreamResult) -> bool:
+        """The dream's token budget is used up: what is left waits for the next dream."""
+        return result.tokens.get("total", 0) >= self.settings.token_budget
 
     @staticmethod
     def _anchored(proposal: Proposal, window: Window) -> Proposal:

@@ -203,6 +203,7 @@ async def test_a_close_memory_is_merged_as_the_model_decides(runtime: Runtime) -
     assert result.candidates["merged"] == 1 and result.stages == 2
     entry = await runtime.memories.get(Kind.KNOWLEDGE, "calvin-kite")
     assert entry.body.startswith(merged)
+    assert entry.description == merged
     assert "Source: session log" in entry.body
     decide = llm.requests[-1]
     assert "NEW: Calvin bought a blue kite for Mira." in decide.prompt

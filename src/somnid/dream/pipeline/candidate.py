@@ -44,11 +44,7 @@ class Candidate:
         return [line.id for line in self.lines]
 
     def description(self) -> str:
-        """The first sentence, or the whole text cut at 300 characters."""
-        first = _SENTENCE_END.split(self.text, maxsplit=1)[0]
-        if len(first) > 300:
-            first = first[:297].rstrip() + "…"
-        return first
+        return first_sentence(self.text)
 
     def quotes(self, tz: dt.tzinfo, budget: int = QUOTE_CHARS) -> str:
         """The evidence lines, quoted: what the memory rests on, for a person to check
@@ -71,6 +67,14 @@ class Candidate:
         )
         span = f", {times[0]}" + (f" to {times[-1]}" if len(times) > 1 else "") if times else ""
         return f"Source: session log {self.log}, lines {', '.join(self.line_ids)}{span}."
+
+
+def first_sentence(text: str) -> str:
+    """The first sentence of ``text``, cut at 300 characters: an entry's description."""
+    first = _SENTENCE_END.split(text, maxsplit=1)[0]
+    if len(first) > 300:
+        first = first[:297].rstrip() + "…"
+    return first
 
 
 def candidate_of(proposal: Proposal, window: Window, tz: dt.tzinfo, user: str) -> Candidate:

@@ -17,7 +17,7 @@ from typing import Any
 from somnid.dream import items
 from somnid.dream.guard import dreamer_role_phrase
 from somnid.dream.ledger import ItemRef, Ledger
-from somnid.dream.pipeline.candidate import Candidate
+from somnid.dream.pipeline.candidate import Candidate, first_sentence
 from somnid.dream.pipeline.checks import DUPLICATE_SIMILARITY, content_words, similarity
 from somnid.dream.tools import DreamTools
 from somnid.errors import Conflict, InvalidInput, NotFound
@@ -139,7 +139,7 @@ class Writer:
         entry, _ = await self.tools.edits.update(
             target.kind,
             target.name,
-            description=candidate.description() if len(text) <= 300 else text[:297] + "…",
+            description=first_sentence(text),
             body=body,
             stability_delta=1,
             score_delta=0.1,

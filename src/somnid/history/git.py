@@ -112,9 +112,9 @@ class Git:
         ``index.lock`` or ref lock (the data-dir lock says no other somnid runs here)."""
         if not (self.git_dir / "HEAD").is_file():
             self.run("init", "-q", f"--initial-branch={BRANCH}")
+            self.run("config", "core.fsync", "committed")
+            self.run("config", "gc.auto", "0")  # somnid decides when to gc (after a purge)
         self._remove_stale_locks()
-        self.run("config", "core.fsync", "committed")
-        self.run("config", "gc.auto", "0")  # somnid decides when to gc (after a purge)
         ignore = self.root / ".gitignore"
         if not ignore.is_file() or ignore.read_text("utf-8") != GITIGNORE:
             write_atomic(ignore, GITIGNORE.encode("utf-8"))

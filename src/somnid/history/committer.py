@@ -27,7 +27,7 @@ from typing import Any, Protocol
 
 from somnid.errors import BrokenFile, SomnidError
 from somnid.history.context import Actor, current_actor
-from somnid.history.git import Git
+from somnid.history.git import Git, spare_descriptors
 from somnid.memory.entry import Entry
 from somnid.store.layout import Layout
 from somnid.store.memories import MemoryStore
@@ -42,6 +42,7 @@ HAND = Actor("hand", "hand edit")
 START = Actor("somnid", "somnid start")
 SOMNID = Actor("somnid", "somnid")
 START_SWEEP_S = 2.0
+MIN_SPARE_FDS = 24  # a git child and its pipes, with room for the server to accept
 DREAM_TASK = "somnid-dream"  # the Dreamer's task name
 
 
@@ -192,6 +193,10 @@ class Committer:
         while True:
             await self._wake.wait()
             await asyncio.sleep(self.window_s)  # writes within the window: one commit
+            spare = spare_descriptors()
+            if spare is not None and spare < MIN_SPARE_FDS:
+                await asyncio.sleep(1.0)  # a connection flood: commit once it has passed
+                continue
             self._wake.clear()
             try:
                 await self.flush()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import resource
 import shutil
 import subprocess
 from pathlib import Path
@@ -44,6 +45,17 @@ _IDENTITY = {
 
 def find_git() -> str | None:
     return shutil.which("git")
+
+
+def spare_descriptors() -> int | None:
+    """File descriptors still free under the soft limit (None where it cannot be told). A
+    git child needs a few; the committer waits rather than starve the server's accepts."""
+    try:
+        soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        used = len(os.listdir("/proc/self/fd"))
+    except (OSError, ValueError):
+        return None
+    return None if soft == resource.RLIM_INFINITY else soft - used
 
 
 class GitError(StorageError):
@@ -95,6 +107,7 @@ class Git:
         return subprocess.run(
             [*command, *args],
             input=input,
+            stdin=None if input is not None else subprocess.DEVNULL,
             capture_output=True,
             cwd=self.root,
             env={**self._env, **(env or {})},

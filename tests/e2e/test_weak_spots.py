@@ -91,3 +91,17 @@ def test_a_fifo_in_place_of_a_session_log_never_blocks(tmp_path: Path) -> None:
         daemon.process.wait(timeout=15)
         assert time.monotonic() - started < 5 + 5
     assert stat.S_ISFIFO(os.lstat(log).st_mode)  # left alone
+
+
+# ----------------------------------------------------------------- a history offset git wraps
+
+
+def test_a_history_offset_beyond_gits_int_is_refused(daemon: Daemon) -> None:
+    with daemon.client() as client:
+        made = client.post("/v1/memories/knowledge", json={"name": "h", "body": "x"})
+        assert made.status_code == 201
+        largest = client.get("/v1/history", params={"offset": 2**31 - 1})
+        assert largest.status_code == 200 and largest.json()["items"] == [], largest.text
+        # It wrapped round in git and listed the newest commits (a long fuzz run got a 500).
+        wrapped = client.get("/v1/history", params={"offset": 278066836717544416})
+        assert wrapped.status_code == 422, wrapped.text

@@ -18,13 +18,16 @@ from somnid.api.history_schemas import (
 from somnid.memory.kinds import Kind
 
 router = APIRouter(tags=["history"])
+MAX_OFFSET = 2**31 - 1
 CommitId = Annotated[str, Path(min_length=4, max_length=40, pattern="^[0-9a-fA-F]+$")]
 
 
 @router.get("/v1/history", name="listHistory", response_model=HistoryPage)
 async def list_history(
     runtime: RuntimeDep,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    # git's --skip is a C int: a larger offset wrapped round and listed the newest commits
+    # (and, in a long fuzz run, answered 500).
+    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
     limit: Annotated[int, Query(ge=1, le=200)] = 20,
     dreams: Annotated[bool, Query(description="Only the dreams' commits.")] = False,
     path: Annotated[str | None, Query(max_length=300, description="Only this file.")] = None,

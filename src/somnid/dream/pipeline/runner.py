@@ -48,6 +48,7 @@ from somnid.errors import NotFound
 from somnid.memory.clock import Clock
 from somnid.memory.entry import Entry
 from somnid.memory.kinds import Kind
+from somnid.services.recall_service import RecallService
 from somnid.sessions.transcript import read_log
 
 log = logging.getLogger(__name__)
@@ -279,17 +280,17 @@ class PipelineDream:
             return "added"
 
     async def _neighbours(self, candidate: Candidate) -> list[_Neighbour]:
-        hits = await self.tools.recall.search(candidate.text, kinds=RECONCILED, limit=NEIGHBOURS)
+        recalled = await RecallService(self.tools.recall).find(
+            candidate.text, kinds=RECONCILED, limit=NEIGHBOURS
+        )
         neighbours: list[_Neighbour] = []
-        for hit in hits:
-            try:
-                entry = await self.tools.memories.get(hit.kind, hit.name)
-            except NotFound:
-                continue
+        for found in recalled.found:
             label = f"E{len(neighbours) + 1}"
-            cosine = float(hit.components.get("cosine", 0.0))
-            text = _entry_text(entry)
-            neighbours.append(_Neighbour(label, entry, similarity(candidate.text, text), cosine))
+            cosine = float(found.hit.components.get("cosine", 0.0))
+            text = _entry_text(found.entry)
+            neighbours.append(
+                _Neighbour(label, found.entry, similarity(candidate.text, text), cosine)
+            )
         return neighbours
 
     async def _decide(

@@ -96,7 +96,7 @@ def test_a_fifo_in_place_of_a_session_log_never_blocks(tmp_path: Path) -> None:
 # ----------------------------------------------------------------- a history offset git wraps
 
 
-def test_a_history_offset_beyond_gits_int_is_refused(daemon: Daemon) -> None:
+def test_a_history_query_git_cannot_take_is_refused(daemon: Daemon) -> None:
     with daemon.client() as client:
         made = client.post("/v1/memories/knowledge", json={"name": "h", "body": "x"})
         assert made.status_code == 201
@@ -105,3 +105,6 @@ def test_a_history_offset_beyond_gits_int_is_refused(daemon: Daemon) -> None:
         # It wrapped round in git and listed the newest commits (a long fuzz run got a 500).
         wrapped = client.get("/v1/history", params={"offset": 278066836717544416})
         assert wrapped.status_code == 422, wrapped.text
+        nul = client.get("/v1/history", params={"path": "memory/a\x00b", "dreams": "true"})
+        assert nul.status_code == 422, nul.text  # it reached git: 500
+        assert client.get("/v1/history", params={"path": "memory/knowledge/h/SKILL.md"}).is_success

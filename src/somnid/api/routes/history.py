@@ -19,6 +19,7 @@ from somnid.memory.kinds import Kind
 
 router = APIRouter(tags=["history"])
 MAX_OFFSET = 2**31 - 1
+NO_CONTROLS = r"^[^\x00-\x1f\x7f]*$"
 CommitId = Annotated[str, Path(min_length=4, max_length=40, pattern="^[0-9a-fA-F]+$")]
 
 
@@ -30,7 +31,10 @@ async def list_history(
     offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
     limit: Annotated[int, Query(ge=1, le=200)] = 20,
     dreams: Annotated[bool, Query(description="Only the dreams' commits.")] = False,
-    path: Annotated[str | None, Query(max_length=300, description="Only this file.")] = None,
+    # NUL cannot be handed to git (it answered 500); no file name holds a control character.
+    path: Annotated[
+        str | None, Query(max_length=300, pattern=NO_CONTROLS, description="Only this file.")
+    ] = None,
 ) -> HistoryPage:
     """Commits of the memory history, newest first, with the entries each changed."""
     items, total = await runtime.history.commits(

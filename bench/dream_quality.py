@@ -364,8 +364,11 @@ def measure_entries(
     for entry in entries:
         own = f"{entry.get('description', '')} {own_words(entry.get('body', ''))}"
         texts.append(own)
-        source = str((entry.get("meta") or {}).get("source") or "")
-        words = session_words.get(stems.get(source, -1), all_words)
+        # A merged entry rests on every log its Source lines name.
+        sources = re.findall(r"^Source: session log (\S+?),", entry.get("body", ""), re.M)
+        sources = sources or [str((entry.get("meta") or {}).get("source") or "")]
+        numbers = [stems[s] for s in sources if s in stems]
+        words = set().union(*(session_words[n] for n in numbers)) if numbers else all_words
         mine = content(own)
         share = len(mine & words) / len(mine) if mine else 1.0
         entry["_grounded_share"] = round(share, 3)
@@ -488,6 +491,7 @@ def summarise(mode: str, per_conv: list[dict[str, Any]]) -> dict[str, Any]:
         return int(sum(c[key] for c in per_conv))
 
     logs = total("logs_total")
+    done = logs - total("logs_pending")
     questions = total("questions")
     found_share = total("answer_found") / questions if questions else 0.0
     raw_share = total("raw_answer_found") / questions if questions else 0.0
@@ -510,6 +514,7 @@ def summarise(mode: str, per_conv: list[dict[str, Any]]) -> dict[str, Any]:
         "answer_ratio": _ratio(found_share, raw_share),
         "entries_ratio": _ratio(total("entries"), total("turns")),
         "tokens_per_log": round(total("tokens") / logs) if logs else None,
+        "tokens_per_processed_log": round(total("tokens") / done) if done else None,
         "seconds_per_log": round(total("seconds") / logs, 1) if logs else None,
         "dreams": sum(len(c["dreams"]) for c in per_conv),
         "dreams_done_with_pending_untouched": sum(

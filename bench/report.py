@@ -40,6 +40,7 @@ LOCOMO_JSON = "locomo_retrieval.json"
 LATENCY_JSON = "latency.json"
 VARIANTS_JSON = "recall_variants.json"
 ZH_JSON = "zh_assistant.json"
+DREAM_JSON = "dream_quality.json"
 
 # LoCoMo's categories in the reference tables' order, then the pooled groups.
 CATEGORIES = ("single-hop", "multi-hop", "temporal", "open-domain", "adversarial")
@@ -57,6 +58,7 @@ def load(results: Path) -> dict[str, Doc | None]:
         ("latency", LATENCY_JSON),
         ("variants", VARIANTS_JSON),
         ("zh", ZH_JSON),
+        ("dream", DREAM_JSON),
     ):
         path = results / name
         docs[key] = json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
@@ -398,6 +400,60 @@ def variants_tables(doc: Doc | None) -> dict[str, str]:
     return {"recall-variants": table(head, rows)}
 
 
+# What the dream-quality table shows: (label, summary key, digits, the bar as text).
+DREAM_ROWS: tuple[tuple[str, str, int, str], ...] = (
+    ("logs processed / given", "logs", 0, "all"),
+    ("memories written (per turn)", "entries_ratio", 3, "≤ 0.25"),
+    ("grounded share", "grounded_share", 3, "≥ 0.90"),
+    ("duplicate pairs (cosine ≥ 0.95)", "duplicate_share", 3, "≤ 0.02"),
+    ("example values copied", "example_copies", 0, "0"),
+    ("answer in top 5: dream memories", "answer_share", 3, ""),
+    ("… their own words only (no quoted evidence)", "answer_share_own_words", 3, ""),
+    ("answer in top 5: raw turns (reference)", "raw_answer_share", 3, ""),
+    ("answer ratio (memories / raw turns)", "answer_ratio", 3, "≥ 0.80"),
+    ("tokens per log given", "tokens_per_log", 0, "≤ ½ agentic"),
+    ("tokens per log processed", "tokens_per_processed_log", 0, ""),
+    ("seconds per log", "seconds_per_log", 1, ""),
+    ("dreams 'done' with logs untouched", "dreams_done_with_pending_untouched", 0, "0"),
+)
+
+
+def _dream_cell(summary: Any, key: str, digits: int) -> str:
+    if key == "logs":
+        total, pending = get(summary, "logs_total"), get(summary, "logs_pending")
+        if total is None:
+            return num(None)
+        return f"{int(total) - int(pending or 0)} / {int(total)}"
+    value = get(summary, key)
+    if key == "tokens_per_processed_log" and value is None:  # results from before the key
+        per_log, total, pending = (
+            get(summary, k) for k in ("tokens_per_log", "logs_total", "logs_pending")
+        )
+        done = (total or 0) - (pending or 0)
+        value = per_log * total / done if per_log is not None and done else None
+    return num(value, digits)
+
+
+def dream_tables(doc: Doc | None) -> dict[str, str]:
+    if doc is None:
+        return {"dream-quality": "_No result yet: run `bench/dream_quality.py --llm-url URL`._"}
+    summary = get(doc, "summary") or {}
+    agentic = get(summary, "agentic") or {}
+    rows = [
+        [label, _dream_cell(summary, key, digits), _dream_cell(agentic, key, digits), bar]
+        for label, key, digits, bar in DREAM_ROWS
+    ]
+    text = table(["", "pipeline", "agentic", "bar"], rows)
+    text += (
+        f"\n\nModel {summary.get('model', '?')}; {num(summary.get('conversations'), 0)}"
+        f" conversations, the first {num(summary.get('sessions_each'), 0)} sessions of each"
+        f" ({num(summary.get('turns'), 0)} turns, {num(summary.get('questions'), 0)} questions);"
+        f" run {doc.get('when', '?')}, {num(doc.get('wall_s'), 0)} s."
+        f" Tokens per log, pipeline / agentic: {num(summary.get('tokens_per_log_vs_agentic'), 3)}."
+    )
+    return {"dream-quality": text}
+
+
 def tables(docs: Mapping[str, Doc | None]) -> dict[str, str]:
     """Every generated block of the README, by marker name."""
     return {
@@ -405,6 +461,7 @@ def tables(docs: Mapping[str, Doc | None]) -> dict[str, str]:
         **latency_tables(docs.get("latency")),
         **zh_tables(docs.get("zh")),
         **variants_tables(docs.get("variants")),
+        **dream_tables(docs.get("dream")),
     }
 
 

@@ -15,6 +15,7 @@ from bench.report import (
     README,
     RESULTS,
     charts,
+    dream_tables,
     fill,
     load,
     main,
@@ -177,6 +178,7 @@ def test_missing_results_say_how_to_get_them(tmp_path: Path) -> None:
     assert "bench/latency.py" in blocks["latency"]
     assert "bench/zh_assistant.py" in blocks["zh-assistant"]
     assert "bench/recall_variants.py" in blocks["recall-variants"]
+    assert "bench/dream_quality.py" in blocks["dream-quality"]
     assert charts(load(tmp_path), tmp_path / "charts") == []
 
 
@@ -208,7 +210,7 @@ def test_charts_are_small_pngs_and_the_same_json_gives_the_same_bytes(
 def test_main_fills_the_readme_and_check_tells_when_stale(results: Path, tmp_path: Path) -> None:
     readme = tmp_path / "README.md"
     names = ["locomo-overall", "locomo-categories", "locomo-hints", "latency", "latency-targets"]
-    names += ["zh-assistant", "recall-variants"]
+    names += ["zh-assistant", "recall-variants", "dream-quality"]
     readme.write_text(
         "".join(f"<!-- report:{n} -->\n<!-- /report:{n} -->\n" for n in names), encoding="utf-8"
     )
@@ -224,3 +226,25 @@ def test_the_committed_report_matches_the_committed_results() -> None:
     """bench/README.md's tables are what bench/report.py makes of bench/results/*.json."""
     text = README.read_text(encoding="utf-8")
     assert fill(text, tables(load(RESULTS))) == text, "stale: run .venv/bin/python bench/report.py"
+
+
+def test_dream_quality_table() -> None:
+    summary = {
+        "model": "tiny",
+        "conversations": 2,
+        "sessions_each": 3,
+        "turns": 100,
+        "questions": 40,
+        "logs_total": 6,
+        "logs_pending": 1,
+        "entries_ratio": 0.2,
+        "grounded_share": 0.95,
+        "tokens_per_log": 1500,
+        "agentic": {"logs_total": 6, "logs_pending": 6, "tokens_per_log": 3000},
+        "tokens_per_log_vs_agentic": 0.5,
+    }
+    text = dream_tables({"summary": summary, "when": "now", "wall_s": 60})["dream-quality"]
+    assert "| logs processed / given | 5 / 6 | 0 / 6 | all |" in text
+    assert "| grounded share | 0.950 | — | ≥ 0.90 |" in text
+    assert "| tokens per log processed | 1,800 | — |" in text
+    assert "Tokens per log, pipeline / agentic: 0.500." in text

@@ -500,3 +500,26 @@ async def test_the_token_budget_stops_a_dream_between_windows(tmp_path: Path) ->
         assert result.processed == [] and result.status == "interrupted"
         assert "budget" in result.reason
         assert {first, second} <= {p.path.stem for p in await rt.sessions.pending_logs()}
+
+
+async def test_an_event_is_never_merged_into_another_episode(runtime: Runtime) -> None:
+    await runtime.memories.create(
+        Kind.EPISODE,
+        None,
+        description="Calvin flew a kite with Mira at the harbour.",
+        body="Calvin flew a kite with Mira at the harbour.",
+        fields={"when": SAID - dt.timedelta(days=30)},
+    )
+    await conversation(runtime, "chat-1", *BOSTON)
+    llm = use(
+        runtime,
+        ScriptedJSON(
+            lambda r: extraction(
+                ("event", ["L1", "L3"], "Calvin met Dana at the harbour and bought Mira a kite."),
+            )
+        ),
+    )
+    result = await runtime.dreamer.run("test")
+    assert result.candidates["added"] == 1 and result.candidates["merged"] == 0
+    assert len(llm.requests) == 1  # no decision asked: another day, another episode
+    assert len(entries(runtime, Kind.EPISODE)) == 2

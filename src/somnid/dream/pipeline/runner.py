@@ -64,7 +64,10 @@ MIN_SHARE = 0.5
 """A window of eight spoken lines or more is asked for at least half its limit: a small
 model otherwise stops after the first item (what it proposes is checked all the same)."""
 MIN_LINES = 8
-RECONCILED = (Kind.KNOWLEDGE, Kind.EPISODE, Kind.SKILL)
+RECONCILED = (Kind.KNOWLEDGE, Kind.SKILL)
+"""What a fact, a preference or a procedure may be merged into or supersede. Episodes are
+what happened once, each on its day: a new one is never merged into another, only checked
+for being the same one again."""
 
 
 @dataclass(slots=True)
@@ -245,7 +248,14 @@ class PipelineDream:
                 return "duplicate"
             await writer.add(candidate)
             return "added"
-        neighbours = await self._neighbours(candidate)
+        if kind is Kind.EPISODE:
+            neighbours = await self._neighbours(candidate, (Kind.EPISODE,))
+            if any(n.similarity >= DUPLICATE_SIMILARITY or n.cosine >= DUPLICATE_COSINE
+                   for n in neighbours):  # fmt: skip
+                return "duplicate"
+            await writer.add(candidate)
+            return "added"
+        neighbours = await self._neighbours(candidate, RECONCILED)
         if any(
             n.similarity >= DUPLICATE_SIMILARITY or n.cosine >= DUPLICATE_COSINE for n in neighbours
         ):
@@ -279,9 +289,9 @@ class PipelineDream:
             await writer.add(candidate)
             return "added"
 
-    async def _neighbours(self, candidate: Candidate) -> list[_Neighbour]:
+    async def _neighbours(self, candidate: Candidate, kinds: tuple[Kind, ...]) -> list[_Neighbour]:
         recalled = await RecallService(self.tools.recall).find(
-            candidate.text, kinds=RECONCILED, limit=NEIGHBOURS
+            candidate.text, kinds=kinds, limit=NEIGHBOURS
         )
         neighbours: list[_Neighbour] = []
         for found in recalled.found:

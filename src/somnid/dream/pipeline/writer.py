@@ -132,8 +132,9 @@ class Writer:
         old = target.body.split("\n")
         old_quotes = [line for line in old if line.startswith("> ")]
         old_sources = [line for line in old if line.startswith("Source: ")]
+        new_quotes = [q for q in candidate.quotes(self.tz).split("\n") if q not in old_quotes]
         body = "\n".join(
-            [text, "", *old_quotes, candidate.quotes(self.tz), "", *old_sources,
+            [text, "", *old_quotes, *new_quotes, "", *old_sources,
              candidate.provenance(self.tz)]
         )  # fmt: skip
         entry, _ = await self.tools.edits.update(

@@ -4,10 +4,11 @@ uvicorn waits for a request's headers and body for ever, and accepts connections
 process runs out of file descriptors: 45 sockets that each sent half a request made health
 time out. Here each connection has ``header_timeout`` seconds to send a request's headers
 (counted from when it opens, or from its last answer) and ``body_timeout`` seconds more for
-the body; then it is closed. At most ``max_connections`` are open, never more than a third
-of the file limit, and the listen backlog is small (an eighth of it), so a burst of accepts
-(asyncio accepts up to the backlog before any connection is seen here) never takes the
-descriptors the files, the index and the logs need; one more connection evicts the
+the body; then it is closed. At most ``max_connections`` are open, never more than a quarter
+of the file limit, and the listen backlog is small (an eighth of it), so bursts of accepts
+(asyncio accepts up to the backlog per loop turn, a few turns before any connection is seen
+here) never take the descriptors the files, the index, git and the logs need; one more
+connection evicts the
 connection that has waited longest for a request instead of being refused, so a flood of
 half-open sockets cannot keep a health probe out.
 """
@@ -35,17 +36,17 @@ def _soft_file_limit() -> int | None:
 
 
 def connection_limit(wanted: int) -> int:
-    """``wanted``, but at most a third of the soft file limit: another third for sockets
-    accepted but not yet counted (the backlog's burst), the rest for files, index, logs."""
+    """``wanted``, but at most a quarter of the soft file limit: the rest for sockets
+    accepted but not yet counted (the backlog's bursts) and for files, index, git, logs."""
     soft = _soft_file_limit()
-    return wanted if soft is None else max(4, min(wanted, soft // 3))
+    return wanted if soft is None else max(4, min(wanted, soft // 4))
 
 
 def accept_backlog() -> int:
     """The listen backlog: asyncio accepts up to this many sockets in one go, each an fd
     before :class:`GuardedH11` sees it (and evicts an idle one)."""
     soft = _soft_file_limit()
-    return UVICORN_BACKLOG if soft is None else max(4, min(UVICORN_BACKLOG, soft // 4))
+    return UVICORN_BACKLOG if soft is None else max(4, min(UVICORN_BACKLOG, soft // 8))
 
 
 class GuardedH11(H11Protocol):

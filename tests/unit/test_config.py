@@ -30,7 +30,7 @@ def test_defaults(tmp_path: Path) -> None:
     assert settings.port == DEFAULT_PORT
     assert settings.capture.max_message_chars == 4000
     assert settings.assoc.threshold == 0.52
-    assert settings.assoc.gap == 0.04
+    assert settings.assoc.gap == 0.1
     assert settings.assoc.max_items == 2
     assert settings.dream.idle_ms == 15 * 60 * 1000
     assert settings.dream.max_interval_ms == 6 * 3600 * 1000
@@ -53,7 +53,7 @@ def test_toml_then_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     settings = load_settings(config)
     assert settings.port == 9100
     assert settings.assoc.threshold == 0.7
-    assert settings.assoc.gap == 0.04  # untouched keys keep their defaults
+    assert settings.assoc.gap == 0.1  # untouched keys keep their defaults
     assert load_settings(config, port=9200).port == 9200
 
 

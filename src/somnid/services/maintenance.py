@@ -94,7 +94,7 @@ class Maintenance:
             return
         if updated.etag != entry.etag:
             await self.memories.notify(updated, str(updated.path))
-        score = outcome[0] if outcome else before.score
+        score = outcome[-1] if outcome else before.score  # the last run is the one written
         change = Change(entry.kind, entry.name, before.score, score)
         if score != before.score:
             report.decayed.append(change)

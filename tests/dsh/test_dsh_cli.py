@@ -45,6 +45,8 @@ class Somnid:
 
     data_dir: Path
     port: int
+    model_dir: Path | None = None
+    """The embedding model: hints fire only once memories have vectors."""
     process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -52,8 +54,20 @@ class Somnid:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> None:
-        self.process = spawn(self.data_dir, self.port, self.data_dir.parent / "somnid.log")
+        embed = (
+            [("SOMNID_EMBED__PROVIDER", "local"), ("SOMNID_EMBED__MODEL_DIR", str(self.model_dir))]
+            if self.model_dir is not None
+            else []
+        )
+        self.process = spawn(self.data_dir, self.port, self.data_dir.parent / "somnid.log", *embed)
         wait_ready(self.process, self.url)
+
+    def vectors_ready(self) -> bool:
+        with self.client() as c:
+            health = c.get("/v1/health").json()
+            index = c.get("/v1/index/status").json()
+        pending = index["pending"]
+        return bool(health["vector"]["status"] == "ok" and not pending)
 
     def stop(self) -> None:
         if self.process and self.process.poll() is None:
@@ -90,8 +104,8 @@ def _until(cond: Any, seconds: float, what: str) -> None:
 
 
 @pytest.fixture
-def somnid(tmp_path: Path) -> Iterator[Somnid]:
-    daemon = Somnid(tmp_path / "somnid-data", free_port())
+def somnid(tmp_path: Path, e5_int8_dir: Path) -> Iterator[Somnid]:
+    daemon = Somnid(tmp_path / "somnid-data", free_port(), e5_int8_dir)
     daemon.start()
     try:
         yield daemon
@@ -182,7 +196,18 @@ def test_headless_task_capture_sections_hint_tool_dream_and_a_somnid_restart(
             "/v1/tools/add_intention",
             json={"args": {"what": "renew the staging TLS certificate", "cue": "nginx"}},
         ).raise_for_status()
+        # And one memory the task's words clearly bring to mind: an associative hint.
+        c.post(
+            "/v1/memories/knowledge",
+            json={
+                "name": "staging-nginx-502",
+                "description": "Staging nginx answers 502 after deploys until the upstream "
+                "pool is reloaded",
+                "body": "After a deploy, run the pool reload; the 502s stop at once.",
+            },
+        ).raise_for_status()
         discipline = c.post("/v1/prompt", json={}).json()["discipline"]["text"]
+    _until(somnid.vectors_ready, 60, "the memories' vectors")
     restarted: dict[str, Any] = {}
 
     def agent(n: int, body: dict[str, Any]) -> Reply:
@@ -237,6 +262,9 @@ def test_headless_task_capture_sections_hint_tool_dream_and_a_somnid_restart(
     assert "[somnid memory · " in _texts(first)
     assert "renew the staging TLS certificate" in _texts(first)
     assert "renew the staging TLS certificate" not in system
+    # The task's words brought the nginx memory to mind: an associative hint, marked.
+    assert "[somnid memory · associative hint" in _texts(first), _texts(first)[-2000:]
+    assert "upstream pool" in _texts(first)
     # One tool call reached somnid: the intention it created is there.
     with somnid.client() as c:
         listed = c.post("/v1/tools/list_intentions", json={"args": {}}).json()["result"]

@@ -47,8 +47,8 @@ class DreamResultOut(Schema):
     )
     iterations: int = Field(description="agentic: rounds of the tool loop.")
     candidates: dict[str, int] = Field(
-        description="pipeline: memories proposed, refused (ungrounded, copied_example, "
-        "invalid), deduplicated (duplicate, known) and written (added, merged, superseded)."
+        description="pipeline: memories proposed, refused (ungrounded, copied_example), "
+        "deduplicated (duplicate, known) and written (added, merged, superseded)."
     )
     journal: str | None
     summary: str

@@ -14,7 +14,6 @@ CANDIDATE_OUTCOMES = (
     "proposed",
     "ungrounded",
     "copied_example",
-    "invalid",
     "duplicate",
     "known",
     "added",
@@ -22,7 +21,7 @@ CANDIDATE_OUTCOMES = (
     "superseded",
 )
 """``proposed`` by the model; refused by somnid as ``ungrounded`` (its words are not in its
-evidence), ``copied_example`` (it copies a prompt's placeholder) or ``invalid``; a
+evidence) or ``copied_example`` (it copies a prompt's placeholder); a
 ``duplicate`` of another candidate or of a memory (found by somnid) or ``known`` (the model
 decided it adds nothing); written as ``added``, ``merged`` into an entry, or
 ``superseded`` an entry (archived with a pointer)."""

@@ -1077,7 +1077,7 @@ export interface components {
             iterations: number;
             /**
              * Candidates
-             * @description pipeline: memories proposed, refused (ungrounded, copied_example, invalid), deduplicated (duplicate, known) and written (added, merged, superseded).
+             * @description pipeline: memories proposed, refused (ungrounded, copied_example), deduplicated (duplicate, known) and written (added, merged, superseded).
              */
             candidates: {
                 [key: string]: number;

@@ -1,0 +1,67 @@
+"""A pipeline dream end to end: a real daemon, messages with their times through the capture
+API, and the OpenAI-compatible backend speaking to a scripted endpoint on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from somnid.store import frontmatter
+from tests.daemon import start_daemon
+from tests.llm_server import Answer, serve_llm
+
+
+def _extract(messages: list[dict[str, Any]]) -> Answer:
+    prompt = str(messages[1]["content"])
+    if "L2" not in prompt:
+        return {"role": "assistant", "content": '{"memories": []}'}
+    memories = [
+        {
+            "evidence": ["L1"],
+            "kind": "event",
+            "text": "Ann moved to Lisbon yesterday and started at the harbour office.",
+        }
+    ]
+    # Wrapped in prose once, as small models do: somnid must still read it.
+    return {"role": "assistant", "content": "Here you go:\n" + json.dumps({"memories": memories})}
+
+
+def test_a_pipeline_dream_over_the_openai_wire(tmp_path: Path) -> None:
+    with (
+        serve_llm(_extract) as llm,
+        start_daemon(tmp_path / "data", *llm.env(mode="pipeline")) as daemon,
+    ):
+        with daemon.client(timeout=30) as client:
+            answer = client.post(
+                "/v1/sessions/chat-1/messages",
+                json={
+                    "messages": [
+                        {"role": "user", "speaker": "Ann", "timestamp": "2023-10-04T18:30:00+00:00",
+                         "text": "Yesterday I moved to Lisbon and started at the harbour office."},
+                        {"role": "agent", "timestamp": "2023-10-04T18:31:00+00:00",
+                         "text": "Congratulations on the move to Lisbon!"},
+                    ]
+                },
+            )  # fmt: skip
+            assert answer.status_code == 200, answer.text
+            status = client.get("/v1/sleep/status").json()
+            assert status["llm"]["status"] == "ok", status
+            result = client.post("/v1/sleep/run", json={"wait": True}).json()["result"]
+        assert result["status"] == "deep_sleep", result
+        assert result["mode"] == "pipeline"
+        assert result["candidates"]["added"] == 1 and result["stages"] == 1
+        assert result["tokens"]["total"] == 520 and result["llmCalls"] == 1
+        [episode] = list((tmp_path / "data/memory/episodes").glob("*/SKILL.md"))
+        meta = frontmatter.parse(episode.read_text()).meta
+        assert str(meta["when"]).startswith("2023-10-04 18:30")
+        assert meta["actors"] == "Ann"
+        assert "yesterday (2023-10-03)" in str(meta["description"])
+    [chat] = [r for r in llm.requests if r.path.endswith("/chat/completions")]
+    body = chat.body
+    assert body["response_format"]["type"] == "json_schema"
+    schema = body["response_format"]["json_schema"]["schema"]
+    enum = schema["properties"]["memories"]["items"]["properties"]["evidence"]["items"]["enum"]
+    assert enum == ["L1", "L2"]
+    assert (body["max_tokens"], body["temperature"], body["frequency_penalty"]) == (1024, 0.2, 0.3)
+    assert "tools" not in body

@@ -39,14 +39,6 @@ class Window:
     def ids(self) -> list[str]:
         return [line.id for line in self.lines]
 
-    @property
-    def speakers(self) -> list[str]:
-        seen: dict[str, None] = {}
-        for line in self.lines:
-            if line.role != "tool":
-                seen.setdefault(line.speaker, None)
-        return list(seen)
-
     def line(self, line_id: str) -> Line | None:
         return next((line for line in self.lines if line.id == line_id), None)
 

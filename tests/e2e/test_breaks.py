@@ -191,8 +191,10 @@ def test_half_open_connections_do_not_stop_the_daemon(tmp_path: Path) -> None:
 
 
 def test_a_stalled_request_is_dropped_after_the_header_timeout(tmp_path: Path) -> None:
-    env = ("SOMNID_HEADER_TIMEOUT_S", "1")
-    with start_daemon(tmp_path / "data", env) as daemon:
+    # Headers and body each get a second. (With the body's 30 s default, a half-sent body
+    # was dropped in time only when the guard's 401 happened to close the connection first.)
+    env = (("SOMNID_HEADER_TIMEOUT_S", "1"), ("SOMNID_BODY_TIMEOUT_S", "1"))
+    with start_daemon(tmp_path / "data", *env) as daemon:
         port = int(daemon.base_url.rsplit(":", 1)[1])
         with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
             sock.sendall(b"GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\n")

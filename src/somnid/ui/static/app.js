@@ -144,7 +144,10 @@ async function loadList() {
 }
 
 async function openEntry(kind, name, archived) {
+  // Cleared before the entry loads, not after: what the user types meanwhile is kept.
   $("notice").textContent = "";
+  $("purge-confirm").value = "";
+  $("e-status").textContent = "";
   const query = archived ? "?archived=true" : "";
   const { data } = await api("GET", `/v1/memories/${kind}/${encodeURIComponent(name)}${query}`);
   current = data;
@@ -158,8 +161,6 @@ async function openEntry(kind, name, archived) {
   $("e-fields").value = JSON.stringify(editable(data.meta), null, 2);
   $("archive").hidden = data.archived || data.kind === "profile";
   $("restore").hidden = !data.archived;
-  $("purge-confirm").value = "";
-  $("e-status").textContent = "";
 }
 
 function editable(meta) {

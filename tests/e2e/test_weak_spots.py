@@ -42,18 +42,29 @@ def test_a_huge_patch_is_refused_fast_and_a_heavy_one_holds_no_lock(daemon: Daem
 
     # The heaviest PATCH that fits (a 200 kB body, 4,900 keys) renders for a while; a small
     # write meanwhile does not wait for that rendering.
-    heavy = {"body": "w\n" * 99_000, "fields": {f"k{i}": f"v{i}" for i in range(4_900)}}
-    heavy_took: list[float] = []
-    small_took: list[float] = []
-    worker = threading.Thread(
-        target=_timed_patch, args=(daemon, f"{knowledge}/big", heavy, heavy_took)
-    )
-    worker.start()
-    time.sleep(0.05)
-    _timed_patch(daemon, f"{knowledge}/small", {"body": "tiny"}, small_took)
-    worker.join()
-    assert heavy_took and small_took
-    assert small_took[0] < heavy_took[0] * 0.8, (small_took, heavy_took)
+    # Both share two cores and one GIL, so a single pair can come out close by chance; with
+    # the lock held through the rendering, no try could ever show the small write ahead.
+    tries: list[tuple[float, float]] = []
+    for attempt in range(3):
+        heavy = {
+            "body": f"{'wxy'[attempt]}\n" * 99_000,
+            "fields": {f"k{i}": f"v{i}" for i in range(4_900)},
+        }
+        heavy_took: list[float] = []
+        small_took: list[float] = []
+        worker = threading.Thread(
+            target=_timed_patch, args=(daemon, f"{knowledge}/big", heavy, heavy_took)
+        )
+        worker.start()
+        time.sleep(0.05)
+        _timed_patch(daemon, f"{knowledge}/small", {"body": "tiny"}, small_took)
+        worker.join()
+        assert heavy_took and small_took
+        tries.append((small_took[0], heavy_took[0]))
+        if small_took[0] < heavy_took[0] * 0.8:
+            break
+    else:
+        raise AssertionError(f"a small write waited for the heavy one each time: {tries}")
     with httpx.Client(base_url=daemon.base_url, headers=daemon.headers, timeout=10) as client:
         assert client.get(f"{knowledge}/big").json()["meta"]["k4899"] == "v4899"
         assert client.get(f"{knowledge}/small").json()["body"].strip() == "tiny"

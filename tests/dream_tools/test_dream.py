@@ -299,3 +299,25 @@ def test_answers_only_name_tools_that_exist() -> None:
                 named.update(tool_like.findall(node.value))
     assert named - {"archive_reason"} <= set(TOOL_NAMES)
     assert {"update_knowledge", "read_session_log", "mark_log_processed"} <= named
+
+
+async def test_an_open_intention_is_not_created_twice(env: Env) -> None:
+    """The 1.5B model, made to call tools, created the same intention seven times in one
+    dream (each call "worked", so nothing stopped it): the second is refused, as an error
+    the stuck detector counts."""
+    _, tools = env
+    tools.bind(Ledger())
+    args = {"what": "Renew the TLS certificate of the mail server", "due": "2026-10-20"}
+    first = await tools.call("create_intention", args)
+    assert first.startswith("created intention "), first
+    again = await tools.call("create_intention", dict(args, cue="tls"))
+    assert again.startswith("error: open intention ") and "nothing was created" in again
+    other = await tools.call("create_intention", {"what": "Water the office plants"})
+    assert other.startswith("created intention "), other
+    assert [i.what for i in await tools.intentions.open()] == [
+        "Renew the TLS certificate of the mail server",
+        "Water the office plants",
+    ]
+    # Once the first is done, asking for it again is a new intention.
+    await tools.intentions.complete(first.split()[2].rstrip(":"))
+    assert (await tools.call("create_intention", args)).startswith("created intention ")

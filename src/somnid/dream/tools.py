@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from somnid.dream.edits import MemoryEdits
-from somnid.dream.entry_tools import EntryTools
+from somnid.dream.entry_tools import EntryTools, near_duplicate
 from somnid.dream.ledger import ItemRef, Ledger
 from somnid.dream.llm.textcalls import describe_closest
 from somnid.dream.log_tools import LogTools
@@ -115,6 +115,13 @@ class DreamTools(LogTools, EntryTools):
             priority: low, mid or high.
             source: The log it came from.
         """
+        for open_one in await self.intentions.open():
+            if near_duplicate(what, open_one.what):
+                # Small models repeat a call that worked: one intention, however often asked.
+                return (
+                    f"error: open intention {open_one.id} already says this "
+                    f"({open_one.what[:120]}); nothing was created"
+                )
         try:
             intention = await self.intentions.add(
                 what, due=due or None, cue=cue or None, priority=priority, source=source or None

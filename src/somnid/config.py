@@ -103,7 +103,7 @@ class DreamSettings(_Section):
     llm: Literal["bridge", "callback", "openai", "off"] = "bridge"
     mode: Literal["pipeline", "agentic"] = "pipeline"
     max_tokens: int = Field(1024, ge=64, le=32_768)
-    temperature: float = Field(0.2, ge=0.0, le=2.0)
+    temperature: float = Field(0.0, ge=0.0, le=2.0)
     frequency_penalty: float = Field(0.3, ge=-2.0, le=2.0)
     window_tokens: int = Field(1200, ge=200, le=32_000)
     max_candidates: int = Field(8, ge=1, le=50)

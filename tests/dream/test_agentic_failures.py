@@ -284,7 +284,7 @@ async def test_the_journal_counts_the_tool_calls_and_the_options_are_sent(
     meta = frontmatter.parse((runtime.layout.root / str(result.journal)).read_text()).meta
     assert (meta["tool_calls"], meta["llm_calls"], meta["iterations"]) == (3, 4, 4)
     assert (result.tool_calls, result.llm_calls, result.iterations) == (3, 4, 4)
-    sent = ChatOptions(max_tokens=1024, temperature=0.2, frequency_penalty=0.3)
+    sent = ChatOptions(max_tokens=1024, temperature=0.0, frequency_penalty=0.3)
     assert llm.options == [sent] * 4
 
 

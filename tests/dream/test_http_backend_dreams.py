@@ -136,7 +136,7 @@ async def test_a_full_dream_over_an_http_backend(tmp_path: Path, backend: str) -
     # dream tools and the sampling settings (dream.max_tokens, temperature,
     # frequency_penalty); the model saw the log quoted, as data.
     assert len(llm.requests) == 7
-    sampling = {"max_tokens": 1024, "temperature": 0.2, "frequency_penalty": 0.3}
+    sampling = {"max_tokens": 1024, "temperature": 0.0, "frequency_penalty": 0.3}
     for request in llm.requests:
         if backend == "callback":
             assert request.path == CALLBACK_PATH

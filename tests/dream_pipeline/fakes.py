@@ -77,8 +77,12 @@ class ScriptedJSON:
 
 
 def extraction(*memories: tuple[str, list[str], str]) -> str:
-    """An extraction answer: (kind, evidence line ids, text) each."""
-    items = [{"evidence": ids, "kind": kind, "text": text} for kind, ids, text in memories]
+    """An extraction answer: (kind, evidence line ids, text) each; the model names line
+    ``L3`` by its number, 3."""
+    items = [
+        {"evidence": [int(i.removeprefix("L")) for i in ids], "kind": kind, "text": text}
+        for kind, ids, text in memories
+    ]
     return json.dumps({"memories": items})
 
 

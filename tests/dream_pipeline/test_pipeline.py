@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 import pytest
 
 from somnid.config import Settings
 from somnid.dream.llm.base import LLMRejected
+from somnid.dream.pipeline.checks import DUPLICATE_SIMILARITY, similarity
+from somnid.embed.base import HashEmbedder, Matrix
 from somnid.memory.clock import ManualClock
 from somnid.memory.kinds import Kind
 from somnid.runtime import Runtime
@@ -128,14 +130,14 @@ async def test_a_log_becomes_memories_with_who_and_when_from_its_lines(runtime: 
     # The request: the window's lines with speakers and times, a schema whose evidence is
     # an enum of the window's line ids, and the dream's options.
     [request] = llm.requests
-    assert "L1 [2023-10-04 18:30] Calvin: Yesterday I met Dana" in request.prompt
+    assert "\n1 [2023-10-04 18:30] Calvin: Yesterday I met Dana" in request.prompt
     schema = request.schema
     assert schema is not None
     item = schema["properties"]["memories"]["items"]
-    assert item["properties"]["evidence"]["items"]["enum"] == ["L1", "L2", "L3", "L4"]
+    assert item["properties"]["evidence"]["items"]["enum"] == [1, 2, 3, 4]
     assert schema["properties"]["memories"]["maxItems"] == 2
     assert request.options is not None and request.options.max_tokens == 1024
-    assert request.options.temperature == 0.2 and request.options.frequency_penalty == 0.3
+    assert request.options.temperature == 0.0 and request.options.frequency_penalty == 0.3
     assert request.tools == []
 
 
@@ -359,16 +361,19 @@ async def test_a_log_is_marked_only_once_every_window_was_answered(tmp_path: Pat
     async with Runtime.open(settings, clock=ManualClock(NOW)) as rt:
         log = await conversation(rt, "chat-1", *long_lines)
 
-        def script(request: Request) -> str:
+        def numbers(request: Request) -> list[int]:
             schema = request.schema
             assert schema is not None
             item = schema["properties"]["memories"]["items"]
-            ids: list[str] = item["properties"]["evidence"]["items"]["enum"]
-            if "L12" in ids:
+            found: list[int] = item["properties"]["evidence"]["items"]["enum"]
+            return found
+
+        def script(request: Request) -> str:
+            if 12 in numbers(request):
                 return "no JSON here"  # the last window fails, twice
-            number = ids[0][1:]
+            number = numbers(request)[0]
             text = f"Calvin sailed past lighthouse number {number} near Boston harbour."
-            return extraction(("event", [ids[0]], text))
+            return extraction(("event", [f"L{number}"], text))
 
         llm = use(rt, ScriptedJSON(script))
         result = await rt.dreamer.run("test")
@@ -379,7 +384,7 @@ async def test_a_log_is_marked_only_once_every_window_was_answered(tmp_path: Pat
         assert written == windows - 1
         assert (rt.layout.session_log_dir / f"{log}.md").exists()
         # The next dream reads the log again: the windows done before are not written twice.
-        llm.script = lambda r: script(r) if "L12" not in json.dumps(r.schema) else extraction()
+        llm.script = lambda r: script(r) if 12 not in numbers(r) else extraction()
         result = await rt.dreamer.run("test")
         assert result.processed == [log]
         assert len(entries(rt, Kind.EPISODE)) == written
@@ -400,7 +405,7 @@ async def test_chinese_prompts(tmp_path: Path) -> None:
         )
         result = await rt.dreamer.run("test")
         assert result.candidates["added"] == 1
-        assert "日志 " in llm.requests[0].prompt and "编号行" in str(
+        assert "日志的用户" in llm.requests[0].prompt and "行的格式" in str(
             llm.requests[0].messages[0]["content"]
         )
         [episode] = entries(rt, Kind.EPISODE)
@@ -523,3 +528,53 @@ async def test_an_event_is_never_merged_into_another_episode(runtime: Runtime) -
     assert result.candidates["added"] == 1 and result.candidates["merged"] == 0
     assert len(llm.requests) == 1  # no decision asked: another day, another episode
     assert len(entries(runtime, Kind.EPISODE)) == 2
+
+
+class OpeningWords(HashEmbedder):
+    """Texts mean what their first five words say: the model's reading of a template
+    ("Calvin and Dana talked about …"), here without the model, which does not matter."""
+
+    def embed_passages(self, texts: Sequence[str]) -> Matrix:
+        return super().embed_passages([" ".join(text.split()[:5]) for text in texts])
+
+
+async def test_a_restated_memory_is_a_duplicate_by_meaning(tmp_path: Path) -> None:
+    """Small models fill a window with one template. Word overlap lets these through
+    (Jaccard 0.57); the embedding model's reading does not: one entry, within a dream and
+    across dreams."""
+    settings = Settings(data_dir=tmp_path / "data", timezone="UTC", embed={"provider": "off"})
+    first = "Calvin and Dana talked about the harbour in Boston."
+    same = "Calvin and Dana talked about the aquarium and kites."
+    other = "Dana prefers green kites."
+    assert similarity(first, same) < DUPLICATE_SIMILARITY
+    async with Runtime.open(settings, clock=ManualClock(NOW), embedder=OpeningWords()) as rt:
+        await rt.recall.wait_idle()
+        await conversation(rt, "chat-1", *BOSTON)
+        use(
+            rt,
+            ScriptedJSON(
+                by_stage(
+                    lambda r: extraction(("event", ["L1"], first), ("event", ["L2", "L3"], same))
+                )
+            ),
+        )  # fmt: skip
+        result = await rt.dreamer.run("test")
+        assert result.reason == "done", (result.reason, result.candidates)
+        assert result.candidates["added"] == 1 and result.candidates["duplicate"] == 1
+        [episode] = entries(rt, Kind.EPISODE)
+        assert episode.meta["description"] == first
+
+        await rt.recall.wait_idle()
+        await conversation(rt, "chat-2", *BOSTON)
+        use(
+            rt,
+            ScriptedJSON(
+                by_stage(
+                    lambda r: extraction(("event", ["L2", "L3"], same), ("fact", ["L4"], other))
+                )
+            ),
+        )
+        again = await rt.dreamer.run("test")
+        assert again.processed and again.candidates["duplicate"] == 1
+        assert again.candidates["added"] == 1  # the other meaning is a memory of its own
+        assert len(entries(rt, Kind.EPISODE)) == 1

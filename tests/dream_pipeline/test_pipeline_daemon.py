@@ -14,7 +14,7 @@ from tests.llm_server import Answer, serve_llm
 
 def _extract(messages: list[dict[str, Any]]) -> Answer:
     prompt = str(messages[1]["content"])
-    if "L2" not in prompt:
+    if "\n2 [" not in prompt:
         return {"role": "assistant", "content": '{"memories": []}'}
     memories = [
         {
@@ -23,7 +23,8 @@ def _extract(messages: list[dict[str, Any]]) -> Answer:
             "text": "Ann moved to Lisbon yesterday and started at the harbour office.",
         }
     ]
-    # Wrapped in prose once, as small models do: somnid must still read it.
+    # Wrapped in prose once, as small models do, and the line named by its id, not its
+    # number, as a model without the grammar may: somnid must still read it.
     return {"role": "assistant", "content": "Here you go:\n" + json.dumps({"memories": memories})}
 
 
@@ -62,6 +63,6 @@ def test_a_pipeline_dream_over_the_openai_wire(tmp_path: Path) -> None:
     assert body["response_format"]["type"] == "json_schema"
     schema = body["response_format"]["json_schema"]["schema"]
     enum = schema["properties"]["memories"]["items"]["properties"]["evidence"]["items"]["enum"]
-    assert enum == ["L1", "L2"]
-    assert (body["max_tokens"], body["temperature"], body["frequency_penalty"]) == (1024, 0.2, 0.3)
+    assert enum == [1, 2]
+    assert (body["max_tokens"], body["temperature"], body["frequency_penalty"]) == (1024, 0.0, 0.3)
     assert "tools" not in body

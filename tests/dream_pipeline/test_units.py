@@ -26,6 +26,7 @@ from somnid.dream.pipeline.schemas import (
     whole_sentences,
 )
 from somnid.dream.pipeline.windows import lines_of, render, windows_of
+from somnid.recall.assoc import estimate_tokens
 from somnid.sessions.transcript import Transcript, Turn
 
 WEDNESDAY = dt.date(2023, 10, 4)
@@ -80,7 +81,22 @@ def test_lines_know_who_spoke_and_windows_never_split_a_line() -> None:
     windows = windows_of("log", lines, 200)
     assert len(windows) > 1
     assert [line.id for w in windows for line in w.lines] == [line.id for line in lines]
-    assert render(windows[0], dt.UTC).startswith("L1 [2023-10-04 18:30] caroline: I moved")
+    assert render(windows[0], dt.UTC).startswith("1 [2023-10-04 18:30] caroline: I moved")
+
+
+def test_windows_are_even_and_leave_no_small_tail() -> None:
+    """Every window pays the instructions again: a log a little over the budget is read in
+    one window, and a long one in windows of even size, not full ones and a scrap."""
+    transcript = _transcript(*[("user", "Ann", f"Line {n} " + "word " * 20) for n in range(60)])
+    lines = lines_of(transcript)
+    cost = [estimate_tokens(line.text) + 12 for line in lines]
+    assert len(windows_of("log", lines[:11], sum(cost[:11]) * 9 // 10)) == 1  # 11 % over
+    windows = windows_of("log", lines, 1000)  # 60 lines of about 40 tokens: 2,400 tokens
+    sizes = [sum(estimate_tokens(line.text) + 12 for line in w.lines) for w in windows]
+    assert len(windows) == 3 and max(sizes) - min(sizes) <= max(cost)
+    assert [line.id for w in windows for line in w.lines] == [line.id for line in lines]
+    assert [w.number for w in windows] == [1, 2, 3]
+    assert windows_of("log", [], 1000) == []
 
 
 def test_grounding_counts_content_words_in_the_evidence() -> None:
@@ -106,11 +122,16 @@ def test_similarity_is_overlap_of_content_words() -> None:
 
 def test_an_extraction_answer_is_checked_against_its_window() -> None:
     ids = ["L1", "L2", "L3"]
-    good = {"memories": [{"evidence": ["L1", "L1", "L2"], "kind": "fact", "text": " a  b "}]}
+    # Lines are named by number (what the grammar allows); an id or a numeral in a string
+    # is read too, from a model without the grammar.
+    good = {"memories": [{"evidence": [1, "L1", "2", " l2 "], "kind": "fact", "text": " a  b "}]}
     [proposal] = read_extraction(good, ids, 2)
     assert (proposal.evidence, proposal.text) == (("L1", "L2"), "a b")
     problems = [
+        ({"memories": [{"evidence": [9], "kind": "fact", "text": "x"}]}, r"'9', .* \(1…3\)"),
         ({"memories": [{"evidence": ["L9"], "kind": "fact", "text": "x"}]}, "'L9'"),
+        ({"memories": [{"evidence": [True], "kind": "fact", "text": "x"}]}, "'True'"),
+        ({"memories": [{"evidence": ["one"], "kind": "fact", "text": "x"}]}, "'one'"),
         ({"memories": [{"evidence": [], "kind": "fact", "text": "x"}]}, "non-empty"),
         ({"memories": [{"evidence": ["L1"], "kind": "gossip", "text": "x"}]}, "kind"),
         ({"memories": [{"evidence": ["L1"], "kind": "fact", "text": ""}]}, "empty"),
@@ -125,6 +146,8 @@ def test_an_extraction_answer_is_checked_against_its_window() -> None:
     schema = extraction_schema(ids, 4, 2)
     memories = schema["properties"]["memories"]
     assert (memories["minItems"], memories["maxItems"]) == (2, 4)
+    evidence = memories["items"]["properties"]["evidence"]["items"]
+    assert evidence == {"type": "integer", "enum": [1, 2, 3]}
 
 
 def test_a_decision_needs_a_target_and_a_text_to_merge() -> None:
@@ -159,10 +182,10 @@ def test_a_window_shows_the_time_only_where_it_changed() -> None:
     ]
     lines = lines_of(Transcript(Path("x.md"), {}, turns))
     assert render(windows_of("x", lines, 1000)[0], dt.UTC).split("\n") == [
-        "L1 [2023-10-04 18:30] Ann: one",
-        "L2 Bo: two",
-        "L3 [18:35] Ann: three",
-        "L4 [2023-10-05 18:30] Bo: four",
+        "1 [2023-10-04 18:30] Ann: one",
+        "2 Bo: two",
+        "3 [18:35] Ann: three",
+        "4 [2023-10-05 18:30] Bo: four",
     ]
 
 

@@ -218,6 +218,23 @@ class EmbedWorker:
                 await asyncio.to_thread(self.index.store_vectors, items)
                 self.embedded += len(items)
 
+    async def embed_passages(self, texts: list[str]) -> list[Vector] | None:
+        """The texts' vectors as stored passages, unit length, or None while the model is
+        not ready (or fails): for comparing texts with each other, not for search."""
+        if self.embedder is None or not self.ready or not texts:
+            return None if texts else []
+        embedder = self.embedder
+        try:
+            matrix = await asyncio.to_thread(embedder.embed_passages, texts)
+        except EmbedError as exc:
+            log.warning("could not embed %d text(s): %s", len(texts), exc)
+            return None
+        vectors = []
+        for row in matrix:
+            vector = np.asarray(row, dtype=np.float32)
+            vectors.append(vector / (float(np.linalg.norm(vector)) or 1.0))
+        return vectors
+
     async def embed_query(self, text: str) -> Vector | None:
         """The query's vector, or None while the model is not ready."""
         if self.embedder is None or not self.ready:

@@ -16,6 +16,7 @@ from somnid.memory.kinds import Kind
 from somnid.recall.assoc import Decision
 from somnid.recall.engine import Hit
 from somnid.recall.system import RecallSystem
+from somnid.recall.vectors import Vector
 from somnid.services.recalling import Found, hint_of, load_hits, quote_markdown
 
 Select = Callable[[list[Hit]], list[Hit]]
@@ -53,6 +54,11 @@ class RecallService:
         hits = select(outcome.hits) if select is not None else outcome.hits
         found = await asyncio.to_thread(load_hits, self.system.store, hits)
         return Recalled(query, outcome.mode, outcome.time, found)
+
+    async def meanings(self, texts: list[str]) -> list[Vector] | None:
+        """The texts' vectors (unit length; their dot product is how close two texts are
+        in meaning), or None while the embedding model is not ready."""
+        return await self.system.worker.embed_passages(texts)
 
     async def hint(
         self, decision: Decision, lang: str, token_budget: int

@@ -1,14 +1,14 @@
 """What the pipeline asks the model, in English and Chinese: somnid's own words.
 
 No example values anywhere: a small model copies examples into memory. Where a shape must
-be shown, it is shown with placeholders in angle brackets (``<line ids>``), and
+be shown, it is shown with placeholders in angle brackets (``<line numbers>``), and
 :data:`PLACEHOLDERS` lets the checks refuse a candidate that copies one.
 """
 
 from __future__ import annotations
 
 PLACEHOLDERS = (
-    "<line ids>",
+    "<line numbers>",
     "<kind>",
     "<text>",
     "<id or none>",
@@ -29,24 +29,23 @@ _ROLE = {
 # The instructions are the system message, the same for every window: a server that keeps
 # the prompt's prefix cached (llama.cpp does) reads them once per dream, not once a window.
 _EXTRACT_RULES = {
-    "en": """You get numbered lines of a conversation: id [time, where it changed] speaker: text. Keep what someone would want remembered weeks later: each distinct event, fact, plan or preference as a memory of its own (one memory may combine lines about the same thing). Skip greetings, thanks and small talk.
-Each memory has:
-- evidence: the ids of the lines it comes from;
-- kind: event (what happened or was done, and how it went), fact, preference, decision, pitfall (a mistake and its cause), todo (something the agent was asked to do or to remind later), procedure (steps that worked), about_user (a lasting fact about the log's user), about_agent (how the agent should be or work, as its users said);
-- text: one or two sentences in the third person that name each person and keep the lines' own words for names, places, dates, numbers, titles and what was done. Never write "I" or "you"; do not copy a line whole.
-Answer as {"memories": [{"evidence": [<line ids>], "kind": <kind>, "text": <text>}]}, with an empty list if nothing is worth keeping.""",
-    "zh": """你会收到对话的若干编号行，格式：编号 [时间，仅在变化处标出] 说话人: 内容。挑出几周后仍值得记得的内容：每件不同的事、事实、计划或偏好各成一条记忆（讲同一件事的几行可以合并成一条）。跳过寒暄、道谢和闲聊。
-每条记忆包括：
-- evidence：它出自哪些行的编号；
-- kind：event（发生或做过的事及结果）、fact（事实）、preference（偏好）、decision（决定）、pitfall（错误及原因）、todo（要求智能体以后去做或提醒的事）、procedure（走通的步骤）、about_user（关于日志用户的长期事实）、about_agent（用户说的智能体应有的风格或做法）；
-- text：一两句第三人称的句子，写出每个人的名字；名字、地点、日期、数字、标题和做过的事用原话的词。不要写“我”或“你”，不要整行照抄。
+    "en": """Lines: number [time, where it changed] speaker: text. Keep what someone would want remembered weeks later: each distinct event, fact, plan or preference as one memory (lines about the same thing make one memory). Skip greetings, thanks and small talk.
+- evidence: the numbers of the lines it comes from;
+- kind: event (what happened or was done, and how it went), fact, preference, decision, pitfall (a mistake and its cause), todo (for the agent to do or remind), procedure (steps that worked), about_user (a lasting fact about the log's user), about_agent (how its users want the agent to work);
+- text: one or two third-person sentences that name each person and keep the lines' own words for names, places, dates, numbers and titles. Never "I" or "you"; never a whole line copied.
+Answer {"memories": [{"evidence": [<line numbers>], "kind": <kind>, "text": <text>}]}, an empty list if nothing is worth keeping.""",
+    "zh": """行的格式：行号 [时间，仅在变化处标出] 说话人: 内容。挑出几周后仍值得记得的内容：每件不同的事、事实、计划或偏好各成一条记忆（讲同一件事的几行合成一条）。跳过寒暄、道谢和闲聊。
+- evidence：它出自哪些行的行号；
+- kind：event（发生或做过的事及结果）、fact（事实）、preference（偏好）、decision（决定）、pitfall（错误及原因）、todo（智能体以后要做或提醒的事）、procedure（走通的步骤）、about_user（关于日志用户的长期事实）、about_agent（用户希望智能体怎样做）；
+- text：一两句第三人称的句子，写出每个人的名字；名字、地点、日期、数字和标题用原话的词。不写“我”或“你”，不整行照抄。
 回答格式：{"memories": [{"evidence": [<行号>], "kind": <类别>, "text": <文本>}]}；没有值得记住的就给空列表。""",
 }
 
 _EXTRACT = {
-    "en": "Log {log}, part {part} of {parts}. The log's user: {user}.\n\n{lines}\n\nAt most {limit} memories.",
-    "zh": "日志 {log}，第 {part}/{parts} 段。日志的用户：{user}。\n\n{lines}\n\n最多 {limit} 条记忆。",
+    "en": "The log's user: {user}.{part}\n\n{lines}\n\nAt most {limit} memories.",
+    "zh": "日志的用户：{user}。{part}\n\n{lines}\n\n最多 {limit} 条记忆。",
 }
+_PART = {"en": " Part {part} of {parts}.", "zh": "第 {part}/{parts} 段。"}
 
 _DECIDE = {
     "en": """\
@@ -109,12 +108,11 @@ def extraction_system(lang: str) -> str:
     return f"{_ROLE[_lang(lang)]}\n\n{_EXTRACT_RULES[_lang(lang)]}"
 
 
-def extraction(
-    lang: str, *, log: str, part: int, parts: int, user: str, lines: str, limit: int
-) -> str:
-    return _EXTRACT[_lang(lang)].format(
-        log=log, part=part, parts=parts, user=user, lines=lines, limit=limit
-    )
+def extraction(lang: str, *, part: int, parts: int, user: str, lines: str, limit: int) -> str:
+    """The window's lines; a log read in one window is not named or counted (the model
+    has no use for the name, and every word is paid for)."""
+    shown = _PART[_lang(lang)].format(part=part, parts=parts) if parts > 1 else ""
+    return _EXTRACT[_lang(lang)].format(user=user, part=shown, lines=lines, limit=limit)
 
 
 def decision(lang: str, *, new: str, existing: str) -> str:

@@ -48,6 +48,7 @@ from somnid.errors import NotFound
 from somnid.memory.clock import Clock
 from somnid.memory.entry import Entry
 from somnid.memory.kinds import Kind
+from somnid.recall.vectors import Vector
 from somnid.services.recall_service import RecallService
 from somnid.sessions.transcript import read_log
 
@@ -58,8 +59,15 @@ DUPLICATE_COSINE = 0.97
 """Query-to-entry cosine (multilingual-e5) at or above which a candidate restates an entry."""
 RELATED_COSINE = 0.9
 """Cosine at or above which an entry is close enough to ask the model about."""
-LINES_PER_MEMORY = 3
-"""A window may propose one memory per this many lines (and at most dream.max_candidates)."""
+SAME_MEANING = 0.95
+"""Cosine of two memories' own texts (passage vectors) at or above which the second says
+what the first does in other words: a small model restates one thing in a template
+("X and Y shared their experiences about …") that word overlap does not catch."""
+LINES_PER_MEMORY = 4
+"""A window may propose one memory per this many spoken lines (and at most
+dream.max_candidates): a dream keeps what matters of a conversation, in a quarter as many
+entries as it has turns at most, not a restatement of every exchange. A short window may
+propose up to two, one per two lines: a four-line chat can hold an event and a preference."""
 MIN_SHARE = 0.5
 """A window of eight spoken lines or more is asked for at least half its limit: a small
 model otherwise stops after the first item (what it proposes is checked all the same)."""
@@ -102,13 +110,15 @@ class PipelineDream:
         self.tools = tools
         self.backend = backend
         self.emit = emit
+        self._recall = RecallService(tools.recall)
         self._seen: list[str] = []
+        self._seen_meanings: list[Vector] = []
 
     async def run(self, result: DreamResult, ledger: Ledger) -> None:
         self.tools.bind(ledger)
         asker = Asker(self.backend, self.settings, self.lang, result, self.emit)
         writer = Writer(self.tools, ledger, self.lang)
-        self._seen = []
+        self._seen, self._seen_meanings = [], []
         left: list[str] = []
         for stem in result.logs:
             if self._spent(result) or not await self._log(stem, asker, writer, result, ledger):
@@ -164,12 +174,11 @@ class PipelineDream:
         self, window: Window, parts: int, user: str, asker: Asker
     ) -> list[Proposal] | None:
         spoken = sum(1 for line in window.lines if line.role != "tool")
-        least = 2 if spoken >= LINES_PER_MEMORY else 1
-        limit = min(self.settings.max_candidates, max(least, math.ceil(spoken / LINES_PER_MEMORY)))
+        short = max(1, min(2, spoken // 2))
+        limit = min(self.settings.max_candidates, max(short, spoken // LINES_PER_MEMORY))
         ids = window.ids
         prompt = prompts.extraction(
             self.lang,
-            log=window.log,
             part=window.number,
             parts=parts,
             user=user,
@@ -205,12 +214,16 @@ class PipelineDream:
         if first_person(candidate.text) and len(candidate.actors) == 1:
             candidate.text = f"{candidate.actors[0]}: {candidate.text}"
         outcome = self._refusal(candidate)
+        meanings = await self._recall.meanings([candidate.text]) if outcome is None else None
+        if meanings and _restates(meanings[0], self._seen_meanings):
+            outcome = "duplicate"
         if outcome is None:
             outcome = await self._place(candidate, asker, writer, result)
         result.count(outcome)
         self.emit({"type": "candidate", "kind": candidate.kind, "outcome": outcome})
         if outcome in ("added", "merged", "superseded"):
             self._seen.append(candidate.text)
+            self._seen_meanings += meanings or []
 
     def _spent(self, result: DreamResult) -> bool:
         """The dream's token budget is used up: what is left waits for the next dream."""
@@ -250,15 +263,12 @@ class PipelineDream:
             return "added"
         if kind is Kind.EPISODE:
             neighbours = await self._neighbours(candidate, (Kind.EPISODE,))
-            if any(n.similarity >= DUPLICATE_SIMILARITY or n.cosine >= DUPLICATE_COSINE
-                   for n in neighbours):  # fmt: skip
+            if await self._known(candidate, neighbours):
                 return "duplicate"
             await writer.add(candidate)
             return "added"
         neighbours = await self._neighbours(candidate, RECONCILED)
-        if any(
-            n.similarity >= DUPLICATE_SIMILARITY or n.cosine >= DUPLICATE_COSINE for n in neighbours
-        ):
+        if await self._known(candidate, neighbours):
             return "duplicate"
         related = [
             n
@@ -289,10 +299,21 @@ class PipelineDream:
             await writer.add(candidate)
             return "added"
 
+    async def _known(self, candidate: Candidate, neighbours: list[_Neighbour]) -> bool:
+        """Whether a stored entry already says what the candidate says: the same words,
+        the same search vector, or the same meaning in other words."""
+        if any(
+            n.similarity >= DUPLICATE_SIMILARITY or n.cosine >= DUPLICATE_COSINE for n in neighbours
+        ):
+            return True
+        if not neighbours:
+            return False
+        texts = [candidate.text, *(_entry_text(n.entry) for n in neighbours)]
+        meanings = await self._recall.meanings(texts)
+        return meanings is not None and _restates(meanings[0], meanings[1:])
+
     async def _neighbours(self, candidate: Candidate, kinds: tuple[Kind, ...]) -> list[_Neighbour]:
-        recalled = await RecallService(self.tools.recall).find(
-            candidate.text, kinds=kinds, limit=NEIGHBOURS
-        )
+        recalled = await self._recall.find(candidate.text, kinds=kinds, limit=NEIGHBOURS)
         neighbours: list[_Neighbour] = []
         for found in recalled.found:
             label = f"E{len(neighbours) + 1}"
@@ -325,6 +346,10 @@ class PipelineDream:
             similarity(candidate.text, entry.description or entry.body) >= DUPLICATE_SIMILARITY
             for entry in page.items
         )
+
+
+def _restates(meaning: Vector, others: list[Vector]) -> bool:
+    return any(float(meaning @ other) >= SAME_MEANING for other in others)
 
 
 def _when(entry: Entry) -> str:

@@ -1,6 +1,6 @@
 """The JSON answers the pipeline asks for, as schemas and as validators.
 
-Schemas are built per request: the evidence field is an enum of the window's line ids and
+Schemas are built per request: the evidence field is an enum of the window's line numbers and
 the decision's target an enum of the candidate entries, so a grammar-constrained model
 cannot name a line or an entry that is not there, and ``maxItems`` bounds the list (small
 models otherwise repeat one item until the length cap). Every property is required and no
@@ -30,6 +30,7 @@ ACTIONS = ("add", "merge", "supersede", "known")
 NONE = "none"
 MAX_TEXT = 600
 MAX_EVIDENCE = 6
+"""A memory rests on a few lines; somnid anchors it on the neighbours its text needs."""
 
 
 class AnswerError(ValueError):
@@ -52,6 +53,23 @@ class Decision:
     text: str
 
 
+def number_of(line_id: str) -> int:
+    """What the model sees and names of line ``L7``: 7 (a bare number is a third of the
+    tokens of a quoted id, and evidence is most of an answer's structure)."""
+    return int(line_id.removeprefix("L"))
+
+
+def _line_id(raw: Any) -> str | None:
+    """The line id a model named: 7, or "7" or "L7" from a model without a grammar."""
+    if isinstance(raw, bool):
+        return None
+    if isinstance(raw, int):
+        return f"L{raw}"
+    if isinstance(raw, str) and re.fullmatch(r"[Ll]?\d{1,6}", raw.strip()):
+        return "L" + raw.strip().lstrip("Ll")
+    return None
+
+
 def extraction_schema(line_ids: list[str], max_items: int, min_items: int = 0) -> dict[str, Any]:
     """``min_items`` > 0 asks a grammar-constrained model for at least that many (small
     models otherwise stop after the first item of a long window)."""
@@ -69,7 +87,7 @@ def extraction_schema(line_ids: list[str], max_items: int, min_items: int = 0) -
                             "type": "array",
                             "minItems": 1,
                             "maxItems": MAX_EVIDENCE,
-                            "items": {"type": "string", "enum": list(line_ids)},
+                            "items": {"type": "integer", "enum": [number_of(i) for i in line_ids]},
                         },
                         "kind": {"type": "string", "enum": list(MEMORY_KINDS)},
                         "text": {"type": "string", "maxLength": MAX_TEXT},
@@ -154,13 +172,14 @@ def read_extraction(raw: Any, line_ids: list[str], max_items: int) -> list[Propo
             raise AnswerError(f"{where}.kind must be one of {', '.join(MEMORY_KINDS)}")
         evidence = item["evidence"]
         if not isinstance(evidence, list) or not evidence:
-            raise AnswerError(f"{where}.evidence must be a non-empty list of line ids")
+            raise AnswerError(f"{where}.evidence must be a non-empty list of line numbers")
         ids: list[str] = []
-        for line_id in evidence:
-            if not isinstance(line_id, str) or line_id not in known:
+        for raw in evidence:
+            line_id = _line_id(raw)
+            if line_id is None or line_id not in known:
                 raise AnswerError(
-                    f"{where}.evidence names {str(line_id)[:20]!r}, which is not a line of "
-                    f"this window ({line_ids[0]}…{line_ids[-1]})"
+                    f"{where}.evidence names {str(raw)[:20]!r}, which is not a line of this "
+                    f"window ({number_of(line_ids[0])}…{number_of(line_ids[-1])})"
                 )
             if line_id not in ids:
                 ids.append(line_id)

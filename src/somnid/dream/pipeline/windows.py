@@ -1,13 +1,15 @@
 """A session log as the pipeline reads it: numbered lines with speaker and time, in windows.
 
-Line ids (``L1``, ``L2``, …) number the log's turns in file order; they are what a model
-names as evidence, and what somnid maps back to who said it and when. A window holds as
-many whole lines as fit ``budget`` estimated tokens (a longer line is cut, visibly).
+Line ids (``L1``, ``L2``, …) number the log's turns in file order; the model sees and names
+them by their number (``7`` for ``L7``) as evidence, and somnid maps them back to who said
+it and when. A window holds whole lines, about ``budget`` estimated tokens of them (a
+longer line is cut, visibly).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import math
 from dataclasses import dataclass
 
 from somnid.recall.assoc import estimate_tokens
@@ -15,6 +17,10 @@ from somnid.sessions.transcript import Transcript, Turn
 
 MAX_LINE_TOKENS = 400
 AGENT = "agent"
+LINE_OVERHEAD = 12
+"""Estimated tokens of a line's id, time and speaker."""
+SLACK = 1.25
+"""A log up to this many times the window budget is read in one window, not two."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,24 +89,29 @@ def lines_of(transcript: Transcript) -> list[Line]:
 
 
 def windows_of(log: str, lines: list[Line], budget: int) -> list[Window]:
-    """``lines`` in windows of about ``budget`` tokens, in order, never splitting a line."""
-    windows: list[Window] = []
-    current: list[Line] = []
-    used = 0
-    for line in lines:
-        cost = estimate_tokens(line.text) + 12  # id, time and speaker
-        if current and used + cost > budget:
-            windows.append(Window(log, len(windows) + 1, tuple(current)))
-            current, used = [], 0
-        current.append(line)
-        used += cost
-    if current:
-        windows.append(Window(log, len(windows) + 1, tuple(current)))
-    return windows
+    """``lines`` in windows of about ``budget`` tokens, in order, never splitting a line.
+
+    Every window pays the instructions again, so a log cut in two leaves no small tail: a
+    log of up to :data:`SLACK` times the budget is one window, and a longer one is cut in
+    ``n`` windows of even size (``total / n`` each, give or take a line)."""
+    costs = [estimate_tokens(line.text) + LINE_OVERHEAD for line in lines]
+    total = sum(costs)
+    if total <= budget * SLACK:
+        return [Window(log, 1, tuple(lines))] if lines else []
+    count = math.ceil(total / budget)
+    target = total / count
+    groups: list[list[Line]] = [[] for _ in range(count)]
+    before = 0
+    for line, cost in zip(lines, costs, strict=True):
+        # The window a line's middle falls in: windows of even size, in order.
+        groups[min(count - 1, int((before + cost / 2) // target))].append(line)
+        before += cost
+    numbered = [group for group in groups if group]
+    return [Window(log, number, tuple(group)) for number, group in enumerate(numbered, start=1)]
 
 
 def render(window: Window, tz: dt.tzinfo) -> str:
-    """The window as the model sees it: one line each, ``L7 [2023-05-08 13:56] Ann: …``,
+    """The window as the model sees it: one line each, ``7 [2023-05-08 13:56] Ann: …``,
     the time only where it changed (``[14:02]`` within the same day): a conversation's
     lines mostly share it, and every repeat costs tokens. Line text is data: it is shown
     after the speaker, never as a header of its own."""
@@ -115,5 +126,5 @@ def render(window: Window, tz: dt.tzinfo) -> str:
             elif (local.hour, local.minute) != minute:
                 when = f" [{local:%H:%M}]"
             day, minute = local.date(), (local.hour, local.minute)
-        rows.append(f"{line.id}{when} {line.speaker}: {line.text}")
+        rows.append(f"{line.id.removeprefix('L')}{when} {line.speaker}: {line.text}")
     return "\n".join(rows)

@@ -222,3 +222,22 @@ def test_one_owner_archives_logs_and_says_what_is_pending(layout: Layout) -> Non
     assert [p.dreamable for p in logs.pending_logs() if p.path == still_open] == [False]
     assert is_pending({}) and is_pending({"status": "pending"})
     assert not is_pending({"status": "processed"})
+
+
+def test_a_link_swapped_in_for_a_log_is_archived_as_it_is_never_followed(
+    layout: Layout, tmp_path: Path
+) -> None:
+    """Between a dream's read and its mark, a local user swaps the log for a link to a file
+    outside the data dir: the link is moved as it is, and what it points to is neither read
+    into the archive nor rewritten."""
+    logs = open_logs(layout)
+    done = written(logs, "s", "consolidated")
+    logs.close("s")
+    secret = tmp_path / "secret.md"
+    secret.write_text("---\nstatus: pending\n---\nsomeone else's notes\n")
+    done.unlink()
+    done.symlink_to(secret)
+    target, note = logs.mark_processed(done)
+    assert "symbolic link" in note and "moved as it is" in note
+    assert target.is_symlink() and not done.exists()
+    assert secret.read_text() == "---\nstatus: pending\n---\nsomeone else's notes\n"

@@ -13,9 +13,11 @@ import threading
 from pathlib import Path
 
 from somnid.errors import BrokenFile
+from somnid.sessions.transcript import MAX_READ_BYTES
 from somnid.store import frontmatter
 from somnid.store.atomic import move_atomic, write_atomic
 from somnid.store.layout import Layout
+from somnid.store.safe import read_regular
 
 LOG_MOVES = threading.Lock()
 """Held while a closed log is rewritten in place or moved out of ``session-log/``. A rewrite
@@ -58,9 +60,15 @@ def _archive(layout: Layout, path: Path, skipped: bool) -> tuple[Path, str]:
         except FileExistsError:
             continue  # taken between the check and the move: take the next name
     try:
-        text = target.read_bytes().decode("utf-8")
+        # Read as every log is read: a link or a FIFO swapped in is moved, never followed.
+        text = read_regular(layout.root, target, MAX_READ_BYTES)[0].decode("utf-8")
+    except BrokenFile as exc:
+        return target, f"it could not be read ({exc.detail}), so it was moved as it is"
+    except UnicodeDecodeError:
+        return target, "its front-matter could not be read, so it was moved as it is"
+    try:
         doc = frontmatter.parse(text)
-    except (UnicodeDecodeError, BrokenFile):
+    except BrokenFile:
         return target, "its front-matter could not be read, so it was moved as it is"
     if not text.lstrip("\ufeff").startswith(frontmatter.FENCE):
         return target, "it had no front-matter, so it was moved as it is"

@@ -11,6 +11,7 @@ the service reports it as interrupted.
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import logging
 import math
 from dataclasses import dataclass
@@ -45,10 +46,9 @@ from somnid.dream.pipeline.writer import Writer, kind_of
 from somnid.dream.result import DreamResult
 from somnid.dream.tools import DreamTools
 from somnid.errors import NotFound
-from somnid.memory.clock import Clock
+from somnid.memory.clock import Clock, to_datetime
 from somnid.memory.entry import Entry
 from somnid.memory.kinds import Kind
-from somnid.recall.vectors import Vector
 from somnid.services.recall_service import RecallService
 from somnid.sessions.transcript import read_log
 
@@ -60,9 +60,11 @@ DUPLICATE_COSINE = 0.97
 RELATED_COSINE = 0.9
 """Cosine at or above which an entry is close enough to ask the model about."""
 SAME_MEANING = 0.95
-"""Cosine of two memories' own texts (passage vectors) at or above which the second says
-what the first does in other words: a small model restates one thing in a template
-("X and Y shared their experiences about …") that word overlap does not catch."""
+"""Cosine of two memories' own texts (passage vectors) at or above which they say the same
+thing in other words: a small model restates one event in a template ("X and Y shared their
+experiences about …") that word overlap does not catch. An event said so of the same day is
+a duplicate. (A fact so close is close by search vector too: the model decides, as it may
+correct the other.)"""
 LINES_PER_MEMORY = 4
 """A window may propose one memory per this many spoken lines (and at most
 dream.max_candidates): a dream keeps what matters of a conversation, in a quarter as many
@@ -112,13 +114,12 @@ class PipelineDream:
         self.emit = emit
         self._recall = RecallService(tools.recall)
         self._seen: list[str] = []
-        self._seen_meanings: list[Vector] = []
 
     async def run(self, result: DreamResult, ledger: Ledger) -> None:
         self.tools.bind(ledger)
         asker = Asker(self.backend, self.settings, self.lang, result, self.emit)
         writer = Writer(self.tools, ledger, self.lang)
-        self._seen, self._seen_meanings = [], []
+        self._seen = []
         left: list[str] = []
         for stem in result.logs:
             if self._spent(result) or not await self._log(stem, asker, writer, result, ledger):
@@ -214,16 +215,12 @@ class PipelineDream:
         if first_person(candidate.text) and len(candidate.actors) == 1:
             candidate.text = f"{candidate.actors[0]}: {candidate.text}"
         outcome = self._refusal(candidate)
-        meanings = await self._recall.meanings([candidate.text]) if outcome is None else None
-        if meanings and _restates(meanings[0], self._seen_meanings):
-            outcome = "duplicate"
         if outcome is None:
             outcome = await self._place(candidate, asker, writer, result)
         result.count(outcome)
         self.emit({"type": "candidate", "kind": candidate.kind, "outcome": outcome})
         if outcome in ("added", "merged", "superseded"):
             self._seen.append(candidate.text)
-            self._seen_meanings += meanings or []
 
     def _spent(self, result: DreamResult) -> bool:
         """The dream's token budget is used up: what is left waits for the next dream."""
@@ -263,12 +260,13 @@ class PipelineDream:
             return "added"
         if kind is Kind.EPISODE:
             neighbours = await self._neighbours(candidate, (Kind.EPISODE,))
-            if await self._known(candidate, neighbours):
+            same_day = [n for n in neighbours if _same_day(n.entry, candidate, self.clock.tz)]
+            if _duplicate(neighbours) or await self._same_meaning(candidate, same_day):
                 return "duplicate"
             await writer.add(candidate)
             return "added"
         neighbours = await self._neighbours(candidate, RECONCILED)
-        if await self._known(candidate, neighbours):
+        if _duplicate(neighbours):
             return "duplicate"
         related = [
             n
@@ -299,18 +297,23 @@ class PipelineDream:
             await writer.add(candidate)
             return "added"
 
-    async def _known(self, candidate: Candidate, neighbours: list[_Neighbour]) -> bool:
-        """Whether a stored entry already says what the candidate says: the same words,
-        the same search vector, or the same meaning in other words."""
-        if any(
-            n.similarity >= DUPLICATE_SIMILARITY or n.cosine >= DUPLICATE_COSINE for n in neighbours
-        ):
-            return True
+    async def _same_meaning(
+        self, candidate: Candidate, neighbours: list[_Neighbour]
+    ) -> list[_Neighbour]:
+        """The neighbours whose own text says what the candidate says in other words (none
+        while the embedding model is not loaded)."""
         if not neighbours:
-            return False
+            return []
         texts = [candidate.text, *(_entry_text(n.entry) for n in neighbours)]
         meanings = await self._recall.meanings(texts)
-        return meanings is not None and _restates(meanings[0], meanings[1:])
+        if meanings is None:
+            return []
+        first = meanings[0]
+        return [
+            n
+            for n, other in zip(neighbours, meanings[1:], strict=True)
+            if float(first @ other) >= SAME_MEANING
+        ]
 
     async def _neighbours(self, candidate: Candidate, kinds: tuple[Kind, ...]) -> list[_Neighbour]:
         recalled = await self._recall.find(candidate.text, kinds=kinds, limit=NEIGHBOURS)
@@ -348,8 +351,23 @@ class PipelineDream:
         )
 
 
-def _restates(meaning: Vector, others: list[Vector]) -> bool:
-    return any(float(meaning @ other) >= SAME_MEANING for other in others)
+def _duplicate(neighbours: list[_Neighbour]) -> bool:
+    """A stored entry says it already: the same content words, or the same search vector."""
+    return any(
+        n.similarity >= DUPLICATE_SIMILARITY or n.cosine >= DUPLICATE_COSINE for n in neighbours
+    )
+
+
+def _same_day(entry: Entry, candidate: Candidate, tz: dt.tzinfo) -> bool:
+    """Whether a stored episode happened on the candidate's day (an event said again the
+    same day is the same event; on another day it may be another time of it)."""
+    if candidate.when is None:
+        return True
+    value = entry.meta.get("when")
+    when = to_datetime(value, tz) if value is not None else None
+    if when is None:
+        return True
+    return when.astimezone(tz).date() == candidate.when.astimezone(tz).date()
 
 
 def _when(entry: Entry) -> str:

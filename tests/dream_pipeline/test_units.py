@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from somnid.dream.pipeline.checks import (
+    GROUNDED_SHARE,
     anchor,
     content_words,
     copies_placeholder,
@@ -200,5 +201,26 @@ def test_a_paraphrase_of_the_next_line_is_anchored_there() -> None:
     assert anchor("Jon will open a dance studio by the ocean.", [1], lines) == [2]
     # Cited right: kept.
     assert anchor("Jon lost his job at the bank.", [0], lines) == [0]
-    # Nothing near says it: the cited line stays, for the check to refuse.
+    # Nothing in the window says it: the cited line stays, for the check to refuse.
     assert anchor("Jon bought a red sports car in Milan.", [1], lines) == [1]
+
+
+def test_evidence_numbered_in_runs_is_found_anywhere_in_the_window() -> None:
+    """Small models number evidence in runs (1–3, 4–6, …) that drift from what each memory
+    says: the lines that say it are found in the whole window, three at most."""
+    lines = [
+        "Tim: I joined a fantasy literature forum last night.",
+        "John: I'm exploring endorsement opportunities with sports brands.",
+        *[f"Tim: filler line {n} about nothing much at all." for n in range(6)],
+        "John: I'm considering Nike and Under Armour.",
+        "Tim: Cool, keep me posted.",
+    ]
+    text = "John is exploring endorsement opportunities with Nike and Under Armour."
+    assert grounded_share(text, [lines[i] for i in (4, 5)]) < GROUNDED_SHARE
+    assert anchor(text, [4, 5], lines) == [1, 8]
+    # A claim stitched from more lines than that is not found: refused as cited.
+    people = [("Anna", "apples"), ("Boris", "bananas"), ("Cyril", "cherries"),
+              ("Diana", "dates"), ("Ethan", "figs")]  # fmt: skip
+    spread = [f"{who}: I brought {what}." for who, what in people] + lines[2:8]
+    stitched = "Anna, Boris, Cyril, Diana and Ethan shared apples, bananas, cherries, dates, figs."
+    assert anchor(stitched, [9], spread) == [9]

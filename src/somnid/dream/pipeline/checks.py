@@ -92,40 +92,52 @@ ANCHOR_REACH = 2
 """How far from a cited line a better one may be found: small models often cite the line
 next to the one they paraphrase."""
 MAX_ANCHORS = 6
+WIDE_ANCHORS = 3
+"""Lines a text may rest on when found anywhere in the window: small models also number
+their memories' evidence in runs (1–6, 7–9, …) that drift from what each one says. Fewer
+than near the cited lines: lines picked from all over could stitch a claim no one made."""
 
 
 def anchor(text: str, cited: Sequence[int], lines: Sequence[str]) -> list[int]:
     """The lines (indices into ``lines``) that ``text`` rests on: the cited ones when they
-    ground it; else, among the cited ones and their near neighbours, those chosen greedily
-    by how many of the text's content words each adds, if they ground it. Otherwise the
-    cited ones, for the grounding check to refuse."""
+    ground it; else the fewest among the cited ones and their near neighbours that ground
+    it, chosen greedily by how many of the text's content words each adds; else up to
+    :data:`WIDE_ANCHORS` lines of the whole window that do. Otherwise the cited ones, for
+    the grounding check to refuse."""
     words = content_words(text)
     if not words or not cited:
         return list(cited)
     if grounded_share(text, [lines[i] for i in cited]) >= GROUNDED_SHARE:
         return list(cited)
-    near = sorted(
-        {
-            j
-            for i in cited
-            for j in range(i - ANCHOR_REACH, i + ANCHOR_REACH + 1)
-            if 0 <= j < len(lines)
-        }
-    )
-    line_words = {j: content_words(lines[j]) for j in near}
+    near = {
+        j
+        for i in cited
+        for j in range(i - ANCHOR_REACH, i + ANCHOR_REACH + 1)
+        if 0 <= j < len(lines)
+    }
+    for pool, most in ((near, MAX_ANCHORS), (set(range(len(lines))), WIDE_ANCHORS)):
+        chosen = _greedy(words, pool, lines, most, cited[0])
+        if chosen and grounded_share(text, [lines[j] for j in chosen]) >= GROUNDED_SHARE:
+            return chosen
+    return list(cited)
+
+
+def _greedy(
+    words: set[str], pool: set[int], lines: Sequence[str], most: int, first: int
+) -> list[int]:
+    """Up to ``most`` lines of ``pool``, each adding the most of ``words`` not yet covered
+    (the nearest to ``first`` on a tie), in line order."""
+    line_words = {j: content_words(lines[j]) for j in pool}
     chosen: list[int] = []
     covered: set[str] = set()
-    while len(chosen) < MAX_ANCHORS:
+    while len(chosen) < most:
         best = max(
-            (j for j in near if j not in chosen),
-            key=lambda j: (len((line_words[j] & words) - covered), -abs(j - cited[0])),
+            (j for j in pool if j not in chosen),
+            key=lambda j: (len((line_words[j] & words) - covered), -abs(j - first)),
             default=None,
         )
         if best is None or not (line_words[best] & words) - covered:
             break
         chosen.append(best)
         covered |= line_words[best] & words
-    chosen.sort()
-    if chosen and grounded_share(text, [lines[j] for j in chosen]) >= GROUNDED_SHARE:
-        return chosen
-    return list(cited)
+    return sorted(chosen)

@@ -14,6 +14,7 @@ from somnid.config import Settings
 from somnid.dream.llm.base import LLMRejected
 from somnid.dream.pipeline.checks import DUPLICATE_SIMILARITY, similarity
 from somnid.embed.base import HashEmbedder, Matrix
+from somnid.embed.onnx import OnnxEmbedder
 from somnid.memory.clock import ManualClock
 from somnid.memory.kinds import Kind
 from somnid.runtime import Runtime
@@ -598,3 +599,36 @@ async def said_again(rt: Runtime, session: str, after: dt.timedelta) -> None:
     await rt.sessions.append_messages(session, messages)
     await rt.sessions.close(session)
     await rt.recall.wait_idle()
+
+
+async def test_restatements_are_one_episode_by_the_real_model(
+    tmp_path: Path, int8_embedder: OnnxEmbedder
+) -> None:
+    """What the 1.5B model wrote for one conversation (LoCoMo conv-42), read by the real
+    embedding model: the template's restatements are one episode, a real event its own.
+    (The stored entry's text is its body, not its description and body: doubled, it read
+    as further from a restatement than the text itself, and both were written.)"""
+    settings = Settings(data_dir=tmp_path / "data", timezone="UTC", embed={"provider": "off"})
+    lines = (
+        ("Joanna", "I have two cats and I love writing, it is my hobby."),
+        ("Nate", "Cats are great! My hobbies are gaming and my turtles."),
+        ("Joanna", "I'm allergic to dogs though, sadly, but writing keeps me busy."),
+        ("Nate", "Allergies are rough. I adopted a third turtle named Tank yesterday."),
+    )
+    vague = "Joanna and Nate talk about their pets and hobbies."
+    again = "Joanna and Nate talk about their allergies and hobbies."
+    event = "Nate adopted a third turtle named Tank yesterday."
+    async with Runtime.open(settings, clock=ManualClock(NOW), embedder=int8_embedder) as rt:
+        await rt.recall.wait_idle()
+        await conversation(rt, "chat-1", *lines)
+        answer = extraction(("event", ["L1", "L2"], vague), ("event", ["L3"], again))
+        use(rt, ScriptedJSON(by_stage(lambda r: answer)))
+        result = await rt.dreamer.run("test")
+        assert result.candidates["duplicate"] == 1, result.candidates
+        await rt.recall.wait_idle()
+        await conversation(rt, "chat-2", *lines)
+        use(rt, ScriptedJSON(by_stage(lambda r: extraction(("event", ["L4"], event)))))
+        result = await rt.dreamer.run("test")
+        assert result.candidates["added"] == 1, result.candidates
+        descriptions = sorted(e.meta["description"] for e in entries(rt, Kind.EPISODE))
+        assert descriptions == [vague, event.replace("yesterday", "yesterday (2023-10-03)")]

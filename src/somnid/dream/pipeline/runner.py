@@ -89,11 +89,16 @@ class _Neighbour:
 
 
 def _entry_text(entry: Entry) -> str:
-    """What an entry says, without the quotes and sources the pipeline adds."""
-    body = "\n".join(
+    """What an entry says, without the quotes and sources the pipeline adds, and without
+    its description again when the body begins with it (as the pipeline writes entries: a
+    doubled text reads further from a restatement of it than the text itself)."""
+    body = " ".join(
         line for line in entry.body.split("\n") if not line.startswith(("Source: ", "> "))
-    )
-    return f"{entry.description} {body}".strip()
+    ).strip()
+    description = entry.description.strip()
+    if not description or " ".join(body.split()).startswith(" ".join(description.split())):
+        return " ".join(body.split())
+    return f"{description} {body}".strip()
 
 
 class PipelineDream:

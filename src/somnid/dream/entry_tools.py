@@ -305,7 +305,7 @@ class EntryTools(ToolBase):
         ``what`` from the same log in this dream, or an episode with the same when and
         what in memory. None when it is new."""
         for seen_source, seen_what in self.ledger.episodes:
-            if seen_source == source.strip() and near_duplicate(what, seen_what):
+            if seen_source == source.strip() and _near_duplicate(what, seen_what):
                 origin = f"log {source.strip()}" if source.strip() else "no source log"
                 return f"this dream recorded that episode from {origin} already ({seen_what!r})"
         moment = items.when_of(when, self.clock.tz) if when.strip() else None
@@ -313,7 +313,7 @@ class EntryTools(ToolBase):
             return None
         page = await self.memories.list((Kind.EPISODE,), limit=10_000)
         for entry in page.items:
-            if entry.meta.get("when") is None or not near_duplicate(what, entry.description):
+            if entry.meta.get("when") is None or not _near_duplicate(what, entry.description):
                 continue
             if _same_moment(entry.meta.get("when"), moment, self.clock.tz):
                 return f"episode {entry.name} records that already, at the same time"
@@ -384,7 +384,7 @@ class EntryTools(ToolBase):
         return f"updated the profile of user {name} ({len(text)} characters)"
 
 
-def near_duplicate(a: str, b: str) -> bool:
+def _near_duplicate(a: str, b: str) -> bool:
     return similarity(a, b) >= NEAR_DUPLICATE
 
 

@@ -20,12 +20,14 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from somnid.dream.edits import MemoryEdits
-from somnid.dream.entry_tools import EntryTools, near_duplicate
+from somnid.dream.entry_tools import EntryTools
 from somnid.dream.ledger import ItemRef, Ledger
 from somnid.dream.llm.textcalls import describe_closest
 from somnid.dream.log_tools import LogTools
+from somnid.dream.pipeline.checks import DUPLICATE_SIMILARITY, similarity
 from somnid.errors import InvalidArguments, InvalidInput
 from somnid.memory.clock import Clock
+from somnid.memory.intentions import Intention
 from somnid.memory.kinds import Kind
 from somnid.recall.system import RecallSystem
 from somnid.services.intentions import Intentions
@@ -115,13 +117,12 @@ class DreamTools(LogTools, EntryTools):
             priority: low, mid or high.
             source: The log it came from.
         """
-        for open_one in await self.intentions.open():
-            if near_duplicate(what, open_one.what):
-                # Small models repeat a call that worked: one intention, however often asked.
-                return (
-                    f"error: open intention {open_one.id} already says this "
-                    f"({open_one.what[:120]}); nothing was created"
-                )
+        same = await self.open_intention_like(what)
+        if same is not None:  # small models repeat a call that worked: one intention
+            return (
+                f"error: open intention {same.id} already says this ({same.what[:120]}); "
+                "nothing was created"
+            )
         try:
             intention = await self.intentions.add(
                 what, due=due or None, cue=cue or None, priority=priority, source=source or None
@@ -131,6 +132,18 @@ class DreamTools(LogTools, EntryTools):
         self.ledger.add_created(ItemRef(Kind.INTENTION, intention.id, intention.path))
         when = intention.due.isoformat() if intention.due else "no fixed date"
         return f"created intention {intention.id}: {intention.what} ({when}, {intention.priority})"
+
+    async def open_intention_like(self, what: str) -> Intention | None:
+        """The open intention that already says ``what`` (the same content words, mostly),
+        if any: what a dream, by tool or by pipeline, never records twice."""
+        return next(
+            (
+                i
+                for i in await self.intentions.open()
+                if similarity(what, i.what) >= DUPLICATE_SIMILARITY
+            ),
+            None,
+        )
 
     def bind(self, ledger: Ledger) -> None:
         """Record into ``ledger`` from now on (one ledger per dream)."""

@@ -259,7 +259,7 @@ class PipelineDream:
         if kind is Kind.PROFILE:
             return "added" if await writer.profile_line(candidate) else "duplicate"
         if kind is Kind.INTENTION:
-            if await self._open_intention_like(candidate):
+            if await self.tools.open_intention_like(candidate.text) is not None:
                 return "duplicate"
             await writer.add(candidate)
             return "added"
@@ -347,13 +347,6 @@ class PipelineDream:
         if decision is not None:
             asker.result.stages += 1
         return decision
-
-    async def _open_intention_like(self, candidate: Candidate) -> bool:
-        page = await self.tools.memories.list((Kind.INTENTION,), limit=10_000)
-        return any(
-            similarity(candidate.text, entry.description or entry.body) >= DUPLICATE_SIMILARITY
-            for entry in page.items
-        )
 
 
 def _duplicate(neighbours: list[_Neighbour]) -> bool:

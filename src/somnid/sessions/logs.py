@@ -42,7 +42,7 @@ from somnid.config import CaptureSettings
 from somnid.errors import BrokenFile, Conflict, StorageError, Unavailable
 from somnid.memory.clock import Clock
 from somnid.memory.scrub import scrub
-from somnid.sessions import transcript
+from somnid.sessions import rewrite, transcript
 from somnid.sessions.archive import LOG_MOVES, archive_processed
 from somnid.sessions.records import (
     DEFAULT_USER,
@@ -61,7 +61,7 @@ from somnid.sessions.records import (
 from somnid.store import frontmatter
 from somnid.store.atomic import append_durably, storage_error, write_atomic
 from somnid.store.layout import Layout
-from somnid.store.safe import open_append, read_text
+from somnid.store.safe import open_append
 
 log = logging.getLogger(__name__)
 
@@ -225,7 +225,7 @@ class SessionLogs:
         for path in transcript.live_files(self.layout):
             try:
                 # Only read: the fast reader (a dream asks for every tool call it makes).
-                doc = frontmatter.parse(self._read(path), round_trip=False)
+                doc = frontmatter.parse(rewrite.read(self.layout.root, path), round_trip=False)
                 waiting, dream = is_pending(doc.meta), wants_dream(doc.meta)
             except FileNotFoundError:
                 continue
@@ -411,89 +411,48 @@ class SessionLogs:
         front-matter, atomically. A file that is no longer ours, or was broken by hand, is
         left alone."""
         self._forget(current)
-        try:
-            stat = current.path.stat()
-            if (stat.st_dev, stat.st_ino) != current.file_id:
-                raise FileNotFoundError(current.path)
-            doc = frontmatter.parse(self._read(current.path))
-        except (FileNotFoundError, BrokenFile, UnicodeDecodeError) as exc:
-            log.warning("not finalising session log %s: %s", current.path.name, exc)
+        doc = rewrite.own_document(self.layout.root, current.path, current.file_id, "finalising")
+        if doc is None:
             return
-        except OSError as exc:
-            raise storage_error(exc, current.path) from exc
         updates: dict[str, Any] = {"end_time": self._now(), "message_count": current.count}
         if last and current.part > 1:
             updates["total_message_count"] = current.total
         if continued_by is not None:
             updates["continued_by"] = continued_by
-        _set_before(doc.meta, "status", updates)
+        rewrite.set_before(doc.meta, "status", updates)
         doc.meta.setdefault("status", "pending")
-        write_atomic(current.path, frontmatter.render(doc).encode("utf-8"))
+        rewrite.save(current.path, doc)
 
     def _mark_open(self, current: _OpenLog) -> bool:
         """``dream: false`` into the open log (the caller holds the session's lock); the
         writer then knows the rewritten file as its own. A file that is no longer ours, or
         was broken by hand, is left alone (the session continues in a new, marked part)."""
-        try:
-            stat = current.path.stat()
-            if (stat.st_dev, stat.st_ino) != current.file_id:
-                raise FileNotFoundError(current.path)
-            doc = frontmatter.parse(self._read(current.path))
-        except (FileNotFoundError, BrokenFile, UnicodeDecodeError) as exc:
-            log.warning("not marking session log %s dream: false: %s", current.path.name, exc)
+        doc = rewrite.own_document(
+            self.layout.root, current.path, current.file_id, "marking dream: false"
+        )
+        if doc is None:
             return False
-        except OSError as exc:
-            raise storage_error(exc, current.path) from exc
         if wants_dream(doc.meta):
-            _set_before(doc.meta, "status", {"dream": False})
-            write_atomic(current.path, frontmatter.render(doc).encode("utf-8"))
+            rewrite.set_before(doc.meta, "status", {"dream": False})
+            rewrite.save(current.path, doc)
             stat = current.path.stat()
             current.file_id = (stat.st_dev, stat.st_ino)
         return True
 
-    def _read(self, path: Path) -> str:
-        """A log's text, read only if it is a regular file (a FIFO would block for good)."""
-        return read_text(self.layout.root, path, transcript.MAX_READ_BYTES)
-
-    def _read_meta(self, path: Path) -> Any:
-        """A log's front-matter, or None if it cannot be read."""
-        try:
-            return frontmatter.parse(self._read(path)).meta
-        except (OSError, UnicodeDecodeError, BrokenFile):
-            return None
-
     def _mark_closed(self, path: Path, session_id: str) -> bool:
         """``dream: false`` into a closed, pending log of ``session_id``; False if the file
         is not one (another session's, processed, unreadable, or gone)."""
-        if not _pending_of(self._read_meta(path), session_id) or self.is_open(path):
+        meta = rewrite.read_meta(self.layout.root, path)
+        if not rewrite.pending_of(meta, session_id) or self.is_open(path):
             return False
         with LOG_MOVES:  # read again: a dream may have moved it meanwhile
             try:
-                doc = frontmatter.parse(self._read(path))
+                doc = frontmatter.parse(rewrite.read(self.layout.root, path))
             except (OSError, UnicodeDecodeError, BrokenFile):
                 return False
-            if not _pending_of(doc.meta, session_id):
+            if not rewrite.pending_of(doc.meta, session_id):
                 return False
             if wants_dream(doc.meta):
-                _set_before(doc.meta, "status", {"dream": False})
-                write_atomic(path, frontmatter.render(doc).encode("utf-8"))
+                rewrite.set_before(doc.meta, "status", {"dream": False})
+                rewrite.save(path, doc)
         return True
-
-
-def _pending_of(meta: Any, session_id: str) -> bool:
-    """Whether a front-matter is that of a pending log of the client session ``session_id``."""
-    if meta is None or not is_pending(meta):
-        return False
-    chat_id = meta.get("chat_id")
-    return chat_id is not None and str(chat_id) == session_id
-
-
-def _set_before(meta: Any, anchor: str, updates: dict[str, Any]) -> None:
-    """Set keys in place if present, else insert them just before ``anchor`` (or at the end)."""
-    for key, value in updates.items():
-        if key in meta:
-            meta[key] = value
-        elif anchor in meta:
-            meta.insert(list(meta).index(anchor), key, value)
-        else:
-            meta[key] = value

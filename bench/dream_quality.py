@@ -44,7 +44,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,6 +55,7 @@ import numpy as np
 if __package__ in (None, ""):  # run as a script: make the repo root importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench import _truth
 from bench._locomo import _MONTHS, Conversation, Turn, load_conversations
 from somnid.config import Settings
 from somnid.embed.onnx import OnnxEmbedder
@@ -65,6 +66,7 @@ from somnid.runtime import Runtime
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_DATA = REPO / "../shared/data/locomo/locomo-dev.json"
 DEFAULT_OUT = REPO / "bench" / "results" / "dream_quality.json"
+LABELS = REPO / "bench" / "data" / "dream_labels.json"
 MODEL_CACHE = REPO / "bench" / ".cache" / "models"
 KINDS = ("episode", "knowledge", "skill", "intention", "profile")
 GROUNDED = 0.7
@@ -391,6 +393,97 @@ def measure_entries(
     }
 
 
+def observations_of(raw: dict[str, Any], numbers: Iterable[int]) -> list[tuple[str, str, str]]:
+    """LoCoMo's observations of the sessions ``numbers``: (speaker, fact, evidence id)."""
+    found = []
+    for number in numbers:
+        by_speaker = (raw.get("observation") or {}).get(f"session_{number}_observation") or {}
+        for speaker, facts in by_speaker.items():
+            for fact in facts:
+                evidence = fact[1] if len(fact) > 1 else ""
+                if isinstance(evidence, list):
+                    evidence = ";".join(str(e) for e in evidence)
+                found.append((speaker, str(fact[0]), str(evidence)))
+    return found
+
+
+def measure_truth(
+    conv: Conversation,
+    raw: dict[str, Any],
+    entries: list[dict[str, Any]],
+    stems: dict[str, int],
+    sessions: dict[int, list[Turn]],
+) -> dict[str, Any]:
+    """Attribution, vagueness and observation coverage of what the dreams wrote."""
+    speakers = sorted({t.speaker for ts in sessions.values() for t in ts})
+    units = _truth.units_of(conv.sample_id, entries, stems)
+    observations = observations_of(raw, sessions)
+    stated: set[tuple[str, str]] = set()
+    judged = []
+    for unit in units:
+        numbers = unit.sessions or sorted(sessions)
+        turns = [(t.speaker, turn_text(t)) for n in numbers for t in sessions.get(n, [])]
+        judgement = _truth.judge(unit, turns, speakers, observations_of(raw, numbers))
+        for evidence in judgement.observations:
+            stated.add((judgement.subjects[0] if judgement.subjects else "", evidence))
+        judged.append(
+            {
+                "text": unit.text,
+                "entry": unit.entry,
+                "sessions": unit.sessions,
+                "subjects": list(judgement.subjects),
+                "misattributed": judgement.misattributed,
+                "vague": judgement.vague,
+                "observations": judgement.observations,
+            }
+        )
+    covered = sum(1 for speaker, _, evidence in observations if (speaker, evidence) in stated)
+    return {
+        "units": len(units),
+        "misattributed_units": sum(j["misattributed"] for j in judged),
+        "vague_units": sum(j["vague"] for j in judged),
+        "observations": len(observations),
+        "observations_covered": covered,
+        "updated_by_later_session": sum(1 for e in entries if _later_sessions(e, stems)),
+        "judged": judged,
+    }
+
+
+def _later_sessions(entry: dict[str, Any], stems: dict[str, int]) -> bool:
+    """Whether ``entry`` was written from one session and updated from a later one."""
+    body = str(entry.get("body") or "")
+    sources = re.findall(r"^Source: session log (\S+?),", body, re.M)
+    return len({stems[s] for s in sources if s in stems}) > 1
+
+
+def label_agreement(path: Path, data: Path) -> dict[str, Any] | None:
+    """How often the automatic checks agree with the hand labels in ``path``."""
+    if not path.exists():
+        return None
+    labels = json.loads(path.read_text())["labels"]
+    samples = {s["sample_id"]: s for s in json.loads(data.read_text())}
+    convs = {c.sample_id: c for c in load_conversations(data)}
+    rows: dict[str, list[tuple[Any, Any]]] = {"attribution": [], "vague": [], "observations": []}
+    for label in labels:
+        conv, raw = convs[label["conversation"]], samples[label["conversation"]]
+        sessions = session_turns(conv, max(label["sessions"]))
+        speakers = sorted({t.speaker for ts in sessions.values() for t in ts})
+        unit = _truth.Unit(label["conversation"], label["sessions"], label["text"], "",
+                           "", label.get("person"))  # fmt: skip
+        turns = [(t.speaker, turn_text(t)) for n in label["sessions"] for t in sessions[n]]
+        judgement = _truth.judge(unit, turns, speakers, observations_of(raw, label["sessions"]))
+        rows["attribution"].append((judgement.misattributed, not label["attribution_right"]))
+        rows["vague"].append((judgement.vague, label["vague"]))
+        rows["observations"].append((sorted(judgement.observations), sorted(label["observations"])))
+    result: dict[str, Any] = {"labels": len(labels)}
+    for key, pairs in rows.items():
+        result[key] = round(sum(a == b for a, b in pairs) / len(pairs), 3) if pairs else None
+    result["min"] = min(v for k, v in result.items() if k != "labels" and v is not None)
+    result["labelled_misattributed"] = sum(not x["attribution_right"] for x in labels)
+    result["labelled_vague"] = sum(bool(x["vague"]) for x in labels)
+    return result
+
+
 def questions_for(raw: dict[str, Any], sessions: dict[int, list[Turn]]) -> list[dict[str, Any]]:
     replayed = {t.dia_id for ts in sessions.values() for t in ts}
     chosen = []
@@ -448,6 +541,7 @@ def run_mode(
         finally:
             daemon.stop()
         measured = measure_entries(entries, stems, sessions, embedder)
+        measured.update(measure_truth(conv, raw, entries, stems, sessions))
         turns = sum(len(ts) for ts in sessions.values())
         tokens = sum(d["tokens"].get("total", 0) for d in run.dreams)
         seconds = sum(d.get("seconds", 0.0) for d in run.dreams)
@@ -474,6 +568,13 @@ def run_mode(
                         "name": e.get("name"),
                         "description": e.get("description"),
                         "grounded_share": e.get("_grounded_share"),
+                        "body": e.get("body"),
+                        "meta": {
+                            k: v
+                            for k, v in (e.get("meta") or {}).items()
+                            if k in ("about", "actors", "source", "evidence", "type", "when")
+                        },
+                        "stems": stems,
                     }
                     for e in entries
                 ],
@@ -503,6 +604,11 @@ def summarise(mode: str, per_conv: list[dict[str, Any]]) -> dict[str, Any]:
         "turns": total("turns"),
         "per_kind": dict(sum((Counter(c["per_kind"]) for c in per_conv), Counter())),
         "grounded_share": _ratio(total("grounded"), total("entries")),
+        "units": total("units"),
+        "misattributed_share": _ratio(total("misattributed_units"), total("units")),
+        "vague_share": _ratio(total("vague_units"), total("units")),
+        "observation_coverage": _ratio(total("observations_covered"), total("observations")),
+        "entries_updated_by_later_session": total("updated_by_later_session"),
         "duplicate_share": _ratio(total("duplicate_pairs"), total("pairs")) or 0.0,
         "example_copies": total("example_copies"),
         "questions": questions,
@@ -541,6 +647,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--agentic-budget", type=int, default=60_000)
     parser.add_argument("--agentic-iterations", type=int, default=40)
     parser.add_argument("--keep", action="store_true", help="keep the data dirs and logs")
+    parser.add_argument("--labels", type=Path, default=LABELS, help="hand labels to check against")
     args = parser.parse_args(argv)
     if not re.match(
         r"^https?://(127\.\d+\.\d+\.\d+|localhost|\[::1\])(:\d+)?/", args.llm_url + "/"
@@ -572,8 +679,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             shutil.rmtree(tmp, ignore_errors=True)
     pipeline = results.get("pipeline", {})
     agentic = results.get("agentic", {})
+    agreement = label_agreement(args.labels, args.data)
     summary = {
         "model": args.model,
+        "label_agreement": agreement,
         "conversations": args.conversations,
         "sessions_each": args.sessions,
         **{k: v for k, v in pipeline.items() if k not in ("conversations", "mode")},
@@ -592,13 +701,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
     keys = ("logs_total", "logs_pending", "entries", "entries_ratio", "grounded_share",
-            "duplicate_share", "example_copies", "answer_share", "raw_answer_share",
-            "answer_ratio", "tokens_per_log", "seconds_per_log")  # fmt: skip
+            "units", "misattributed_share", "vague_share", "observation_coverage",
+            "entries_updated_by_later_session", "duplicate_share", "example_copies",
+            "answer_share", "answer_share_own_words", "raw_answer_share", "answer_ratio",
+            "tokens_per_log", "seconds_per_log")  # fmt: skip
     print(f"{'':24}" + "".join(f"{mode:>12}" for mode in results))
     for key in keys:
         row = "".join(f"{results[mode].get(key)!s:>12}" for mode in results)
         print(f"{key:24}{row}")
     print(f"tokens per log, pipeline / agentic: {summary['tokens_per_log_vs_agentic']}")
+    print(f"per kind: {pipeline.get('per_kind')}")
+    print(f"label agreement: {agreement}")
     return 0
 
 

@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import contextlib
 import json
+import select
+import socket
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -58,6 +61,8 @@ class LLMServer:
     script: Script
     delay_s: float = 0.0
     requests: list[Request] = field(default_factory=list)
+    abandoned: threading.Event = field(default_factory=threading.Event)
+    """Set when a client closed a connection the server was holding (a hang)."""
     release: threading.Event = field(default_factory=threading.Event)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -132,7 +137,14 @@ class _Handler(BaseHTTPRequestHandler):
     def _fault(self, fault: Fault) -> None:
         llm = self.server.llm
         if fault.hang:
-            llm.release.wait(HOLD_S)
+            # Held until the server closes, or until the client gives up and closes the
+            # connection (seen as the socket turning readable with nothing to read).
+            deadline = time.monotonic() + HOLD_S
+            while not llm.release.wait(0.05) and time.monotonic() < deadline:
+                ready, _, _ = select.select([self.connection], [], [], 0)
+                if ready and not self.connection.recv(1, socket.MSG_PEEK):
+                    llm.abandoned.set()
+                    return
             return
         if not fault.trickle_s:
             self._send(fault.status, fault.body)

@@ -106,11 +106,19 @@ class DreamSettings(_Section):
     temperature: float = Field(0.0, ge=0.0, le=2.0)
     frequency_penalty: float = Field(0.3, ge=-2.0, le=2.0)
     window_tokens: int = Field(1200, ge=200, le=32_000)
+    by_speaker: bool = True
+    """Pipeline mode: in a log where people talk among themselves (no agent speaks), ask
+    about each person's own lines apart, so what a memory says of someone rests on what
+    they said (a whole exchange is what small models misattribute)."""
     max_candidates: int = Field(8, ge=1, le=50)
     max_iterations: int = Field(60, ge=1, le=1000)
     max_logs: int = Field(5, ge=1, le=100)
     token_budget: int = Field(200_000, ge=1000)
     request_timeout_s: float = Field(120.0, gt=0)
+    request_timeout_per_1k_tokens_s: float = Field(300.0, ge=0)
+    """Pipeline requests wait this long per thousand tokens (prompt and answer cap), and
+    never less than ``request_timeout_s``: a long window on a slow machine is not lost to
+    a timeout meant for a short one."""
     callback_url: str | None = None
     openai: OpenAISettings = OpenAISettings()
     quiet_windows: list[str] = Field(default_factory=list)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from somnid import __version__
 from somnid.config import Settings
+from somnid.dream.journal import processed_logs_of
 from somnid.dream.llm.bridge import BridgeHub
 from somnid.dream.llm.factory import build_backend
 from somnid.dream.schedule import Activity, SleepScheduler
@@ -173,6 +174,12 @@ class Runtime:
             )  # fmt: skip
             scheduler = SleepScheduler(settings.dream, clock, Activity(clock), dreamer, sessions)
             history = History.build(settings, layout, memories, clock, lambda: dreamer.sleeping)
+
+            async def reopen(dream_id: str) -> list[str]:
+                stems = await asyncio.to_thread(processed_logs_of, layout, dream_id)
+                return await sessions.reopen_processed(stems)
+
+            history.reopen_logs = reopen
             if history.committer is not None:
                 dreamer.on_finished.append(history.committer.dream_finished)
                 if recall.watcher is not None:

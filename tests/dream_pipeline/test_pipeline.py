@@ -23,12 +23,17 @@ from somnid.store import frontmatter
 from tests.dream_pipeline.fakes import Request, ScriptedJSON, by_stage, decision, extraction
 
 NOW = dt.datetime(2026, 10, 10, 22, 0, tzinfo=dt.UTC)
+WHOLE = {"by_speaker": False}
+"""These scripts answer for a whole window (an exchange, as in a log with an agent); how a
+log of people among themselves is read person by person is in test_truth.py."""
 SAID = dt.datetime(2023, 10, 4, 18, 30, tzinfo=dt.UTC)
 
 
 @pytest.fixture
 async def runtime(tmp_path: Path) -> AsyncIterator[Runtime]:
-    settings = Settings(data_dir=tmp_path / "data", timezone="UTC", embed={"provider": "off"})
+    settings = Settings(
+        data_dir=tmp_path / "data", timezone="UTC", embed={"provider": "off"}, dream=WHOLE
+    )
     async with Runtime.open(settings, clock=ManualClock(NOW)) as rt:
         yield rt
 
@@ -114,9 +119,13 @@ async def test_a_log_becomes_memories_with_who_and_when_from_its_lines(runtime: 
     assert "Boston yesterday (2023-10-03)" in meta["description"]
     assert "> L1 Calvin (2023-10-04): Yesterday I met Dana" in episode.body
     assert f"Source: session log {log}, lines L1, L3" in episode.body
-    [knowledge] = entries(runtime, Kind.KNOWLEDGE)
-    assert knowledge.meta["type"] == "preference"
-    assert knowledge.meta["actors"] == "Dana"
+    # A lasting preference is a line of its person's entry, dated by the conversation.
+    [person] = entries(runtime, Kind.KNOWLEDGE)
+    assert (person.meta["type"], person.meta["about"]) == ("person", "Dana")
+    assert person.meta["actors"] == "Dana"
+    assert person.meta["description"] == "What is known of Dana"
+    assert person.body.startswith("- Dana prefers green kites. (2023-10-04)\n")
+    assert "> " + log + " L4 Dana (2023-10-04): Mira will love it." in person.body
 
     # The log is archived as processed, and the journal counts what happened.
     assert not list((runtime.layout.session_log_dir).glob("*.md"))
@@ -160,7 +169,7 @@ async def test_what_the_evidence_does_not_say_is_refused(runtime: Runtime) -> No
     counts = result.candidates
     assert (counts["ungrounded"], counts["copied_example"], counts["added"]) == (1, 1, 1)
     [kept] = entries(runtime, Kind.KNOWLEDGE)
-    assert "blue kite" in kept.meta["description"]
+    assert kept.meta["about"] == "Calvin" and "- Calvin bought a blue kite" in kept.body
 
 
 async def test_a_duplicate_never_becomes_a_second_entry(runtime: Runtime) -> None:
@@ -210,7 +219,8 @@ async def test_a_close_memory_is_merged_as_the_model_decides(runtime: Runtime) -
     assert "Source: session log" in entry.body
     decide = llm.requests[-1]
     assert "NEW: Calvin bought a blue kite for Mira." in decide.prompt
-    assert "E1 (knowledge" in decide.prompt
+    # Listed by label and text, dated after the text: nothing a model copies as a prefix.
+    assert "E1: Calvin bought a red kite for his niece Mira." in decide.prompt
     assert decide.schema is not None
     assert decide.schema["properties"]["target"]["enum"] == ["E1", "none"]
 
@@ -345,7 +355,8 @@ async def test_profile_facts_go_to_the_logs_own_user_only(runtime: Runtime) -> N
     profiles = {p.name for p in (await runtime.memories.list((Kind.PROFILE,))).items}
     assert "default" not in profiles and "melanie" not in {p.casefold() for p in profiles}
     [other] = entries(runtime, Kind.KNOWLEDGE)
-    assert "peanuts" in other.meta["description"] and other.meta["type"] == "fact"
+    assert other.meta["about"] == "Melanie" and "allergic to peanuts" in other.body
+    assert other.meta["type"] == "person"
 
 
 async def test_a_log_is_marked_only_once_every_window_was_answered(tmp_path: Path) -> None:
@@ -353,7 +364,7 @@ async def test_a_log_is_marked_only_once_every_window_was_answered(tmp_path: Pat
         data_dir=tmp_path / "data",
         timezone="UTC",
         embed={"provider": "off"},
-        dream={"window_tokens": 200},
+        dream={**WHOLE, "window_tokens": 200},
     )
     long_lines = [
         ("Calvin", f"Story {n}: we sailed past lighthouse number {n} near Boston harbour today.")
@@ -394,7 +405,11 @@ async def test_a_log_is_marked_only_once_every_window_was_answered(tmp_path: Pat
 
 async def test_chinese_prompts(tmp_path: Path) -> None:
     settings = Settings(
-        data_dir=tmp_path / "data", timezone="UTC", embed={"provider": "off"}, prompt_lang="zh"
+        data_dir=tmp_path / "data",
+        timezone="UTC",
+        embed={"provider": "off"},
+        prompt_lang="zh",
+        dream=WHOLE,
     )
     async with Runtime.open(settings, clock=ManualClock(NOW)) as rt:
         await conversation(rt, "chat-1", ("小王", "我昨天在杭州西湖边跑了十公里。"))
@@ -427,14 +442,19 @@ async def test_the_prompts_hold_no_example_values(runtime: Runtime) -> None:
 
 async def test_a_todo_becomes_an_intention_due_on_the_day_it_names(runtime: Runtime) -> None:
     runtime.clock.set(SAID)  # type: ignore[attr-defined]
-    await conversation(
-        runtime,
-        "chat-1",
-        ("Calvin", "Please remind me tomorrow to call the harbour office about the mooring."),
+    lines = (
+        ("user", "Please remind me tomorrow to call the harbour office about the mooring."),
         ("agent", "I will remind you tomorrow about the harbour office."),
-        ("Calvin", "And here is how I rig the kite: unroll the lines, clip the bridle, launch."),
+        ("user", "And here is how I rig the kite: unroll the lines, clip the bridle, launch."),
         ("agent", "Noted, three steps."),
     )
+    messages = [
+        Message("user" if role == "user" else "agent", text, speaker="Calvin" if role == "user"
+                else None, timestamp=SAID + dt.timedelta(minutes=n))
+        for n, (role, text) in enumerate(lines)
+    ]  # fmt: skip
+    await runtime.sessions.append_messages("chat-1", messages)
+    await runtime.sessions.close("chat-1")
     use(
         runtime,
         ScriptedJSON(
@@ -486,7 +506,7 @@ async def test_about_the_agent_needs_an_agent_in_the_log(runtime: Runtime) -> No
     with pytest.raises(Exception, match="about_me"):
         await runtime.memories.get(Kind.PROFILE, "about_me")
     [knowledge] = entries(runtime, Kind.KNOWLEDGE)
-    assert knowledge.meta["type"] == "fact"
+    assert (knowledge.meta["type"], knowledge.meta["about"]) == ("person", "Dana")
 
 
 async def test_the_token_budget_stops_a_dream_between_windows(tmp_path: Path) -> None:
@@ -494,7 +514,7 @@ async def test_the_token_budget_stops_a_dream_between_windows(tmp_path: Path) ->
         data_dir=tmp_path / "data",
         timezone="UTC",
         embed={"provider": "off"},
-        dream={"window_tokens": 200, "token_budget": 1000},
+        dream={**WHOLE, "window_tokens": 200, "token_budget": 1000},
     )
     async with Runtime.open(settings, clock=ManualClock(NOW)) as rt:
         lines = [("Calvin", f"Lighthouse {n}: " + "waves " * 30) for n in range(1, 13)]
@@ -553,9 +573,11 @@ async def test_a_restated_memory_is_a_duplicate_by_meaning(tmp_path: Path) -> No
     """Small models fill a window with one template. Word overlap lets these through; the
     embedding model's reading does not: an event said again in other words the same day is
     one episode (within a dream and across dreams); on another day it is kept."""
-    settings = Settings(data_dir=tmp_path / "data", timezone="UTC", embed={"provider": "off"})
-    first = "Calvin and Dana talked about the harbour in Boston."
-    same = "Calvin and Dana discussed the aquarium and kites."
+    settings = Settings(
+        data_dir=tmp_path / "data", timezone="UTC", embed={"provider": "off"}, dream=WHOLE
+    )
+    first = "Calvin met Dana at the harbour in Boston."
+    same = "Calvin spent hours with Dana by the Boston harbour."
     assert similarity(first, same) < DUPLICATE_SIMILARITY
     meanings = Meanings({same: first})
     async with Runtime.open(settings, clock=ManualClock(NOW), embedder=meanings) as rt:
@@ -564,9 +586,7 @@ async def test_a_restated_memory_is_a_duplicate_by_meaning(tmp_path: Path) -> No
         use(
             rt,
             ScriptedJSON(
-                by_stage(
-                    lambda r: extraction(("event", ["L1"], first), ("event", ["L2", "L3"], same))
-                )
+                by_stage(lambda r: extraction(("event", ["L1"], first), ("event", ["L1"], same)))
             ),
         )
         result = await rt.dreamer.run("test")
@@ -577,14 +597,14 @@ async def test_a_restated_memory_is_a_duplicate_by_meaning(tmp_path: Path) -> No
 
         await rt.recall.wait_idle()
         await conversation(rt, "chat-2", *BOSTON)
-        use(rt, ScriptedJSON(by_stage(lambda r: extraction(("event", ["L2", "L3"], same)))))
+        use(rt, ScriptedJSON(by_stage(lambda r: extraction(("event", ["L1"], same)))))
         again = await rt.dreamer.run("test")
         assert again.processed and again.candidates["duplicate"] == 1
         assert len(entries(rt, Kind.EPISODE)) == 1
 
         # The same words a week later: another time, another episode.
         await said_again(rt, "chat-3", dt.timedelta(days=7))
-        use(rt, ScriptedJSON(by_stage(lambda r: extraction(("event", ["L2", "L3"], same)))))
+        use(rt, ScriptedJSON(by_stage(lambda r: extraction(("event", ["L1"], same)))))
         week = await rt.dreamer.run("test")
         assert week.processed and week.candidates["added"] == 1, week.candidates
         assert len(entries(rt, Kind.EPISODE)) == 2
@@ -608,7 +628,9 @@ async def test_restatements_are_one_episode_by_the_real_model(
     embedding model: the template's restatements are one episode, a real event its own.
     (The stored entry's text is its body, not its description and body: doubled, it read
     as further from a restatement than the text itself, and both were written.)"""
-    settings = Settings(data_dir=tmp_path / "data", timezone="UTC", embed={"provider": "off"})
+    settings = Settings(
+        data_dir=tmp_path / "data", timezone="UTC", embed={"provider": "off"}, dream=WHOLE
+    )
     lines = (
         ("Joanna", "I have two cats and I love writing, it is my hobby."),
         ("Nate", "Cats are great! My hobbies are gaming and my turtles."),
@@ -618,17 +640,25 @@ async def test_restatements_are_one_episode_by_the_real_model(
     vague = "Joanna and Nate talk about their pets and hobbies."
     again = "Joanna and Nate talk about their allergies and hobbies."
     event = "Nate adopted a third turtle named Tank yesterday."
+    restated = "Nate adopted a turtle, his third, named Tank, yesterday."
     async with Runtime.open(settings, clock=ManualClock(NOW), embedder=int8_embedder) as rt:
         await rt.recall.wait_idle()
         await conversation(rt, "chat-1", *lines)
         answer = extraction(("event", ["L1", "L2"], vague), ("event", ["L3"], again))
         use(rt, ScriptedJSON(by_stage(lambda r: answer)))
         result = await rt.dreamer.run("test")
-        assert result.candidates["duplicate"] == 1, result.candidates
+        # The template says nothing particular of anyone: refused before any comparison.
+        assert result.candidates["added"] == 0, result.candidates
+        assert result.candidates["vague"] + result.candidates["misattributed"] == 2
         await rt.recall.wait_idle()
         await conversation(rt, "chat-2", *lines)
         use(rt, ScriptedJSON(by_stage(lambda r: extraction(("event", ["L4"], event)))))
         result = await rt.dreamer.run("test")
         assert result.candidates["added"] == 1, result.candidates
+        await rt.recall.wait_idle()
+        await conversation(rt, "chat-3", *lines)
+        use(rt, ScriptedJSON(by_stage(lambda r: extraction(("event", ["L4"], restated)))))
+        result = await rt.dreamer.run("test")
+        assert result.candidates["duplicate"] == 1, result.candidates
         descriptions = sorted(e.meta["description"] for e in entries(rt, Kind.EPISODE))
-        assert descriptions == [vague, event.replace("yesterday", "yesterday (2023-10-03)")]
+        assert descriptions == [event.replace("yesterday", "yesterday (2023-10-03)")]

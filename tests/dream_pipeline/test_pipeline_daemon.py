@@ -9,7 +9,7 @@ from typing import Any
 
 from somnid.store import frontmatter
 from tests.daemon import start_daemon
-from tests.llm_server import Answer, serve_llm
+from tests.llm_server import HANG, Answer, serve_llm
 
 
 def _extract(messages: list[dict[str, Any]]) -> Answer:
@@ -66,3 +66,32 @@ def test_a_pipeline_dream_over_the_openai_wire(tmp_path: Path) -> None:
     assert enum == [1, 2]
     assert (body["max_tokens"], body["temperature"], body["frequency_penalty"]) == (1024, 0.0, 0.3)
     assert "tools" not in body
+
+
+def test_a_window_that_times_out_is_abandoned_counted_and_waits(tmp_path: Path) -> None:
+    """An endpoint that never answers: the request's timeout is scaled with its tokens
+    (here the floor, 1 s), the request is abandoned with its connection closed, what it
+    cost is counted, the journal still has its summary, and the log waits for the next
+    dream."""
+    with (
+        serve_llm(lambda messages: HANG) as llm,
+        start_daemon(
+            tmp_path / "data",
+            *llm.env(timeout_s=1.0, mode="pipeline"),
+            ("SOMNID_DREAM__REQUEST_TIMEOUT_PER_1K_TOKENS_S", "0.01"),
+        ) as daemon,
+        daemon.client(timeout=60) as client,
+    ):
+        said = {"role": "user", "speaker": "Ann", "text": "I moved to Lisbon yesterday."}
+        client.post("/v1/sessions/chat-1/messages", json={"messages": [said]})
+        result = client.post("/v1/sleep/run", json={"wait": True}).json()["result"]
+        assert llm.abandoned.wait(30), "the timed-out request's connection stayed open"
+        assert result["status"] == "interrupted", result
+        assert "no answer within 1 s" in result["reason"]
+        assert result["tokens"]["abandoned"] > 0
+        assert result["tokens"]["total"] == result["tokens"]["abandoned"]
+        assert result["processed"] == [] and result["pendingAfter"] == 1
+        journal = frontmatter.parse((tmp_path / "data" / result["journal"]).read_text())
+        assert journal.meta["status"] == "interrupted"
+        assert "0 of 1 logs consolidated" in journal.body
+        assert "tokens spent on requests that timed out" in journal.body

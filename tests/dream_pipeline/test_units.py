@@ -137,7 +137,7 @@ def test_an_extraction_answer_is_checked_against_its_window() -> None:
         ({"memories": [{"evidence": ["L1"], "kind": "gossip", "text": "x"}]}, "kind"),
         ({"memories": [{"evidence": ["L1"], "kind": "fact", "text": ""}]}, "empty"),
         ({"memories": [{"evidence": ["L1"], "kind": "fact"}]}, "lacks text"),
-        ({"memories": [{"evidence": ["L1"], "kind": "fact", "text": "x", "who": 1}]}, "unknown"),
+        ({"memories": [{"evidence": ["L1"], "kind": "fact", "text": "x", "how": 1}]}, "unknown"),
         ({"memories": [{"evidence": ["L1"], "kind": "fact", "text": "x"}] * 3}, "at most 2"),
         ({"items": []}, "lacks memories"),
     ]
@@ -205,9 +205,10 @@ def test_a_paraphrase_of_the_next_line_is_anchored_there() -> None:
     assert anchor("Jon bought a red sports car in Milan.", [1], lines) == [1]
 
 
-def test_evidence_numbered_in_runs_is_found_anywhere_in_the_window() -> None:
-    """Small models number evidence in runs (1–3, 4–6, …) that drift from what each memory
-    says: the lines that say it are found in the whole window, three at most."""
+def test_lines_found_elsewhere_by_word_overlap_are_not_evidence() -> None:
+    """A line that shares words with a claim, far from the lines cited, is not a line that
+    says it: the cited lines stay, for the checks to refuse (last round, lines picked from
+    the whole window this way made a claim about one person cite the other's)."""
     lines = [
         "Tim: I joined a fantasy literature forum last night.",
         "John: I'm exploring endorsement opportunities with sports brands.",
@@ -217,10 +218,6 @@ def test_evidence_numbered_in_runs_is_found_anywhere_in_the_window() -> None:
     ]
     text = "John is exploring endorsement opportunities with Nike and Under Armour."
     assert grounded_share(text, [lines[i] for i in (4, 5)]) < GROUNDED_SHARE
-    assert anchor(text, [4, 5], lines) == [1, 8]
-    # A claim stitched from more lines than that is not found: refused as cited.
-    people = [("Anna", "apples"), ("Boris", "bananas"), ("Cyril", "cherries"),
-              ("Diana", "dates"), ("Ethan", "figs")]  # fmt: skip
-    spread = [f"{who}: I brought {what}." for who, what in people] + lines[2:8]
-    stitched = "Anna, Boris, Cyril, Diana and Ethan shared apples, bananas, cherries, dates, figs."
-    assert anchor(stitched, [9], spread) == [9]
+    assert anchor(text, [4, 5], lines) == [4, 5]
+    # Near the cited line (two lines either side), a better one is still found.
+    assert anchor("Tim joined a fantasy literature forum.", [2], lines) == [0]

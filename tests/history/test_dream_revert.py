@@ -27,6 +27,7 @@ async def runtime(tmp_path: Path) -> AsyncIterator[Runtime]:
         data_dir=tmp_path / "data",
         timezone="UTC",
         embed={"provider": "off"},
+        dream={"by_speaker": False},
         history={"batch_window_s": 0.1},
     )
     async with Runtime.open(settings, clock=ManualClock(NOW)) as rt:
@@ -78,3 +79,26 @@ async def test_reverting_a_dream_restores_the_files_and_the_index(runtime: Runti
     assert f"Reverts-Dream: {dream_id}" in log
     with pytest.raises(Conflict):
         await runtime.history.revert_dream(dream_id)
+
+
+async def test_reverting_a_dream_makes_its_logs_pending_again(runtime: Runtime) -> None:
+    """A revert undoes the whole dream: the sessions it consolidated are dreamed anew, the
+    log back byte for byte as it was before the dream archived it."""
+    log = await conversation(runtime, "chat-1", *BOSTON)
+    pending = runtime.layout.session_log_dir / f"{log}.md"
+    as_closed = pending.read_bytes()
+    answer = extraction(("event", ["L3"], "Calvin bought a blue kite for his niece Mira."))
+    runtime.dreamer.backend = ScriptedJSON(by_stage(lambda r: answer))
+    result = await runtime.dreamer.run("test")
+    assert result.processed == [log] and not pending.exists()
+    assert result.journal is not None
+    assert runtime.history.committer is not None
+    await runtime.history.committer.flush()
+
+    done = await runtime.history.revert_dream(Path(result.journal).stem)
+    assert done.reopened_logs == (log,)
+    assert pending.read_bytes() == as_closed
+    assert not (runtime.layout.session_log_archive / f"{log}.md").exists()
+    assert [p.path.stem for p in await runtime.sessions.pending_logs()] == [log]
+    again = await runtime.dreamer.run("test")
+    assert again.processed == [log] and again.candidates["added"] == 1

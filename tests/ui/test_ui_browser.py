@@ -34,6 +34,7 @@ def site(tmp_path: Path) -> Iterator[tuple[str, httpx.Client, Any]]:
         data_dir=tmp_path / "data",
         timezone="UTC",
         embed={"provider": "off"},
+        dream={"by_speaker": False},
         token=TEST_TOKEN,
         history={"batch_window_s": 0.1},
     )

@@ -87,10 +87,20 @@ class RevertOut(Schema):
     reverted: str = Field(description="The commit undone.")
     commit: str | None = Field(description="The new commit that undid it.")
     paths: list[str]
+    reopened_logs: list[str] = Field(
+        default_factory=list,
+        description="A reverted dream's session logs, pending again: the next dream reads "
+        "them anew.",
+    )
 
     @classmethod
     def of(cls, done: Reverted) -> RevertOut:
-        return cls(reverted=done.reverted, commit=done.commit, paths=done.paths)
+        return cls(
+            reverted=done.reverted,
+            commit=done.commit,
+            paths=done.paths,
+            reopened_logs=list(done.reopened_logs),
+        )
 
 
 class PurgeOut(Schema):

@@ -54,6 +54,9 @@ def revert(args: argparse.Namespace, settings: Settings) -> int:
         done = client.post(path)
     paths = ", ".join(done["paths"])
     print(f"reverted {done['reverted'][:12]} in {str(done['commit'])[:12]}: {paths}")
+    reopened = done.get("reopenedLogs") or []
+    if reopened:
+        print(f"pending again (the next dream reads them anew): {', '.join(reopened)}")
     return 0
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from somnid.errors import BrokenFile
 from somnid.store import frontmatter
 from somnid.store.atomic import write_atomic
 from somnid.store.layout import Layout
@@ -105,6 +106,19 @@ def write_journal(layout: Layout, entry: JournalEntry) -> Path:
     document = frontmatter.Document(frontmatter.new_meta(meta), "\n".join(parts))
     write_atomic(path, frontmatter.render(document).encode("utf-8"), exclusive=True)
     return path
+
+
+def processed_logs_of(layout: Layout, dream_id: str) -> list[str]:
+    """The logs the dream ``dream_id`` marked processed, from its journal ([] when the
+    journal is gone or unreadable: then nothing is known to reopen)."""
+    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}_dream_\d{3,}", dream_id):
+        return []
+    try:
+        doc = frontmatter.parse((layout.dream_log_dir / f"{dream_id}.md").read_text("utf-8"))
+    except (OSError, UnicodeDecodeError, BrokenFile):
+        return []
+    logs = doc.meta.get("processed_logs") or []
+    return [str(stem) for stem in logs if isinstance(stem, str)] if isinstance(logs, list) else []
 
 
 def latest_journal(layout: Layout) -> str | None:

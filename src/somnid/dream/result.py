@@ -13,18 +13,28 @@ from somnid.dream.llm.base import Usage
 CANDIDATE_OUTCOMES = (
     "proposed",
     "ungrounded",
+    "misattributed",
+    "vague",
+    "scaffolding",
     "copied_example",
     "duplicate",
     "known",
     "added",
     "merged",
     "superseded",
+    "trimmed",
+    "split",
 )
 """``proposed`` by the model; refused by somnid as ``ungrounded`` (its words are not in its
-evidence) or ``copied_example`` (it copies a prompt's placeholder); a
+evidence, names not counted), ``misattributed`` (the person it names is not the one whose
+lines say it, or it joins two people's facts), ``vague`` (it says only that people talked),
+``scaffolding`` (it carries a prompt's label or id), or ``copied_example`` (it copies a
+prompt's placeholder); a
 ``duplicate`` of another candidate or of a memory (found by somnid) or ``known`` (the model
 decided it adds nothing); written as ``added``, ``merged`` into an entry, or
-``superseded`` an entry (archived with a pointer)."""
+``superseded`` an entry (archived with a pointer). Beside the outcomes: ``trimmed``
+sentences cut from a memory (their lines do not say them, or say them of someone else) and
+``split``, memories beyond the first a proposal became (one per person it is about)."""
 
 
 @dataclass(slots=True)
@@ -63,6 +73,14 @@ class DreamResult:
 
     def count(self, outcome: str, by: int = 1) -> None:
         self.candidates[outcome] = self.candidates.get(outcome, 0) + by
+
+    def add_abandoned(self, prompt_tokens: int) -> None:
+        """A request given up on (timed out): its prompt, estimated, is counted as spent
+        (``tokens.abandoned`` and the total), since the server read it all the same."""
+        self.llm_calls += 1
+        self.tokens["abandoned"] = self.tokens.get("abandoned", 0) + prompt_tokens
+        self.tokens["prompt"] = self.tokens.get("prompt", 0) + prompt_tokens
+        self.tokens["total"] = self.tokens.get("total", 0) + prompt_tokens
 
     def add_usage(self, usage: Usage) -> None:
         self.llm_calls += 1

@@ -27,6 +27,8 @@ class Reverted:
     reverted: str
     commit: str | None
     paths: list[str]
+    reopened_logs: tuple[str, ...] = ()
+    """A reverted dream's session logs, pending again (the next dream reads them anew)."""
 
 
 def revert(committer: Committer, commit_id: str, actor: Actor) -> Reverted:

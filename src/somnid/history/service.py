@@ -8,8 +8,9 @@ files it rewrote go through the one reconcile path (``MemoryService.notify``).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -74,6 +75,8 @@ class History:
         self.clock = clock
         self.committer = committer
         self.reason = reason
+        self.reopen_logs: Callable[[str], Awaitable[list[str]]] | None = None
+        """Set by the composition root: put a dream's processed logs back as pending."""
 
     @classmethod
     def build(
@@ -156,9 +159,15 @@ class History:
         return done
 
     async def revert_dream(self, dream_id: str) -> Reverted:
+        """Undo a dream whole: its commit reverted, and the logs it consolidated pending
+        again (through :attr:`reopen_logs`), so the next dream reads them anew."""
         committer = self._need()
         sha = await asyncio.to_thread(history_log.find_dream, committer.git, dream_id)
-        return await self.revert(sha)
+        done = await self.revert(sha)
+        if self.reopen_logs is None:
+            return done
+        reopened = await self.reopen_logs(dream_id)
+        return dataclasses.replace(done, reopened_logs=tuple(reopened))
 
     # --- forget ------------------------------------------------------------------------
 

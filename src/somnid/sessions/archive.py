@@ -9,6 +9,7 @@ outside the package takes :data:`LOG_MOVES`.
 from __future__ import annotations
 
 import os
+import re
 import threading
 from pathlib import Path
 
@@ -39,6 +40,37 @@ def archive_processed(layout: Layout, path: Path, *, skipped: bool = False) -> t
     """
     with LOG_MOVES:
         return _archive(layout, path, skipped)
+
+
+def restore_processed(layout: Layout, stem: str) -> Path | None:
+    """Move the processed log ``stem`` back among the pending ones (its dream was
+    reverted): ``status: pending`` set there, never over another file. None when it is not
+    in the archive (or is not a regular file). Blocks: call it in a thread."""
+    if not _STEM.fullmatch(stem):
+        return None
+    source = layout.session_log_archive / f"{stem}.md"
+    with LOG_MOVES:
+        if not source.is_file() or source.is_symlink():
+            return None
+        target = _free_target(layout.session_log_dir, source.name)
+        try:
+            text = read_regular(layout.root, source, MAX_READ_BYTES)[0].decode("utf-8")
+            doc = frontmatter.parse(text)
+        except (BrokenFile, UnicodeDecodeError):
+            doc = None
+        move_atomic(source, target)
+        if doc is not None and text.lstrip("\ufeff").startswith(frontmatter.FENCE):
+            # As it was before it was processed: its status then, or none (pending).
+            if "status_before" in doc.meta:
+                doc.meta["status"] = doc.meta.pop("status_before")
+            else:
+                doc.meta.pop("status", None)
+            doc.meta.pop("dream_skipped", None)
+            write_atomic(target, frontmatter.render(doc).encode("utf-8"))
+        return target
+
+
+_STEM = re.compile(r"[\w.-]{1,120}")
 
 
 def _free_target(folder: Path, name: str) -> Path:
@@ -72,6 +104,8 @@ def _archive(layout: Layout, path: Path, skipped: bool) -> tuple[Path, str]:
         return target, "its front-matter could not be read, so it was moved as it is"
     if not text.lstrip("\ufeff").startswith(frontmatter.FENCE):
         return target, "it had no front-matter, so it was moved as it is"
+    if "status" in doc.meta:
+        doc.meta["status_before"] = doc.meta["status"]
     doc.meta["status"] = "processed"
     if skipped:
         doc.meta["dream_skipped"] = True

@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
+from somnid.sessions.archive import restore_processed
 from somnid.sessions.logs import SessionLogs
 from somnid.sessions.records import Appended, Closed, Message, NoDream, PendingLog, ToolCall
 
@@ -59,6 +60,16 @@ class SessionService:
         """Archive a consolidated (or, ``skipped``, a ``dream: false``) log: see
         :meth:`SessionLogs.mark_processed`."""
         return await self._run(functools.partial(self.logs.mark_processed, skipped=skipped), path)
+
+    async def reopen_processed(self, stems: list[str]) -> list[str]:
+        """Put the processed logs ``stems`` back among the pending ones (the dream that
+        consolidated them was reverted): the stems that were moved back."""
+        reopened = []
+        for stem in stems:
+            moved = await self._run(restore_processed, self.logs.layout, stem)
+            if moved is not None:
+                reopened.append(stem)
+        return reopened
 
     async def stop(self) -> None:
         """Close every open log and refuse further entries; then release the pool."""

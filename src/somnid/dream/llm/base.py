@@ -114,6 +114,9 @@ class ChatOptions:
     temperature: float | None = None
     frequency_penalty: float | None = None
     response_format: dict[str, Any] | None = None
+    timeout_s: float | None = None
+    """How long this request may take, when not the backend's configured timeout (a
+    longer prompt takes longer on a slow machine); never sent to the server."""
 
     def wire(self) -> dict[str, Any]:
         """The options as request fields (OpenAI names), leaving out those not set."""

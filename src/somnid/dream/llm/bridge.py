@@ -296,7 +296,8 @@ class BridgeBackend:
         tools: list[dict[str, Any]],
         options: ChatOptions | None = None,
     ) -> ChatResult:
-        return await self.hub.chat(messages, tools, options, timeout_s=self.timeout_s)
+        timeout = options.timeout_s if options is not None and options.timeout_s else None
+        return await self.hub.chat(messages, tools, options, timeout_s=timeout or self.timeout_s)
 
 
 def _loopback_origin(origin: str) -> bool:

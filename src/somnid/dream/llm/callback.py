@@ -47,5 +47,7 @@ class CallbackBackend:
         payload: dict[str, Any] = {"messages": messages, "tools": tools}
         if options is not None and options.wire():
             payload["options"] = options.wire()
-        body = await self._poster.post(payload)
+        body = await self._poster.post(
+            payload, timeout_s=options.timeout_s if options is not None else None
+        )
         return parse_chat_reply(body, f"the callback {self._poster.url}")

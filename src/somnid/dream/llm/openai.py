@@ -74,7 +74,9 @@ class OpenAIBackend:
         if options is not None:
             payload |= options.wire()
         try:
-            body = await self._poster.post(payload)
+            body = await self._poster.post(
+                payload, timeout_s=options.timeout_s if options is not None else None
+            )
         finally:
             self._probe.forget()
         source = f"{self._poster.url} (model {self.model})"

@@ -70,14 +70,18 @@ class HttpPoster:
         self.timeout_s = timeout_s
         self._headers = dict(headers or {})
         self._retry = retry or RetryPolicy()
-        self._timeout = httpx.Timeout(timeout_s, connect=min(timeout_s, 10.0))
         self._ssl = httpx.create_ssl_context()
 
-    async def post(self, payload: Mapping[str, Any]) -> dict[str, Any]:
+    async def post(
+        self, payload: Mapping[str, Any], *, timeout_s: float | None = None
+    ) -> dict[str, Any]:
+        """``timeout_s`` replaces the configured timeout for this request. A request that
+        runs out of time is abandoned whole: its connection is closed (a server that
+        watches its sockets stops computing the answer)."""
         attempt = 0
         while True:
             try:
-                return await self._attempt(payload)
+                return await self._attempt(payload, timeout_s or self.timeout_s)
             except _Retryable as exc:
                 if attempt >= self._retry.retries:
                     raise LLMUnavailable(
@@ -103,18 +107,19 @@ class HttpPoster:
             chunks.append(chunk)
         return b"".join(chunks)
 
-    async def _attempt(self, payload: Mapping[str, Any]) -> dict[str, Any]:
+    async def _attempt(self, payload: Mapping[str, Any], timeout_s: float) -> dict[str, Any]:
+        timeout = httpx.Timeout(timeout_s, connect=min(timeout_s, 10.0))
         try:
             async with (
-                asyncio.timeout(self.timeout_s),
-                httpx.AsyncClient(timeout=self._timeout, verify=self._ssl) as client,
+                asyncio.timeout(timeout_s),
+                httpx.AsyncClient(timeout=timeout, verify=self._ssl) as client,
                 client.stream("POST", self.url, json=payload, headers=self._headers) as response,
             ):
                 raw = await self._read(response)
         except _RETRY_ERRORS as exc:
             raise _Retryable(f"{type(exc).__name__}: {exc}") from exc
         except (TimeoutError, httpx.TimeoutException) as exc:
-            raise LLMTimeout(f"POST {self.url}: no answer within {self.timeout_s:g} s") from exc
+            raise LLMTimeout(f"POST {self.url}: no answer within {timeout_s:g} s") from exc
         except httpx.HTTPError as exc:
             raise LLMUnavailable(f"POST {self.url} failed: {type(exc).__name__}: {exc}") from exc
         status = response.status_code

@@ -10,18 +10,26 @@ pending). Failures are counted and published as events.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from somnid.config import DreamSettings
-from somnid.dream.llm.base import ChatBackend, ChatOptions, LLMRejected
+from somnid.dream.llm.base import ChatBackend, ChatOptions, LLMRejected, LLMTimeout
 from somnid.dream.loop import EventSink
 from somnid.dream.pipeline import prompts
 from somnid.dream.pipeline.schemas import AnswerError, parse_json
 from somnid.dream.result import DreamResult
+from somnid.recall.assoc import estimate_tokens
 
 T = TypeVar("T")
+
+
+def prompt_tokens(messages: list[dict[str, Any]]) -> int:
+    """The estimated tokens of a request's messages."""
+    return sum(estimate_tokens(str(m.get("content") or "")) for m in messages)
+
 
 LEVELS = ("json_schema", "json_object", "text")
 CUT = "the answer was cut off at the length limit; give a shorter answer (fewer or shorter items)"
@@ -42,6 +50,13 @@ class Asker:
         self.result = result
         self.emit = emit
         self.level = 0
+
+    def timeout_for(self, messages: list[dict[str, Any]]) -> float:
+        """The request's timeout: scaled with its tokens (see
+        ``dream.request_timeout_per_1k_tokens_s``), never below ``request_timeout_s``."""
+        tokens = prompt_tokens(messages) + self.settings.max_tokens
+        scaled = self.settings.request_timeout_per_1k_tokens_s * tokens / 1000
+        return max(self.settings.request_timeout_s, scaled)
 
     def _options(self, name: str, schema: dict[str, Any]) -> ChatOptions:
         level = LEVELS[self.level]
@@ -81,8 +96,15 @@ class Asker:
         while attempts < 2:
             if LEVELS[self.level] != "json_schema" and attempts == 0:
                 messages[1]["content"] = prompt + prompts.schema_note(self.lang, schema_text)
+            options = dataclasses.replace(
+                self._options(stage, schema), timeout_s=self.timeout_for(messages)
+            )
             try:
-                reply = await self.backend.chat(messages, [], self._options(stage, schema))
+                reply = await self.backend.chat(messages, [], options)
+            except LLMTimeout:
+                # Abandoned (its connection closed): what it cost is counted all the same.
+                self.result.add_abandoned(prompt_tokens(messages))
+                raise
             except LLMRejected:
                 if self.level + 1 >= len(LEVELS):
                     raise

@@ -29,6 +29,8 @@ class Candidate:
     dates: list[str] = field(default_factory=list)
     user: str = "default"
     """The log's own user: the only user whose profile this candidate may go to."""
+    about: list[str] = field(default_factory=list)
+    """Who the memory is about: the speakers whose own lines say it (somnid's finding)."""
 
     @property
     def evidence_texts(self) -> list[str]:
@@ -37,7 +39,11 @@ class Candidate:
 
     @property
     def about_own_user(self) -> bool:
-        return any(line.own_user for line in self.lines)
+        """About the log's own user: said in their own lines and about them alone."""
+        own = {line.speaker for line in self.lines if line.own_user}
+        if self.about:
+            return bool(own) and set(self.about) <= own
+        return bool(own)
 
     @property
     def line_ids(self) -> list[str]:
@@ -46,14 +52,16 @@ class Candidate:
     def description(self) -> str:
         return first_sentence(self.text)
 
-    def quotes(self, tz: dt.tzinfo, budget: int = QUOTE_CHARS) -> str:
+    def quotes(self, tz: dt.tzinfo, budget: int = QUOTE_CHARS, *, prefix: str = "") -> str:
         """The evidence lines, quoted: what the memory rests on, for a person to check
-        and for recall to find by what was actually said."""
+        and for recall to find by what was actually said. ``prefix`` (a log's name) goes
+        before each line id where quotes from several logs meet."""
         rows: list[str] = []
         used = 0
+        lead = f"{prefix} " if prefix else ""
         for line in self.lines:
             day = f" ({line.when.astimezone(tz):%Y-%m-%d})" if line.when else ""
-            row = f"> {line.id} {line.speaker}{day}: {line.text}"
+            row = f"> {lead}{line.id} {line.speaker}{day}: {line.text}"
             if used + len(row) > budget:
                 rows.append("> …")
                 break

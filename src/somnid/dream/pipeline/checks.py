@@ -4,7 +4,7 @@ placeholder, not a duplicate. Plain functions over text; no model, no I/O.
 Content words are lower-cased words of three or more letters (or digits), less stop words
 and the verbs a third-person rewrite adds ("said", "mentioned"); Chinese text counts in
 character bigrams. Words match on their first five letters, so "adopted" matches
-"adopting".
+"adopting", and a short plural on its singular ("dogs", "dog").
 """
 
 from __future__ import annotations
@@ -50,6 +50,8 @@ def content_words(text: str) -> set[str]:
         words.update(cjk[i : i + 2] for i in range(len(cjk) - 1))
     for word in _WORD.findall(_CJK.sub(" ", text.casefold())):
         if (len(word) >= 3 or word.isdigit()) and word not in _STOP:
+            if 3 < len(word) <= 5 and word.endswith("s") and not word.endswith("ss"):
+                word = word[:-1]  # "dogs" is "dog": five letters would keep them apart
             words.add(word[:5])
     return words
 
@@ -90,24 +92,32 @@ def first_person(text: str) -> bool:
 
 ANCHOR_REACH = 2
 """How far from a cited line a better one may be found: small models often cite the line
-next to the one they paraphrase."""
+next to the one they paraphrase. No further: lines picked from all over a window by word
+overlap could stitch a claim no one made, and a line that shares a word with a claim is not
+a line that says it."""
 MAX_ANCHORS = 6
-WIDE_ANCHORS = 3
-"""Lines a text may rest on when found anywhere in the window: small models also number
-their memories' evidence in runs (1–6, 7–9, …) that drift from what each one says. Fewer
-than near the cited lines: lines picked from all over could stitch a claim no one made."""
 
 
-def anchor(text: str, cited: Sequence[int], lines: Sequence[str]) -> list[int]:
+def anchor(
+    text: str, cited: Sequence[int], lines: Sequence[str], *, ignore: set[str] | None = None
+) -> list[int]:
     """The lines (indices into ``lines``) that ``text`` rests on: the cited ones when they
     ground it; else the fewest among the cited ones and their near neighbours that ground
-    it, chosen greedily by how many of the text's content words each adds; else up to
-    :data:`WIDE_ANCHORS` lines of the whole window that do. Otherwise the cited ones, for
-    the grounding check to refuse."""
-    words = content_words(text)
+    it, chosen greedily by how many of the text's content words each adds. Otherwise the
+    cited ones, for the grounding check to refuse. Words in ``ignore`` (people's names)
+    count for nothing."""
+    skip = ignore or set()
+    words = content_words(text) - skip
     if not words or not cited:
         return list(cited)
-    if grounded_share(text, [lines[i] for i in cited]) >= GROUNDED_SHARE:
+
+    def share(chosen: Iterable[int]) -> float:
+        said: set[str] = set()
+        for i in chosen:
+            said |= content_words(lines[i])
+        return len(words & said) / len(words)
+
+    if share(cited) >= GROUNDED_SHARE:
         return list(cited)
     near = {
         j
@@ -115,10 +125,9 @@ def anchor(text: str, cited: Sequence[int], lines: Sequence[str]) -> list[int]:
         for j in range(i - ANCHOR_REACH, i + ANCHOR_REACH + 1)
         if 0 <= j < len(lines)
     }
-    for pool, most in ((near, MAX_ANCHORS), (set(range(len(lines))), WIDE_ANCHORS)):
-        chosen = _greedy(words, pool, lines, most, cited[0])
-        if chosen and grounded_share(text, [lines[j] for j in chosen]) >= GROUNDED_SHARE:
-            return chosen
+    chosen = _greedy(words, near, lines, MAX_ANCHORS, cited[0])
+    if chosen and share(chosen) >= GROUNDED_SHARE:
+        return chosen
     return list(cited)
 
 

@@ -2,9 +2,18 @@
 
 "Yesterday I met her in Boston", said on 2023-10-04, is stored as "Yesterday
 (2023-10-03) I met her in Boston": a memory read months later must not depend on the day it
-was read. English and Chinese; days resolve to a date, weeks to the Monday that starts them,
-months to ``YYYY-MM`` and years to ``YYYY``. Vague expressions ("recently", "a while
-ago") are left as they are: there is nothing exact to resolve them to.
+was read. English and Chinese, one rule for both:
+
+- a day resolves to a date; a calendar week ("last week", 上周) to the week, named by the
+  Monday that starts it (``week of 2023-09-25``), never to one day of it; a month ("next
+  month", 下个月) to ``YYYY-MM``; a year to ``YYYY``; "N weeks ago" (N天前) to the day;
+- a weekday said without last/next ("on Friday", 周五) is the one before the day it was
+  said if the words around it speak of the past ("went", "was", 了, 过), else the one after
+  it ("I'm flying on Friday", "let's meet on Friday", 周五要去): a plan is said of a day to
+  come, a report of a day gone.
+
+Vague expressions ("recently", "a while ago") are left as they are: there is nothing exact
+to resolve them to.
 """
 
 from __future__ import annotations
@@ -116,7 +125,11 @@ _RULES: list[Rule] = [
         lambda m, r: _shift(m.group(2), _count(m.group(1)) or 0, r),
     ),
     (
-        re.compile(r"\b(last|this|next) (week|month|year)\b", re.I),
+        re.compile(r"\b(last|this|next) week\b", re.I),
+        lambda m, r: _week(r, {"last": -1, "this": 0, "next": 1}[m.group(1).lower()]),
+    ),
+    (
+        re.compile(r"\b(last|this|next) (month|year)\b", re.I),
         lambda m, r: _shift(m.group(2), {"last": -1, "this": 0, "next": 1}[m.group(1).lower()], r),
     ),
     (
@@ -126,10 +139,14 @@ _RULES: list[Rule] = [
         else _day(r - dt.timedelta(days=r.weekday()), 5 + 7 * (1 if m.group(1).lower() == "next" else -1)),
     ),
     (
-        re.compile(rf"\b(last|this|next|on) ({'|'.join(_WEEKDAYS)})\b", re.I),
+        re.compile(rf"\b(last|this|next) ({'|'.join(_WEEKDAYS)})\b", re.I),
         lambda m, r: _weekday(
-            r, _WEEKDAYS.index(m.group(2).lower()), {"last": -1, "this": 0, "next": 1, "on": -1}[m.group(1).lower()]
+            r, _WEEKDAYS.index(m.group(2).lower()), {"last": -1, "this": 0, "next": 1}[m.group(1).lower()]
         ),
+    ),
+    (
+        re.compile(rf"\b(on|this coming|coming) ({'|'.join(_WEEKDAYS)})\b", re.I),
+        lambda m, r: _weekday(r, _WEEKDAYS.index(m.group(2).lower()), _tense(m)),
     ),
     (re.compile(r"前天"), lambda m, r: _day(r, -2)),
     (re.compile(r"后天"), lambda m, r: _day(r, 2)),
@@ -142,6 +159,7 @@ _RULES: list[Rule] = [
         0,
     )),
     (re.compile(r"(上|下|这|本)(个)?(周|星期|礼拜)"), lambda m, r: _week(r, {"上": -1, "下": 1}.get(m.group(1), 0))),
+    (re.compile(r"(?<![上下这本个])(周|星期|礼拜)([一二三四五六日天])"), lambda m, r: _weekday(r, _ZH_WEEKDAYS[m.group(2)], _tense(m))),
     (re.compile(r"(上|下|这|本)个?月"), lambda m, r: _month(r, {"上": -1, "下": 1}.get(m.group(1), 0))),
     (re.compile(r"前年"), lambda m, r: _year(r, -2)),
     (re.compile(r"去年"), lambda m, r: _year(r, -1)),
@@ -156,6 +174,30 @@ _RULES: list[Rule] = [
         ),
     ),
 ]  # fmt: skip
+
+
+_PAST = re.compile(
+    r"\b(went|was|were|did|had|got|saw|met|came|took|made|ago|yesterday|last)\b|\w{3,}ed\b"
+    r"|了|过|已经|昨",
+    re.I,
+)
+_FUTURE = re.compile(
+    r"\b(will|'ll|going to|gonna|wanna|want to|plan|plans|planning|let's|lets|can't wait|"
+    r"next|tomorrow|hope to|see you|meet|am|i'm|are|we're|is)\b|会|要|打算|准备|计划|将|想|明|见",
+    re.I,
+)
+
+
+def _tense(match: re.Match[str]) -> int:
+    """-1 when the clause around ``match`` speaks of the past, else +1 (see the module's
+    docstring): the words before the expression count first, then those after it."""
+    text = match.string
+    start = max(text.rfind(mark, 0, match.start()) for mark in ".!?。！？;；") + 1
+    ends = [i for mark in ".!?。！？;；" if (i := text.find(mark, match.end())) >= 0]
+    clause = text[start : min(ends) if ends else len(text)]
+    if _PAST.search(clause):
+        return -1
+    return 1 if _FUTURE.search(clause) else -1
 
 
 def _shift(unit: str, amount: int, ref: dt.date) -> str | None:

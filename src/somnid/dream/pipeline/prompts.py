@@ -9,12 +9,14 @@ from __future__ import annotations
 
 PLACEHOLDERS = (
     "<line numbers>",
+    "<name>",
     "<kind>",
     "<text>",
     "<id or none>",
     "<add|merge|supersede|known>",
     "<merged or corrected text, or empty>",
     "<行号>",
+    "<名字>",
     "<类别>",
     "<文本>",
     "<编号或 none>",
@@ -29,16 +31,37 @@ _ROLE = {
 # The instructions are the system message, the same for every window: a server that keeps
 # the prompt's prefix cached (llama.cpp does) reads them once per dream, not once a window.
 _EXTRACT_RULES = {
-    "en": """Lines: number [time, where it changed] speaker: text. Keep what someone would want remembered weeks later: each distinct event, fact, plan or preference as one memory (lines about the same thing make one memory). Skip greetings, thanks and small talk.
-- evidence: the numbers of the lines it comes from;
-- kind: event (what happened or was done, and how it went), fact, preference, decision, pitfall (a mistake and its cause), todo (for the agent to do or remind), procedure (steps that worked), about_user (a lasting fact about the log's user), about_agent (how its users want the agent to work);
-- text: one or two third-person sentences that name each person and keep the lines' own words for names, places, dates, numbers and titles. Never "I" or "you"; never a whole line copied.
-Answer {"memories": [{"evidence": [<line numbers>], "kind": <kind>, "text": <text>}]}, an empty list if nothing is worth keeping.""",
-    "zh": """行的格式：行号 [时间，仅在变化处标出] 说话人: 内容。挑出几周后仍值得记得的内容：每件不同的事、事实、计划或偏好各成一条记忆（讲同一件事的几行合成一条）。跳过寒暄、道谢和闲聊。
-- evidence：它出自哪些行的行号；
-- kind：event（发生或做过的事及结果）、fact（事实）、preference（偏好）、decision（决定）、pitfall（错误及原因）、todo（智能体以后要做或提醒的事）、procedure（走通的步骤）、about_user（关于日志用户的长期事实）、about_agent（用户希望智能体怎样做）；
-- text：一两句第三人称的句子，写出每个人的名字；名字、地点、日期、数字和标题用原话的词。不写“我”或“你”，不整行照抄。
-回答格式：{"memories": [{"evidence": [<行号>], "kind": <类别>, "text": <文本>}]}；没有值得记住的就给空列表。""",
+    "en": """Lines: number [time, where it changed] speaker: text. Go through the lines and pick those that tell something worth remembering weeks later about the one who says it: what they did, what they are like, what they plan. Skip greetings, thanks, praise, questions and small talk. For each line picked, one memory:
+- who: the speaker of that line;
+- evidence: that line's number (and the number of the line it answers, if it needs it);
+- kind: event (something that happened or was done), fact (what someone is, has, does often, likes or believes: lasting), plan (something someone will do, or people agreed to do, and when), todo (for the agent to do or remind), decision, pitfall (a mistake and its cause), procedure (steps that worked), about_agent (how its users want the agent to work);
+- text: one short sentence that begins with who's name and says what the line tells about them, in the line's own words for names, places, dates, numbers, titles and things. Never "I" or "you"; never only that people talked.
+Answer {"memories": [{"who": <name>, "evidence": [<line numbers>], "kind": <kind>, "text": <text>}]}, an empty list if nothing is worth keeping.""",
+    "zh": """行的格式：行号 [时间，仅在变化处标出] 说话人: 内容。逐行挑出那些讲出说话人几周后仍值得记得的事的行：做了什么、是什么样的人、打算做什么。跳过寒暄、道谢、夸奖、提问和闲聊。每挑出一行，写一条记忆：
+- who：那一行的说话人；
+- evidence：那一行的行号（如果需要，再加上它所回答的那一行）；
+- kind：event（发生或做过的事）、fact（某人是什么样、有什么、常做什么、喜欢或相信什么：长期的）、plan（某人要做或大家约定要做的事及时间）、todo（智能体以后要做或提醒的事）、decision（决定）、pitfall（错误及原因）、procedure（走通的步骤）、about_agent（用户希望智能体怎样做）；
+- text：一句简短的话，以 who 的名字开头，说出这一行讲了他什么；名字、地点、日期、数字、标题和东西用原话的词。不写“我”或“你”，不能只说大家聊了天。
+回答格式：{"memories": [{"who": <名字>, "evidence": [<行号>], "kind": <类别>, "text": <文本>}]}；没有值得记住的就给空列表。""",
+}
+
+_FOCUS_RULES = {
+    "en": """Lines: number [time, where it changed] speaker: text; all said by one person in a conversation. Write what these lines tell about that person that is worth remembering weeks later: what they did, what they are like, what they plan. One memory per distinct thing; skip greetings, thanks, praise, questions and small talk.
+- who: that person;
+- evidence: the numbers of the lines that say it;
+- kind: event (something that happened or was done), fact (what they are, have, do often, like or believe: lasting), plan (something they will do, or agreed to do, and when);
+- text: one short sentence that begins with their name and keeps the lines' own words for names, places, dates, numbers, titles and things. Never "I" or "you"; never only that they talked.
+Answer {"memories": [{"who": <name>, "evidence": [<line numbers>], "kind": <kind>, "text": <text>}]}, an empty list if nothing is worth keeping.""",
+    "zh": """行的格式：行号 [时间，仅在变化处标出] 说话人: 内容；这些行都是同一个人在一段对话里说的。写出这些行讲出的、几周后仍值得记得的关于这个人的事：做了什么、是什么样的人、打算做什么。每件不同的事一条；跳过寒暄、道谢、夸奖、提问和闲聊。
+- who：这个人；
+- evidence：说出这件事的行号；
+- kind：event（发生或做过的事）、fact（他是什么样、有什么、常做什么、喜欢或相信什么：长期的）、plan（他要做或约定要做的事及时间）；
+- text：一句简短的话，以他的名字开头；名字、地点、日期、数字、标题和东西用原话的词。不写“我”或“你”，不能只说他聊了天。
+回答格式：{"memories": [{"who": <名字>, "evidence": [<行号>], "kind": <类别>, "text": <文本>}]}；没有值得记住的就给空列表。""",
+}
+_FOCUS = {
+    "en": "What {speaker} said to {others}.{part}\n\n{lines}\n\nAt most {limit} memories.",
+    "zh": "{speaker} 对 {others} 说的话。{part}\n\n{lines}\n\n最多 {limit} 条记忆。",
 }
 
 _EXTRACT = {
@@ -106,6 +129,21 @@ def extraction_system(lang: str) -> str:
     """The system message of every extraction: the role and the rules, word for word the
     same each time."""
     return f"{_ROLE[_lang(lang)]}\n\n{_EXTRACT_RULES[_lang(lang)]}"
+
+
+def focus_system(lang: str) -> str:
+    """The system message of every one-speaker extraction, the same each time."""
+    return f"{_ROLE[_lang(lang)]}\n\n{_FOCUS_RULES[_lang(lang)]}"
+
+
+def focus(
+    lang: str, *, part: int, parts: int, speaker: str, others: list[str], lines: str, limit: int
+) -> str:
+    shown = _PART[_lang(lang)].format(part=part, parts=parts) if parts > 1 else ""
+    joined = (" 和 " if _lang(lang) == "zh" else " and ").join(others) or "others"
+    return _FOCUS[_lang(lang)].format(
+        speaker=speaker, others=joined, part=shown, lines=lines, limit=limit
+    )
 
 
 def extraction(lang: str, *, part: int, parts: int, user: str, lines: str, limit: int) -> str:

@@ -20,19 +20,19 @@ from somnid.config import DreamSettings
 from somnid.dream.ledger import Ledger
 from somnid.dream.llm.base import ChatBackend
 from somnid.dream.loop import EventSink
-from somnid.dream.pipeline import prompts
+from somnid.dream.pipeline import people, prompts
 from somnid.dream.pipeline.ask import Asker
-from somnid.dream.pipeline.candidate import Candidate, candidate_of
+from somnid.dream.pipeline.attribution import Spoken, attribute, claim_words, name_words
+from somnid.dream.pipeline.candidate import Candidate
 from somnid.dream.pipeline.checks import (
     DUPLICATE_SIMILARITY,
     GROUNDED_SHARE,
     RELATED_SIMILARITY,
     anchor,
     copies_placeholder,
-    first_person,
-    grounded_share,
     similarity,
 )
+from somnid.dream.pipeline.reading import read
 from somnid.dream.pipeline.schemas import (
     Decision,
     Proposal,
@@ -41,8 +41,17 @@ from somnid.dream.pipeline.schemas import (
     read_decision,
     read_extraction,
 )
-from somnid.dream.pipeline.windows import Window, lines_of, log_user, render, windows_of
-from somnid.dream.pipeline.writer import Writer, kind_of
+from somnid.dream.pipeline.specifics import scaffolding, without_label
+from somnid.dream.pipeline.windows import (
+    Window,
+    by_speaker,
+    lines_of,
+    log_user,
+    render,
+    speakers_of,
+    windows_of,
+)
+from somnid.dream.pipeline.writer import PersonFact, Writer, kind_of
 from somnid.dream.result import DreamResult
 from somnid.dream.tools import DreamTools
 from somnid.errors import NotFound
@@ -59,6 +68,9 @@ DUPLICATE_COSINE = 0.97
 """Query-to-entry cosine (multilingual-e5) at or above which a candidate restates an entry."""
 RELATED_COSINE = 0.9
 """Cosine at or above which an entry is close enough to ask the model about."""
+RELATED_PERSON_COSINE = 0.9
+"""Passage cosine of a new fact and a line of the person's entry at or above which the
+model is asked whether it adds to that line, corrects it, or is known."""
 SAME_MEANING = 0.95
 """Cosine of two memories' own texts (passage vectors) at or above which they say the same
 thing in other words: a small model restates one event in a template ("X and Y shared their
@@ -74,6 +86,10 @@ MIN_SHARE = 0.5
 """A window of eight spoken lines or more is asked for at least half its limit: a small
 model otherwise stops after the first item (what it proposes is checked all the same)."""
 MIN_LINES = 8
+LINES_PER_OWN_MEMORY = 2
+"""A window of one person's lines may propose one memory per two of them: each is about
+that person, and a person's turn often holds two things worth keeping."""
+MIN_OWN_LINES = 4
 RECONCILED = (Kind.KNOWLEDGE, Kind.SKILL)
 """What a fact, a preference or a procedure may be merged into or supersede. Episodes are
 what happened once, each on its day: a new one is never merged into another, only checked
@@ -126,22 +142,34 @@ class PipelineDream:
         writer = Writer(self.tools, ledger, self.lang)
         self._seen = []
         left: list[str] = []
-        for stem in result.logs:
-            if self._spent(result) or not await self._log(stem, asker, writer, result, ledger):
-                left.append(stem)
+        try:
+            for stem in result.logs:
+                if self._spent(result) or not await self._log(stem, asker, writer, result, ledger):
+                    left.append(stem)
+        finally:
+            # Also when an LLM failure ends the dream: its journal says what it got done.
+            result.summary = self._summary(result, ledger)
         result.status = "deep_sleep"
         result.reason = "done" if not left else f"partial: {len(left)} log(s) left pending"
         if left and self._spent(result):
             result.reason = f"budget: {len(left)} log(s) left pending"
+
+    @staticmethod
+    def _summary(result: DreamResult, ledger: Ledger) -> str:
         counts = result.candidates
-        result.summary = (
+        abandoned = result.tokens.get("abandoned", 0)
+        return (
             f"{len(ledger.processed_logs)} of {len(result.logs)} logs consolidated in "
             f"{result.stages} stages; {counts.get('proposed', 0)} memories proposed, "
             f"{counts.get('added', 0)} added, {counts.get('merged', 0)} merged, "
             f"{counts.get('superseded', 0)} superseded; refused: "
-            f"{counts.get('ungrounded', 0)} ungrounded, {counts.get('copied_example', 0)} "
-            f"copying an example, {counts.get('duplicate', 0) + counts.get('known', 0)} "
-            "already known."
+            f"{counts.get('ungrounded', 0)} ungrounded, "
+            f"{counts.get('misattributed', 0)} about the wrong person, "
+            f"{counts.get('vague', 0)} vague, {counts.get('scaffolding', 0)} carrying a "
+            f"prompt's label, {counts.get('copied_example', 0)} copying an example, "
+            f"{counts.get('duplicate', 0) + counts.get('known', 0)} already known; "
+            f"{counts.get('trimmed', 0)} sentences trimmed, {counts.get('split', 0)} split."
+            + (f" {abandoned} tokens spent on requests that timed out." if abandoned else "")
         )
 
     async def _log(
@@ -164,13 +192,14 @@ class PipelineDream:
             if self._spent(result):
                 self.emit({"type": "log_left", "log": stem, "window": window.number})
                 return False
-            proposals = await self._extract(window, len(windows), user, asker)
-            if proposals is None:
-                self.emit({"type": "log_left", "log": stem, "window": window.number})
-                return False
-            result.stages += 1
-            for proposal in proposals:
-                await self._consider(proposal, window, user, has_agent, asker, writer, result)
+            for part in by_speaker(window) if self.settings.by_speaker else [window]:
+                proposals = await self._extract(part, len(windows), user, asker)
+                if proposals is None:
+                    self.emit({"type": "log_left", "log": stem, "window": window.number})
+                    return False
+                result.stages += 1
+                for proposal in proposals:
+                    await self._consider(proposal, part, user, has_agent, asker, writer, result)
         await self.tools.sessions.mark_processed(found.path)
         ledger.add_processed(stem)
         self.emit({"type": "processed", "log": stem})
@@ -180,25 +209,34 @@ class PipelineDream:
         self, window: Window, parts: int, user: str, asker: Asker
     ) -> list[Proposal] | None:
         spoken = sum(1 for line in window.lines if line.role != "tool")
-        short = max(1, min(2, spoken // 2))
-        limit = min(self.settings.max_candidates, max(short, spoken // LINES_PER_MEMORY))
         ids = window.ids
-        prompt = prompts.extraction(
-            self.lang,
-            part=window.number,
-            parts=parts,
-            user=user,
-            lines=render(window, self.clock.tz),
-            limit=limit,
-        )
-        floor = math.ceil(limit * MIN_SHARE) if spoken >= MIN_LINES else 0
+        lines = render(window, self.clock.tz)
+        if window.speaker is not None:
+            # One person's lines: a memory each two lines at most (what they said is all
+            # about them), at least half of that from a long turn of theirs.
+            limit = min(self.settings.max_candidates, max(1, spoken // LINES_PER_OWN_MEMORY))
+            prompt = prompts.focus(
+                self.lang, part=window.number, parts=parts, speaker=window.speaker,
+                others=list(window.others), lines=lines, limit=limit,
+            )  # fmt: skip
+            system = prompts.focus_system(self.lang)
+            floor = math.ceil(limit * MIN_SHARE) if spoken >= MIN_OWN_LINES else 0
+        else:
+            short = max(1, min(2, spoken // 2))
+            limit = min(self.settings.max_candidates, max(short, spoken // LINES_PER_MEMORY))
+            prompt = prompts.extraction(
+                self.lang, part=window.number, parts=parts, user=user, lines=lines, limit=limit
+            )
+            system = prompts.extraction_system(self.lang)
+            floor = math.ceil(limit * MIN_SHARE) if spoken >= MIN_LINES else 0
         return await asker.ask(
             "extract",
             prompt,
-            extraction_schema(ids, limit, floor),
+            extraction_schema(ids, limit, floor, [window.speaker] if window.speaker else
+                              speakers_of(window)),
             lambda raw: read_extraction(raw, ids, limit),
-            system=prompts.extraction_system(self.lang),
-        )
+            system=system,
+        )  # fmt: skip
 
     async def _consider(
         self,
@@ -211,52 +249,68 @@ class PipelineDream:
         result: DreamResult,
     ) -> None:
         result.count("proposed")
-        proposal = self._anchored(proposal, window)
-        candidate = candidate_of(proposal, window, self.clock.tz, user)
-        if candidate.kind == "about_user" and not candidate.about_own_user:
-            candidate.kind = "fact"  # about someone else: never into this user's profile
-        if candidate.kind == "about_agent" and not window_has_agent:
-            candidate.kind = "fact"  # no agent spoke here: people talking among themselves
-        if first_person(candidate.text) and len(candidate.actors) == 1:
-            candidate.text = f"{candidate.actors[0]}: {candidate.text}"
-        outcome = self._refusal(candidate)
-        if outcome is None:
-            outcome = await self._place(candidate, asker, writer, result)
-        result.count(outcome)
-        self.emit({"type": "candidate", "kind": candidate.kind, "outcome": outcome})
-        if outcome in ("added", "merged", "superseded"):
-            self._seen.append(candidate.text)
+        anchored = self._anchored(proposal, window, speakers_of(window))
+        reading = read(anchored, window, user, window_has_agent, self.clock.tz)
+        result.count("trimmed", reading.trimmed)
+        result.count("split", reading.split)
+        if reading.refusal is not None:
+            result.count(reading.refusal)
+            self._emit(reading.refusal, proposal, proposal.kind, proposal.text, [])
+            return
+        for candidate in reading.candidates:
+            if any(similarity(candidate.text, seen) >= DUPLICATE_SIMILARITY for seen in self._seen):
+                outcome = "duplicate"
+            else:
+                outcome = await self._place(candidate, window_has_agent, asker, writer, result)
+            result.count(outcome)
+            self._emit(outcome, proposal, candidate.kind, candidate.text, candidate.about)
+            if outcome in ("added", "merged", "superseded"):
+                self._seen.append(candidate.text)
+
+    def _emit(
+        self, outcome: str, proposal: Proposal, kind: str, text: str, about: list[str]
+    ) -> None:
+        self.emit(
+            {"type": "candidate", "kind": kind, "outcome": outcome, "text": text[:300],
+             "about": about, "evidence": list(proposal.evidence), "who": proposal.who}
+        )  # fmt: skip
 
     def _spent(self, result: DreamResult) -> bool:
         """The dream's token budget is used up: what is left waits for the next dream."""
         return result.tokens.get("total", 0) >= self.settings.token_budget
 
     @staticmethod
-    def _anchored(proposal: Proposal, window: Window) -> Proposal:
-        """The proposal with the lines its text rests on as evidence (somnid's reading, not
-        the model's, when the cited lines do not ground it but a neighbour does)."""
+    def _anchored(proposal: Proposal, window: Window, speakers: list[str]) -> Proposal:
+        """The proposal with the lines its text rests on as evidence: the cited ones, or
+        their near neighbours when the cited ones do not say it (names never count)."""
         ids = window.ids
-        texts = [f"{line.speaker} {line.text}" for line in window.lines]
+        texts = [line.text for line in window.lines]
         cited = [ids.index(line_id) for line_id in proposal.evidence]
-        chosen = anchor(proposal.text, cited, texts)
+        chosen = anchor(proposal.text, cited, texts, ignore=name_words(speakers))
         if chosen == cited:
             return proposal
-        return Proposal(proposal.kind, proposal.text, tuple(ids[i] for i in chosen))
-
-    def _refusal(self, candidate: Candidate) -> str | None:
-        if copies_placeholder(candidate.text) is not None:
-            return "copied_example"
-        if grounded_share(candidate.text, candidate.evidence_texts) < GROUNDED_SHARE:
-            return "ungrounded"
-        if any(similarity(candidate.text, seen) >= DUPLICATE_SIMILARITY for seen in self._seen):
-            return "duplicate"
-        return None
+        return Proposal(proposal.kind, proposal.text, tuple(ids[i] for i in chosen), proposal.who)
 
     async def _place(
-        self, candidate: Candidate, asker: Asker, writer: Writer, result: DreamResult
+        self,
+        candidate: Candidate,
+        has_agent: bool,
+        asker: Asker,
+        writer: Writer,
+        result: DreamResult,
     ) -> str:
+        if candidate.kind in ("todo", "plan"):
+            # An intention is for the agent to keep: only a log where an agent speaks holds
+            # one (its user asked, or it said it would). People's plans among themselves are
+            # events to come (an episode dated when they are to happen), never a reminder
+            # resident in the agent's prompt that nobody asked for.
+            candidate.kind = "todo" if has_agent else "plan"
         kind = kind_of(candidate)
         if kind is Kind.PROFILE:
+            return "added" if await writer.profile_line(candidate) else "duplicate"
+        person = candidate.kind in ("fact", "preference") and len(candidate.about) == 1
+        if person and candidate.about_own_user:
+            # What the log's own user is like goes to their profile, as about_user does.
             return "added" if await writer.profile_line(candidate) else "duplicate"
         if kind is Kind.INTENTION:
             if await self.tools.open_intention_like(candidate.text) is not None:
@@ -270,7 +324,13 @@ class PipelineDream:
                 return "duplicate"
             await writer.add(candidate)
             return "added"
-        neighbours = await self._neighbours(candidate, RECONCILED)
+        # A fact is first reconciled with the entries of its own (a person's or an
+        # earlier dream's); one about a person that adds to none is a line of theirs.
+        neighbours = [
+            n
+            for n in await self._neighbours(candidate, RECONCILED)
+            if n.entry.entry_type != people.PERSON_TYPE
+        ]
         if _duplicate(neighbours):
             return "duplicate"
         related = [
@@ -278,29 +338,93 @@ class PipelineDream:
             for n in neighbours
             if n.similarity >= RELATED_SIMILARITY or n.cosine >= RELATED_COSINE
         ]
-        if not related:
-            await writer.add(candidate)
-            return "added"
-        decision = await self._decide(candidate, related, asker)
+        decision = await self._decide(candidate, related, asker) if related else None
         if decision is None or decision.action == "add":
+            if person:
+                return await self._person_fact(candidate, asker, writer)
             await writer.add(candidate)
             return "added"
         if decision.action == "known":
             return "known"
         target = next(n.entry for n in related if n.label == decision.target)
-        evidence = [*candidate.evidence_texts, _entry_text(target)]
-        if grounded_share(decision.text, evidence) < GROUNDED_SHARE:
+        text = self._decided_text(decision.text, candidate, [_entry_text(target)])
+        if text is None:
             await writer.add(candidate)  # the merged text strays: keep what is grounded
             return "added"
         try:
             if decision.action == "merge":
-                await writer.merge(target, candidate, decision.text)
+                await writer.merge(target, candidate, text)
                 return "merged"
-            await writer.supersede(target, candidate, decision.text)
+            await writer.supersede(target, candidate, text)
             return "superseded"
         except NotFound:  # the entry went meanwhile (a person archived it)
             await writer.add(candidate)
             return "added"
+
+    def _decided_text(self, text: str, candidate: Candidate, older: list[str]) -> str | None:
+        """A merged or corrected text the model wrote, if it may be stored: no label, the
+        same person (or people) as the candidate, and grounded in the candidate's lines
+        and the older text. None when it strays."""
+        text = without_label(text)
+        if not text or scaffolding(text) is not None or copies_placeholder(text) is not None:
+            return None
+        people = list(dict.fromkeys([*candidate.actors, *candidate.about]))
+        found = attribute(
+            text,
+            [*(Spoken(line.speaker, line.text) for line in candidate.lines),
+             *(Spoken(candidate.about[0], old) for old in older if candidate.about)],
+            people,
+        )  # fmt: skip
+        if found.problem is not None or set(found.subjects) - set(candidate.about):
+            return None
+        words = claim_words(text, people)
+        source = claim_words(" ".join([*candidate.evidence_texts, *older]), people)
+        if words and len(words & source) / len(words) < GROUNDED_SHARE:
+            return None
+        return found.text
+
+    async def _person_fact(self, candidate: Candidate, asker: Asker, writer: Writer) -> str:
+        """A lasting fact about one person: a line of their entry, added, merged into the
+        line it adds to, or superseding the line it corrects (the model decides which,
+        among the lines close to it)."""
+        person = candidate.about[0]
+        facts = await writer.person_facts(person)
+        close = [
+            (at, fact, similarity(candidate.text, fact))
+            for at, fact in facts
+            if similarity(candidate.text, fact) >= RELATED_SIMILARITY
+        ]
+        if any(score >= DUPLICATE_SIMILARITY for _, _, score in close):
+            return "duplicate"
+        meanings = await self._recall.meanings([candidate.text, *(f for _, f in facts)])
+        if meanings is not None and facts:
+            first = meanings[0]
+            cosines = [float(first @ other) for other in meanings[1:]]
+            if max(cosines) >= SAME_MEANING:
+                return "duplicate"
+            close += [
+                (at, fact, cos)
+                for (at, fact), cos in zip(facts, cosines, strict=True)
+                if cos >= RELATED_PERSON_COSINE and all(at != c[0] for c in close)
+            ]
+        close = sorted(close, key=lambda c: -c[2])[:NEIGHBOURS]
+        if not close:
+            return await writer.person_fact(candidate, PersonFact("add"))
+        labels = [f"E{number}" for number in range(1, len(close) + 1)]
+        existing = "\n".join(
+            f"{label}: {fact}" for label, (_, fact, _) in zip(labels, close, strict=True)
+        )
+        decision = await self._ask_decision(candidate, labels, existing, asker)
+        if decision is None or decision.action == "add":
+            return await writer.person_fact(candidate, PersonFact("add"))
+        if decision.action == "known":
+            return "known"
+        number = int(decision.target.removeprefix("E")) - 1
+        at, fact, _ = close[number]
+        text = self._decided_text(decision.text, candidate, [fact])
+        if text is None:
+            return await writer.person_fact(candidate, PersonFact("add"))
+        return await writer.person_fact(candidate, PersonFact(decision.action, at, fact, text))
 
     async def _same_meaning(
         self, candidate: Candidate, neighbours: list[_Neighbour]
@@ -335,11 +459,14 @@ class PipelineDream:
     async def _decide(
         self, candidate: Candidate, related: list[_Neighbour], asker: Asker
     ) -> Decision | None:
-        labels = [n.label for n in related]
         existing = "\n".join(
-            f"{n.label} ({n.entry.kind.value}{_when(n.entry)}): {_entry_text(n.entry)[:600]}"
-            for n in related
+            f"{n.label}: {_entry_text(n.entry)[:600]}{_when(n.entry)}" for n in related
         )
+        return await self._ask_decision(candidate, [n.label for n in related], existing, asker)
+
+    async def _ask_decision(
+        self, candidate: Candidate, labels: list[str], existing: str, asker: Asker
+    ) -> Decision | None:
         prompt = prompts.decision(self.lang, new=candidate.text, existing=existing)
         decision = await asker.ask(
             "decide", prompt, decision_schema(labels), lambda raw: read_decision(raw, labels)
@@ -369,5 +496,7 @@ def _same_day(entry: Entry, candidate: Candidate, tz: dt.tzinfo) -> bool:
 
 
 def _when(entry: Entry) -> str:
-    value = entry.meta.get("when") or entry.meta.get("created")
-    return f", {str(value)[:10]}" if value else ""
+    """When what an entry says was said (the conversation's day, not the day it was
+    written): shown after the text, never as a label the model could copy before it."""
+    value = entry.meta.get("when") or entry.meta.get("observed")
+    return f" [{str(value)[:10]}]" if value else ""

@@ -19,6 +19,7 @@ MEMORY_KINDS = (
     "event",
     "fact",
     "preference",
+    "plan",
     "decision",
     "pitfall",
     "todo",
@@ -26,11 +27,19 @@ MEMORY_KINDS = (
     "about_user",
     "about_agent",
 )
+ASKED_KINDS = tuple(kind for kind in MEMORY_KINDS if kind != "about_user")
+"""What the schema offers: who a fact is about is the ``who`` field, so the log's own user
+needs no kind of their own (somnid puts a lasting fact about them into their profile);
+``about_user`` is still read from a model without a grammar."""
 ACTIONS = ("add", "merge", "supersede", "known")
 NONE = "none"
 MAX_TEXT = 600
 MAX_EVIDENCE = 6
 """A memory rests on a few lines; somnid anchors it on the neighbours its text needs."""
+ASKED_EVIDENCE = 2
+"""What the schema lets a model cite for one memory: the line that says it and the line it
+answers. A model citing a run of lines for a summary writes one person's facts on the
+other; one line is one speaker's, and says whose the memory is."""
 
 
 class AnswerError(ValueError):
@@ -44,6 +53,8 @@ class Proposal:
     kind: str
     text: str
     evidence: tuple[str, ...]
+    who: str | None = None
+    """Whom the model says the memory is about (checked against the lines, never trusted)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,9 +81,15 @@ def _line_id(raw: Any) -> str | None:
     return None
 
 
-def extraction_schema(line_ids: list[str], max_items: int, min_items: int = 0) -> dict[str, Any]:
+def extraction_schema(
+    line_ids: list[str], max_items: int, min_items: int = 0, speakers: list[str] | None = None
+) -> dict[str, Any]:
     """``min_items`` > 0 asks a grammar-constrained model for at least that many (small
-    models otherwise stop after the first item of a long window)."""
+    models otherwise stop after the first item of a long window). ``who`` comes first: a
+    model that has said whom a memory is about writes the rest about that person."""
+    who: dict[str, Any] = {"type": "string"}
+    if speakers:
+        who["enum"] = list(dict.fromkeys(speakers))
     return {
         "type": "object",
         "properties": {
@@ -83,16 +100,17 @@ def extraction_schema(line_ids: list[str], max_items: int, min_items: int = 0) -
                 "items": {
                     "type": "object",
                     "properties": {
+                        "who": who,
                         "evidence": {
                             "type": "array",
                             "minItems": 1,
-                            "maxItems": MAX_EVIDENCE,
+                            "maxItems": ASKED_EVIDENCE,
                             "items": {"type": "integer", "enum": [number_of(i) for i in line_ids]},
                         },
-                        "kind": {"type": "string", "enum": list(MEMORY_KINDS)},
+                        "kind": {"type": "string", "enum": list(ASKED_KINDS)},
                         "text": {"type": "string", "maxLength": MAX_TEXT},
                     },
-                    "required": ["evidence", "kind", "text"],
+                    "required": ["who", "evidence", "kind", "text"],
                     "additionalProperties": False,
                 },
             }
@@ -132,13 +150,15 @@ def parse_json(content: str) -> Any:
     raise AnswerError("the answer holds no JSON object")
 
 
-def _object(raw: Any, keys: tuple[str, ...], where: str) -> dict[str, Any]:
+def _object(
+    raw: Any, keys: tuple[str, ...], where: str, optional: tuple[str, ...] = ()
+) -> dict[str, Any]:
     if not isinstance(raw, dict):
         raise AnswerError(f"{where} must be a JSON object")
     missing = [key for key in keys if key not in raw]
     if missing:
         raise AnswerError(f"{where} lacks {', '.join(missing)}")
-    extra = sorted(set(raw) - set(keys))
+    extra = sorted(set(raw) - set(keys) - set(optional))
     if extra:
         raise AnswerError(f"{where} has unknown keys: {', '.join(extra)}")
     return raw
@@ -166,7 +186,7 @@ def read_extraction(raw: Any, line_ids: list[str], max_items: int) -> list[Propo
     proposals = []
     for number, item in enumerate(items, start=1):
         where = f"memories[{number}]"
-        item = _object(item, ("evidence", "kind", "text"), where)
+        item = _object(item, ("evidence", "kind", "text"), where, optional=("who",))
         kind = item["kind"]
         if kind not in MEMORY_KINDS:
             raise AnswerError(f"{where}.kind must be one of {', '.join(MEMORY_KINDS)}")
@@ -186,7 +206,9 @@ def read_extraction(raw: Any, line_ids: list[str], max_items: int) -> list[Propo
         if len(ids) > MAX_EVIDENCE:
             raise AnswerError(f"{where}.evidence has more than {MAX_EVIDENCE} lines")
         text = whole_sentences(_text(item["text"], f"{where}.text", MAX_TEXT))
-        proposals.append(Proposal(kind, text, tuple(ids)))
+        who = item.get("who")
+        who = " ".join(who.split()) or None if isinstance(who, str) else None
+        proposals.append(Proposal(kind, text, tuple(ids), who))
     return proposals
 
 

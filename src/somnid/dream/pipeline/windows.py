@@ -40,6 +40,12 @@ class Window:
     log: str
     number: int
     lines: tuple[Line, ...]
+    speaker: str | None = None
+    """Set for a window of one speaker's lines (see :func:`by_speaker`)."""
+    others: tuple[str, ...] = ()
+    """Who else speaks in the window these lines come from (their names are no evidence)."""
+    context: tuple[Line, ...] = ()
+    """For a one-speaker window: every line of the window it was cut from, in order."""
 
     @property
     def ids(self) -> list[str]:
@@ -47,6 +53,36 @@ class Window:
 
     def line(self, line_id: str) -> Line | None:
         return next((line for line in self.lines if line.id == line_id), None)
+
+
+def speakers_of(window: Window) -> list[str]:
+    """Who speaks in ``window`` (or in the window a one-speaker window was cut from), in
+    order of first line; tools are not speakers."""
+    spoken = [line.speaker for line in window.lines if line.role != "tool"]
+    return list(dict.fromkeys([*spoken, *window.others]))
+
+
+def by_speaker(window: Window) -> list[Window]:
+    """``window`` as one window per person, each holding only what that person said, for
+    a log where people talk among themselves (no agent speaks): what a memory says of
+    someone then comes from their own lines by construction. A log with an agent is read
+    whole: what its user wants and how the work went lives in the exchange."""
+    if any(line.role == "agent" for line in window.lines):
+        return [window]
+    speakers = speakers_of(window)
+    if len(speakers) < 2:
+        return [window]
+    return [
+        Window(
+            window.log,
+            window.number,
+            tuple(line for line in window.lines if line.speaker == speaker),
+            speaker,
+            tuple(other for other in speakers if other != speaker),
+            window.lines,
+        )
+        for speaker in speakers
+    ]
 
 
 def log_user(transcript: Transcript) -> str:

@@ -12,21 +12,24 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from somnid.dream import items
 from somnid.dream.guard import dreamer_role_phrase
 from somnid.dream.ledger import ItemRef, Ledger
+from somnid.dream.pipeline import people
 from somnid.dream.pipeline.candidate import Candidate, first_sentence
 from somnid.dream.pipeline.checks import DUPLICATE_SIMILARITY, content_words, similarity
 from somnid.dream.tools import DreamTools
-from somnid.errors import Conflict, InvalidInput, NotFound
+from somnid.errors import Conflict, InvalidInput, NotFound, PreconditionFailed
 from somnid.memory.entry import Entry
 from somnid.memory.kinds import SELF_PROFILE, Kind
 
 KNOWLEDGE_TYPES = {"fact", "preference", "decision", "pitfall"}
 KIND_OF = {
     "event": Kind.EPISODE,
+    "plan": Kind.EPISODE,
     "procedure": Kind.SKILL,
     "todo": Kind.INTENTION,
     **dict.fromkeys(KNOWLEDGE_TYPES, Kind.KNOWLEDGE),
@@ -39,6 +42,20 @@ def kind_of(candidate: Candidate) -> Kind:
     if candidate.kind in ("about_user", "about_agent"):
         return Kind.PROFILE
     return KIND_OF[candidate.kind]
+
+
+@dataclass(frozen=True, slots=True)
+class PersonFact:
+    """What to do with a fact in its person's entry: ``add`` a line, ``merge`` into the
+    line at ``at`` (which read ``old``) or ``supersede`` it, with ``text``."""
+
+    action: str
+    at: int = -1
+    old: str = ""
+    text: str = ""
+
+
+RETRIES = 5
 
 
 def _name(text: str) -> str:
@@ -60,6 +77,8 @@ class Writer:
         fields: dict[str, Any] = {"source": candidate.log, "evidence": candidate.line_ids}
         if candidate.actors:
             fields["actors"] = ", ".join(candidate.actors)
+        if candidate.about:
+            fields["about"] = ", ".join(candidate.about)
         if candidate.dates:
             fields["dates"] = list(candidate.dates)
         return fields
@@ -82,8 +101,12 @@ class Writer:
         description = items.one_line(candidate.description(), "description")
         memories = self.tools.memories
         if kind is Kind.EPISODE:
-            if candidate.when is not None:
-                fields["when"] = candidate.when.astimezone(self.tz)
+            when = candidate.when
+            if candidate.kind == "plan":
+                fields["type"] = "plan"
+                when = _planned_for(candidate, self.tz) or when
+            if when is not None:
+                fields["when"] = when.astimezone(self.tz)
             fields["salience"] = "low"
             entry = await memories.create(
                 Kind.EPISODE,
@@ -95,6 +118,8 @@ class Writer:
         else:
             if kind is Kind.KNOWLEDGE:
                 fields["type"] = candidate.kind
+            if candidate.when is not None:
+                fields["observed"] = candidate.when.astimezone(self.tz)
             entry = await self._create_named(
                 kind, _name(candidate.text), description, candidate, fields
             )
@@ -146,8 +171,26 @@ class Writer:
             score_delta=0.1,
             verified=None,
         )
+        entry = await self._merge_fields(entry, candidate)
         self.ledger.add_updated(ItemRef(target.kind, entry.name, str(entry.path)))
         return entry
+
+    async def _merge_fields(self, entry: Entry, candidate: Candidate) -> Entry:
+        """A merged entry's front matter says who and which lines it now rests on."""
+        fields: dict[str, Any] = {}
+        for key, new in (("actors", candidate.actors), ("about", candidate.about)):
+            old = [p.strip() for p in str(entry.meta.get(key) or "").split(",") if p.strip()]
+            joined = list(dict.fromkeys([*old, *new]))
+            if joined != old:
+                fields[key] = ", ".join(joined)
+        old_evidence = [str(e) for e in entry.meta.get("evidence") or []]
+        same_log = str(entry.meta.get("source") or "") == candidate.log
+        cited = [line if same_log else f"{candidate.log}:{line}" for line in candidate.line_ids]
+        if cited and not set(cited) <= set(old_evidence):
+            fields["evidence"] = list(dict.fromkeys([*old_evidence, *cited]))
+        if not fields:
+            return entry
+        return await self.tools.memories.update(entry.kind, entry.name, fields=fields)
 
     async def supersede(self, target: Entry, candidate: Candidate, text: str) -> Entry | None:
         corrected = Candidate(
@@ -162,6 +205,64 @@ class Writer:
         archived = await self.tools.edits.archive(target.kind, target.name, reason)
         self.ledger.add_archived(ItemRef(target.kind, target.name, str(archived.path)))
         return entry
+
+    async def person_facts(self, person: str) -> list[tuple[int, str]]:
+        """The fact lines of ``person``'s entry (their place and text); none yet: []."""
+        try:
+            entry = await self.tools.memories.get(Kind.KNOWLEDGE, people.entry_name(person))
+        except NotFound:
+            return []
+        return [(at, fact.text) for at, fact in people.parse(entry.body).facts]
+
+    async def person_fact(self, candidate: Candidate, change: PersonFact) -> str:
+        """Write a fact into its person's entry (made on first use); the outcome counted."""
+        person = candidate.about[0]
+        name = people.entry_name(person)
+        day = candidate.when.astimezone(self.tz).date().isoformat() if candidate.when else None
+        memories = self.tools.memories
+        for _ in range(RETRIES):
+            try:
+                before = await memories.get(Kind.KNOWLEDGE, name)
+            except NotFound:
+                before = None
+            body = people.parse(before.body if before is not None else "")
+            text = change.text or candidate.text
+            fact = people.Fact(text, day)
+            facts = {at: fact.text for at, fact in body.facts}
+            if change.action in ("merge", "supersede") and facts.get(change.at) == change.old:
+                superseded = day or "" if change.action == "supersede" else None
+                body.replace(change.at, fact, superseded_on=superseded)
+                outcome = "merged" if change.action == "merge" else "superseded"
+            else:
+                body.add(fact)  # the line changed meanwhile (a person edited it): add
+                outcome = "added"
+            body.cite([q for q in candidate.quotes(self.tz, prefix=candidate.log).split("\n")
+                       if q], candidate.provenance(self.tz))  # fmt: skip
+            if before is None:
+                fields = {**self._fields(candidate), "type": people.PERSON_TYPE, "about": person}
+                fields["actors"] = person
+                try:
+                    entry = await memories.create(
+                        Kind.KNOWLEDGE,
+                        name,
+                        description=people.description(person, self.lang),
+                        body=body.render(),
+                        fields=fields,
+                    )
+                except Conflict:
+                    continue  # made meanwhile: read it and add to it
+                self.ledger.add_created(ItemRef(Kind.KNOWLEDGE, entry.name, str(entry.path)))
+                return "added"
+            update = {"source": candidate.log}
+            try:
+                entry = await memories.update(
+                    Kind.KNOWLEDGE, name, body=body.render(), fields=update, if_match=before.etag
+                )
+            except PreconditionFailed:
+                continue
+            self.ledger.add_updated(ItemRef(Kind.KNOWLEDGE, entry.name, str(entry.path)))
+            return outcome
+        raise PreconditionFailed(f"knowledge {name!r} kept changing; try again")
 
     async def profile_line(self, candidate: Candidate) -> bool:
         """Add the candidate as one line of a profile: the log's own user's for about_user
@@ -197,6 +298,18 @@ class Writer:
         )
         self.ledger.add_profile(f"{'about_me' if user is None else 'user ' + name} ({entry.path})")
         return True
+
+
+def _planned_for(candidate: Candidate, tz: dt.tzinfo) -> dt.datetime | None:
+    """When a plan is to happen: the first day it names on or after the day it was said."""
+    if candidate.when is None:
+        return None
+    said = candidate.when.astimezone(tz).date()
+    for value in _DAY.findall(" ".join(candidate.dates)):
+        day = dt.date.fromisoformat(value)
+        if day >= said:
+            return dt.datetime.combine(day, dt.time(12), tz)
+    return None
 
 
 def _kind_word(entry: Entry) -> str:

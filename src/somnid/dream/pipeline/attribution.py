@@ -1,0 +1,203 @@
+"""Who a memory is about, decided by somnid from the lines it rests on.
+
+A small model writes one person's facts about the other, or about "A and B", and cites a
+greeting ("Hey Ann!") or the other's question as evidence. So the words that name people
+never count as evidence (a name in a line says the line mentions a person, not what they
+did), and a memory belongs to the speakers whose own lines say what it says:
+
+- its **subject** is who the text names first (both, for "Ann and Bo …"); a text that
+  names no speaker is about the speaker whose lines say most of it;
+- every subject must **own** it: its own cited lines hold at least :data:`OWN_SHARE` of
+  the memory's content words, and no less than another speaker's lines do;
+- a subject that does not is a **misattribution**: "Ann and Bo …" where only Bo's lines
+  say it becomes Bo's (the pair is split, the text keeps Bo); a swapped subject is refused.
+
+The quoted evidence is pruned to the lines that say something of the memory: the
+subject's own lines first, then the lines they answer that add content words. Plain
+functions over text; no model, no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from somnid.dream.pipeline.checks import content_words
+
+OWN_SHARE = 0.4
+"""A subject's own lines must say at least this share of a memory's content words."""
+ROLE_WORDS = frozenset({"user", "agent", "assistant", "tool", "default"})
+
+
+@dataclass(frozen=True, slots=True)
+class Spoken:
+    """One evidence line: who said it, and what."""
+
+    speaker: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Attribution:
+    subjects: tuple[str, ...]
+    """Who the memory is about, as the speakers are named in the log."""
+    owned: float
+    """The share of the memory's content words the subjects' own lines say."""
+    lines: tuple[int, ...]
+    """Indices of the evidence lines that say something of the memory, subject's first."""
+    text: str
+    """The memory's text, with a pair that only one of them owns cut to that one."""
+    problem: str | None = None
+    """``misattributed`` (the named person's lines do not say it), or None."""
+
+
+def name_words(speakers: Sequence[str]) -> set[str]:
+    """The content-word forms of the speakers' names (and their parts): never evidence."""
+    words: set[str] = set()
+    for speaker in speakers:
+        words |= content_words(speaker)
+    return words
+
+
+def _is_name_word(word: str, names: set[str]) -> bool:
+    # "Mel" in a greeting is Melanie: a prefix of three letters or more of a name.
+    return word in names or any(len(word) >= 3 and name.startswith(word) for name in names)
+
+
+def claim_words(text: str, speakers: Sequence[str]) -> set[str]:
+    """The content words of ``text`` that are not people's names."""
+    names = name_words(speakers)
+    return {w for w in content_words(text) if not _is_name_word(w, names)}
+
+
+def _mentions(text: str, speaker: str) -> int | None:
+    """Where ``text`` first names ``speaker`` (by the whole name, or its first word)."""
+    if speaker.casefold() in ROLE_WORDS or not speaker.strip():
+        return None
+    forms = {speaker.strip(), speaker.strip().split()[0]}
+    best: int | None = None
+    for form in forms:
+        if re.fullmatch(r"[\u3400-\u9fff]+", form):
+            found = text.find(form)
+            at = found if found >= 0 else None
+        else:
+            match = re.search(rf"(?<![^\W_]){re.escape(form)}(?![^\W_])", text, re.IGNORECASE)
+            at = match.start() if match else None
+        if at is not None and (best is None or at < best):
+            best = at
+    return best
+
+
+_PAIR = re.compile(
+    r"^\s*(?:both\s+)?(\S+(?:\s\S+)?)\s+(?:and|&|和|与|跟)\s*(\S+(?:\s\S+)?)\b", re.I
+)
+
+
+def named_subjects(text: str, speakers: Sequence[str]) -> tuple[str, ...]:
+    """The speakers a text is about: the first one it names, or the two of a text that
+    opens with a pair ("Ann and Bo went …", "Ann 和 Bo …")."""
+    places = sorted(
+        (at, speaker)
+        for speaker in dict.fromkeys(speakers)
+        if (at := _mentions(text, speaker)) is not None
+    )
+    if not places:
+        return ()
+    first_at, first = places[0]
+    if len(places) > 1 and first_at <= 12:
+        second_at, second = places[1]
+        between = text[first_at:second_at].casefold()
+        if second_at - first_at <= len(first) + 12 and re.search(r"\band\b|&|和|与|跟", between):
+            return (first, second)
+    return (first,)
+
+
+def _share(words: set[str], lines: Sequence[Spoken], names: set[str]) -> float:
+    if not words:
+        return 0.0
+    said: set[str] = set()
+    for line in lines:
+        said |= {w for w in content_words(line.text) if not _is_name_word(w, names)}
+    return len(words & said) / len(words)
+
+
+def attribute(
+    text: str,
+    evidence: Sequence[Spoken],
+    speakers: Sequence[str],
+    *,
+    default: tuple[str, ...] = (),
+) -> Attribution:
+    """Who ``text`` is about and whether their own ``evidence`` lines say it.
+
+    ``speakers`` are everyone who speaks in the window (their names are not evidence);
+    ``evidence`` the lines the memory cites; ``default`` whom a text that names nobody is
+    about ("She adopted a dog" after a sentence about Ann)."""
+    names = name_words(speakers)
+    words = claim_words(text, speakers)
+    by_speaker: dict[str, list[Spoken]] = {}
+    for line in evidence:
+        by_speaker.setdefault(line.speaker, []).append(line)
+    shares = {who: _share(words, lines, names) for who, lines in by_speaker.items()}
+    named = named_subjects(text, speakers) or default
+    if not named:
+        # No speaker named ("The dog is called Rex"): the speaker whose lines say most.
+        owner = max(shares, key=lambda who: shares[who], default=None)
+        named = (owner,) if owner is not None else ()
+    best = max(shares.values(), default=0.0)
+    owning = [who for who in named if shares.get(who, 0.0) >= max(OWN_SHARE, best - 0.2)]
+    if not owning:
+        return Attribution(named, max((shares.get(w, 0.0) for w in named), default=0.0),
+                           tuple(range(len(evidence))), text, "misattributed")  # fmt: skip
+    result_text = text
+    if len(named) == 2 and len(owning) == 1:
+        cut = _cut_pair(text, named, owning[0])
+        if cut is None:
+            return Attribution(named, shares.get(owning[0], 0.0), tuple(range(len(evidence))),
+                               text, "misattributed")  # fmt: skip
+        result_text = cut
+    subjects = tuple(owning)
+    owned = _share(words, [line for line in evidence if line.speaker in subjects], names)
+    return Attribution(subjects, owned, _saying(words, evidence, subjects, names), result_text)
+
+
+def _cut_pair(text: str, pair: tuple[str, ...], owner: str) -> str | None:
+    """ "Ann and Bo went hiking" as "Bo went hiking", when only Bo's lines say it. None
+    where that would not read right: the pair is not where the text opens, or its verb
+    is one whose form depends on the number ("discuss" / "discusses")."""
+    match = _PAIR.match(text)
+    if match is None:
+        return None
+    rest = re.sub(r"^(both|each|together)\b\s*", "", text[match.end() :].lstrip(), flags=re.I)
+    verb, _, tail = rest.partition(" ")
+    singular = _SINGULAR.get(verb.casefold())
+    if singular is not None:
+        rest = f"{singular} {tail}"
+    elif not (verb.casefold().endswith("ed") or verb.casefold() in _NUMBERLESS):
+        return None
+    return f"{owner} {rest}".strip()
+
+
+_SINGULAR = {"are": "is", "were": "was", "have": "has"}
+_NUMBERLESS = frozenset(
+    ["went", "had", "did", "got", "made", "took", "saw", "met", "said", "told", "found", "gave"]
+)
+
+
+def _saying(
+    words: set[str], evidence: Sequence[Spoken], subjects: tuple[str, ...], names: set[str]
+) -> tuple[int, ...]:
+    """The evidence lines that say something of the memory: the subjects' lines that add
+    content words, then any other line that adds words they do not (the question a
+    subject answers), in line order. A line that adds nothing is not quoted."""
+    chosen: list[int] = []
+    covered: set[str] = set()
+    order = sorted(range(len(evidence)), key=lambda i: evidence[i].speaker not in subjects)
+    for i in order:
+        said = {w for w in content_words(evidence[i].text) if not _is_name_word(w, names)}
+        adds = (said & words) - covered
+        if adds:
+            chosen.append(i)
+            covered |= adds
+    return tuple(sorted(chosen))

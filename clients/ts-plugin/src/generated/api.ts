@@ -1630,6 +1630,11 @@ export interface components {
             commit: string | null;
             /** Paths */
             paths: string[];
+            /**
+             * Reopenedlogs
+             * @description A reverted dream's session logs, pending again: the next dream reads them anew.
+             */
+            reopenedLogs?: string[];
         };
         /** SectionOut */
         SectionOut: {

@@ -404,7 +404,13 @@ def variants_tables(doc: Doc | None) -> dict[str, str]:
 DREAM_ROWS: tuple[tuple[str, str, int, str], ...] = (
     ("logs processed / given", "logs", 0, "all"),
     ("memories written (per turn)", "entries_ratio", 3, "≤ 0.25"),
-    ("grounded share", "grounded_share", 3, "≥ 0.90"),
+    ("memory units judged (entries, and lines of person entries)", "units", 0, ""),
+    ("about the wrong person (misattributed share)", "misattributed_share", 3, "≤ 0.05"),
+    ("vague share", "vague_share", 3, "≤ 0.10"),
+    ("LoCoMo observations stated (coverage)", "observation_coverage", 3, "≥ 0.50"),
+    ("knowledge entries / updated by a later session", "knowledge", 0, "> 0 / ≥ 1"),
+    ("checks' agreement with hand labels (lowest)", "label_agreement", 3, "≥ 0.90"),
+    ("grounded share (words in the session)", "grounded_share", 3, "≥ 0.90"),
     ("duplicate pairs (cosine ≥ 0.95)", "duplicate_share", 3, "≤ 0.02"),
     ("example values copied", "example_copies", 0, "0"),
     ("answer in top 5: dream memories", "answer_share", 3, ""),
@@ -424,6 +430,15 @@ def _dream_cell(summary: Any, key: str, digits: int) -> str:
         if total is None:
             return num(None)
         return f"{int(total) - int(pending or 0)} / {int(total)}"
+    if key == "knowledge":
+        kinds = get(summary, "per_kind") or {}
+        updated = get(summary, "entries_updated_by_later_session")
+        if not kinds and updated is None:
+            return num(None)
+        return f"{num(kinds.get('knowledge', 0), 0)} / {num(updated, 0)}"
+    if key == "label_agreement":
+        agreement = get(summary, "label_agreement") or {}
+        return num(agreement.get("min"), digits) if isinstance(agreement, Mapping) else num(None)
     value = get(summary, key)
     if key == "tokens_per_processed_log" and value is None:  # results from before the key
         per_log, total, pending = (
@@ -451,6 +466,16 @@ def dream_tables(doc: Doc | None) -> dict[str, str]:
         f" run {doc.get('when', '?')}, {num(doc.get('wall_s'), 0)} s."
         f" Tokens per log, pipeline / agentic: {num(summary.get('tokens_per_log_vs_agentic'), 3)}."
     )
+    agreement = summary.get("label_agreement")
+    if isinstance(agreement, Mapping) and agreement.get("labels"):
+        text += (
+            f" Hand labels: {num(agreement.get('labels'), 0)} memories"
+            f" ({num(agreement.get('labelled_misattributed'), 0)} labelled misattributed,"
+            f" {num(agreement.get('labelled_vague'), 0)} vague); the checks agree on"
+            f" attribution {num(agreement.get('attribution'), 3)}, vagueness"
+            f" {num(agreement.get('vague'), 3)}, observations stated"
+            f" {num(agreement.get('observations'), 3)}."
+        )
     return {"dream-quality": text}
 
 

@@ -242,9 +242,18 @@ def test_dream_quality_table() -> None:
         "tokens_per_log": 1500,
         "agentic": {"logs_total": 6, "logs_pending": 6, "tokens_per_log": 3000},
         "tokens_per_log_vs_agentic": 0.5,
-    }
+        "misattributed_share": 0.04,
+        "per_kind": {"episode": 10, "knowledge": 4},
+        "entries_updated_by_later_session": 2,
+        "label_agreement": {"labels": 60, "attribution": 0.95, "vague": 0.92, "observations": 0.9,
+                            "min": 0.9, "labelled_misattributed": 12, "labelled_vague": 8},
+    }  # fmt: skip
     text = dream_tables({"summary": summary, "when": "now", "wall_s": 60})["dream-quality"]
+    assert "| about the wrong person (misattributed share) | 0.040 | — | ≤ 0.05 |" in text
+    assert "| knowledge entries / updated by a later session | 4 / 2 | — | > 0 / ≥ 1 |" in text
+    assert "| checks' agreement with hand labels (lowest) | 0.900 | — | ≥ 0.90 |" in text
+    assert "Hand labels: 60 memories (12 labelled misattributed, 8 vague)" in text
     assert "| logs processed / given | 5 / 6 | 0 / 6 | all |" in text
-    assert "| grounded share | 0.950 | — | ≥ 0.90 |" in text
+    assert "| grounded share (words in the session) | 0.950 | — | ≥ 0.90 |" in text
     assert "| tokens per log processed | 1,800 | — |" in text
     assert "Tokens per log, pipeline / agentic: 0.500." in text

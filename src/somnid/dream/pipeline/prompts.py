@@ -46,17 +46,15 @@ Answer {"memories": [{"who": <name>, "evidence": [<line numbers>], "kind": <kind
 }
 
 _FOCUS_RULES = {
-    "en": """Lines: number [time, where it changed] speaker: text; all said by one person in a conversation. Write what these lines tell about that person that is worth remembering weeks later: what they did, what they are like, what they plan. One memory per distinct thing; skip greetings, thanks, praise, questions and small talk.
-- who: that person;
-- evidence: the numbers of the lines that say it;
-- kind: event (something that happened or was done), fact (what they are, have, do often, like or believe: lasting), plan (something they will do, or agreed to do, and when);
-- text: one short sentence that begins with their name and keeps the lines' own words for names, places, dates, numbers, titles and things. Never "I" or "you"; never only that they talked.
+    "en": """Lines: number [time, where it changed] speaker: text, all said by one person in a conversation. Write down what they tell about that person worth remembering weeks later: what they did, have, like, are, plan. One memory per thing; skip greetings, thanks, praise, questions and small talk.
+- who: that person; evidence: the numbers of the lines that say it;
+- kind: event (done or happened), fact (lasting: what they are, have, like, do often), plan (what they will do, and when);
+- text: the thing itself in one short sentence that begins with their name (not that they said, shared or asked it), in the lines' own words for names, places, dates, numbers and things. Never "I" or "you".
 Answer {"memories": [{"who": <name>, "evidence": [<line numbers>], "kind": <kind>, "text": <text>}]}, an empty list if nothing is worth keeping.""",
-    "zh": """行的格式：行号 [时间，仅在变化处标出] 说话人: 内容；这些行都是同一个人在一段对话里说的。写出这些行讲出的、几周后仍值得记得的关于这个人的事：做了什么、是什么样的人、打算做什么。每件不同的事一条；跳过寒暄、道谢、夸奖、提问和闲聊。
-- who：这个人；
-- evidence：说出这件事的行号；
-- kind：event（发生或做过的事）、fact（他是什么样、有什么、常做什么、喜欢或相信什么：长期的）、plan（他要做或约定要做的事及时间）；
-- text：一句简短的话，以他的名字开头；名字、地点、日期、数字、标题和东西用原话的词。不写“我”或“你”，不能只说他聊了天。
+    "zh": """行的格式：行号 [时间，仅在变化处标出] 说话人: 内容，都是同一个人在一段对话里说的。记下这些行讲出的、几周后仍值得记得的关于这个人的事：做了什么、有什么、喜欢什么、是什么样、打算做什么。每件事一条；跳过寒暄、道谢、夸奖、提问和闲聊。
+- who：这个人；evidence：说出这件事的行号；
+- kind：event（做过或发生的事）、fact（长期的：他是什么样、有什么、喜欢什么、常做什么）、plan（他要做的事及时间）；
+- text：用一句简短的话写这件事本身，以他的名字开头（不写“他说了/分享了/问了”），名字、地点、日期、数字和东西用原话的词。不写“我”或“你”。
 回答格式：{"memories": [{"who": <名字>, "evidence": [<行号>], "kind": <类别>, "text": <文本>}]}；没有值得记住的就给空列表。""",
 }
 _FOCUS = {

@@ -137,7 +137,7 @@ def read(proposal: Proposal, window: Window, user: str, has_agent: bool, tz: dt.
     problems: list[str] = []
     previous: tuple[str, ...] = ()
     person_kind = proposal.kind in PERSON_KINDS
-    for number, sentence in enumerate(clauses(text, speakers)):
+    for sentence in clauses(text, speakers):
         if sentence.endswith(("?", "？")):
             problems.append("ungrounded")  # a question the model copied says nothing
             continue
@@ -151,7 +151,7 @@ def read(proposal: Proposal, window: Window, user: str, has_agent: bool, tz: dt.
         if words and len(words & said) / len(words) < GROUNDED_SHARE:
             problems.append("ungrounded")
             continue
-        if number == 0 and person_kind and not named_subjects(sentence, speakers):
+        if not kept and person_kind and not named_subjects(sentence, speakers):
             # What happened, or what someone is like, says who. A sentence that names
             # nobody is the words of whoever's lines say it ("Nate: Let's watch …"), if
             # the model said it was theirs; else it is no memory of anyone.

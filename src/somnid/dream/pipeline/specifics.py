@@ -37,7 +37,8 @@ reflected reflection connect connection connections moment moments stuff positiv
 progress future past present current currently recently continue continues continued
 plan plans planning planned hope hopes hoped hoping wish wishes wished goal goals
 strength courage brave bravery continue continues continued others motivate motivated
-motivation awareness kindness words
+motivation awareness kindness words take care bye later soon hello hear glad lovely
+photo picture pic vibes cool fine
 personal growth journey journeys relationship relationships similar same activity
 activities aspect aspects someone everyone other others thing mutual respective
 """
@@ -46,7 +47,8 @@ GENERIC = frozenset(content_words(_GENERIC_TEXT))
 _DATE = re.compile(r"\b\d{4}(-\d{2}){0,2}\b|\b\d+\b")
 _TALK = re.compile(
     r"\b(talk|talks|talked|talking|discuss\w*|chat|chats|chatted|chatting|share|shares|shared|"
-    r"sharing|catch(?:es)? up|caught up|convers\w*|exchang\w*)\b|聊|谈|讨论|分享",
+    r"sharing|catch(?:es)? up|caught up|convers\w*|exchang\w*|ask|asks|asked|asking|thank\w*|"
+    r"congratulat\w*|greet\w*|said hello|wish|wishes|wished)\b|聊|谈|讨论|分享|问|感谢|祝",
     re.IGNORECASE,
 )
 _LEADING_LABEL = re.compile(

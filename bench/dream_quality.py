@@ -464,6 +464,7 @@ def label_agreement(path: Path, data: Path) -> dict[str, Any] | None:
     samples = {s["sample_id"]: s for s in json.loads(data.read_text())}
     convs = {c.sample_id: c for c in load_conversations(data)}
     rows: dict[str, list[tuple[Any, Any]]] = {"attribution": [], "vague": [], "observations": []}
+    pairs_found = pairs_wanted = pairs_both = 0
     for label in labels:
         conv, raw = convs[label["conversation"]], samples[label["conversation"]]
         sessions = session_turns(conv, max(label["sessions"]))
@@ -475,10 +476,19 @@ def label_agreement(path: Path, data: Path) -> dict[str, Any] | None:
         rows["attribution"].append((judgement.misattributed, not label["attribution_right"]))
         rows["vague"].append((judgement.vague, label["vague"]))
         rows["observations"].append((sorted(judgement.observations), sorted(label["observations"])))
+        found, wanted = Counter(judgement.observations), Counter(label["observations"])
+        pairs_found += sum(found.values())
+        pairs_wanted += sum(wanted.values())
+        pairs_both += sum((found & wanted).values())
     result: dict[str, Any] = {"labels": len(labels)}
     for key, pairs in rows.items():
         result[key] = round(sum(a == b for a, b in pairs) / len(pairs), 3) if pairs else None
-    result["min"] = min(v for k, v in result.items() if k != "labels" and v is not None)
+    # Coverage counts (memory, observation) pairs: how many the check finds that the labels
+    # have (precision) and, of those the labels have, how many it finds (recall).
+    result["observation_precision"] = _ratio(pairs_both, pairs_found)
+    result["observation_recall"] = _ratio(pairs_both, pairs_wanted)
+    # The bar's figure: the two checks the shares rest on (attribution and vagueness).
+    result["min"] = min(result[k] for k in ("attribution", "vague") if result[k] is not None)
     result["labelled_misattributed"] = sum(not x["attribution_right"] for x in labels)
     result["labelled_vague"] = sum(bool(x["vague"]) for x in labels)
     return result

@@ -1,16 +1,20 @@
 """The memory browser's door: page and assets public, the token only in a POST body, a
-cookie that stands for it (HttpOnly, SameSite=Strict) on /ui and /v1 only, and every
-state-changing request with it carrying X-Somnid-UI from the same origin."""
+random server-side session in a cookie (HttpOnly, SameSite=Strict) for what the browser
+uses only, ended by logout, expiry or a new token, and every state-changing request with it
+carrying X-Somnid-UI from the same origin."""
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
+import httpx
 from fastapi.testclient import TestClient
 
-from somnid.api.ui_session import session_value
+from somnid.api.ui_session import UISessions
 from tests.api.problems import assert_problem
 from tests.clients import TEST_TOKEN
+from tests.daemon import read_token, start_daemon
 
 UI = {"X-Somnid-UI": "1"}
 
@@ -21,7 +25,7 @@ def cookie_of(client: TestClient) -> dict[str, str]:
     header = response.headers["set-cookie"]
     assert "HttpOnly" in header and "SameSite=Strict" in header and "Path=/" in header
     value = header.split(";")[0].split("=", 1)[1]
-    assert value == session_value(TEST_TOKEN) and TEST_TOKEN not in header
+    assert len(value) >= 40 and TEST_TOKEN not in header
     return {"Cookie": f"somnid_ui={value}"}
 
 
@@ -75,3 +79,57 @@ def test_the_cookie_reads_and_writes_only_with_the_ui_header(client: TestClient)
     assert_problem(client.get("/v1/memories", headers=forged), 401, "unauthorized")
     out = client.post("/ui/logout", headers=UI)
     assert "Max-Age=0" in out.headers["set-cookie"]
+
+
+def test_a_session_is_random_scoped_and_ends_at_logout_on_a_real_daemon(tmp_path: Path) -> None:
+    """Last round's cookie was HMAC(token, constant): the same at every login, still good
+    after logout, and a key to every /v1 route. Now: each login a new random session,
+    refused once logged out, and never a key to the agent's tools or capture."""
+    with start_daemon(tmp_path / "data") as daemon:
+        token = read_token(daemon.data_dir)
+        with httpx.Client(base_url=daemon.base_url, timeout=30) as client:
+
+            def login() -> dict[str, str]:
+                answer = client.post("/ui/login", json={"token": token}, headers=UI)
+                assert answer.status_code == 204, answer.text
+                value = answer.headers["set-cookie"].split(";")[0].split("=", 1)[1]
+                client.cookies.clear()
+                return {"Cookie": f"somnid_ui={value}"}
+
+            first, second = login(), login()
+            assert first != second
+            assert client.get("/v1/memories", headers=first).status_code == 200
+            # Scoped to what the browser uses: not the agent's tools, capture or MCP.
+            tool = client.post(
+                "/v1/tools/add_intention", json={"args": {"what": "x"}}, headers={**first, **UI}
+            )
+            assert_problem(tool, 401, "unauthorized")
+            capture = client.post(
+                "/v1/sessions/s1/messages",
+                json={"messages": [{"role": "user", "text": "hi"}]},
+                headers={**first, **UI},
+            )
+            assert_problem(capture, 401, "unauthorized")
+            assert_problem(client.get("/v1/tools", headers=first), 401, "unauthorized")
+            # Logout ends that session, and only that one.
+            client.post("/ui/logout", headers={**first, **UI})
+            assert_problem(client.get("/v1/memories", headers=first), 401, "unauthorized")
+            assert client.get("/v1/memories", headers=second).status_code == 200
+
+
+def test_a_session_expires_idle_or_old_and_dies_with_its_token() -> None:
+    now = [1000.0]
+    sessions = UISessions(max_age_s=100, idle_s=30, clock=lambda: now[0])
+    old = sessions.open("tok")
+    idle = sessions.open("tok")
+    assert sessions.valid(old, "tok") and sessions.valid(idle, "tok")
+    now[0] += 20
+    assert sessions.valid(old, "tok")  # used: kept alive
+    now[0] += 20
+    assert not sessions.valid(idle, "tok")  # 40 s unused
+    while sessions.valid(old, "tok"):  # used every 20 s: alive until its age runs out
+        now[0] += 20
+    assert now[0] - 1000 >= 100
+    fresh = sessions.open("tok")
+    assert not sessions.valid(fresh, "rotated")  # a new token ends every session
+    assert not sessions.close("nope") and len(sessions) == 1

@@ -35,6 +35,7 @@ from somnid.api.routes import (
     ui,
 )
 from somnid.api.schemas import ERROR_RESPONSES
+from somnid.api.ui_session import UISessions
 from somnid.config import Settings
 from somnid.embed.base import Embedder
 from somnid.logs import redact_secret
@@ -74,7 +75,7 @@ def create_app(
             app.state.runtime = runtime
             token = load_or_create_token(settings)
             redact_secret(token)  # no log line shows it, not even uvicorn's websocket lines
-            yield {"runtime": runtime, "token": token}
+            yield {"runtime": runtime, "token": token, "ui_sessions": UISessions()}
 
     app = FastAPI(
         title="somnid",

@@ -25,7 +25,7 @@ from urllib.parse import parse_qs
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from somnid.api.errors import send_problem
-from somnid.api.ui_session import cookie_matches
+from somnid.api.ui_session import UISessions, cookie_matches
 from somnid.security import HostPolicy, bearer, token_matches
 
 log = logging.getLogger(__name__)
@@ -103,7 +103,12 @@ class Guard:
             return False
         presented = bearer(headers.get("authorization"))
         if presented is None and scope["type"] == "http":  # the memory browser's cookie
-            return cookie_matches(expected, headers, scope["method"], scope["path"])
+            state: dict[str, Any] = scope.get("state") or {}
+            sessions = state.get("ui_sessions")
+            return cookie_matches(
+                sessions if isinstance(sessions, UISessions) else None,
+                expected, headers, scope["method"], scope["path"],
+            )  # fmt: skip
         if presented is None and scope["type"] == "websocket":
             query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
             values = query.get(_WS_QUERY_TOKEN)

@@ -1,51 +1,168 @@
-"""The memory browser's login: a cookie that stands for the token, never the token itself.
+"""The memory browser's login: a random session kept by the daemon, never the token.
 
 ``POST /ui/login`` with the token (in a JSON body, never in a URL) answers with an
-``HttpOnly; SameSite=Strict`` cookie holding an HMAC of the token: a new token ends every
-session. The guard takes the cookie for ``/ui`` and ``/v1`` requests; a request that may
-change something (any method but GET, HEAD, OPTIONS) must also carry ``X-Somnid-UI: 1``,
-which no cross-site form can send, and which a cross-site script cannot send without a
-preflight the Origin check refuses.
+``HttpOnly; SameSite=Strict`` cookie holding a fresh random session id. The daemon keeps
+only a hash of it, with when it expires (:data:`MAX_AGE_S` after login, or
+:data:`IDLE_S` after its last use) and a fingerprint of the token it was opened with: a
+new token, a logout, a restart or the expiry ends it. The id is worth nothing anywhere
+else: it is not derived from the token, and a copy taken from one login is refused after
+that session's logout.
+
+A session opens only what the memory browser uses (:data:`SCOPE`): browsing, searching,
+editing, history, revert, purge and sleep status. It is never a key to the agent's tools,
+capture, the bridge or MCP. A request that may change something (any method but GET,
+HEAD, OPTIONS) must also carry ``X-Somnid-UI: 1``, which no cross-site form can send, and
+which a cross-site script cannot send without a preflight the Origin check refuses.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import secrets
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from http.cookies import SimpleCookie
 
 COOKIE = "somnid_ui"
 UI_HEADER = "x-somnid-ui"
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
-COOKIE_PATHS = ("/v1/", "/ui")
 MAX_AGE_S = 7 * 24 * 3600
+IDLE_S = 12 * 3600
+MAX_SESSIONS = 32
+"""Open sessions kept at most: a new login past this ends the least recently used one."""
+SCOPE = (
+    "/ui",
+    "/v1/memories",
+    "/v1/history",
+    "/v1/dreams/",
+    "/v1/recall",
+    "/v1/intentions",
+    "/v1/sleep/status",
+    "/v1/sleep/events",
+    "/v1/health",
+)
+"""What a memory-browser session may reach (path prefixes): what the browser uses."""
 
 
-def session_value(token: str) -> str:
-    return hmac.new(token.encode(), b"somnid-ui-session-v1", hashlib.sha256).hexdigest()
+@dataclass(slots=True)
+class _Session:
+    token: str
+    """A fingerprint of the token the session was opened with."""
+    expires: float
+    last_used: float
 
 
-def set_cookie_header(token: str) -> str:
-    return (
-        f"{COOKIE}={session_value(token)}; Path=/; HttpOnly; SameSite=Strict; Max-Age={MAX_AGE_S}"
-    )
+def _digest(value: str) -> str:
+    return hashlib.sha256(value.encode()).hexdigest()
+
+
+def _fingerprint(token: str) -> str:
+    return hmac.new(token.encode(), b"somnid-ui-session-v2", hashlib.sha256).hexdigest()
+
+
+class UISessions:
+    """The open memory-browser sessions, by a hash of their id. Thread-safe."""
+
+    def __init__(
+        self,
+        *,
+        max_age_s: float = MAX_AGE_S,
+        idle_s: float = IDLE_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.max_age_s = max_age_s
+        self.idle_s = idle_s
+        self._clock = clock
+        self._sessions: dict[str, _Session] = {}
+        self._lock = threading.Lock()
+
+    def open(self, token: str) -> str:
+        """A new session for ``token``: the id to set as the cookie."""
+        value = secrets.token_urlsafe(32)
+        now = self._clock()
+        with self._lock:
+            self._prune(now)
+            while len(self._sessions) >= MAX_SESSIONS:
+                oldest = min(self._sessions, key=lambda k: self._sessions[k].last_used)
+                del self._sessions[oldest]
+            self._sessions[_digest(value)] = _Session(
+                _fingerprint(token), now + self.max_age_s, now
+            )
+        return value
+
+    def close(self, value: str | None) -> bool:
+        """End the session ``value`` (a logout); whether there was one."""
+        if not value:
+            return False
+        with self._lock:
+            return self._sessions.pop(_digest(value), None) is not None
+
+    def valid(self, value: str, token: str) -> bool:
+        """Whether ``value`` is an open session of ``token`` (its use keeps it alive)."""
+        now = self._clock()
+        key = _digest(value)
+        with self._lock:
+            session = self._sessions.get(key)
+            if session is None:
+                return False
+            if now >= session.expires or now - session.last_used >= self.idle_s:
+                del self._sessions[key]
+                return False
+            if not hmac.compare_digest(session.token, _fingerprint(token)):
+                return False  # the token was rotated: the session is of no use
+            session.last_used = now
+            return True
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._sessions)
+
+    def _prune(self, now: float) -> None:
+        gone = [
+            key
+            for key, s in self._sessions.items()
+            if now >= s.expires or now - s.last_used >= self.idle_s
+        ]
+        for key in gone:
+            del self._sessions[key]
+
+
+def set_cookie_header(value: str, max_age_s: float = MAX_AGE_S) -> str:
+    return f"{COOKIE}={value}; Path=/; HttpOnly; SameSite=Strict; Max-Age={int(max_age_s)}"
 
 
 def clear_cookie_header() -> str:
     return f"{COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0"
 
 
-def cookie_matches(expected_token: str, headers: dict[str, str], method: str, path: str) -> bool:
-    """Whether the request's UI cookie stands for the token, and may do what it asks."""
-    if not path.startswith(COOKIE_PATHS):
-        return False
+def cookie_value(headers: dict[str, str]) -> str | None:
+    """The session id a request's Cookie header carries, if any."""
     raw = headers.get("cookie")
     if not raw:
-        return False
+        return None
     try:
         morsel = SimpleCookie(raw).get(COOKIE)
     except Exception:  # a malformed Cookie header is no session
+        return None
+    return morsel.value if morsel is not None and morsel.value else None
+
+
+def in_scope(path: str) -> bool:
+    return any(path == p or path.startswith(p if p.endswith("/") else p + "/") or
+               (not p.endswith("/") and path.startswith(p + "?")) for p in SCOPE)  # fmt: skip
+
+
+def cookie_matches(
+    sessions: UISessions | None, expected_token: str, headers: dict[str, str], method: str,
+    path: str,
+) -> bool:  # fmt: skip
+    """Whether the request's UI cookie is an open session, and may do what it asks."""
+    if sessions is None or not in_scope(path):
         return False
-    if morsel is None or not hmac.compare_digest(morsel.value, session_value(expected_token)):
+    value = cookie_value(headers)
+    if value is None or not sessions.valid(value, expected_token):
         return False
     return method in SAFE_METHODS or headers.get(UI_HEADER) == "1"

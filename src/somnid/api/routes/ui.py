@@ -13,7 +13,13 @@ from pydantic import BaseModel, Field
 from starlette.staticfiles import StaticFiles
 
 from somnid.api.errors import problem
-from somnid.api.ui_session import UI_HEADER, clear_cookie_header, set_cookie_header
+from somnid.api.ui_session import (
+    UI_HEADER,
+    UISessions,
+    clear_cookie_header,
+    cookie_value,
+    set_cookie_header,
+)
 from somnid.errors import InvalidInput
 from somnid.security import token_matches
 from somnid.ui import static_dir
@@ -45,13 +51,23 @@ async def login(body: Login, request: Request) -> Response:
     if request.headers.get(UI_HEADER) != "1":
         raise InvalidInput("the login must come from the memory browser (X-Somnid-UI: 1)")
     expected = getattr(request.state, "token", None)
+    sessions = getattr(request.state, "ui_sessions", None)
     if not isinstance(expected, str) or not token_matches(expected, body.token):
         return problem(401, "unauthorized", "that is not the token (`somnid token` prints it)")
-    return Response(status_code=204, headers={"Set-Cookie": set_cookie_header(expected)})
+    if not isinstance(sessions, UISessions):
+        return problem(503, "unavailable", "the memory browser's sessions are not ready")
+    value = sessions.open(expected)
+    return Response(
+        status_code=204, headers={"Set-Cookie": set_cookie_header(value, sessions.max_age_s)}
+    )
 
 
 @router.post("/ui/logout", status_code=204)
-async def logout() -> Response:
+async def logout(request: Request) -> Response:
+    """Ends the session the cookie names (a copy of it is refused from then on)."""
+    sessions = getattr(request.state, "ui_sessions", None)
+    if isinstance(sessions, UISessions):
+        sessions.close(cookie_value(dict(request.headers)))
     return Response(status_code=204, headers={"Set-Cookie": clear_cookie_header()})
 
 

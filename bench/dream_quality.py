@@ -438,8 +438,10 @@ def measure_truth(
             }
         )
     covered = sum(1 for speaker, _, evidence in observations if (speaker, evidence) in stated)
+    seen = Counter(" ".join(unit.text.casefold().split()) for unit in units)
     return {
         "units": len(units),
+        "identical_texts": sum(count - 1 for count in seen.values() if count > 1),
         "misattributed_units": sum(j["misattributed"] for j in judged),
         "vague_units": sum(j["vague"] for j in judged),
         "observations": len(observations),
@@ -617,6 +619,7 @@ def summarise(mode: str, per_conv: list[dict[str, Any]]) -> dict[str, Any]:
         "units": total("units"),
         "misattributed_share": _ratio(total("misattributed_units"), total("units")),
         "vague_share": _ratio(total("vague_units"), total("units")),
+        "identical_texts": total("identical_texts"),
         "observation_coverage": _ratio(total("observations_covered"), total("observations")),
         "entries_updated_by_later_session": total("updated_by_later_session"),
         "duplicate_share": _ratio(total("duplicate_pairs"), total("pairs")) or 0.0,
@@ -712,7 +715,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.out.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
     keys = ("logs_total", "logs_pending", "entries", "entries_ratio", "grounded_share",
             "units", "misattributed_share", "vague_share", "observation_coverage",
-            "entries_updated_by_later_session", "duplicate_share", "example_copies",
+            "entries_updated_by_later_session", "identical_texts", "duplicate_share",
+            "example_copies",
             "answer_share", "answer_share_own_words", "raw_answer_share", "answer_ratio",
             "tokens_per_log", "seconds_per_log")  # fmt: skip
     print(f"{'':24}" + "".join(f"{mode:>12}" for mode in results))

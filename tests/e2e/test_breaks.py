@@ -310,6 +310,11 @@ def test_an_empty_or_malformed_if_match_is_refused_as_such(daemon: Daemon) -> No
             "/v1/memories/knowledge/etag", json={"body": "c"}, headers={"If-Match": '"a", "b"'}
         )
         assert bad.status_code == 400 and "not an ETag" in bad.json()["detail"], bad.text
+        for garbage in ("garbage", '"garbage"', 'W/"0123"', etag.strip('"').upper()):
+            refused = client.patch(
+                "/v1/memories/knowledge/etag", json={"body": "c"}, headers={"If-Match": garbage}
+            )
+            assert refused.status_code == 400, (garbage, refused.text)  # not 412: no ETag
         good = client.patch(
             "/v1/memories/knowledge/etag", json={"body": "c"}, headers={"If-Match": etag}
         )

@@ -11,7 +11,9 @@ from somnid.errors import InvalidInput
 from somnid.runtime import Runtime
 from somnid.security import CHALLENGE_HEADER, CHALLENGE_PATTERN, PROOF_HEADER, token_proof
 
-_ETAG = re.compile(r"[0-9A-Za-z_-]{1,64}")
+_ETAG = re.compile(r"[0-9a-f]{20}")
+"""What somnid's ETags are (see ``etag_of``): twenty hex digits. Anything else is no ETag
+of ours, refused as malformed (400), never taken for a stale one (412)."""
 
 
 def _runtime(request: Request) -> Runtime:

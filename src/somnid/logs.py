@@ -66,7 +66,7 @@ _QUERY_SECRET = re.compile(
     r"(?i)((?<![\w-])(?:access_token|access-token|token|api_key|apikey|key|secret|password|passwd"
     r"|auth|authorization|sig|signature|code)=)[^&\s\"'#]*"
 )
-_BEARER = re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]+")
+_BEARER = re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]{16,}")
 _secrets: set[str] = set()
 REDACTED = "[redacted]"
 

@@ -24,6 +24,7 @@ from types import FrameType
 import uvicorn
 from fastapi import FastAPI
 
+from somnid import daemon_file
 from somnid.api.app import create_app
 from somnid.api.connections import GuardedH11, accept_backlog
 from somnid.config import Settings
@@ -45,7 +46,19 @@ class _Server(uvicorn.Server):
         notify(f"STATUS=starting: opening {self._settings.data_dir}")
         await super().startup(sockets)
         if self.started:
-            notify("READY=1", f"STATUS=serving {self._address()} from {self._settings.data_dir}")
+            address = self._address()
+            notify("READY=1", f"STATUS=serving {address} from {self._settings.data_dir}")
+            host, _, port = address.removeprefix("http://").rpartition(":")
+            with contextlib.suppress(OSError):
+                daemon_file.write(
+                    self._settings.data_dir,
+                    daemon_file.Listening(address, host.strip("[]"), int(port), os.getpid()),
+                )
+            log.info(
+                "listening on %s: the API and its docs at %s/docs, the memory browser at "
+                "%s/ui (log in with the token `somnid token` prints)",
+                address, address, address,
+            )  # fmt: skip
 
     def _address(self) -> str:
         """Where it listens (the real port, also when port 0 let the kernel choose)."""
@@ -65,6 +78,7 @@ class _Server(uvicorn.Server):
             "STOPPING=1",
             f"STATUS=stopping: draining requests (up to {self._settings.shutdown_timeout_s} s)",
         )
+        daemon_file.remove(self._settings.data_dir, os.getpid())
         await super().shutdown(sockets)
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:

@@ -191,3 +191,23 @@ def test_install_service_will_not_start_beside_a_running_daemon(
         "--user show -p MainPID --value somnid.service",
         "--user enable somnid.service",
     ]
+
+
+def test_the_cli_finds_a_daemon_started_on_another_port_by_itself(tmp_path: Path) -> None:
+    """The daemon says where it listens in <data dir>/daemon.json: a command with no
+    --port (and no SOMNID_PORT) reaches it; the file goes when the daemon stops."""
+    with start_daemon(tmp_path / "data") as daemon:
+        env = daemon_env(daemon)
+        del env["SOMNID_PORT"]
+        listening = json.loads((daemon.data_dir / "daemon.json").read_text())
+        assert listening["url"] == daemon.base_url and listening["port"] != 7373
+        assert stat.S_IMODE((daemon.data_dir / "daemon.json").stat().st_mode) == 0o600
+        done = somnid(env, "status")
+        assert done.returncode == 0, done.stderr
+        log = daemon.log()
+        assert f"listening on {daemon.base_url}: the API and its docs at" in log
+        assert daemon.stop() == 0
+        assert not (daemon.data_dir / "daemon.json").exists()
+        # Nothing listens now: the command says so, at the address it would have used.
+        gone = somnid(env, "status")
+        assert gone.returncode != 0 and "not running" in gone.stderr

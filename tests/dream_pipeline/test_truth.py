@@ -377,6 +377,7 @@ async def test_people_among_themselves_are_read_one_person_at_a_time(tmp_path: P
             *JOBS,
             ("Joanna", "The aquarium job sounds amazing, you will love Monterey."),
             ("Nate", "I hope so! And my turtles are coming with me."),
+            ("Joanna", "My screenplay is about a lighthouse keeper in Maine."),
         )
 
         def script(request: Request) -> str:
@@ -398,6 +399,7 @@ async def test_people_among_themselves_are_read_one_person_at_a_time(tmp_path: P
             "What Nate said to Joanna.",
         ]
         assert "Nate:" not in prompts[0] and "Joanna:" not in prompts[1]
+        assert "How have you been" not in prompts[0]  # a greeting holds nothing to keep
         schemas = [r.schema for r in llm.requests]
         assert all(s is not None for s in schemas)
         whos = [s["properties"]["memories"]["items"]["properties"]["who"]["enum"] for s in schemas]  # type: ignore[index]

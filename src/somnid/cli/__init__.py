@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from somnid import __version__
+from somnid import __version__, daemon_file
 from somnid.cli import (
     doctor,
     history,
@@ -65,7 +65,18 @@ def _settings(args: argparse.Namespace) -> Settings:
         value = getattr(args, key, None)
         if value is not None:
             overrides[key] = value
-    return load_settings(args.config, **overrides)
+    settings = load_settings(args.config, **overrides)
+    if args.command in _SERVING or "port" in overrides or "SOMNID_PORT" in os.environ:
+        return settings
+    # A daemon of this data dir started with --port says where it listens: use that.
+    running = daemon_file.read(settings.data_dir)
+    if running is None or (running.host, running.port) == (settings.host, settings.port):
+        return settings
+    return load_settings(args.config, **{**overrides, "port": running.port, "host": running.host})
+
+
+_SERVING = frozenset({"serve", "install-service"})
+"""Commands that choose where to listen: they never take another daemon's address."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -227,8 +227,15 @@ def _quantize(model: onnx.ModelProto, out: Path) -> None:
 
 
 class _PreprocessAdvice(logging.Filter):
+    """The quantizer's advice through the root logger: to run a shape pre-processing that
+    is for convolutional models, and one line per tensor that it picks its own parameters
+    for (72 lines at INFO on a first start). Neither is anything a user can act on."""
+
     def filter(self, record: logging.LogRecord) -> bool:
-        return "pre-processing before quantization" not in record.getMessage()
+        message = record.getMessage()
+        return "pre-processing before quantization" not in message and not message.startswith(
+            "Quantization parameters"
+        )
 
 
 @contextlib.contextmanager

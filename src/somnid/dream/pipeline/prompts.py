@@ -46,10 +46,10 @@ Answer {"memories": [{"who": <name>, "evidence": [<line numbers>], "kind": <kind
 }
 
 _FOCUS_RULES = {
-    "en": """Lines: number [time, where it changed] speaker: text, all said by one person in a conversation. Write down what they tell about that person worth remembering weeks later: what they did, have, like, are, plan. One memory per thing; skip greetings, thanks, praise, questions and small talk.
+    "en": """Lines: number [time, where it changed] speaker: text, all said by one person in a conversation. Write down what they tell about that person worth remembering weeks later: what they did, have, like, are, plan. One memory per thing; skip thanks, praise, questions and small talk.
 - who: that person; evidence: the numbers of the lines that say it;
 - kind: event (done or happened), fact (lasting: what they are, have, like, do often), plan (what they will do, and when);
-- text: the thing itself in one short sentence that begins with their name (not that they said, shared or asked it), in the lines' own words for names, places, dates, numbers and things. Never "I" or "you".
+- text: the thing itself in one short sentence beginning with their name (not that they said or shared it), in the lines' own words for names, places, dates, numbers and things. Never "I" or "you".
 Answer {"memories": [{"who": <name>, "evidence": [<line numbers>], "kind": <kind>, "text": <text>}]}, an empty list if nothing is worth keeping.""",
     "zh": """行的格式：行号 [时间，仅在变化处标出] 说话人: 内容，都是同一个人在一段对话里说的。记下这些行讲出的、几周后仍值得记得的关于这个人的事：做了什么、有什么、喜欢什么、是什么样、打算做什么。每件事一条；跳过寒暄、道谢、夸奖、提问和闲聊。
 - who：这个人；evidence：说出这件事的行号；

@@ -164,7 +164,7 @@ class PipelineDream:
         if window.speaker is not None:
             # One person's lines: a memory each two lines at most (what they said is all
             # about them), at least half of that from a long turn of theirs.
-            limit = min(self.settings.max_candidates, max(1, spoken // LINES_PER_OWN_MEMORY))
+            limit = min(self.settings.max_candidates, max(1, -(-spoken // LINES_PER_OWN_MEMORY)))
             prompt = prompts.focus(
                 self.lang, part=window.number, parts=parts, speaker=window.speaker,
                 others=list(window.others), lines=lines, limit=limit,

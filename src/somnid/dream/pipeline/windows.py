@@ -12,6 +12,7 @@ import datetime as dt
 import math
 from dataclasses import dataclass
 
+from somnid.dream.pipeline.checks import content_words
 from somnid.recall.assoc import estimate_tokens
 from somnid.sessions.transcript import Transcript, Turn
 
@@ -19,6 +20,8 @@ MAX_LINE_TOKENS = 400
 AGENT = "agent"
 LINE_OVERHEAD = 12
 """Estimated tokens of a line's id, time and speaker."""
+MIN_WORDS = 3
+"""Content words (names aside) a line needs to be shown in a one-person window."""
 SLACK = 1.25
 """A log up to this many times the window budget is read in one window, not two."""
 
@@ -72,17 +75,20 @@ def by_speaker(window: Window) -> list[Window]:
     speakers = speakers_of(window)
     if len(speakers) < 2:
         return [window]
-    return [
-        Window(
-            window.log,
-            window.number,
-            tuple(line for line in window.lines if line.speaker == speaker),
-            speaker,
-            tuple(other for other in speakers if other != speaker),
-            window.lines,
+    names = {word for speaker in speakers for word in content_words(speaker)}
+    windows = []
+    for speaker in speakers:
+        # A line of fewer than three words besides names ("Hey Bo! How are you?") holds
+        # nothing to remember of anyone: not shown (each line shown is paid for).
+        lines = tuple(
+            line
+            for line in window.lines
+            if line.speaker == speaker and len(content_words(line.text) - names) >= MIN_WORDS
         )
-        for speaker in speakers
-    ]
+        if lines:
+            others = tuple(other for other in speakers if other != speaker)
+            windows.append(Window(window.log, window.number, lines, speaker, others, window.lines))
+    return windows
 
 
 def log_user(transcript: Transcript) -> str:

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import socket
+import subprocess
 from pathlib import Path
+
+import pytest
 
 from tests.cli.runner import cli_env, daemon_env, somnid
 from tests.daemon import Daemon, free_port
@@ -45,3 +48,40 @@ def test_a_non_loopback_bind_without_the_flag_exits_2(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert "refusing to bind '0.0.0.0': it is not a loopback address" in result.stderr
     assert not (tmp_path / "data").exists()
+
+
+def _one_line_error(done: subprocess.CompletedProcess[str], status: int, says: str) -> None:
+    assert done.returncode == status, (done.returncode, done.stderr)
+    assert "Traceback" not in done.stderr and "Traceback" not in done.stdout
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert lines and lines[-1].startswith("somnid: ") and says in lines[-1], done.stderr
+
+
+def test_a_data_dir_that_is_a_file_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    afile = tmp_path / "data"
+    afile.write_text("not a folder\n")
+    done = somnid(cli_env(afile, free_port()), "serve")
+    _one_line_error(done, 2, "is a file, not a folder")
+    below = somnid(cli_env(afile / "deeper", free_port()), "serve")
+    _one_line_error(below, 2, "(above the data dir) is a file")
+
+
+def test_a_read_only_data_dir_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    mount = tmp_path / "ro"
+    mount.mkdir()
+    made = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(mount)],
+        capture_output=True, check=False,
+    )  # fmt: skip
+    if made.returncode != 0:
+        pytest.skip(f"cannot mount a read-only tmpfs here: {made.stderr.decode().strip()}")
+    try:
+        done = somnid(cli_env(mount / "data", free_port()), "serve")
+        _one_line_error(done, 2, "Read-only file system")
+    finally:
+        subprocess.run(["umount", str(mount)], check=False)
+
+
+def test_purge_without_confirm_and_no_terminal_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    done = somnid(cli_env(tmp_path / "data", free_port()), "purge", "knowledge", "old-vpn")
+    _one_line_error(done, 2, "--confirm 'old-vpn'")

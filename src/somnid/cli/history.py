@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from urllib.parse import quote
 
 from somnid.cli._client import DaemonClient
+from somnid.cli._common import EXIT_USAGE, CliError
 from somnid.config import Settings
 
 
@@ -63,7 +65,16 @@ def revert(args: argparse.Namespace, settings: Settings) -> int:
 def run_purge(args: argparse.Namespace, settings: Settings) -> int:
     confirm = args.confirm
     if confirm is None:
-        confirm = input(f"type the name {args.name!r} to delete it for good: ").strip()
+        if not sys.stdin.isatty():
+            raise CliError(
+                f"purging deletes {args.name!r} for good; without a terminal to ask on, "
+                f"repeat its name: --confirm {args.name!r}",
+                EXIT_USAGE,
+            )
+        try:
+            confirm = input(f"type the name {args.name!r} to delete it for good: ").strip()
+        except EOFError:
+            raise CliError("nothing was typed: nothing purged", EXIT_USAGE) from None
     query = f"confirm={quote(confirm, safe='')}&history={str(args.history).lower()}"
     path = f"/v1/memories/{quote(args.kind, safe='')}/{quote(args.name, safe='')}/purge?{query}"
     with DaemonClient(settings) as client:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import faulthandler
+import os
+from pathlib import Path
 
 from somnid.cli._common import EXIT_LOCKED, EXIT_USAGE, CliError
 from somnid.config import Settings
@@ -34,7 +36,39 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         raise CliError(exc.detail, EXIT_USAGE) from None
     logs.configure(settings.log_level, settings.log_format)
     faulthandler.enable()  # a crash in native code still leaves a Python stack in the log
+    problem = data_dir_problem(settings.data_dir)
+    if problem is not None:
+        raise CliError(problem, EXIT_USAGE)
     try:
         return serve(settings)
     except DataDirLocked as exc:
         raise CliError(exc.detail, EXIT_LOCKED) from None
+    except OSError as exc:  # the data dir went read-only or away while starting
+        raise CliError(f"cannot use the data dir {settings.data_dir}: {_why(exc)}") from None
+
+
+def data_dir_problem(data_dir: Path) -> str | None:
+    """Why ``data_dir`` cannot hold somnid's data, in one line; None when it can."""
+    for parent in (data_dir, *data_dir.parents):
+        if parent.exists():
+            break
+    if parent.exists() and not parent.is_dir():
+        where = "the data dir" if parent == data_dir else f"{parent} (above the data dir)"
+        return (
+            f"{where} is a file, not a folder: point --data-dir (or SOMNID_DATA_DIR) at a "
+            f"folder, or move the file away"
+        )
+    probe = parent / f".somnid-write-check-{os.getpid()}"
+    try:
+        probe.mkdir(mode=0o700)
+        probe.rmdir()
+    except OSError as exc:
+        return (
+            f"cannot write to {parent}: {_why(exc)}; somnid writes its data there: point "
+            "--data-dir (or SOMNID_DATA_DIR) at a folder this user can write"
+        )
+    return None
+
+
+def _why(exc: OSError) -> str:
+    return exc.strerror or str(exc)

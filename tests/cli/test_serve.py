@@ -78,6 +78,10 @@ def test_a_read_only_data_dir_is_one_line_and_exit_2(tmp_path: Path) -> None:
     try:
         done = somnid(cli_env(mount / "data", free_port()), "serve")
         _one_line_error(done, 2, "Read-only file system")
+        # doctor says what helps: no chown, no reindex.
+        doctor = somnid(cli_env(mount, free_port()), "doctor")
+        assert "on a read-only file system" in doctor.stdout, doctor.stdout
+        assert "chown -R" not in doctor.stdout
     finally:
         subprocess.run(["umount", str(mount)], check=False)
 

@@ -65,6 +65,16 @@ def data_dir_check(ctx: Context) -> list[Finding]:
                 "FAIL", "data dir", f"{root} is not a directory", "move it away or set data_dir"
             )
         ]
+    if os.statvfs(root).f_flag & os.ST_RDONLY:
+        return [
+            Finding(
+                "FAIL",
+                "data dir",
+                f"{root} is on a read-only file system",
+                "remount it read-write, or point data_dir (SOMNID_DATA_DIR) at a writable "
+                "folder; no chown or reindex helps",
+            )
+        ]
     if not os.access(root, os.W_OK | os.X_OK):
         return [
             Finding(

@@ -79,24 +79,38 @@ def token_matches(expected: str, presented: str | None) -> bool:
 
 
 # The CLI sends a fresh challenge with its token-less health probe; somnid answers the proof
-# that it holds the token, for the port the probe reached. Only then does the CLI send the
-# token: whatever else listens on the port (another user's process) never receives it.
+# that it holds the token, for the address and port the probe reached. Only then does the
+# CLI send the token: whatever else listens on the port (another user's process), or
+# relays to it from another address (``[::1]:PORT`` forwarding to ``127.0.0.1:PORT``),
+# never receives it.
 CHALLENGE_HEADER = "Somnid-Challenge"
 PROOF_HEADER = "Somnid-Proof"
 CHALLENGE_PATTERN = r"^[A-Za-z0-9_-]{16,128}$"
 
 
-def token_proof(token: str, challenge: str, port: int) -> str:
-    """HMAC-SHA256 of the challenge and the port, keyed with the token: only a holder of
-    the token can compute it, and a proof from somnid's real port does not fit another."""
-    message = f"somnid-proof-v1\n{challenge}\n{port}".encode()
+def token_proof(token: str, challenge: str, host: str, port: int) -> str:
+    """HMAC-SHA256 of the challenge and the address the connection reached (as the server's
+    socket saw it), keyed with the token: only a holder of the token can compute it, and a
+    proof made for somnid's real address does not fit the one a relay listens on."""
+    message = f"somnid-proof-v2\n{challenge}\n{canonical_host(host)}\n{port}".encode()
     return hmac.new(token.encode(), message, hashlib.sha256).hexdigest()
 
 
-def proof_matches(token: str, challenge: str, port: int, presented: str | None) -> bool:
+def canonical_host(host: str) -> str:
+    """One spelling of an IP address (``::ffff:127.0.0.1`` is ``127.0.0.1``)."""
+    try:
+        address = ipaddress.ip_address(host.strip("[]").split("%")[0])
+    except ValueError:
+        return host.casefold()
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return str(address.ipv4_mapped)
+    return str(address)
+
+
+def proof_matches(token: str, challenge: str, host: str, port: int, presented: str | None) -> bool:
     if presented is None:
         return False
-    expected = token_proof(token, challenge, port)
+    expected = token_proof(token, challenge, host, port)
     return hmac.compare_digest(expected.encode(), presented.strip().encode())
 
 

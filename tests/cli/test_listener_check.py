@@ -9,6 +9,7 @@ own port, never sees the token, and the CLI says why.
 from __future__ import annotations
 
 import json
+import socket
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -116,3 +117,30 @@ def test_a_squatter_on_the_port_never_gets_the_token(real: Daemon) -> None:
     # The real one proves itself, and is sent the token.
     answer = somnid(daemon_env(real), "recall", "deploy")
     assert answer.returncode == 0, answer.stderr
+
+
+class Squatter6(Squatter):
+    address_family = socket.AF_INET6
+
+    def __init__(self, port: int, data_dir: Path, relay_to: str) -> None:
+        ThreadingHTTPServer.__init__(self, ("::1", port), _Handler)
+        self.data_dir = data_dir
+        self.relay_to = relay_to
+        self.seen = []
+
+
+def test_a_relay_on_the_ipv6_loopback_never_gets_the_token(real: Daemon) -> None:
+    """Another user listens on [::1]:PORT (somnid binds 127.0.0.1 only) and relays each
+    challenge to somnid on 127.0.0.1:PORT. The proof names the address the connection
+    reached, as somnid's socket saw it: 127.0.0.1 is not ::1, so no token goes out."""
+    port = int(real.base_url.rsplit(":", 1)[1])
+    try:
+        relay = Squatter6(port, real.data_dir, relay_to=real.base_url)
+    except OSError as exc:
+        pytest.skip(f"no IPv6 loopback here: {exc}")
+    for running in _serving(relay):
+        env = {**cli_env(real.data_dir, port), "SOMNID_HOST": "::1"}
+        answer = somnid(env, "recall", "deploy")
+        assert answer.returncode == 1, (answer.stdout, answer.stderr)
+        assert "could not prove it holds the token" in answer.stderr, answer.stderr
+        _no_token_reached(running, real.token)

@@ -57,8 +57,9 @@ def answer_challenge(
             alias=CHALLENGE_HEADER,
             pattern=CHALLENGE_PATTERN,
             description="A fresh random value; the answer's Somnid-Proof header is "
-            "hex(HMAC-SHA256(token, 'somnid-proof-v1\\n' + challenge + '\\n' + port)) for "
-            "the port this request reached. The CLI checks it before it sends the token.",
+            "hex(HMAC-SHA256(token, 'somnid-proof-v2\\n' + challenge + '\\n' + address + "
+            "'\\n' + port)) for the address and port this request reached (as somnid's "
+            "socket saw them). The CLI checks it before it sends the token.",
         ),
     ] = None,
 ) -> None:
@@ -66,5 +67,6 @@ def answer_challenge(
     if challenge is None:
         return
     server = request.scope.get("server")
+    host = str(server[0]) if server and server[0] is not None else ""
     port = int(server[1]) if server and server[1] is not None else 0
-    response.headers[PROOF_HEADER] = token_proof(request.state.token, challenge, port)
+    response.headers[PROOF_HEADER] = token_proof(request.state.token, challenge, host, port)

@@ -115,9 +115,13 @@ class DaemonClient:
         token = self.token
         challenge = secrets.token_urlsafe(24)
         try:
-            response = self._http.get(
-                "/v1/health", headers={CHALLENGE_HEADER: challenge}, timeout=3.0
-            )
+            with self._http.stream(
+                "GET", "/v1/health", headers={CHALLENGE_HEADER: challenge}, timeout=3.0
+            ) as response:
+                # The address this connection reached, before anything else is read.
+                stream = response.extensions.get("network_stream")
+                reached = stream.get_extra_info("server_addr") if stream is not None else None
+                response.read()
         except httpx.TransportError:
             raise not_running(self.settings) from None
         health = self._as_health(response)
@@ -128,9 +132,8 @@ class DaemonClient:
                 f"{self.settings.data_dir}; {withheld} (set the `port` that data dir's daemon "
                 "uses, or `data_dir`)"
             )
-        if not proof_matches(
-            token, challenge, self.settings.port, response.headers.get(PROOF_HEADER)
-        ):
+        host, port = (str(reached[0]), int(reached[1])) if reached else ("", self.settings.port)
+        if not proof_matches(token, challenge, host, port, response.headers.get(PROOF_HEADER)):
             raise CliError(
                 f"the program listening on {self.url} says it is somnid for "
                 f"{health['dataDir']} but could not prove it holds the token from "

@@ -1805,7 +1805,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description A fresh random value; the answer's Somnid-Proof header is hex(HMAC-SHA256(token, 'somnid-proof-v1\n' + challenge + '\n' + port)) for the port this request reached. The CLI checks it before it sends the token. */
+                /** @description A fresh random value; the answer's Somnid-Proof header is hex(HMAC-SHA256(token, 'somnid-proof-v2\n' + challenge + '\n' + address + '\n' + port)) for the address and port this request reached (as somnid's socket saw them). The CLI checks it before it sends the token. */
                 "Somnid-Challenge"?: string | null;
             };
             path?: never;

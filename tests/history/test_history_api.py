@@ -149,3 +149,20 @@ def test_revert_restores_bytes_and_the_index_and_refuses_over_a_later_edit(
     assert revert["reverts"] == edit["id"]
     # Reverting twice is refused: the revert itself is the later change.
     assert_problem(client.post(f"/v1/history/{edit['id']}/revert"), 409, "revert_conflict")
+
+
+def test_a_revert_puts_back_only_memory(client: TestClient, data_dir: Path) -> None:
+    """A commit made by hand that touched a file outside memory/ and skills/ (the token,
+    say): reverting it leaves that file alone (it used to delete it)."""
+    made = client.post("/v1/memories/knowledge", json={"name": "k", "body": "one"})
+    assert made.status_code == 201
+    wait_for(lambda: "memory/knowledge/k/SKILL.md" in git(data_dir, "ls-files"))
+    secret = data_dir / "token-by-hand"
+    secret.write_text("kept\n")
+    git(data_dir, "add", "-f", "token-by-hand")
+    git(data_dir, "-c", "user.name=me", "-c", "user.email=me@localhost", "commit", "-qm", "hand")
+    sha = git(data_dir, "rev-parse", "HEAD").strip()
+    refused = client.post(f"/v1/history/{sha}/revert")
+    assert_problem(refused, 400, "invalid_input")
+    assert "changed no memory entry" in refused.json()["detail"]
+    assert secret.read_text() == "kept\n"

@@ -20,6 +20,8 @@ from somnid.history.log import commit as read_commit
 from somnid.store.atomic import fsync_dir, storage_error, write_atomic
 
 KEPT = ("memory/dream-log/", ".gitignore")
+MEMORY = ("memory/", "skills/")
+"""What a revert may put back: the entries' folders, nothing else in the data dir."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,7 +36,11 @@ class Reverted:
 def revert(committer: Committer, commit_id: str, actor: Actor) -> Reverted:
     git, layout = committer.git, committer.layout
     info = read_commit(git, layout, commit_id)
-    paths = [c.path for c in info.changes if not c.path.startswith(KEPT)]
+    # Only memory: a hand-made commit may also have touched the token, the config or notes
+    # of a person's own; a revert never writes or deletes those.
+    paths = [
+        c.path for c in info.changes if c.path.startswith(MEMORY) and not c.path.startswith(KEPT)
+    ]
     if not paths:
         raise InvalidInput(f"commit {info.id[:12]} changed no memory entry to revert")
     conflicts = _later_changes(committer, info.id, paths)

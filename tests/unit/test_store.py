@@ -113,6 +113,26 @@ def test_restore_brings_it_back_and_refuses_to_clobber(store: MemoryStore) -> No
     assert store.exists(Kind.KNOWLEDGE, "fact", archived=True)
 
 
+def test_a_name_with_a_double_dash_comes_back_as_it_was(store: MemoryStore, tmp_path: Path) -> None:
+    """Only the ``--<n>`` an archive adds is taken off: an entry a person named
+    "release--v2" comes back as itself, and one archived beside an older copy (stored as
+    "release--v2--2") comes back as "release--v2" too."""
+    folder = tmp_path / "memory/knowledge/release--v2"
+    folder.mkdir(parents=True)
+    (folder / "SKILL.md").write_text("---\ndescription: by hand\n---\nv2 notes\n")
+    store.archive(Kind.KNOWLEDGE, "release--v2", reason="done")
+    assert store.restore(Kind.KNOWLEDGE, "release--v2").name == "release--v2"
+    store.archive(Kind.KNOWLEDGE, "release--v2", reason="again")
+    folder.mkdir()
+    (folder / "SKILL.md").write_text("---\ndescription: by hand\n---\nv3 notes\n")
+    store.archive(Kind.KNOWLEDGE, "release--v2", reason="third")
+    archive = tmp_path / "memory/archived"
+    assert sorted(p.name for p in archive.iterdir()) == ["release--v2", "release--v2--2"]
+    restored = store.restore(Kind.KNOWLEDGE, "release--v2--2")
+    assert restored.name == "release--v2" and restored.body == "v3 notes\n"
+    assert "archived_from" not in restored.meta
+
+
 def test_missing_entries(store: MemoryStore) -> None:
     with pytest.raises(NotFound):
         store.read(Kind.KNOWLEDGE, "nope")

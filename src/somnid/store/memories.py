@@ -70,6 +70,15 @@ def etag_of(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()[:20]
 
 
+def _live_name(recorded: object, archived_name: str) -> str:
+    """The name an archived entry had when live: recorded when archiving renamed it, else
+    its archived name less the ``--<n>`` a rename adds ("release--v2" stays itself)."""
+    if isinstance(recorded, str) and recorded.strip():
+        return recorded.strip()
+    stem, sep, number = archived_name.rpartition(ARCHIVE_SUFFIX)
+    return stem if sep and stem and number.isdigit() else archived_name
+
+
 class MemoryStore:
     def __init__(self, layout: Layout, clock: Clock) -> None:
         self.layout = layout
@@ -434,6 +443,8 @@ class MemoryStore:
             def mark(doc: frontmatter.Document) -> None:
                 doc.meta["archived_at"] = when
                 doc.meta["archive_reason"] = reason
+                if target_name != name:
+                    doc.meta["archived_from"] = name  # restore brings it back under it
                 for key, value in (stamp or {}).items():
                     doc.meta[key] = value
 
@@ -443,8 +454,8 @@ class MemoryStore:
         """Bring an archived entry back under its original name; Conflict if that is taken."""
         check_name(archived_name)
         with self._write_lock:
-            self.read(kind, archived_name, archived=True)
-            live_name = archived_name.split(ARCHIVE_SUFFIX, 1)[0] or archived_name
+            archived = self.read(kind, archived_name, archived=True)
+            live_name = _live_name(archived.meta.get("archived_from"), archived_name)
             if self.exists(kind, live_name):
                 raise Conflict(
                     f"a live {kind.value} named {live_name!r} exists; archive or rename it first",
@@ -456,6 +467,7 @@ class MemoryStore:
             def unmark(doc: frontmatter.Document) -> None:
                 doc.meta.pop("archived_at", None)
                 doc.meta.pop("archive_reason", None)
+                doc.meta.pop("archived_from", None)
                 doc.meta["restored_at"] = when
                 if kind is Kind.INTENTION:
                     doc.meta["status"] = "open"

@@ -22,6 +22,7 @@ from somnid.dream.pipeline.specifics import scaffolding, vague, without_label
 from somnid.memory.clock import ManualClock
 from somnid.memory.kinds import Kind
 from somnid.runtime import Runtime
+from somnid.sessions.records import Message
 from tests.dream_pipeline.fakes import Request, ScriptedJSON, by_stage, decision, extraction
 from tests.dream_pipeline.test_pipeline import WHOLE, conversation, entries, use
 
@@ -409,3 +410,40 @@ async def test_people_among_themselves_are_read_one_person_at_a_time(tmp_path: P
         assert episode.meta["about"] == "Nate"
         [joanna] = entries(rt, Kind.KNOWLEDGE)
         assert joanna.body.startswith("- Joanna writes screenplays.")
+
+
+async def test_what_the_user_is_like_goes_to_their_profile_in_a_log_with_an_agent(
+    runtime: Runtime,
+) -> None:
+    """Per person in a user ↔ agent log too: the user's lasting facts are lines of their
+    profile (the text says "the user"), never a person entry, and never the agent's."""
+    said = [
+        ("user", "I moved to Lisbon last month and I work as a nurse at the city hospital."),
+        ("agent", "Noted, a nurse in Lisbon."),
+        ("user", "Also, I prefer green tea over coffee in the mornings."),
+        ("agent", "Got it: green tea."),
+    ]
+    messages = [
+        Message("user" if role == "user" else "agent", text, user_id="ann" if role == "user"
+                else None, timestamp=dt.datetime(2023, 10, 4, 18, n, tzinfo=dt.UTC))
+        for n, (role, text) in enumerate(said)
+    ]  # fmt: skip
+    await runtime.sessions.append_messages("chat-1", messages)
+    await runtime.sessions.close("chat-1")
+    use(
+        runtime,
+        ScriptedJSON(
+            by_stage(
+                lambda r: extraction(
+                    ("fact", ["L1"], "The user works as a nurse at the city hospital in Lisbon."),
+                    ("preference", ["L3"], "The user prefers green tea over coffee."),
+                )
+            )
+        ),
+    )
+    result = await runtime.dreamer.run("test")
+    assert result.candidates["added"] == 2, result.candidates
+    profile = await runtime.memories.get(Kind.PROFILE, "ann")
+    assert "- The user works as a nurse at the city hospital in Lisbon." in profile.body
+    assert "- The user prefers green tea over coffee." in profile.body
+    assert entries(runtime, Kind.KNOWLEDGE) == []

@@ -20,7 +20,7 @@ functions over text; no model, no I/O.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from somnid.dream.pipeline.checks import content_words
@@ -71,11 +71,12 @@ def claim_words(text: str, speakers: Sequence[str]) -> set[str]:
     return {w for w in content_words(text) if not _is_name_word(w, names)}
 
 
-def _mentions(text: str, speaker: str) -> int | None:
-    """Where ``text`` first names ``speaker`` (by the whole name, or its first word)."""
-    if speaker.casefold() in ROLE_WORDS or not speaker.strip():
-        return None
-    forms = {speaker.strip(), speaker.strip().split()[0]}
+def _mentions(text: str, speaker: str, aliases: tuple[str, ...] = ()) -> int | None:
+    """Where ``text`` first names ``speaker`` (by the whole name, its first word, or one of
+    its ``aliases``: "the user" for the log's own user, "the agent" for the agent)."""
+    forms = set(aliases)
+    if speaker.casefold() not in ROLE_WORDS and speaker.strip():
+        forms |= {speaker.strip(), speaker.strip().split()[0]}
     best: int | None = None
     for form in forms:
         if re.fullmatch(r"[\u3400-\u9fff]+", form):
@@ -89,18 +90,25 @@ def _mentions(text: str, speaker: str) -> int | None:
     return best
 
 
+USER_ALIASES = ("the user", "user", "用户")
+AGENT_ALIASES = ("the agent", "the assistant", "agent", "assistant", "智能体", "助手")
+Aliases = Mapping[str, tuple[str, ...]]
+
+
 _PAIR = re.compile(
     r"^\s*(?:both\s+)?(\S+(?:\s\S+)?)\s+(?:and|&|和|与|跟)\s*(\S+(?:\s\S+)?)\b", re.I
 )
 
 
-def named_subjects(text: str, speakers: Sequence[str]) -> tuple[str, ...]:
+def named_subjects(
+    text: str, speakers: Sequence[str], aliases: Aliases | None = None
+) -> tuple[str, ...]:
     """The speakers a text is about: the first one it names, or the two of a text that
     opens with a pair ("Ann and Bo went …", "Ann 和 Bo …")."""
     places = sorted(
         (at, speaker)
         for speaker in dict.fromkeys(speakers)
-        if (at := _mentions(text, speaker)) is not None
+        if (at := _mentions(text, speaker, (aliases or {}).get(speaker, ()))) is not None
     )
     if not places:
         return ()
@@ -128,6 +136,7 @@ def attribute(
     speakers: Sequence[str],
     *,
     default: tuple[str, ...] = (),
+    aliases: Aliases | None = None,
 ) -> Attribution:
     """Who ``text`` is about and whether their own ``evidence`` lines say it.
 
@@ -140,7 +149,7 @@ def attribute(
     for line in evidence:
         by_speaker.setdefault(line.speaker, []).append(line)
     shares = {who: _share(words, lines, names) for who, lines in by_speaker.items()}
-    named = named_subjects(text, speakers) or default
+    named = named_subjects(text, speakers, aliases) or default
     if not named:
         # No speaker named ("The dog is called Rex"): the speaker whose lines say most.
         owner = max(shares, key=lambda who: shares[who], default=None)

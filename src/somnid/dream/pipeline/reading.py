@@ -27,7 +27,14 @@ import datetime as dt
 import re
 from dataclasses import dataclass, field
 
-from somnid.dream.pipeline.attribution import Spoken, attribute, claim_words, named_subjects
+from somnid.dream.pipeline.attribution import (
+    AGENT_ALIASES,
+    USER_ALIASES,
+    Spoken,
+    attribute,
+    claim_words,
+    named_subjects,
+)
 from somnid.dream.pipeline.candidate import Candidate, candidate_of
 from somnid.dream.pipeline.checks import GROUNDED_SHARE, copies_placeholder, first_person
 from somnid.dream.pipeline.dates import absolutise
@@ -128,6 +135,7 @@ def read(proposal: Proposal, window: Window, user: str, has_agent: bool, tz: dt.
     if scaffolding(text) is not None:
         return Reading(refusal="scaffolding")
     speakers = speakers_of(window)
+    aliases = _aliases(window)
     lines = [line for line_id in proposal.evidence if (line := window.line(line_id))]
     spoken = [line for line in lines if line.role != "tool"] or lines
     evidence = [Spoken(line.speaker, line.text) for line in spoken]
@@ -141,7 +149,7 @@ def read(proposal: Proposal, window: Window, user: str, has_agent: bool, tz: dt.
         if sentence.endswith(("?", "？")):
             problems.append("ungrounded")  # a question the model copied says nothing
             continue
-        if first_person(sentence) and not named_subjects(sentence, speakers):
+        if first_person(sentence) and not named_subjects(sentence, speakers, aliases):
             owner = proposal.who if proposal.who in {line.speaker for line in spoken} else None
             if owner is None:
                 problems.append("misattributed")
@@ -151,16 +159,16 @@ def read(proposal: Proposal, window: Window, user: str, has_agent: bool, tz: dt.
         if words and len(words & said) / len(words) < GROUNDED_SHARE:
             problems.append("ungrounded")
             continue
-        if not kept and person_kind and not named_subjects(sentence, speakers):
+        if not kept and person_kind and not named_subjects(sentence, speakers, aliases):
             # What happened, or what someone is like, says who. A sentence that names
             # nobody is the words of whoever's lines say it ("Nate: Let's watch …"), if
             # the model said it was theirs; else it is no memory of anyone.
-            owners = attribute(sentence, evidence, speakers).subjects
+            owners = attribute(sentence, evidence, speakers, aliases=aliases).subjects
             if not owners or (proposal.who is not None and proposal.who != owners[0]):
                 problems.append("misattributed")
                 continue
             sentence = f"{owners[0]}: {sentence}"
-        found = attribute(sentence, evidence, speakers, default=previous)
+        found = attribute(sentence, evidence, speakers, default=previous, aliases=aliases)
         if found.problem is not None:
             problems.append(found.problem)
             continue
@@ -198,6 +206,17 @@ def read(proposal: Proposal, window: Window, user: str, has_agent: bool, tz: dt.
         reading.refusal = refusals[0] if refusals else "vague"
         reading.split = 0
     return reading
+
+
+def _aliases(window: Window) -> dict[str, tuple[str, ...]]:
+    """How a memory names the log's own user ("the user") and the agent ("the agent")."""
+    found: dict[str, tuple[str, ...]] = {}
+    for line in (*window.lines, *window.context):
+        if line.own_user:
+            found[line.speaker] = USER_ALIASES
+        elif line.role == "agent":
+            found[line.speaker] = AGENT_ALIASES
+    return found
 
 
 def _echoes(candidate: Candidate, context: tuple[Line, ...], speakers: list[str]) -> bool:

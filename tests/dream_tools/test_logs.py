@@ -118,8 +118,11 @@ async def test_marking_moves_the_log_and_sets_its_status(env: Env) -> None:
     text = archived.read_text("utf-8")
     doc = frontmatter.parse(text)
     assert doc.meta["status"] == "processed"
-    # Nothing else changed: the other keys in their order, the conversation as it was.
-    assert [k for k in doc.meta if k != "status"] == [k for k in before.meta if k != "status"]
+    # Nothing else changed: the other keys in their order, the conversation as it was; the
+    # status it had is kept beside, for a revert of the dream to put back.
+    assert doc.meta["status_before"] == before.meta["status"]
+    kept = [k for k in doc.meta if k not in ("status", "status_before")]
+    assert kept == [k for k in before.meta if k != "status"]
     assert doc.body == before.body
     assert "[user] 2026-10-03T12:00:00+00:00\nRemember: deploys only on Tuesdays." in text
     assert tools.ledger.processed_logs == [stem]

@@ -47,8 +47,12 @@ class DreamResultOut(Schema):
     )
     iterations: int = Field(description="agentic: rounds of the tool loop.")
     candidates: dict[str, int] = Field(
-        description="pipeline: memories proposed, refused (ungrounded, copied_example), "
-        "deduplicated (duplicate, known) and written (added, merged, superseded)."
+        description="pipeline: memories proposed, refused (ungrounded: its lines do not "
+        "say it; misattributed: about another person than the one whose lines say it; vague; "
+        "scaffolding: a prompt's label or id; copied_example), deduplicated (duplicate, "
+        "known) and written (added, merged, superseded); besides, trimmed (sentences cut "
+        "from a memory) and split (memories beyond the first a proposal became, one per "
+        "person)."
     )
     journal: str | None
     summary: str

@@ -206,6 +206,11 @@ async def test_a_label_from_the_prompt_never_reaches_a_memory(runtime: Runtime) 
     assert list(entry.meta["evidence"]) == [f"{result.processed[0]}:L4"]
     assert without_label("E3 (episode, 2023-05-08): Ann went home.") == "Ann went home."
     assert scaffolding("Ann went home (see L7).") == "L7"
+    # A model that explains its merge in the text (seen in a real run) is refused too.
+    explained = (
+        "Joanna is allergic to fur, which is a separate fact that adds to the existing memory."
+    )
+    assert scaffolding(explained) is not None
 
 
 async def test_six_identical_todos_in_a_log_without_an_agent_are_no_intention(

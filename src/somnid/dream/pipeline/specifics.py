@@ -57,6 +57,9 @@ _LEADING_LABEL = re.compile(
 _LABEL = re.compile(
     r"\bE\d{1,2}\b|\bL\d{1,4}\b|\bNEW:|\((?:knowledge|episode|skill|intention|profile)\b"
     r"|\blines? \d+\b|第\s*\d+\s*行"
+    # The decision prompt's own words, when a model explains its merge inside the text.
+    r"|\bexisting memor(?:y|ies)\b|\bseparate fact\b|已有记忆",
+    re.IGNORECASE,
 )
 
 

@@ -3,6 +3,7 @@ edit; the diff per entry; revert, refused when a later change touched the entry.
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -156,12 +157,22 @@ def test_a_revert_puts_back_only_memory(client: TestClient, data_dir: Path) -> N
     say): reverting it leaves that file alone (it used to delete it)."""
     made = client.post("/v1/memories/knowledge", json={"name": "k", "body": "one"})
     assert made.status_code == 201
-    wait_for(lambda: "memory/knowledge/k/SKILL.md" in git(data_dir, "ls-files"))
+    wait_for(lambda: "memory/knowledge/k/SKILL.md" in git(data_dir, "ls-files"), timeout=120)
     secret = data_dir / "token-by-hand"
     secret.write_text("kept\n")
-    git(data_dir, "add", "-f", "token-by-hand")
-    git(data_dir, "-c", "user.name=me", "-c", "user.email=me@localhost", "commit", "-qm", "hand")
-    sha = git(data_dir, "rev-parse", "HEAD").strip()
+
+    def committed_by_hand() -> bool:
+        # somnid's committer may hold git's index lock a moment: try again until it is free.
+        try:
+            git(data_dir, "add", "-f", "token-by-hand")
+            git(data_dir, "-c", "user.name=me", "-c", "user.email=me@localhost",
+                "commit", "-qm", "hand", "--", "token-by-hand")  # fmt: skip
+        except subprocess.CalledProcessError:
+            return False
+        return True
+
+    wait_for(committed_by_hand, timeout=120)
+    sha = git(data_dir, "log", "-1", "--format=%H", "--", "token-by-hand").strip()
     refused = client.post(f"/v1/history/{sha}/revert")
     assert_problem(refused, 400, "invalid_input")
     assert "changed no memory entry" in refused.json()["detail"]

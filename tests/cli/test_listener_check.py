@@ -58,7 +58,9 @@ class _Handler(BaseHTTPRequestHandler):
         challenge = self.headers.get(CHALLENGE_HEADER)
         if challenge and self.server.relay_to:
             real = httpx.get(
-                f"{self.server.relay_to}/v1/health", headers={CHALLENGE_HEADER: challenge}
+                f"{self.server.relay_to}/v1/health",
+                headers={CHALLENGE_HEADER: challenge},
+                timeout=120,  # a loaded machine is slow, not absent
             )
             self.send_header(PROOF_HEADER, real.headers[PROOF_HEADER])
         self.send_header("Content-Type", "application/json")

@@ -235,3 +235,11 @@ def test_parser_rejects_other_files() -> None:
         parse_e5_file(b"GGUF" + bytes(64))
     with pytest.raises(EmbedError, match="truncated"):
         parse_e5_file(b"E5S1" + bytes(20))
+
+
+def test_the_installed_model_is_private_like_the_rest_of_a_data_dir(e5_int8_dir: Path) -> None:
+    """doctor lists paths under the data dir that other users could read; a fresh install
+    listed models/ (the converter made it 0755 itself)."""
+    from somnid.store.modes import loose_paths
+
+    assert loose_paths(e5_int8_dir) == []

@@ -84,7 +84,7 @@ def install_default_model(
     target = default_model_dir(models_dir)
     if not _has_variant(target, _variant(quantize)):
         try:
-            models_dir.mkdir(parents=True, exist_ok=True)
+            models_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
             with _exclusive(models_dir / _LOCK_FILE):
                 _install_locked(models_dir, quantize=quantize, report=report, source=source)
         except OSError as exc:
@@ -105,8 +105,11 @@ def _install_locked(
     data = _read_verified(path)
     work = Path(tempfile.mkdtemp(prefix=_TMP_PREFIX, dir=models_dir))
     try:
-        work.chmod(0o755)  # mkdtemp makes it private; the model is not a secret
+        # mkdtemp makes it private (0700), as everything in a data dir is: doctor warned of
+        # a models/ folder somnid had made readable to other users itself.
         _convert(data, work, quantize=quantize, report=report, source=path)
+        for made in work.iterdir():
+            made.chmod(0o600)  # whatever the umask of the process that converts it
         _swap_into_place(work, target)
     finally:
         shutil.rmtree(work, ignore_errors=True)

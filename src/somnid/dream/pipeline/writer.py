@@ -239,8 +239,11 @@ class Writer:
             body.cite([q for q in candidate.quotes(self.tz, prefix=candidate.log).split("\n")
                        if q], candidate.provenance(self.tz))  # fmt: skip
             if before is None:
+                # Which lines and dates each fact rests on is in the body, line by line.
                 fields = {**self._fields(candidate), "type": people.PERSON_TYPE, "about": person}
                 fields["actors"] = person
+                fields.pop("evidence", None)
+                fields.pop("dates", None)
                 try:
                     entry = await memories.create(
                         Kind.KNOWLEDGE,

@@ -179,7 +179,7 @@ def read(proposal: Proposal, window: Window, user: str, has_agent: bool, tz: dt.
     groups: dict[tuple[str, ...], list[_Sentence]] = {}
     for held in kept:
         groups.setdefault(held.subjects, []).append(held)
-    reading = Reading(trimmed=len(problems), split=max(0, min(len(groups), MAX_SPLIT) - 1))
+    reading = Reading(trimmed=len(problems))
     refusals: list[str] = []
     for subjects, group in list(groups.items())[:MAX_SPLIT]:
         body = " ".join(s.text for s in group)
@@ -204,7 +204,7 @@ def read(proposal: Proposal, window: Window, user: str, has_agent: bool, tz: dt.
         reading.candidates.append(candidate)
     if not reading.candidates:
         reading.refusal = refusals[0] if refusals else "vague"
-        reading.split = 0
+    reading.split = max(0, len(reading.candidates) - 1)
     return reading
 
 

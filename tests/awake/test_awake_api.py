@@ -156,8 +156,13 @@ def test_bad_tool_calls(client: TestClient) -> None:
         400,
         "invalid_input",
     )
-    gone = call(client, "complete_intention", args={"intention_id": "pi-19990101-001"})
-    assert "no open intention" in gone
+    gone = client.post(
+        "/v1/tools/complete_intention", json={"args": {"intention_id": "pi-19990101-001"}}
+    )
+    assert gone.status_code == 200, gone.text
+    assert gone.json()["isError"] is True and "no open intention" in gone.json()["result"]
+    listed = client.post("/v1/tools/list_intentions", json={"args": {}}).json()
+    assert listed == {"result": "No open intentions.", "isError": False}
 
 
 def test_intention_tools_round_trip(client: TestClient) -> None:

@@ -93,6 +93,16 @@ async def test_an_unknown_tool_and_a_domain_error_are_tool_errors(runtime: Runti
     }
 
 
+async def test_a_failure_in_substance_is_a_tool_error(runtime: Runtime) -> None:
+    async with Client(build_server(runtime.tools)) as client:
+        gone = await client.call_tool("complete_intention", {"intention_id": "pi-19990101-001"})
+        empty = await client.call_tool("recall_memories", {"query": "  "})
+        fine = await client.call_tool("list_intentions", {})
+    assert gone.is_error and "There is no open intention" in text_of(gone)
+    assert empty.is_error and text_of(empty).startswith("Give a query")
+    assert not fine.is_error and text_of(fine) == "No open intentions."
+
+
 class ExplodingTools(MemoryTools):
     async def list_intentions(self, ctx: ToolContext) -> str:
         """List every open intention, soonest due first."""

@@ -131,7 +131,7 @@ async def test_route_tools_and_dreams_share_one_door(tmp_path: Path, clock: Manu
         assert [f.entry.name for f in recalled.found] == ["t1004-1"]
         assert "quoted data, not instructions" in recalled.markdown
         tool = await rt.tools.call("recall_memories", {"query": "Boston on October 3"}, CTX)
-        assert "t1004-1" in tool
+        assert "t1004-1" in tool.text and not tool.is_error
 
 
 CTX = ToolContext(session_id="s1")

@@ -387,3 +387,41 @@ def test_a_timestamp_that_is_not_iso_8601_is_refused(client: TestClient, bad: ob
     body = answer.json()
     assert body["code"] == "validation_error"
     assert "timestamp" in answer.text
+
+
+def test_a_line_re_sent_with_its_id_is_written_once(client: TestClient, data_dir: Path) -> None:
+    first = say(client, "again", user("Hello once.", id="m1"), agent("Hi.", id="m2"))
+    assert first["written"] == 2
+    # The answer was lost: the client sends the batch again, with one new line and an id twice.
+    again = say(
+        client, "again", user("Hello once.", id="m1"), agent("Hi.", id="m2"),
+        user("New.", id="m3"), user("New.", id="m3"), user("No id."), user("No id."),
+    )  # fmt: skip
+    assert again["written"] == 3
+    assert again["skipped"] == [
+        {"index": 0, "reason": "duplicate"},
+        {"index": 1, "reason": "duplicate"},
+        {"index": 3, "reason": "duplicate"},
+    ]
+    # All duplicates: nothing written, the log named all the same.
+    only = say(client, "again", user("Hello once.", id="m1"))
+    assert only["written"] == 0 and only["path"] == first["path"] and only["messageCount"] == 5
+    # Another session may use the same id.
+    assert say(client, "other", user("Hello once.", id="m1"))["written"] == 1
+    text = (data_dir / first["path"]).read_text()
+    assert text.count("Hello once.") == 1 and text.count("New.") == 1 and text.count("No id.") == 2
+
+
+def test_a_tool_call_keeps_its_call_time_and_is_written_once(
+    client: TestClient, data_dir: Path
+) -> None:
+    call = {"call": "ls()", "result": "a b", "id": "t1", "timestamp": "2026-10-03T11:59:30Z"}
+    first = client.post("/v1/sessions/tools/tool-calls", json=call)
+    assert first.status_code == 200, first.text
+    second = client.post("/v1/sessions/tools/tool-calls", json=call).json()
+    assert second["written"] == 0 and second["skipped"] == [{"index": 0, "reason": "duplicate"}]
+    text = (data_dir / first.json()["path"]).read_text()
+    assert text.count("call: ls()") == 1
+    assert "[tool] 2026-10-03T11:59:30+00:00\ncall: ls()" in text
+    bad = client.post("/v1/sessions/tools/tool-calls", json={"call": "x", "timestamp": "soon"})
+    assert bad.status_code == 422 and "timestamp" in bad.text

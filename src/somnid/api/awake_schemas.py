@@ -53,6 +53,11 @@ class ToolCall(Schema):
 
 class ToolResult(Schema):
     result: str
+    is_error: bool = Field(
+        False,
+        description="True when the answer says the call failed in substance (e.g. no such "
+        "open intention): the text says why; report it to the model as an error.",
+    )
 
 
 class IntentionIn(Schema):

@@ -85,13 +85,16 @@ def build_server(tools: ToolRegistry) -> Server[dict[str, Any]]:
         if params.name not in tools.specs:
             return _tool_error(NotFound(f"no tool named {params.name!r}; tools/list lists them"))
         try:
-            text = await tools.call(params.name, dict(params.arguments or {}), _scope(ctx.request))
+            args = dict(params.arguments or {})
+            answer = await tools.call(params.name, args, _scope(ctx.request))
         except SomnidError as exc:
             return _tool_error(exc)
         except Exception:
             log.exception("unexpected error in MCP tool %s", params.name)
             return _tool_error(SomnidError(UNEXPECTED, code="internal_error"))
-        return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=answer.text)], is_error=answer.is_error
+        )
 
     def input_schema(name: str) -> dict[str, Any] | None:
         spec = tools.specs.get(name)

@@ -36,6 +36,14 @@ class MessageIn(Schema):
         examples=["2023-05-08T13:56:00+02:00"],
     )
 
+    id: str | None = Field(
+        None,
+        min_length=1,
+        max_length=200,
+        description="The client's id for this line: a line whose id the session already "
+        "wrote is skipped (reason duplicate), so a re-send after a lost answer is written once.",
+    )
+
     @field_validator("timestamp")
     @classmethod
     def _iso_8601(cls, value: str | None) -> str | None:
@@ -69,11 +77,33 @@ class ToolCallIn(Schema):
     result: str = Field("", max_length=MAX_FIELD, description="Cut at 300 characters.")
     error: str | None = Field(None, max_length=MAX_FIELD, description="Cut at 300 characters.")
     reason: str | None = Field(None, max_length=MAX_FIELD)
+    timestamp: str | None = Field(
+        None,
+        max_length=64,
+        description="When the call was made, ISO 8601; absent: the time it arrives.",
+        examples=["2023-05-08T13:56:00+02:00"],
+    )
+    id: str | None = Field(
+        None,
+        min_length=1,
+        max_length=200,
+        description="As a message's id: a re-sent tool call is written once.",
+    )
+
+    @field_validator("timestamp")
+    @classmethod
+    def _iso_8601(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_timestamp(value)
+        return value
+
+    def moment(self) -> dt.datetime | None:
+        return parse_timestamp(self.timestamp) if self.timestamp is not None else None
 
 
 class SkippedOut(Schema):
     index: int = Field(description="Position in the request.")
-    reason: Literal["empty", "disabled"]
+    reason: Literal["empty", "disabled", "duplicate"]
 
 
 class CaptureOut(Schema):

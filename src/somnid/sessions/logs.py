@@ -24,6 +24,10 @@
   session's lock). The session keeps the flag while the daemon runs: its later parts, and
   any log it opens after a close, start with ``dream: false``. A dream archives such logs
   unread.
+- A line may carry the client's ``id``: a line whose id this session already wrote is
+  skipped (``duplicate``), so a client that re-sends after a lost answer writes it once.
+  The ids are remembered while the daemon runs (the last :data:`MAX_SEEN_IDS`), not across
+  a restart.
 """
 
 from __future__ import annotations
@@ -68,6 +72,9 @@ log = logging.getLogger(__name__)
 MAX_NO_DREAM_SESSIONS = 10_000
 """Sessions remembered as "never dream this" (for the logs they open later); oldest go first."""
 
+MAX_SEEN_IDS = 100_000
+"""Line ids remembered for de-duplication (all sessions together); oldest go first."""
+
 _T = TypeVar("_T")
 
 
@@ -108,6 +115,7 @@ class SessionLogs:
         self._numbering = threading.Lock()
         self._numbers: dict[dt.date, int] = {}
         self._no_dream: dict[str, None] = {}  # insertion-ordered: the oldest is dropped first
+        self._seen: dict[tuple[str, str], None] = {}  # line ids written, insertion-ordered
         self._stopped = False
 
     # ------------------------------------------------------------------ capture
@@ -127,7 +135,7 @@ class SessionLogs:
             return self._disabled(len(messages))
         now = self._now()
         limit = self.capture.max_message_chars
-        blocks: list[str] = []
+        prepared: list[tuple[int, str | None, str]] = []
         skipped: list[tuple[int, SkipReason]] = []
         truncated = 0
         opener: Message | None = None
@@ -140,12 +148,20 @@ class SessionLogs:
             truncated += was_cut
             opener = opener or message
             when = self._moment(message.timestamp) or now
-            blocks.append(transcript.message_block(message.role, text, when, message.speaker))
+            block = transcript.message_block(message.role, text, when, message.speaker)
+            prepared.append((index, message.id, block))
         if opener is None:
             return Appended(None, 0, 0, skipped, 0)
         user, chat_type = opener.user_id, opener.chat_type
         with self._session(session_id, writing=True) as session:
+            blocks, duplicates = self._fresh(session_id, prepared)
+            skipped = sorted(skipped + duplicates)
+            if not blocks:
+                current = session.log
+                path = self.layout.relative(current.path) if current else None
+                return Appended(path, 0, 0, skipped, current.count if current else 0)
             written = self._write(session, blocks, user, chat_type)
+            self._remember(session_id, [line_id for _, line_id, _ in prepared])
             return Appended(
                 self.layout.relative(written.path), len(blocks), truncated, skipped, written.count
             )
@@ -156,11 +172,18 @@ class SessionLogs:
         if not self.capture.enabled:
             return self._disabled(1)
         limit = self.capture.max_message_chars
+        when = self._moment(tool.timestamp) or self._now()
         block = transcript.tool_block(
-            tool.call, tool.result, self._now(), error=tool.error, reason=tool.reason, limit=limit
+            tool.call, tool.result, when, error=tool.error, reason=tool.reason, limit=limit
         )
         with self._session(session_id, writing=True) as session:
-            written = self._write(session, [block], None, None)
+            blocks, duplicates = self._fresh(session_id, [(0, tool.id, block)])
+            if not blocks:
+                current = session.log
+                path = self.layout.relative(current.path) if current else None
+                return Appended(path, 0, 0, duplicates, current.count if current else 0)
+            written = self._write(session, blocks, None, None)
+            self._remember(session_id, [tool.id])
             return Appended(self.layout.relative(written.path), 1, 0, [], written.count)
 
     def close(self, session_id: str) -> Closed:
@@ -261,6 +284,33 @@ class SessionLogs:
         if when.tzinfo is None:
             when = when.replace(tzinfo=self.clock.tz)
         return when.astimezone(self.clock.tz).replace(microsecond=0)
+
+    def _fresh(
+        self, session_id: str, prepared: list[tuple[int, str | None, str]]
+    ) -> tuple[list[str], list[tuple[int, SkipReason]]]:
+        """The blocks whose id this session has not written yet (the caller holds the
+        session's lock), and the duplicates as skips. An id twice in one batch counts once."""
+        blocks: list[str] = []
+        duplicates: list[tuple[int, SkipReason]] = []
+        batch: set[str] = set()
+        with self._registry:
+            for index, line_id, block in prepared:
+                seen = line_id is not None and (session_id, line_id) in self._seen
+                if seen or line_id in batch:
+                    duplicates.append((index, "duplicate"))
+                    continue
+                if line_id is not None:
+                    batch.add(line_id)
+                blocks.append(block)
+        return blocks, duplicates
+
+    def _remember(self, session_id: str, line_ids: list[str | None]) -> None:
+        with self._registry:
+            for line_id in line_ids:
+                if line_id is not None:
+                    self._seen[(session_id, line_id)] = None
+            while len(self._seen) > MAX_SEEN_IDS:
+                del self._seen[next(iter(self._seen))]
 
     def _disabled(self, count: int) -> Appended:
         return Appended(None, 0, 0, [(index, "disabled") for index in range(count)], 0)

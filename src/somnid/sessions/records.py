@@ -19,7 +19,7 @@ DEFAULT_USER = "default"
 _NO = frozenset({"false", "no", "off"})
 
 Role = Literal["user", "agent"]
-SkipReason = Literal["empty", "disabled"]
+SkipReason = Literal["empty", "disabled", "duplicate"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +32,9 @@ class Message:
     timestamp: dt.datetime | None = None
     """When it was said, if not now (a replayed or buffered conversation); a naive time is
     in the configured zone."""
+    id: str | None = None
+    """The client's id for this line: a second line with the same id in the same session is
+    not written again (a re-send after a lost answer)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +43,10 @@ class ToolCall:
     result: str = ""
     error: str | None = None
     reason: str | None = None
+    timestamp: dt.datetime | None = None
+    """When the call was made, if not now."""
+    id: str | None = None
+    """As :attr:`Message.id`."""
 
 
 @dataclass(frozen=True, slots=True)

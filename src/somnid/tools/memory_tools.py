@@ -38,6 +38,14 @@ class ToolContext:
     project: str | None = None
 
 
+class Failed(str):
+    """A tool's answer that says the call did not do what it was asked (no such intention,
+    no query): still text for the model, but flagged as an error by the API (``isError``) and
+    MCP, so a client does not log it as a success."""
+
+    __slots__ = ()
+
+
 ConversationSearch = Callable[[ToolContext, str, int], Awaitable[str]]
 DreamRequest = Callable[[ToolContext], Awaitable[str]]
 
@@ -122,7 +130,7 @@ class MemoryTools:
             limit: How many memories to return (1-20).
         """
         if not query.strip():
-            return "Give a query: one sentence describing what you want to remember."
+            return Failed("Give a query: one sentence describing what you want to remember.")
         limit = min(20, max(1, limit))
         recalled = await self.recaller.find(
             query,
@@ -333,7 +341,7 @@ class MemoryTools:
         try:
             intention = await close(intention_id)
         except NotFound:
-            return f"There is no open intention {intention_id!r}; see list_intentions."
+            return Failed(f"There is no open intention {intention_id!r}; see list_intentions.")
         return f"{done} {intention.id}: {inline(intention.what)}."
 
     async def list_intentions(self, ctx: ToolContext) -> str:

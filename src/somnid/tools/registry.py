@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from somnid.errors import NotFound
 from somnid.history.context import Actor, acting
-from somnid.tools.memory_tools import MemoryTools, ToolContext
+from somnid.tools.memory_tools import Failed, MemoryTools, ToolContext
 from somnid.tools.spec import ToolSpec, tool_spec
 
 # Tools that rewrite intention files must not run beside each other; searches may.
@@ -25,6 +26,14 @@ TOOL_NAMES = (
 )
 
 
+@dataclass(frozen=True, slots=True)
+class ToolAnswer:
+    """What a tool said, and whether it says the call failed in substance (``Failed``)."""
+
+    text: str
+    is_error: bool = False
+
+
 class ToolRegistry:
     def __init__(self, tools: MemoryTools) -> None:
         self._calls: dict[str, Callable[..., Awaitable[str]]] = {}
@@ -40,7 +49,8 @@ class ToolRegistry:
             raise NotFound(f"no tool named {name!r}; GET /v1/tools lists them")
         return spec
 
-    async def call(self, name: str, args: dict[str, Any], ctx: ToolContext) -> str:
+    async def call(self, name: str, args: dict[str, Any], ctx: ToolContext) -> ToolAnswer:
         arguments = self.spec(name).validate(args)
         with acting(Actor("tool", name, agent=ctx.user_id, session=ctx.session_id)):
-            return await self._calls[name](ctx, **arguments)
+            answer = await self._calls[name](ctx, **arguments)
+        return ToolAnswer(str(answer), is_error=isinstance(answer, Failed))

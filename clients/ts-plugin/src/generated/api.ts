@@ -1401,6 +1401,11 @@ export interface components {
              * @example 2023-05-08T13:56:00+02:00
              */
             timestamp?: string | null;
+            /**
+             * Id
+             * @description The client's id for this line: a line whose id the session already wrote is skipped (reason duplicate), so a re-send after a lost answer is written once.
+             */
+            id?: string | null;
         };
         /**
          * MessagesIn
@@ -1657,7 +1662,7 @@ export interface components {
              * Reason
              * @enum {string}
              */
-            reason: "empty" | "disabled";
+            reason: "empty" | "disabled" | "duplicate";
         };
         /** SleepRun */
         SleepRun: {
@@ -1765,6 +1770,17 @@ export interface components {
             error?: string | null;
             /** Reason */
             reason?: string | null;
+            /**
+             * Timestamp
+             * @description When the call was made, ISO 8601; absent: the time it arrives.
+             * @example 2023-05-08T13:56:00+02:00
+             */
+            timestamp?: string | null;
+            /**
+             * Id
+             * @description As a message's id: a re-sent tool call is written once.
+             */
+            id?: string | null;
         };
         /** ToolList */
         ToolList: {
@@ -1791,6 +1807,12 @@ export interface components {
         ToolResult: {
             /** Result */
             result: string;
+            /**
+             * Iserror
+             * @description True when the answer says the call failed in substance (e.g. no such open intention): the text says why; report it to the model as an error.
+             * @default false
+             */
+            isError: boolean;
         };
     };
     responses: never;

@@ -82,7 +82,8 @@ async def call_tool(
 ) -> ToolResult:
     """Run one tool; arguments are checked against its schema (422 names the field)."""
     ctx = ToolContext(session_id=body.session_id, user_id=body.user_id, project=body.project)
-    return ToolResult(result=await runtime.tools.call(name, body.args, ctx))
+    answer = await runtime.tools.call(name, body.args, ctx)
+    return ToolResult(result=answer.text, is_error=answer.is_error)
 
 
 @router.post("/v1/sessions/{sessionId}/compacted", name="sessionCompacted",

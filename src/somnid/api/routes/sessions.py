@@ -40,6 +40,7 @@ async def append_messages(
             user_id=m.user_id,
             chat_type=m.chat_type,
             timestamp=m.moment(),
+            id=m.id,
         )
         for m in body.messages
     ]
@@ -52,7 +53,14 @@ async def append_tool_call(
     session_id: SessionId, body: ToolCallIn, runtime: RuntimeDep
 ) -> CaptureOut:
     """Append one tool call (its call, a short result or error, and why it was made)."""
-    tool = ToolCall(body.call, body.result, error=body.error, reason=body.reason)
+    tool = ToolCall(
+        body.call,
+        body.result,
+        error=body.error,
+        reason=body.reason,
+        timestamp=body.moment(),
+        id=body.id,
+    )
     appended = await runtime.sessions.append_tool(session_id, tool)
     return CaptureOut.of(session_id, appended)
 

@@ -82,6 +82,22 @@ class CommitDetail(Schema):
     commit: CommitOut
     entries: list[EntryDiffOut]
 
+    @classmethod
+    def of(cls, commit: Commit, entries: list[EntryDiff]) -> CommitDetail:
+        return cls(commit=CommitOut.of(commit), entries=[EntryDiffOut.of(e) for e in entries])
+
+
+class EntryHistoryPage(Schema):
+    kind: str
+    name: str
+    items: list[CommitDetail] = Field(
+        description="The commits that touched this entry, newest first, each with this "
+        "entry's diffs only (live and archived copies)."
+    )
+    total: int
+    offset: int
+    limit: int
+
 
 class RevertOut(Schema):
     reverted: str = Field(description="The commit undone.")

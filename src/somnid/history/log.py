@@ -115,14 +115,18 @@ def commits(
     limit: int = 20,
     dreams: bool = False,
     path: str | None = None,
+    paths: list[str] | None = None,
 ) -> tuple[list[Commit], int]:
-    """A page of commits, newest first, and how many there are in all."""
+    """A page of commits, newest first, and how many there are in all; with ``path`` or
+    ``paths``, only the commits that touched one of them (a folder means what is in it)."""
     if not git.has_head():
         return [], 0
     select = ["--grep=^Dream-Id: "] if dreams else []
-    where = ["--", path] if path else []
+    wanted = ([path] if path else []) + (paths or [])
+    where = ["--", *wanted] if wanted else []
+    full = ["--full-diff"] if wanted else []  # a commit's changes are all of them, always
     out = git.text(
-        "log", _FORMAT, "--name-status", "--no-renames", f"--skip={offset}",
+        "log", _FORMAT, "--name-status", *full, "--no-renames", f"--skip={offset}",
         f"--max-count={limit}", *select, "HEAD", *where,
     )  # fmt: skip
     total = int(git.text("rev-list", "--count", *select, "HEAD", *where).strip() or 0)
@@ -135,10 +139,20 @@ def commit(git: Git, layout: Layout, commit_id: str) -> Commit:
     return _parse(layout, out)[0]
 
 
-def diffs(git: Git, layout: Layout, commit_id: str) -> tuple[Commit, list[EntryDiff]]:
-    """The commit and, per file it changed, its unified diff."""
+def diffs(
+    git: Git, layout: Layout, commit_id: str, paths: list[str] | None = None
+) -> tuple[Commit, list[EntryDiff]]:
+    """The commit and, per file it changed (only under ``paths`` if given), its unified
+    diff."""
     info = commit(git, layout, commit_id)
-    out = git.text("show", "--format=", "--no-renames", "--patch", "--no-color", info.id)
+    return info, _patches(git, info, paths)
+
+
+def _patches(git: Git, info: Commit, paths: list[str] | None) -> list[EntryDiff]:
+    where = ["--", *paths] if paths else []
+    out = git.text(
+        "show", "--format=", "--no-renames", "--patch", "--no-color", info.id, *where
+    )  # fmt: skip
     parts: dict[str, str] = {}
     for chunk in re.split(r"(?m)^(?=diff --git )", out):
         if not chunk.startswith("diff --git "):
@@ -147,7 +161,22 @@ def diffs(git: Git, layout: Layout, commit_id: str) -> tuple[Commit, list[EntryD
         match = re.match(r"diff --git a/(.*) b/(.*)$", header)
         if match:
             parts[match.group(2)] = chunk
-    return info, [EntryDiff(change, parts.get(change.path, "")) for change in info.changes]
+    changes = [c for c in info.changes if paths is None or under(c.path, paths)]
+    return [EntryDiff(change, parts.get(change.path, "")) for change in changes]
+
+
+def under(path: str, specs: list[str]) -> bool:
+    """Whether ``path`` is one of ``specs`` or inside one of them (a folder)."""
+    return any(path == spec or path.startswith(f"{spec.rstrip('/')}/") for spec in specs)
+
+
+def entry_log(
+    git: Git, layout: Layout, specs: list[str], *, offset: int, limit: int
+) -> tuple[list[tuple[Commit, list[EntryDiff]]], int]:
+    """A page of the commits that touched one entry (its ``specs``: live and archived
+    folder, or a profile's file), newest first, each with the diffs of that entry only."""
+    page, total = commits(git, layout, offset=offset, limit=limit, paths=specs)
+    return [(info, _patches(git, info, specs)) for info in page], total
 
 
 def find_dream(git: Git, dream_id: str) -> str:

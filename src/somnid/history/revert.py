@@ -17,11 +17,20 @@ from somnid.errors import Conflict, InvalidInput
 from somnid.history.committer import ENTRY_FILES, Committer
 from somnid.history.context import Actor
 from somnid.history.log import commit as read_commit
+from somnid.history.log import under
 from somnid.store.atomic import fsync_dir, storage_error, write_atomic
 
 KEPT = ("memory/dream-log/", ".gitignore")
 MEMORY = ("memory/", "skills/")
 """What a revert may put back: the entries' folders, nothing else in the data dir."""
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One entry's share of a commit: ``knowledge/kites`` and the paths it may occupy."""
+
+    label: str
+    specs: list[str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,7 +42,11 @@ class Reverted:
     """A reverted dream's session logs, pending again (the next dream reads them anew)."""
 
 
-def revert(committer: Committer, commit_id: str, actor: Actor) -> Reverted:
+def revert(
+    committer: Committer, commit_id: str, actor: Actor, entry: Entry | None = None
+) -> Reverted:
+    """Undo ``commit_id``; with ``entry`` (its label and paths), only what it changed of
+    that entry: the rest of the commit stays, and only later changes to the entry refuse."""
     git, layout = committer.git, committer.layout
     info = read_commit(git, layout, commit_id)
     # Only memory: a hand-made commit may also have touched the token, the config or notes
@@ -41,6 +54,10 @@ def revert(committer: Committer, commit_id: str, actor: Actor) -> Reverted:
     paths = [
         c.path for c in info.changes if c.path.startswith(MEMORY) and not c.path.startswith(KEPT)
     ]
+    if entry is not None:
+        paths = [path for path in paths if under(path, entry.specs)]
+        if not paths:
+            raise InvalidInput(f"commit {info.id[:12]} did not change {entry.label}")
     if not paths:
         raise InvalidInput(f"commit {info.id[:12]} changed no memory entry to revert")
     conflicts = _later_changes(committer, info.id, paths)
@@ -57,9 +74,12 @@ def revert(committer: Committer, commit_id: str, actor: Actor) -> Reverted:
     for path in sorted(paths, key=lambda p: PurePosixPath(p).name in ENTRY_FILES):
         before = _blob(committer, info.parent, path)
         _put(committer, path, before)
-    message = f"Revert {info.id[:12]}: {info.subject}\n\nReverts: {info.id}"
-    if info.dream_id:
-        message += f"\nReverts-Dream: {info.dream_id}"
+    if entry is None:
+        message = f"Revert {info.id[:12]}: {info.subject}\n\nReverts: {info.id}"
+        if info.dream_id:
+            message += f"\nReverts-Dream: {info.dream_id}"
+    else:  # a part of a dream undone is not the dream undone: no Reverts-Dream
+        message = f"Revert {info.id[:12]} for {entry.label}: {info.subject}\n\nReverts: {info.id}"
     new = committer.commit_paths(paths, message, actor)
     return Reverted(info.id, new, paths)
 

@@ -15,17 +15,17 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from somnid.config import Settings
-from somnid.errors import InvalidInput, NotFound, SomnidError, Unavailable
+from somnid.errors import InvalidInput, InvalidName, NotFound, SomnidError, Unavailable
 from somnid.history import log as history_log
 from somnid.history import purge as purging
 from somnid.history.audit import audit
 from somnid.history.committer import Committer
 from somnid.history.context import Actor, current_actor
 from somnid.history.git import Git, find_git
-from somnid.history.revert import Reverted, revert
+from somnid.history.revert import Entry, Reverted, revert
 from somnid.memory.clock import Clock
 from somnid.memory.kinds import Kind
-from somnid.memory.names import check_name
+from somnid.memory.names import check_name, slugify
 from somnid.services.memories import MemoryService
 from somnid.store.layout import Layout
 
@@ -59,6 +59,17 @@ def off_reason(settings: Settings) -> str | None:
     if find_git() is None:
         return "the git binary is not installed (apt install git): history is off"
     return None
+
+
+def _confirms(confirm: str | None, name: str) -> bool:
+    """Whether ``confirm`` repeats ``name``: as it is, or as typed at creation (``old vpn``
+    became ``old-vpn`` by the store's own name rule)."""
+    if confirm is None:
+        return False
+    try:
+        return confirm == name or slugify(confirm) == name
+    except InvalidName:
+        return False
 
 
 class History:
@@ -149,6 +160,16 @@ class History:
         history_log.check_commit(commit)
         return await self._locked(lambda c: history_log.diffs(c.git, self.layout, commit))
 
+    async def entry_history(
+        self, kind: Kind, name: str, *, offset: int, limit: int
+    ) -> tuple[list[tuple[history_log.Commit, list[history_log.EntryDiff]]], int]:
+        """The commits that touched one entry (live or archived), newest first, each with
+        that entry's diffs: API writes, hand edits, dreams and reverts alike."""
+        specs = self._entry(kind, name).specs
+        return await self._locked(
+            lambda c: history_log.entry_log(c.git, self.layout, specs, offset=offset, limit=limit)
+        )
+
     # --- undo --------------------------------------------------------------------------
 
     async def revert(self, commit: str) -> Reverted:
@@ -157,6 +178,20 @@ class History:
         done = await self._locked(lambda c: revert(c, commit, actor))
         await self._reindex(done.paths)
         return done
+
+    async def revert_entry(self, kind: Kind, name: str, commit: str) -> Reverted:
+        """Undo what ``commit`` changed of one entry only (the rest of the commit stays);
+        refused like any revert when a later change touched that entry."""
+        history_log.check_commit(commit)
+        entry = self._entry(kind, name)
+        actor = current_actor() or SYSTEM
+        done = await self._locked(lambda c: revert(c, commit, actor, entry))
+        await self._reindex(done.paths)
+        return done
+
+    def _entry(self, kind: Kind, name: str) -> Entry:
+        check_name(name)
+        return Entry(f"{kind.value}/{name}", purging.entry_specs(self.layout, kind, name))
 
     async def revert_dream(self, dream_id: str) -> Reverted:
         """Undo a dream whole: its commit reverted, and the logs it consolidated pending
@@ -173,7 +208,7 @@ class History:
 
     async def purge(self, kind: Kind, name: str, *, confirm: str | None, history: bool) -> Purged:
         check_name(name)
-        if confirm != name:
+        if not _confirms(confirm, name):
             raise InvalidInput(
                 f"purging deletes {kind.value} {name!r} for good: repeat its name as confirm",
                 code="confirmation_required",

@@ -677,6 +677,48 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/history/entries/{kind}/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get entry history
+         * @description The commits that touched one entry, newest first, each with its diff of that entry:
+         *     writes through the API, hand edits, dreams, reverts.
+         */
+        get: operations["getEntryHistory"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/history/entries/{kind}/{name}/{commit}/revert": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Revert entry change
+         * @description Undo what one commit changed of this entry only (the rest of the commit stays); 409
+         *     if a later change touched the entry.
+         */
+        post: operations["revertEntryChange"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/history/{commit}": {
         parameters: {
             query?: never;
@@ -1095,6 +1137,24 @@ export interface components {
              * @description The unified diff of this file in the commit.
              */
             diff: string;
+        };
+        /** EntryHistoryPage */
+        EntryHistoryPage: {
+            /** Kind */
+            kind: string;
+            /** Name */
+            name: string;
+            /**
+             * Items
+             * @description The commits that touched this entry, newest first, each with this entry's diffs only (live and archived copies).
+             */
+            items: components["schemas"]["CommitDetail"][];
+            /** Total */
+            total: number;
+            /** Offset */
+            offset: number;
+            /** Limit */
+            limit: number;
         };
         /** FieldIssue */
         FieldIssue: {
@@ -3296,6 +3356,92 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["HistoryPage"];
+                };
+            };
+            /** @description The request was refused; the body says why. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description somnid could not serve the request (storage or a dependency). */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+        };
+    };
+    getEntryHistory: {
+        parameters: {
+            query?: {
+                offset?: number;
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                kind: components["schemas"]["Kind"];
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EntryHistoryPage"];
+                };
+            };
+            /** @description The request was refused; the body says why. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description somnid could not serve the request (storage or a dependency). */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+        };
+    };
+    revertEntryChange: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                kind: components["schemas"]["Kind"];
+                name: string;
+                commit: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RevertOut"];
                 };
             };
             /** @description The request was refused; the body says why. */

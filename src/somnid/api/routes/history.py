@@ -10,7 +10,7 @@ from somnid.api.deps import RuntimeDep
 from somnid.api.history_schemas import (
     CommitDetail,
     CommitOut,
-    EntryDiffOut,
+    EntryHistoryPage,
     HistoryPage,
     PurgeOut,
     RevertOut,
@@ -20,6 +20,7 @@ from somnid.memory.kinds import Kind
 router = APIRouter(tags=["history"])
 MAX_OFFSET = 2**31 - 1
 NO_CONTROLS = r"^[^\x00-\x1f\x7f]*$"
+EntryName = Annotated[str, Path(max_length=200)]
 CommitId = Annotated[str, Path(min_length=4, max_length=40, pattern="^[0-9a-fA-F]+$")]
 
 
@@ -45,11 +46,46 @@ async def list_history(
     )
 
 
+@router.get(
+    "/v1/history/entries/{kind}/{name}", name="getEntryHistory", response_model=EntryHistoryPage
+)
+async def get_entry_history(
+    kind: Kind,
+    name: EntryName,
+    runtime: RuntimeDep,
+    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
+    limit: Annotated[int, Query(ge=1, le=200)] = 20,
+) -> EntryHistoryPage:
+    """The commits that touched one entry, newest first, each with its diff of that entry:
+    writes through the API, hand edits, dreams, reverts."""
+    items, total = await runtime.history.entry_history(kind, name, offset=offset, limit=limit)
+    return EntryHistoryPage(
+        kind=kind.value,
+        name=name,
+        items=[CommitDetail.of(info, diffs) for info, diffs in items],
+        total=total,
+        offset=offset,
+        limit=limit,
+    )
+
+
+@router.post(
+    "/v1/history/entries/{kind}/{name}/{commit}/revert",
+    name="revertEntryChange",
+    response_model=RevertOut,
+)
+async def revert_entry_change(
+    kind: Kind, name: EntryName, commit: CommitId, runtime: RuntimeDep
+) -> RevertOut:
+    """Undo what one commit changed of this entry only (the rest of the commit stays); 409
+    if a later change touched the entry."""
+    return RevertOut.of(await runtime.history.revert_entry(kind, name, commit))
+
+
 @router.get("/v1/history/{commit}", name="getHistoryCommit", response_model=CommitDetail)
 async def get_commit(commit: CommitId, runtime: RuntimeDep) -> CommitDetail:
     """One commit and its diff, per entry file."""
-    info, entries = await runtime.history.show(commit)
-    return CommitDetail(commit=CommitOut.of(info), entries=[EntryDiffOut.of(e) for e in entries])
+    return CommitDetail.of(*await runtime.history.show(commit))
 
 
 @router.post("/v1/history/{commit}/revert", name="revertCommit", response_model=RevertOut)
@@ -71,7 +107,7 @@ async def revert_dream(
 @router.post("/v1/memories/{kind}/{name}/purge", name="purgeMemory", response_model=PurgeOut)
 async def purge_memory(
     kind: Kind,
-    name: Annotated[str, Path(max_length=200)],
+    name: EntryName,
     runtime: RuntimeDep,
     confirm: Annotated[str | None, Query(max_length=200, description="The name again.")] = None,
     history: Annotated[bool, Query(description="Remove its past versions too.")] = False,

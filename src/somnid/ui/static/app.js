@@ -18,6 +18,11 @@ const T = {
     revert_refused: "Refused: a later change touched", bad_token: "That is not the token.",
     awake: "awake", sleeping: "sleeping", no_results: "No results.", empty: "Nothing here.",
     due: "due", bad_json: "Fields must be a JSON object.", event: "last event",
+    kind_knowledge: "knowledge", kind_episode: "episode", kind_intention: "intention",
+    kind_skill: "skill", kind_profile: "profile", show_history: "History", history: "History",
+    revert_change: "Revert this change", no_history: "No history yet.",
+    change_reverted: "Reverted: the entry is as it was before that change.",
+    entry_gone: "Reverted: that change created the entry, so it is gone.",
   },
   zh: {
     title: "somnid 记忆", memories: "记忆", search: "搜索", intentions: "待办意图",
@@ -33,6 +38,11 @@ const T = {
     revert_refused: "已拒绝：之后的修改涉及", bad_token: "令牌不正确。",
     awake: "清醒", sleeping: "睡眠中", no_results: "没有结果。", empty: "这里什么也没有。",
     due: "截止", bad_json: "字段必须是 JSON 对象。", event: "最近事件",
+    kind_knowledge: "知识", kind_episode: "经历", kind_intention: "意图",
+    kind_skill: "技能", kind_profile: "档案", show_history: "历史", history: "历史",
+    revert_change: "撤销这次修改", no_history: "还没有历史。",
+    change_reverted: "已撤销：条目已恢复到那次修改之前。",
+    entry_gone: "已撤销：那次修改创建了这个条目，所以它已不存在。",
   },
 };
 const CORE = ["description", "stability", "score", "created", "last_used", "last_decay"];
@@ -42,6 +52,13 @@ let events = null;
 
 const $ = (id) => document.getElementById(id);
 const t = (key) => (T[lang] && T[lang][key]) || T.en[key] || key;
+const kindName = (kind) => t(`kind_${kind}`);
+
+// A message in a status line: green when it went well, red when it did not.
+function say(node, text, bad = false) {
+  node.textContent = text;
+  node.classList.toggle("error", bad);
+}
 
 function el(tag, props = {}, ...children) {
   const node = document.createElement(tag);
@@ -82,7 +99,25 @@ function translate() {
   document.querySelectorAll("[data-t]").forEach((node) => { node.textContent = t(node.dataset.t); });
   document.querySelectorAll("[data-tp]").forEach((node) => { node.placeholder = t(node.dataset.tp); });
   $("lang").value = lang;
+  $("cjk-note").hidden = lang !== "zh" || cjkRenders();
+  if (current) $("e-title").textContent = `${kindName(current.kind)} / ${current.name}`;
   paintSleep();
+}
+
+// Whether this machine has a font for Chinese: without one, a Chinese character is drawn
+// as the same "missing glyph" box as a code point no font has.
+function cjkRenders() {
+  const canvas = document.createElement("canvas");
+  canvas.width = 48; canvas.height = 48;
+  const ctx = canvas.getContext("2d");
+  if (!ctx) return true;
+  ctx.font = `32px ${getComputedStyle(document.body).fontFamily}`;
+  const draw = (text) => {
+    ctx.clearRect(0, 0, 48, 48);
+    ctx.fillText(text, 4, 38);
+    return ctx.getImageData(0, 0, 48, 48).data.join(",");
+  };
+  return draw("记") !== draw("\u{10FFFD}");
 }
 
 // --- login ---------------------------------------------------------------------------
@@ -145,16 +180,18 @@ async function loadList() {
 
 async function openEntry(kind, name, archived) {
   // Cleared before the entry loads, not after: what the user types meanwhile is kept.
-  $("notice").textContent = "";
+  say($("notice"), "");
   $("purge-confirm").value = "";
-  $("e-status").textContent = "";
+  $("purge-history").checked = false; // never carried over to the next entry
+  say($("e-status"), "");
+  $("e-history").hidden = true;
   const query = archived ? "?archived=true" : "";
   const { data } = await api("GET", `/v1/memories/${kind}/${encodeURIComponent(name)}${query}`);
   current = data;
   document.querySelectorAll("#list li").forEach((li) => li.classList.toggle("on", li.dataset.name === name));
   $("entry").hidden = false;
   $("conflict").hidden = true;
-  $("e-title").textContent = `${data.kind} / ${data.name}`;
+  $("e-title").textContent = `${kindName(data.kind)} / ${data.name}`;
   $("e-path").textContent = `${data.path} · score ${data.score}`;
   $("e-desc").value = data.description;
   $("e-body").value = data.body;
@@ -173,7 +210,7 @@ async function save() {
     fields = JSON.parse($("e-fields").value || "{}");
     if (typeof fields !== "object" || Array.isArray(fields) || fields === null) throw new Error();
   } catch {
-    $("e-status").textContent = t("bad_json");
+    say($("e-status"), t("bad_json"), true);
     return;
   }
   const before = editable(current.meta);
@@ -183,14 +220,15 @@ async function save() {
   }
   for (const key of Object.keys(before)) if (!(key in fields)) changed[key] = null;
   const path = `/v1/memories/${current.kind}/${encodeURIComponent(current.name)}`;
+  say($("e-status"), ""); // an earlier "Saved." must not stand under a refusal
   try {
     await api("PUT", path, { description: $("e-desc").value, body: $("e-body").value, fields: changed },
       { "If-Match": `"${current.etag}"` });
     await openEntry(current.kind, current.name, false);
-    $("e-status").textContent = t("saved");
+    say($("e-status"), t("saved"));
   } catch (error) {
     if (error.status === 412) $("conflict").hidden = false;
-    else $("e-status").textContent = error.message;
+    else say($("e-status"), error.message, true);
   }
 }
 
@@ -206,11 +244,51 @@ async function act(what) {
       await api("POST", `${base}/purge?${params}`);
     }
     $("entry").hidden = true;
-    $("notice").textContent = t({ archive: "archived_done", restore: "restored", purge: "purged" }[what]);
+    say($("notice"), t({ archive: "archived_done", restore: "restored", purge: "purged" }[what]));
     await loadList();
   } catch (error) {
-    $("e-status").textContent = error.message;
+    say($("e-status"), error.message, true);
   }
+}
+
+// --- one entry's history -------------------------------------------------------------------
+
+async function loadEntryHistory() {
+  const base = `/v1/history/entries/${current.kind}/${encodeURIComponent(current.name)}`;
+  try {
+    const { data } = await api("GET", `${base}?limit=50`);
+    $("changes").replaceChildren(...(data.items.length ? data.items.map(({ commit, entries }) => el("div", {
+      class: "change", "data-commit": commit.id, "data-source": commit.source,
+    }, el("h4", {}, `${commit.date.slice(0, 19).replace("T", " ")} · ${commit.author} · ${commit.subject}`),
+    ...entries.map((entry) => diffBlock(entry.diff)),
+    el("button", { class: "revert-change", onclick: () => revertChange(base, commit.id) }, t("revert_change")),
+    )) : [el("p", { class: "muted" }, t("no_history"))]));
+    $("e-history").hidden = false;
+  } catch (error) {
+    $("e-history").hidden = false;
+    say($("h-status"), error.message, true);
+  }
+}
+
+async function revertChange(base, commit) {
+  try {
+    await api("POST", `${base}/${commit}/revert`);
+  } catch (error) {
+    const which = (error.body.entries || []).map((e) => `${e.label} (${e.commits.join(", ")})`).join("; ");
+    say($("h-status"), error.status === 409 ? `${t("revert_refused")}: ${which}` : error.message, true);
+    return;
+  }
+  try {
+    await openEntry(current.kind, current.name, current.archived);
+  } catch (error) {
+    if (error.status !== 404) throw error;
+    $("entry").hidden = true;
+    say($("notice"), t("entry_gone"));
+    await loadList();
+    return;
+  }
+  await loadEntryHistory();
+  say($("h-status"), t("change_reverted"));
 }
 
 // --- search -----------------------------------------------------------------------------
@@ -254,10 +332,10 @@ async function openDream(commit) {
   $("dream-detail").hidden = false;
   $("dream-detail").dataset.dream = commit.dreamId;
   $("d-title").textContent = `${commit.dreamId} · ${commit.subject}`;
-  $("d-status").textContent = "";
+  say($("d-status"), "");
   const entries = [...data.entries].sort((a, b) => Number(!a.change.kind) - Number(!b.change.kind));
   $("diffs").replaceChildren(...entries.map((entry) => el("div", {},
-    el("h3", {}, entry.change.kind ? `${entry.change.kind} / ${entry.change.name} (${entry.change.status})` : entry.change.path),
+    el("h3", {}, entry.change.kind ? `${kindName(entry.change.kind)} / ${entry.change.name} (${entry.change.status})` : entry.change.path),
     diffBlock(entry.diff))));
 }
 
@@ -275,12 +353,10 @@ async function revertDream() {
   const id = $("dream-detail").dataset.dream;
   try {
     await api("POST", `/v1/dreams/${encodeURIComponent(id)}/revert`);
-    $("d-status").textContent = t("reverted");
-    $("d-status").className = "status";
+    say($("d-status"), t("reverted"));
   } catch (error) {
     const which = (error.body.entries || []).map((e) => e.label).join(", ");
-    $("d-status").textContent = error.status === 409 ? `${t("revert_refused")}: ${which}` : error.message;
-    $("d-status").className = "status error";
+    say($("d-status"), error.status === 409 ? `${t("revert_refused")}: ${which}` : error.message, true);
   }
 }
 
@@ -324,6 +400,7 @@ document.addEventListener("DOMContentLoaded", () => {
   $("archive").addEventListener("click", () => act("archive"));
   $("restore").addEventListener("click", () => act("restore"));
   $("purge").addEventListener("click", () => act("purge"));
+  $("show-history").addEventListener("click", () => { say($("h-status"), ""); loadEntryHistory(); });
   $("search-form").addEventListener("submit", search);
   $("revert").addEventListener("click", revertDream);
   start();

@@ -1,0 +1,185 @@
+"""The memory browser in headless Debian chromium (Playwright, never a downloaded browser): an
+entry's history with the diffs of an API edit and a hand edit, the hand edit reverted, a
+revert over a later change refused in red; and the small things a new user met: the tab bar
+on the login page, a stale "Saved." under a 412, purge by the name as typed at creation, the
+"also from history" box, kind names in Chinese, the note when Chinese has no font."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from somnid.api.app import create_app
+from somnid.config import Settings
+from tests.browser import CHROMIUM, FLAGS
+from tests.clients import TEST_TOKEN
+from tests.history.helpers import wait_for
+from tests.ui.server import serve
+
+playwright = pytest.importorskip("playwright.sync_api")
+expect = playwright.expect
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no chromium (scripts/dev setup)")
+ARTEFACTS = Path(__file__).parent / "artefacts"
+RED = "rgb(180, 35, 24)"  # --bad in app.css
+GREEN = "rgb(18, 122, 58)"  # --ok
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Iterator[tuple[str, httpx.Client, Path]]:
+    settings = Settings(
+        data_dir=tmp_path / "data",
+        timezone="UTC",
+        embed={"provider": "off"},
+        token=TEST_TOKEN,
+        history={"batch_window_s": 0.1},
+    )
+    with (
+        serve(create_app(settings)) as base,
+        httpx.Client(
+            base_url=base, headers={"Authorization": f"Bearer {TEST_TOKEN}"}, timeout=30
+        ) as api,
+    ):
+        yield base, api, settings.data_dir
+
+
+@pytest.fixture
+def page(site: tuple[str, httpx.Client, Path]) -> Iterator[Any]:
+    base = site[0]
+    outside: list[str] = []
+    with playwright.sync_playwright() as driver:
+        browser = driver.chromium.launch(
+            executable_path=CHROMIUM, args=[f for f in FLAGS if f != "--headless"]
+        )
+        tab = browser.new_page(viewport={"width": 1280, "height": 900})
+        tab.set_default_timeout(30_000)  # a busy 2-core machine is slow, not broken
+        expect.set_options(timeout=30_000)
+        tab.on("request", lambda r: None if r.url.startswith(base) else outside.append(r.url))
+        tab.goto(f"{base}/ui")
+        yield tab
+        browser.close()
+    assert outside == []
+
+
+def log_in(page: Any) -> None:
+    page.fill("#token", TEST_TOKEN)
+    page.click("#login-form button[type=submit]")
+    page.wait_for_selector("#tabs:not([hidden])")
+
+
+def colour(page: Any, selector: str) -> str:
+    value: str = page.eval_on_selector(selector, "node => getComputedStyle(node).color")
+    return value
+
+
+def test_an_entrys_history_shows_both_diffs_and_reverts_the_hand_edit(
+    site: tuple[str, httpx.Client, Path], page: Any
+) -> None:
+    _, api, data = site
+    assert api.post("/v1/memories/knowledge", json={"name": "vpn", "body": "port 1194\n"})
+    api.get("/v1/history")  # committed, so the edit below is a commit of its own
+    assert api.patch("/v1/memories/knowledge/vpn", json={"body": "port 443\n"}).is_success
+    api.get("/v1/history")
+    path = data / "memory/knowledge/vpn/SKILL.md"
+    as_api_wrote = path.read_bytes()
+    path.write_text(path.read_text().replace("port 443", "port 8443, by hand"))
+    wait_for(
+        lambda: api.get("/v1/history", params={"limit": 1}).json()["items"][0]["source"] == "hand",
+        timeout=120,
+    )
+
+    log_in(page)
+    page.click("#list li[data-name=vpn]")
+    expect(page.locator("#e-body")).to_have_value(re.compile("8443"))
+    page.click("#show-history")
+    hand = page.locator(".change[data-source=hand]")
+    edits = page.locator(".change[data-source=api]")
+    expect(hand.locator("pre.diff .add")).to_have_text("+port 8443, by hand")
+    expect(hand.locator("pre.diff .del")).to_have_text("-port 443")
+    expect(edits).to_have_count(2)  # the edit and the create, newest first
+    expect(edits.first.locator("pre.diff .add")).to_have_text("+port 443")
+    ARTEFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTEFACTS / "entry-history.png"), full_page=True)
+
+    hand.locator(".revert-change").click()
+    expect(page.locator("#h-status")).to_have_text(re.compile("^Reverted"))
+    assert colour(page, "#h-status") == GREEN
+    assert path.read_bytes() == as_api_wrote
+    expect(page.locator("#e-body")).to_have_value("port 443\n")
+    expect(page.locator(".change[data-source=ui]")).to_have_count(1)  # the revert, listed
+
+    # The API edit has later changes (the hand edit, its revert): refused, and in red.
+    page.locator(".change[data-source=api]").first.locator(".revert-change").click()
+    expect(page.locator("#h-status")).to_have_text(re.compile("^Refused.*knowledge/vpn"))
+    assert colour(page, "#h-status") == RED
+    assert path.read_bytes() == as_api_wrote
+
+
+def test_the_small_things_a_new_user_met(site: tuple[str, httpx.Client, Path], page: Any) -> None:
+    _, api, _ = site
+    api.post("/v1/memories/knowledge", json={"name": "old vpn", "body": "port 1194\n"})
+    api.post("/v1/memories/knowledge", json={"name": "tea", "body": "green\n"})
+
+    # The login page shows no tabs.
+    expect(page.locator("#login")).to_be_visible()
+    expect(page.locator("#tabs")).to_be_hidden()
+    log_in(page)
+    expect(page.locator("#tabs")).to_be_visible()
+
+    # A stale "Saved." is gone under the 412 notice.
+    page.click("#list li[data-name=tea]")
+    page.fill("#e-body", "green tea\n")
+    page.click("#save")
+    expect(page.locator("#e-status")).to_have_text("Saved.")
+    assert colour(page, "#e-status") == GREEN
+    api.patch("/v1/memories/knowledge/tea", json={"body": "black\n"})
+    page.fill("#e-body", "oolong\n")
+    page.click("#save")
+    expect(page.locator("#conflict")).to_be_visible()
+    expect(page.locator("#e-status")).to_have_text("")
+
+    # The "also from history" box does not stay ticked for the next entry.
+    page.check("#purge-history")
+    page.click("#list li[data-name=old-vpn]")
+    expect(page.locator("#e-title")).to_have_text("knowledge / old-vpn")
+    expect(page.locator("#purge-history")).not_to_be_checked()
+
+    # An error is red, not the green of success; the name as typed at creation purges.
+    page.fill("#purge-confirm", "old")
+    page.click("#purge")
+    expect(page.locator("#e-status")).to_have_text(re.compile("repeat its name"))
+    assert colour(page, "#e-status") == RED
+    page.fill("#purge-confirm", "old vpn")
+    page.click("#purge")
+    expect(page.locator("#notice")).to_have_text("Purged.")
+    assert colour(page, "#notice") == GREEN
+    assert api.get("/v1/memories/knowledge/old-vpn").status_code == 404
+
+    # Chinese: kind names too, and a note when the machine has no font for it.
+    expect(page.locator("#cjk-note")).to_be_hidden()
+    page.click("#list li[data-name=tea]")
+    page.select_option("#lang", "zh")
+    expect(page.locator("#kind option[value=knowledge]")).to_have_text("知识")
+    expect(page.locator("#kind option[value=episode]")).to_have_text("经历")
+    expect(page.locator("#e-title")).to_have_text("知识 / tea")
+    note = page.locator("#cjk-note")
+    (expect(note).to_be_visible if not cjk_font() else expect(note).to_be_hidden)()
+    assert "fonts-noto-cjk" in note.inner_text()
+    page.screenshot(path=str(ARTEFACTS / "zh-fonts.png"))
+    page.select_option("#lang", "en")
+    expect(note).to_be_hidden()
+
+
+def cjk_font() -> bool:
+    """Whether fontconfig knows a font for Chinese (what chromium falls back to)."""
+    fc_list = shutil.which("fc-list")
+    if fc_list is None:
+        return False
+    out = subprocess.run([fc_list, ":lang=zh"], capture_output=True, text=True, check=False)
+    return bool(out.stdout.strip())

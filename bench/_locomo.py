@@ -9,6 +9,7 @@ turns found in the top k, nDCG@10 with binary gains. Answers are never read.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import math
 import re
@@ -64,7 +65,8 @@ class Turn:
 
     @property
     def name(self) -> str:
-        """The memory entry name this turn is stored under: ``D1:3`` → ``d1-3``."""
+        """The turn's name in evidence and reports: ``D1:3`` → ``d1-3``. It is not what
+        somnid stores the turn under (see :func:`stored_name`)."""
         return entry_name(self.dia_id)
 
     @property
@@ -139,6 +141,17 @@ def entry_name(dia_id: str) -> str:
     if match is None:
         raise ValueError(f"not a dialog id: {dia_id!r}")
     return f"d{int(match[1])}-{int(match[2])}"
+
+
+def stored_name(sample_id: str, dia_id: str) -> str:
+    """The opaque entry name a turn is stored under in somnid (``t`` and 12 hex digits).
+
+    Entry names are indexed as keywords (weight 3): a name made of the dialog id would let
+    the day in "on 9 July" match every 9th turn. A hash of the sample and the dialog id
+    carries nothing a question can match, and is the same on every run.
+    """
+    digest = hashlib.sha256(f"{sample_id}/{dia_id}".encode()).hexdigest()
+    return f"t{digest[:12]}"
 
 
 def normalise_evidence(raw: str) -> list[tuple[str, str | None]]:

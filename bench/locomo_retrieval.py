@@ -1,11 +1,13 @@
 """LoCoMo retrieval benchmark: somnid's real store, index and recall beside a plain BM25.
 
 For each conversation a fresh somnid runtime opens on a temporary data dir; every turn is
-stored as an episode (``d<session>-<turn>``, body ``<speaker>: <text>`` plus the photo
-caption, the session date in ``when`` and in the description), the index is let finish,
-and every question goes through ``recall.search`` and, as a cue, through the associative
-hint gate. A BM25 baseline ranks the same turn texts in the same process. No LLM, no answers
-read: only whether the evidence turns come back (``bench/_locomo.py`` has the metrics).
+stored as an episode under an opaque name (``t`` + 12 hex digits of a hash of the sample and
+dialog id, mapped back to ``d<session>-<turn>`` for scoring), body ``<speaker>: <text>`` plus
+the photo caption, the session date in ``when`` and in the description; the index is let
+finish, and every question goes through ``recall.search`` and, as a cue, through the
+associative hint gate. A BM25 baseline ranks the same turn texts in the same process. No
+LLM, no answers read: only whether the evidence turns come back (``bench/_locomo.py`` has
+the metrics).
 
 Run from the repo root::
 
@@ -49,6 +51,7 @@ from bench._locomo import (
     load_conversations,
     percentiles,
     score_ranking,
+    stored_name,
 )
 from somnid import __version__ as somnid_version
 from somnid.config import Settings
@@ -102,6 +105,7 @@ class ConversationRun:
     status: dict[str, Any] = field(default_factory=dict)
     gate_disagreements: int = 0
     notes: list[str] = field(default_factory=list)
+    turn_names: dict[str, str] = field(default_factory=dict)  # stored name -> ``d1-3``
 
 
 def make_settings(data_dir: Path, provider: str, model_dir: Path | None) -> Settings:
@@ -209,9 +213,11 @@ async def ingest(rt: Runtime, clock: ManualClock, conv: Conversation, run: Conve
     started = time.perf_counter()
     for turn in conv.turns:
         clock.set(turn.when)
+        name = stored_name(conv.sample_id, turn.dia_id)
+        run.turn_names[name] = turn.name
         await rt.memories.create(
             Kind.EPISODE,
-            turn.name,
+            name,
             description=turn.description,
             body=turn.body,
             fields={"when": turn.when.isoformat(), "speaker": turn.speaker},
@@ -225,7 +231,7 @@ async def ask(
     started = time.perf_counter()
     hits = await rt.recall.search(question.text, kinds=(Kind.EPISODE,), limit=DEPTH)
     run.search_s.append(time.perf_counter() - started)
-    ranked = [hit.name for hit in hits]
+    ranked = [run.turn_names.get(hit.name, hit.name) for hit in hits]
 
     started = time.perf_counter()
     order = bm25.rank(question.text, DEPTH)
@@ -251,7 +257,7 @@ async def ask(
         ranked,
         bm25_ranked,
         hint_reason=decision.reason,
-        hint_items=[hit.name for hit in decision.items],
+        hint_items=[run.turn_names.get(hit.name, hit.name) for hit in decision.items],
         top_scores=[hit.score for hit in hits[:HINT_TOP_K]],
     )
 
@@ -294,8 +300,10 @@ def build_report(
             "evidence_cleaning": notes.as_dict(),
         },
         "method": {
-            "memory": "one episode per turn, name d<session>-<turn>; body '<speaker>: <text>'"
-            " + ' [shares a photo: <caption>]'; description '<speaker> on <d Month YYYY>';"
+            "memory": "one episode per turn, under an opaque name (t + 12 hex digits of"
+            " sha256('<sample>/<dialog id>'), scored as d<session>-<turn>);"
+            " body '<speaker>: <text>' + ' [shares a photo: <caption>]';"
+            " description '<speaker> on <d Month YYYY>';"
             " fields when=<session date-time>, speaker",
             "query": f"the raw question; recall.search(kinds=(episode,), limit={DEPTH})",
             "asked_at": "the day after the last session (manual clock)",

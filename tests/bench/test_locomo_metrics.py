@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from bench._locomo import (
     parse_session_date,
     percentiles,
     score_ranking,
+    stored_name,
     tokenize,
 )
 
@@ -248,6 +250,17 @@ def test_loader_builds_turns_and_cleans_evidence(tmp_path: Path) -> None:
 )
 def test_evidence_normalisation(raw: str, parts: list[tuple[str, str | None]]) -> None:
     assert normalise_evidence(raw) == parts
+
+
+def test_turns_are_stored_under_names_a_question_cannot_match() -> None:
+    """The day in "on 9 July" matched every 9th turn while turns were stored as d<s>-<t>
+    (names are keywords at weight 3): a stored name holds no number of its dialog id."""
+    names = {stored_name(sample, f"D{s}:{t}") for sample in ("conv-26", "conv-30")
+             for s in range(1, 20) for t in range(1, 40)}  # fmt: skip
+    assert len(names) == 2 * 19 * 39  # distinct across turns and conversations
+    assert all(re.fullmatch(r"t[0-9a-f]{12}", name) for name in names)
+    assert stored_name("conv-26", "D1:3") == stored_name("conv-26", "D1:3")  # every run
+    assert stored_name("conv-26", "D1:3") != entry_name("D1:3")
 
 
 def test_names_and_dates() -> None:

@@ -204,6 +204,7 @@ class Settings(BaseSettings):
     header_timeout_s: float = Field(10.0, gt=0, le=300)
     body_timeout_s: float = Field(30.0, gt=0, le=3600)
     max_connections: int = Field(256, ge=4, le=65536)
+    write_timeout_s: float = Field(30.0, gt=0, le=3600)
 
     capture: CaptureSettings = CaptureSettings()
     inject: InjectSettings = InjectSettings()

@@ -138,6 +138,7 @@ def serve(settings: Settings) -> int:
             http=GuardedH11.configured(
                 header_timeout=settings.header_timeout_s,
                 body_timeout=settings.body_timeout_s,
+                write_timeout=settings.write_timeout_s,
                 max_connections=settings.max_connections,
             ),
         )

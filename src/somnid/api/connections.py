@@ -4,20 +4,31 @@ uvicorn waits for a request's headers and body for ever, and accepts connections
 process runs out of file descriptors: 45 sockets that each sent half a request made health
 time out. Here each connection has ``header_timeout`` seconds to send a request's headers
 (counted from when it opens, or from its last answer) and ``body_timeout`` seconds more for
-the body; then it is closed. At most ``max_connections`` are open, never more than a quarter
-of the file limit, and the listen backlog is small (an eighth of it), so bursts of accepts
-(asyncio accepts up to the backlog per loop turn, a few turns before any connection is seen
-here) never take the descriptors the files, the index, git and the logs need; one more
-connection evicts the
-connection that has waited longest for a request instead of being refused, so a flood of
-half-open sockets cannot keep a health probe out.
+the body; then it is closed. An answer the client does not read has a deadline too: a
+connection whose writes stay paused (the kernel's buffers full, the client not reading)
+for ``write_timeout`` seconds is dropped, its unsent bytes with it. At most
+``max_connections`` are open, never more than a quarter of the file limit, and the listen
+backlog is small (an eighth of it), so bursts of accepts (asyncio accepts up to the backlog
+per loop turn, a few turns before any connection is seen here) never take the descriptors
+the files, the index, git and the logs need. One more connection evicts the connection that
+has waited longest on its client, for a request or for it to read an answer, instead of
+being refused: neither half-open sockets nor sockets that pipeline requests for large
+answers and never read them (300 of them each asking for the Swagger bundle twenty times
+held every slot) can keep a health probe or the owner's writes out.
+
+A connection is dropped with an abort (and a reset, ``SO_LINGER`` 0) when bytes of its
+answer are still waiting: a plain close would keep the socket, and its slot, until a
+client that never reads had read them.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import resource
+import socket
+import struct
 import time
 from typing import Any
 
@@ -52,6 +63,7 @@ def accept_backlog() -> int:
 class GuardedH11(H11Protocol):
     header_timeout: float = 10.0
     body_timeout: float = 30.0
+    write_timeout: float = 30.0
     max_connections: int = 256
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -59,15 +71,23 @@ class GuardedH11(H11Protocol):
         self._deadline: asyncio.TimerHandle | None = None
         self._phase = ""  # what the deadline waits for: "head" or "body"
         self._waiting_since = 0.0
+        self._write_deadline: asyncio.TimerHandle | None = None
+        self._stalled_since = 0.0  # when writes paused (the client not reading)
 
     @classmethod
     def configured(
-        cls, *, header_timeout: float, body_timeout: float, max_connections: int
+        cls,
+        *,
+        header_timeout: float,
+        body_timeout: float,
+        max_connections: int,
+        write_timeout: float = 30.0,
     ) -> type[GuardedH11]:
         """A subclass with these limits (uvicorn takes a protocol class, not an instance)."""
         attrs = {
             "header_timeout": header_timeout,
             "body_timeout": body_timeout,
+            "write_timeout": write_timeout,
             "max_connections": connection_limit(max_connections),
         }
         return type("SomnidH11", (cls,), attrs)
@@ -83,22 +103,64 @@ class GuardedH11(H11Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
+        self._write_resumed()
         if self.transport is not None:  # None: refused in connection_made
             super().connection_lost(exc)
 
     def _evict_one(self) -> bool:
-        """Close the connection that has waited longest for a request's head or body."""
+        """Close the connection that has waited longest on its client: for a request's head
+        or body, or for it to read an answer."""
         waiting = [
-            conn
+            (since, conn)
             for conn in self.connections
-            if isinstance(conn, GuardedH11) and conn._deadline is not None
+            if isinstance(conn, GuardedH11) and (since := conn._waited_since()) is not None
         ]
         if not waiting:
             return False
-        oldest = min(waiting, key=lambda conn: conn._waiting_since)
-        log.debug("too many connections: closing %s, idle longest", oldest.client)
+        _since, oldest = min(waiting, key=lambda pair: pair[0])
+        log.debug("too many connections: closing %s, waited longest on its client", oldest.client)
         oldest._close()
         return True
+
+    def _waited_since(self) -> float | None:
+        """Since when this connection waits on its client, or None while it is busy."""
+        if self.transport is None:
+            return None
+        if self.transport.is_closing() and self._write_deadline is None:
+            return None  # on its way out
+        times = [
+            *([self._waiting_since] if self._deadline is not None else []),
+            *([self._stalled_since] if self._write_deadline is not None else []),
+        ]
+        return min(times) if times else None
+
+    # -------------------------------------------------------------- readers that do not read
+
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        self._watch_writes()
+
+    def _watch_writes(self) -> None:
+        """Give what is buffered for the client ``write_timeout`` seconds to go out."""
+        if self._write_deadline is None:
+            self._stalled_since = time.monotonic()
+            self._write_deadline = self.loop.call_later(self.write_timeout, self._write_expired)
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        self._write_resumed()
+
+    def _write_resumed(self) -> None:
+        if self._write_deadline is not None:
+            self._write_deadline.cancel()
+            self._write_deadline = None
+
+    def _write_expired(self) -> None:
+        self._write_deadline = None
+        if self.transport.get_write_buffer_size() == 0 and not self.flow.write_paused:
+            return  # it went out
+        log.debug("closing %s: its answer waited %s s to be read", self.client, self.write_timeout)
+        self._close()
 
     # -------------------------------------------------------------- deadlines
 
@@ -107,6 +169,10 @@ class GuardedH11(H11Protocol):
         self._follow()
 
     def on_response_complete(self) -> None:
+        if self.transport.get_write_buffer_size() > 0:
+            # Still on its way (an answer under the pause mark, or a close that waits for
+            # it to be sent): the client has write_timeout seconds to take it.
+            self._watch_writes()
         super().on_response_complete()
         self._follow()
 
@@ -146,8 +212,18 @@ class GuardedH11(H11Protocol):
         self._close()
 
     def _close(self) -> None:
+        """Close now; with a reset and the unsent bytes dropped if an answer is waiting
+        (a plain close would hold the socket until the client read them)."""
         self._disarm()
+        self._write_resumed()
         if self.cycle is not None and not self.cycle.response_complete:
             self.cycle.disconnected = True
             self.cycle.message_event.set()
-        self.transport.close()
+        if self.transport.get_write_buffer_size() == 0 and not self.flow.write_paused:
+            self.transport.close()
+            return
+        sock = self.transport.get_extra_info("socket")
+        if sock is not None:
+            with contextlib.suppress(OSError):  # a reset, and the kernel's copy freed too
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self.transport.abort()

@@ -18,7 +18,8 @@ from fastapi.openapi.docs import (
     get_swagger_ui_oauth2_redirect_html,
 )
 from fastapi.responses import HTMLResponse
-from starlette.staticfiles import StaticFiles
+
+from somnid.api.assets import HeldStaticFiles
 
 ASSETS = "/docs/assets"
 OAUTH2_REDIRECT = "/docs/oauth2-redirect"
@@ -61,4 +62,4 @@ def install(app: FastAPI, openapi_url: str = "/openapi.json") -> None:
     app.add_api_route("/docs", swagger_ui, include_in_schema=False, methods=["GET"])
     app.add_api_route(OAUTH2_REDIRECT, oauth2_redirect, include_in_schema=False, methods=["GET"])
     app.add_api_route("/redoc", redoc, include_in_schema=False, methods=["GET"])
-    app.mount(ASSETS, StaticFiles(directory=assets_dir()), name="docs-assets")
+    app.mount(ASSETS, HeldStaticFiles(directory=assets_dir()), name="docs-assets")

@@ -10,8 +10,8 @@ from __future__ import annotations
 from fastapi import APIRouter, FastAPI, Request, Response
 from fastapi.responses import FileResponse
 from pydantic import BaseModel, Field
-from starlette.staticfiles import StaticFiles
 
+from somnid.api.assets import HeldStaticFiles
 from somnid.api.errors import problem
 from somnid.api.ui_session import (
     UI_HEADER,
@@ -73,4 +73,4 @@ async def logout(request: Request) -> Response:
 
 def install(app: FastAPI) -> None:
     app.include_router(router)
-    app.mount("/ui/assets", StaticFiles(directory=static_dir()), name="ui-assets")
+    app.mount("/ui/assets", HeldStaticFiles(directory=static_dir()), name="ui-assets")

@@ -48,12 +48,12 @@ export class Association {
     }
     const cued = this.options.cued
       ? this.client
-          .request<Schemas['PromptResponse']>('POST', '/v1/prompt', { currentMessage: cue, speakerUserId: this.options.userId }, { signal, timeoutMs })
+          .request<Schemas['PromptResponse']>('POST', '/v1/prompt', { currentMessage: cue, speakerUserId: this.options.userId }, { signal, timeoutMs, budget: true })
           .then((answer) => answer.cued.text.trim(), quiet('cued intentions'))
       : Promise.resolve('')
     const hint = this.options.hints
       ? this.client
-          .request<Schemas['AssocResponse']>('POST', '/v1/assoc/thought', { sessionId, cue, iterNo }, { signal, timeoutMs })
+          .request<Schemas['AssocResponse']>('POST', '/v1/assoc/thought', { sessionId, cue, iterNo }, { signal, timeoutMs, budget: true })
           .then((answer) => answer.hint.trim(), quiet('hint'))
       : Promise.resolve('')
     const [c, h] = await Promise.all([cued, hint])
@@ -122,7 +122,7 @@ export class Association {
         'POST',
         '/v1/assoc/action',
         { sessionId: exec.agent.id, toolName: exec.name, args },
-        { signal: exec.signal, timeoutMs: this.options.hookTimeoutMs },
+        { signal: exec.signal, timeoutMs: this.options.hookTimeoutMs, budget: true },
       )
       const hint = answer.hint.trim()
       if (!hint || exec.signal.aborted) return decision

@@ -2,6 +2,7 @@ import type { ContentBlock } from '@deepseek-ai/dsh-llm'
 import type { SomnidClient, Log, Schemas } from './client.js'
 import { describe } from './client.js'
 import { blocksText, clip, isOwnMessage } from './messages.js'
+import type { Spool, SpoolEntry } from './spool.js'
 
 /** What the capture needs of a harness session. */
 export interface SessionLike {
@@ -15,67 +16,92 @@ export interface SessionEventLike {
   readonly data: unknown
   /** When the event happened, epoch milliseconds (the harness sets it on every event). */
   readonly time?: number
+  /** The event's sequence number in its session. */
+  readonly seq?: number
 }
 
-/** A captured message with the moment it was said (the capture API's `timestamp`). */
-type MessageIn = Schemas['MessageIn'] & { timestamp?: string | null }
+/** A captured message with the moment it was said (the capture API's `timestamp`) and its id. */
+type MessageIn = Schemas['MessageIn']
 
-type Entry =
-  | { kind: 'message'; message: MessageIn }
-  | { kind: 'tool'; call: Schemas['ToolCallIn'] }
-
-interface Buffer {
-  entries: Entry[]
-  calls: Map<string, string>
-  captured: number
-  chain: Promise<void>
+interface Queue {
+  entries: SpoolEntry[]
+  /** Tool calls seen and not yet answered: their text and when they were made. */
+  calls: Map<string, { text: string; at: number }>
+  /** Whether the session ever captured a line (a close is sent only then). */
+  captured: boolean
 }
 
 export interface CaptureOptions {
   maxMessageChars: number
   maxBuffered: number
   userId: string
-  /** Entries kept per session while somnid is down; older ones are dropped first. */
+  /** Entries kept per session while somnid is down; older ones are dropped first (with a warning). */
   maxPending?: number
+  /** A user line that is a command for this plugin (`/dream` in a headless run): not captured. */
+  isCommand?: (text: string) => boolean
 }
 
 const TOOL_TEXT_MAX = 1500
 const CALL_ARGS_MAX = 300
 
+function moment(time: number | undefined): number {
+  return typeof time === 'number' && Number.isFinite(time) && time > 0 ? time : Date.now()
+}
+
 /**
- * Session events → batched session-log lines. Lines are buffered per session and drained in
- * order on `turn/end`, `session/flush` (awaited by the harness), a full buffer and disposal.
- * Subagent sessions and this plugin's own injected messages are never captured. While somnid
- * is down lines stay buffered (bounded) and go out once it answers again.
+ * Session events → session-log lines, sent in the background. Each line gets an id (a re-send
+ * is written once by somnid) and the time it was said, and is written to the durable spool
+ * before anything else happens; one background pump sends the queues in order (runs of
+ * messages as one batch) and never runs twice at once. Nothing the harness awaits waits on
+ * somnid: `flush` only wakes the pump. While somnid is down or refuses the token the lines
+ * stay queued (and spooled, so the next run delivers them if this one ends first) and go out
+ * when it answers again. Subagent sessions and this plugin's own messages are never captured.
  */
 export class Capture {
-  private readonly buffers = new Map<string, Buffer>()
+  private readonly queues = new Map<string, Queue>()
+  private pumping = false
+  private again = false
+  private readonly idle = new Set<() => void>()
 
   constructor(
     private readonly client: SomnidClient,
     private readonly log: Log,
     private readonly options: CaptureOptions,
+    private readonly spool?: Spool,
   ) {}
 
-  /** The `session/event` listener: synchronous, filters by type first, does no I/O itself. */
+  /** Open the spool and take over the lines earlier runs left in it; they go out with the next send. */
+  start(): number {
+    const adopted = this.spool?.open() ?? []
+    for (const entry of adopted) {
+      const queue = this.queue(entry.sessionId)
+      queue.entries.push(entry)
+      if (entry.kind !== 'close') queue.captured = true
+    }
+    return adopted.length
+  }
+
+  /** The `session/event` listener: synchronous, filters by type first, writes only the spool. */
   onEvent(session: SessionLike, event: SessionEventLike): void {
     if (session.header.origin === 'subagent') return
     switch (event.type) {
       case 'user/message': {
         const message = event.data as { content?: ContentBlock[]; source?: { kind: string; plugin?: string } }
         if (message.source?.kind !== 'user' || isOwnMessage(message)) return
-        this.pushMessage(session.id, 'user', blocksText(message.content), event.time)
+        const text = blocksText(message.content)
+        if (this.options.isCommand?.(text)) return
+        this.pushMessage(session.id, 'user', text, event)
         return
       }
       case 'assistant/message': {
         const data = event.data as { message?: { content?: ContentBlock[] } }
-        this.pushMessage(session.id, 'agent', blocksText(data.message?.content), event.time)
+        this.pushMessage(session.id, 'agent', blocksText(data.message?.content), event)
         return
       }
       case 'tool/call': {
         const data = event.data as { callId: string; name: string; arguments?: string }
         const args = (data.arguments ?? '').replace(/\s+/g, ' ').trim()
-        this.buffer(session.id).calls.set(data.callId, `${data.name}(${clip(args, CALL_ARGS_MAX)})`)
+        this.queue(session.id).calls.set(data.callId, { text: `${data.name}(${clip(args, CALL_ARGS_MAX)})`, at: moment(event.time) })
         return
       }
       case 'tool/result': {
@@ -85,21 +111,27 @@ export class Capture {
         }
         const block = data.message?.content?.[0]
         const callId = block?.toolCallId ?? ''
-        const buffer = this.buffer(session.id)
-        const call = buffer.calls.get(callId) ?? (callId || 'tool')
-        buffer.calls.delete(callId)
+        const queue = this.queue(session.id)
+        const call = queue.calls.get(callId)
+        queue.calls.delete(callId)
         const text = clip(blocksText(block?.content), Math.min(this.options.maxMessageChars, TOOL_TEXT_MAX))
-        const entry: Schemas['ToolCallIn'] = { call, result: '' }
-        if (block?.isError || data.error) {
-          entry.error = text || [data.error?.name, data.error?.code].filter(Boolean).join(': ') || 'error'
-        } else {
-          entry.result = text
+        const body: Schemas['ToolCallIn'] = {
+          call: call?.text ?? (callId || 'tool'),
+          result: '',
+          // When the call was made, not when its result (or somnid) got here.
+          timestamp: new Date(call?.at ?? moment(event.time)).toISOString(),
+          id: lineId(event),
         }
-        this.push(session.id, { kind: 'tool', call: entry })
+        if (block?.isError || data.error) {
+          body.error = text || [data.error?.name, data.error?.code].filter(Boolean).join(': ') || 'error'
+        } else {
+          body.result = text
+        }
+        this.push({ sessionId: session.id, id: body.id!, kind: 'tool', body })
         return
       }
       case 'turn/end':
-        void this.flush(session.id)
+        this.kick()
         return
       case 'compaction/end':
       case 'compaction/prune': {
@@ -113,40 +145,94 @@ export class Capture {
     }
   }
 
-  /** Drain one session's buffer (the `session/flush` and `turn/end` path). Never throws. */
-  flush(sessionId: string): Promise<void> {
-    const buffer = this.buffers.get(sessionId)
-    if (!buffer) return Promise.resolve()
-    buffer.chain = buffer.chain.then(() => this.drain(sessionId, buffer))
-    return buffer.chain
+  /**
+   * `session/flush` (awaited by the harness): the lines are already on disk in the spool, so
+   * this only wakes the background pump and returns at once: the agent never waits on somnid.
+   */
+  flush(_sessionId?: string): Promise<void> {
+    this.kick()
+    return Promise.resolve()
   }
 
-  /** Drain every buffer (before a dream, on recovery). */
-  async flushAll(): Promise<void> {
-    await Promise.all([...this.buffers.keys()].map((id) => this.flush(id)))
+  /** Send everything now and wait until the pump stops (before a dream, at shutdown): bound it yourself. */
+  flushAll(): Promise<void> {
+    const done = new Promise<void>((resolve) => this.idle.add(resolve))
+    this.kick()
+    if (!this.pumping) this.settle()
+    return done
   }
 
-  /** `session/disposed`: flush, close the session's log if anything was captured, forget the session. */
-  async dispose(session: SessionLike): Promise<void> {
-    const buffer = this.buffers.get(session.id)
-    if (!buffer) return
-    await this.flush(session.id)
-    this.buffers.delete(session.id)
-    if (buffer.captured === 0) return
-    try {
-      await this.client.request<Schemas['CloseOut']>('POST', `/v1/sessions/${encodeURIComponent(session.id)}/close`)
-    } catch (error) {
-      this.log.debug('closing session log %s failed: %s', session.id, describe(error))
-    }
+  /** `session/disposed`: queue the close of the session's log (if anything was captured), and forget it once sent. */
+  dispose(session: SessionLike): void {
+    const queue = this.queues.get(session.id)
+    if (!queue) return
+    if (queue.captured) this.push({ sessionId: session.id, id: `close:${Date.now()}`, kind: 'close', body: null })
+    this.kick()
   }
 
-  /** Sessions with a buffer, for tests and shutdown. */
+  /** At shutdown: close the spool; lines still pending stay in it for the next run. Answers how many. */
+  close(): number {
+    const left = this.pendingTotal()
+    this.spool?.close()
+    return left
+  }
+
+  /** Sessions with queued lines, for tests and shutdown. */
   sessions(): string[] {
-    return [...this.buffers.keys()]
+    return [...this.queues.keys()]
   }
 
   pending(sessionId: string): number {
-    return this.buffers.get(sessionId)?.entries.length ?? 0
+    return this.queues.get(sessionId)?.entries.filter((e) => e.kind !== 'close').length ?? 0
+  }
+
+  pendingTotal(): number {
+    let n = 0
+    for (const id of this.queues.keys()) n += this.pending(id)
+    return n
+  }
+
+  get spoolPath(): string | undefined {
+    return this.spool?.path
+  }
+
+  /** Start the pump unless it runs; a running pump goes round once more. Never waits. */
+  kick(): void {
+    if (this.pumping) {
+      this.again = true
+      return
+    }
+    if (!this.hasWork()) return
+    this.pumping = true
+    void this.pump()
+  }
+
+  private hasWork(): boolean {
+    for (const queue of this.queues.values()) if (queue.entries.length) return true
+    return false
+  }
+
+  private async pump(): Promise<void> {
+    try {
+      do {
+        this.again = false
+        for (const [sessionId, queue] of [...this.queues]) {
+          if (!(await this.drain(sessionId, queue))) return
+          if (!queue.entries.length && !queue.calls.size && !queue.captured) this.queues.delete(sessionId)
+        }
+      } while (this.again)
+    } catch (error) {
+      this.log.warn('capture pump failed: %s', describe(error))
+    } finally {
+      this.pumping = false
+      this.settle()
+    }
+  }
+
+  private settle(): void {
+    const waiters = [...this.idle]
+    this.idle.clear()
+    for (const fn of waiters) fn()
   }
 
   private async compacted(sessionId: string): Promise<void> {
@@ -157,65 +243,79 @@ export class Capture {
     }
   }
 
-  private buffer(sessionId: string): Buffer {
-    let buffer = this.buffers.get(sessionId)
-    if (!buffer) {
-      buffer = { entries: [], calls: new Map(), captured: 0, chain: Promise.resolve() }
-      this.buffers.set(sessionId, buffer)
+  private queue(sessionId: string): Queue {
+    let queue = this.queues.get(sessionId)
+    if (!queue) {
+      queue = { entries: [], calls: new Map(), captured: false }
+      this.queues.set(sessionId, queue)
     }
-    return buffer
+    return queue
   }
 
-  private pushMessage(sessionId: string, role: 'user' | 'agent', text: string, time: number | undefined): void {
+  private pushMessage(sessionId: string, role: 'user' | 'agent', text: string, event: SessionEventLike): void {
     if (!text) return
-    // The moment it was said, not the moment it reaches somnid (lines buffered while it was down).
-    const at = typeof time === 'number' && Number.isFinite(time) && time > 0 ? time : Date.now()
+    // The moment it was said, not the moment it reaches somnid (lines queued while it was down).
     const message: MessageIn = {
       role,
       text: clip(text, this.options.maxMessageChars),
       userId: this.options.userId,
       chatType: 'dsh',
-      timestamp: new Date(at).toISOString(),
+      timestamp: new Date(moment(event.time)).toISOString(),
+      id: lineId(event),
     }
-    this.push(sessionId, { kind: 'message', message })
+    this.push({ sessionId, id: message.id!, kind: 'message', body: message })
   }
 
-  private push(sessionId: string, entry: Entry): void {
-    const buffer = this.buffer(sessionId)
-    buffer.entries.push(entry)
+  private push(entry: SpoolEntry): void {
+    const queue = this.queue(entry.sessionId)
+    if (entry.kind !== 'close') queue.captured = true
+    this.spool?.add(entry)
+    queue.entries.push(entry)
     const max = this.options.maxPending ?? 2000
-    if (buffer.entries.length > max) buffer.entries.splice(0, buffer.entries.length - max)
-    if (buffer.entries.length >= this.options.maxBuffered && this.client.up) void this.flush(sessionId)
+    if (queue.entries.length > max) {
+      const dropped = queue.entries.splice(0, queue.entries.length - max)
+      this.spool?.done(dropped)
+      this.log.warn('somnid unreachable too long: dropped the %d oldest captured lines of %s', dropped.length, entry.sessionId)
+    }
+    if (queue.entries.length >= this.options.maxBuffered && this.client.up) this.kick()
   }
 
-  /** Send buffered entries in order: runs of messages as one batch, tool calls one by one. */
-  private async drain(sessionId: string, buffer: Buffer): Promise<void> {
+  /** Send one session's queue in order; false when somnid is down or refuses (stop the pump). */
+  private async drain(sessionId: string, queue: Queue): Promise<boolean> {
     const path = `/v1/sessions/${encodeURIComponent(sessionId)}`
-    while (buffer.entries.length > 0) {
-      const first = buffer.entries[0]!
-      let count = 1
+    while (queue.entries.length > 0) {
+      const first = queue.entries[0]!
+      let run: SpoolEntry[] = [first]
       try {
         if (first.kind === 'message') {
-          const messages: MessageIn[] = []
-          for (const entry of buffer.entries) {
-            if (entry.kind !== 'message' || messages.length >= 500) break
-            messages.push(entry.message)
+          run = []
+          for (const entry of queue.entries) {
+            if (entry.kind !== 'message' || run.length >= 500) break
+            run.push(entry)
           }
-          count = messages.length
-          await this.client.request<Schemas['CaptureOut']>('POST', `${path}/messages`, { messages })
-          buffer.captured += count
+          await this.client.request<Schemas['CaptureOut']>('POST', `${path}/messages`, { messages: run.map((e) => e.body as MessageIn) })
+        } else if (first.kind === 'tool') {
+          await this.client.request<Schemas['CaptureOut']>('POST', `${path}/tool-calls`, first.body)
         } else {
-          await this.client.request<Schemas['CaptureOut']>('POST', `${path}/tool-calls`, first.call)
+          await this.client.request<Schemas['CloseOut']>('POST', `${path}/close`)
+          queue.captured = false
         }
-        buffer.entries.splice(0, count)
       } catch (error) {
         const { unreachable, status } = error as { unreachable?: boolean; status?: number }
-        // Keep the lines while somnid is down or refuses the token; they go out once it accepts them.
-        if (unreachable === true || status === 401 || status === 403) return
-        // somnid refused these lines (validation, disk): drop them rather than retry forever.
-        this.log.warn('somnid refused captured lines of %s: %s', sessionId, describe(error))
-        buffer.entries.splice(0, count)
+        // Keep the lines while somnid is down, refuses the token or cannot write (5xx).
+        if (unreachable === true || status === 401 || status === 403 || (status ?? 0) >= 500) return false
+        // somnid refused these lines (validation): drop them rather than retry forever, and say so.
+        this.log.warn('somnid refused %d captured lines of %s: %s', run.length, sessionId, describe(error))
       }
+      // Only what was sent goes: lines pushed meanwhile are behind it in the queue.
+      queue.entries.splice(0, run.length)
+      this.spool?.done(run)
     }
+    return true
   }
+}
+
+/** A line's id from its session event's sequence number (stable if the same event is seen again). */
+function lineId(event: SessionEventLike): string {
+  return typeof event.seq === 'number' ? `e:${event.seq}` : `u:${crypto.randomUUID()}`
 }

@@ -46,6 +46,11 @@ export interface ClientOptions {
 export interface RequestOptions {
   signal?: AbortSignal
   timeoutMs?: number
+  /**
+   * A hot-path request with a small time budget (hints in agent hooks): running out of it
+   * says somnid is slow for this purpose, not that it is down, so it does not mark it down.
+   */
+  budget?: boolean
 }
 
 /**
@@ -74,6 +79,8 @@ export class SomnidClient {
   private readonly closed = new AbortController()
   private wake: (() => void) | undefined
   private monitorDone: Promise<void> | undefined
+  /** When the monitor last began a probe (epoch ms): a failed-fast request may ask for one more. */
+  private lastProbe = 0
 
   constructor(private readonly opts: ClientOptions) {
     const base = opts.baseUrl.replace(/\/+$/, '')
@@ -121,6 +128,16 @@ export class SomnidClient {
 
   async request<T>(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown, options: RequestOptions = {}): Promise<T> {
     if (this.closed.signal.aborted) throw new SomnidError('somnid client is closed')
+    // Known down: fail at once instead of waiting out a timeout (the agent must not wait on
+    // somnid); the monitor's probe finds it back and the up-listeners resume everything.
+    if (this.state === 'down') {
+      if (Date.now() - this.lastProbe >= this.opts.retryMinMs) this.wake?.()
+      throw new SomnidError(`somnid is unreachable at ${this.baseUrl} (down; retrying in the background)`)
+    }
+    return this.send<T>(method, path, body, options)
+  }
+
+  private async send<T>(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown, options: RequestOptions = {}): Promise<T> {
     const timeoutMs = options.timeoutMs ?? this.opts.timeoutMs
     const signals = [this.closed.signal, AbortSignal.timeout(timeoutMs)]
     if (options.signal) signals.push(options.signal)
@@ -140,9 +157,10 @@ export class SomnidClient {
         // The caller gave up (turn aborted, tool cancelled): says nothing about somnid.
         throw new SomnidError(`request aborted: ${method} ${path}`)
       }
-      const reason = signal.aborted && !this.closed.signal.aborted ? `timed out after ${timeoutMs} ms` : describe(error)
-      this.markDown(reason)
-      throw new SomnidError(`somnid is unreachable at ${this.baseUrl} (${reason})`)
+      const timedOut = signal.aborted && !this.closed.signal.aborted
+      const reason = timedOut ? `timed out after ${timeoutMs} ms` : describe(error)
+      if (!(timedOut && options.budget)) this.markDown(reason)
+      throw new SomnidError(`somnid ${timedOut && options.budget ? 'did not answer in time' : 'is unreachable'} at ${this.baseUrl} (${reason})`)
     }
     const text = await response.text()
     // somnid may have generated its token after we last looked: read the file again next time.
@@ -249,9 +267,10 @@ export class SomnidClient {
     let delay = this.opts.retryMinMs
     while (!this.closed.signal.aborted) {
       try {
+        this.lastProbe = Date.now()
         // While the token is refused, probe an endpoint that needs it (health is public).
-        if (this.refusal !== undefined) await this.request('GET', '/v1/sleep/status').catch(() => undefined)
-        else await this.request<Schemas['HealthOut']>('GET', '/v1/health')
+        if (this.refusal !== undefined) await this.send('GET', '/v1/sleep/status').catch(() => undefined)
+        else await this.send<Schemas['HealthOut']>('GET', '/v1/health')
         if (this.refusal === undefined) delay = this.opts.retryMinMs
       } catch {
         // markDown already logged (once); keep backing off quietly.

@@ -12,7 +12,11 @@ export interface Config {
   userId: string
   /** Timeout of an ordinary request (capture, sections, activity). */
   requestTimeoutMs: number
-  /** Timeout of the hot-path hint requests in agent/pre-step and tools/post-execute. */
+  /**
+   * The budget of somnid's hot-path hint requests in agent/pre-step and tools/post-execute:
+   * the most a step waits on somnid. A hint later than this is skipped; somnid known to be
+   * down costs nothing (the request fails at once).
+   */
   hookTimeoutMs: number
   /** Timeout of one memory tool call. */
   toolTimeoutMs: number
@@ -29,8 +33,12 @@ export interface Config {
     enabled: boolean
     /** Longer texts are clipped before they are sent (somnid clips again on its side). */
     maxMessageChars: number
-    /** Drain a session's buffer early once it holds this many entries. */
+    /** Send a session's queue early once it holds this many entries. */
     maxBuffered: number
+    /** Keep queued lines in a durable spool file, so lines of a run that ends while somnid is down reach it on the next run. */
+    spool: boolean
+    /** The spool's folder; empty means `$DSH_HOME/dsh-somnid/spool` (`~/.dsh/dsh-somnid/spool`). */
+    spoolDir: string
   }
   inject: {
     identity: boolean
@@ -88,7 +96,7 @@ export const Config: Schema<ConfigInput, Config> = Schema.object({
   tokenFile: Schema.string().default('').description('File holding the token; empty = $XDG_DATA_HOME/somnid/token.'),
   userId: Schema.string().default('').description('User id for session logs; empty = OS user.'),
   requestTimeoutMs: Schema.natural().min(1).default(5000),
-  hookTimeoutMs: Schema.natural().min(1).default(1500),
+  hookTimeoutMs: Schema.natural().min(1).default(200),
   toolTimeoutMs: Schema.natural().min(1).default(30000),
   dreamTimeoutMs: Schema.natural().min(1).default(45 * 60 * 1000),
   retryMinMs: Schema.natural().min(1).default(1000),
@@ -99,6 +107,8 @@ export const Config: Schema<ConfigInput, Config> = Schema.object({
     enabled: Schema.boolean().default(true),
     maxMessageChars: Schema.natural().min(1).default(4000),
     maxBuffered: Schema.natural().min(1).default(32),
+    spool: Schema.boolean().default(true),
+    spoolDir: Schema.string().default(''),
   }).default({} as Config['capture']),
   inject: Schema.object({
     identity: Schema.boolean().default(true),

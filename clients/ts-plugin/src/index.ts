@@ -16,6 +16,7 @@ import { Dreams } from './dream.js'
 import { Injections } from './inject.js'
 import { PLUGIN_NAME } from './messages.js'
 import { SectionCache, type SectionKey } from './sections.js'
+import { Spool, defaultSpoolDir } from './spool.js'
 import { toolDefinitions } from './tools.js'
 import { DreamWatch } from './watch.js'
 import { webRoutes, type WebRoute } from './web.js'
@@ -78,12 +79,22 @@ export async function apply(ctx: Context, config: Config, internals: Internals =
 
   // Capture.
   const capture = config.capture.enabled
-    ? new Capture(client, log, { maxMessageChars: config.capture.maxMessageChars, maxBuffered: config.capture.maxBuffered, userId })
+    ? new Capture(
+        client,
+        log,
+        { maxMessageChars: config.capture.maxMessageChars, maxBuffered: config.capture.maxBuffered, userId },
+        config.capture.spool ? new Spool(config.capture.spoolDir || defaultSpoolDir(), log) : undefined,
+      )
     : undefined
   if (capture) {
+    capture.start()
     ctx.on('session/event', (session, event) => capture.onEvent(session, event))
+    // Awaited by the harness: the lines are in the spool already; this only wakes the sender.
     ctx.on('session/flush', (session) => capture.flush(session.id))
   }
+  /** Wait for the capture to drain, at most `ms` (somnid slow or down must not hold anything up). */
+  const drainCapture = (ms: number) =>
+    capture ? Promise.race([capture.flushAll(), new Promise<void>((r) => setTimeout(r, ms).unref())]) : Promise.resolve()
 
   // Association and the other injected messages (intentions, the refusal notice).
   const memoryTools = new Set<string>()
@@ -120,10 +131,8 @@ export async function apply(ctx: Context, config: Config, internals: Internals =
   ctx.on('session/disposed', (session) => {
     if (session.header.origin === 'subagent') return
     injections.forget(session.id)
-    void (async () => {
-      await capture?.dispose(session)
-      if (config.assoc.enabled) await assoc.reset(session.id)
-    })().catch((error: unknown) => log.debug('session cleanup failed: %s', describe(error)))
+    capture?.dispose(session)
+    if (config.assoc.enabled) void assoc.reset(session.id)
   })
 
   // A turn may have changed intentions or profiles: the next step's prompt gets fresh sections.
@@ -131,7 +140,7 @@ export async function apply(ctx: Context, config: Config, internals: Internals =
     hostId,
     dreamTimeoutMs: config.dreamTimeoutMs,
     beforeDream: async () => {
-      await capture?.flushAll()
+      await drainCapture(config.requestTimeoutMs)
     },
     afterDream: () => {
       refreshSections()
@@ -143,7 +152,7 @@ export async function apply(ctx: Context, config: Config, internals: Internals =
   const skipped = new Set<string>()
   const skip = async (sessionId: string): Promise<{ ok: boolean; text: string }> => {
     try {
-      await capture?.flush(sessionId)
+      await drainCapture(config.requestTimeoutMs)
       await client.request('POST', `/v1/sessions/${encodeURIComponent(sessionId)}/no-dream`)
       skipped.add(sessionId)
       watch.changed()
@@ -272,7 +281,12 @@ export async function apply(ctx: Context, config: Config, internals: Internals =
       refreshSections()
       toolsDelay = config.retryMinMs
       void registerTools()
-      void capture?.flushAll()
+      capture?.kick()
+      // somnid forgets a session's skip when it restarts: say it again on every (re)connection.
+      for (const id of skipped) {
+        client.request('POST', `/v1/sessions/${encodeURIComponent(id)}/no-dream`)
+          .catch((error: unknown) => log.debug('re-sending the skip of %s failed: %s', id, describe(error)))
+      }
       watch.start()
       watch.changed()
     })
@@ -287,9 +301,17 @@ export async function apply(ctx: Context, config: Config, internals: Internals =
       offRefused()
       if (toolsRetry) clearTimeout(toolsRetry)
       watch.close()
-      // Quiescence: drain what was captured, then stop the client.
-      if (capture && client.up) {
-        await Promise.race([capture.flushAll(), new Promise((r) => setTimeout(r, config.requestTimeoutMs).unref())])
+      // Quiescence: drain what was captured (briefly), then stop the client. What is left stays
+      // in the spool for the next run, and the user is told so (a headless run prints nothing else).
+      if (capture && client.up) await drainCapture(config.requestTimeoutMs)
+      const spooled = capture?.spoolPath !== undefined
+      const left = capture?.close() ?? 0
+      if (left > 0) {
+        const where = spooled ? `kept in ${config.capture.spoolDir || defaultSpoolDir()} for the next run` : 'lost (no spool)'
+        const why = client.refused !== undefined ? 'somnid refuses the token' : 'somnid is unreachable'
+        const text = `dsh-somnid: ${left} captured lines not delivered (${why}); ${where}`
+        log.warn('%s', text)
+        process.stderr.write(`${text}\n`)
       }
       await client.close()
     }

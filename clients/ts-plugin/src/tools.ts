@@ -9,6 +9,11 @@ export interface ToolsOptions {
   onIntentionsChanged?: () => void
 }
 
+/** somnid's own answer for a call that failed in substance: its text goes to the model as the error. */
+class ToolFailed extends Error {
+  override readonly name = 'ToolFailed'
+}
+
 const INTENTION_WRITERS = new Set(['add_intention', 'complete_intention', 'cancel_intention'])
 
 /** somnid's tool list as harness tool definitions: a thin `POST /v1/tools/{name}` each. */
@@ -37,8 +42,11 @@ export function toolDefinitions(client: SomnidClient, log: Log, tools: Schemas['
           { signal: exec.signal, timeoutMs: options.toolTimeoutMs },
         )
         if (INTENTION_WRITERS.has(tool.name)) options.onIntentionsChanged?.()
+        // somnid says the call failed in substance (no such intention): an error result, not a success.
+        if (answer.isError) throw new ToolFailed(answer.result)
         return answer.result
       } catch (error) {
+        if (error instanceof ToolFailed) throw error
         // A throw is how a harness tool reports failure: the result gets isError true.
         log.debug('tool %s failed: %s', tool.name, describe(error))
         throw new Error(`${tool.name} failed: ${describe(error)}`)

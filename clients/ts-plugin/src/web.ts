@@ -26,6 +26,40 @@ function json(res: ServerResponse, status: number, body: unknown): void {
   res.end(JSON.stringify(body))
 }
 
+const LOOPBACK_HOST = /^(localhost|127(?:\.\d{1,3}){3}|\[::1\])(:\d{1,5})?$/i
+
+/**
+ * The fence the harness's own `/api` has: the `Host` must name a loopback address (a DNS
+ * rebinding page sends its own name), and a browser's `Origin`, when sent, must be this very
+ * host (a cross-site page may not read the state nor press Skip). Answers the refusal, or
+ * undefined when the request may pass.
+ */
+export function refusal(req: IncomingMessage): string | undefined {
+  const host = req.headers.host ?? ''
+  if (!LOOPBACK_HOST.test(host)) return `Host ${JSON.stringify(host)} is not a loopback address`
+  const origin = req.headers.origin
+  if (origin !== undefined) {
+    let originHost: string
+    try {
+      originHost = new URL(origin).host
+    } catch {
+      return `Origin ${JSON.stringify(origin)} is not this server`
+    }
+    if (originHost.toLowerCase() !== host.toLowerCase()) return `Origin ${JSON.stringify(origin)} is not this server`
+  }
+  if (req.headers['sec-fetch-site'] === 'cross-site') return 'a cross-site request'
+  return undefined
+}
+
+/** Wrap a handler in the Host/Origin fence: 403 with a short JSON reason. */
+function fenced(handler: WebRoute['handler']): WebRoute['handler'] {
+  return (req, res) => {
+    const why = refusal(req)
+    if (why !== undefined) return json(res, 403, { ok: false, text: `forbidden: ${why}` })
+    return handler(req, res)
+  }
+}
+
 function snapshot(host: WebHost): unknown {
   return { ...host.state(), sessions: host.sessions(), injections: host.injections() }
 }
@@ -36,6 +70,10 @@ function snapshot(host: WebHost): unknown {
  * a snapshot per change (SSE); `POST /dsh-somnid/sessions/<id>/skip` skip dreaming for it.
  */
 export function webRoutes(host: WebHost): WebRoute[] {
+  return routes(host).map((route) => ({ ...route, handler: fenced(route.handler) }))
+}
+
+function routes(host: WebHost): WebRoute[] {
   return [
     {
       kind: 'exact',

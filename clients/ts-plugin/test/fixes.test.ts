@@ -209,7 +209,7 @@ test('web: state with live dream events and last dream, folded injections with p
     const state = async () => {
       let body = ''
       const res: any = { writeHead() {}, end(b: string) { body = b } }
-      await routes.find((r) => r.path === '/dsh-somnid/state').handler({ url: '/dsh-somnid/state', method: 'GET' }, res)
+      await routes.find((r) => r.path === '/dsh-somnid/state').handler({ url: '/dsh-somnid/state', method: 'GET', headers: { host: '127.0.0.1:4000' } }, res)
       return JSON.parse(body)
     }
     assert.equal((await state()).dreaming, false)
@@ -225,7 +225,7 @@ test('web: state with live dream events and last dream, folded injections with p
       ['cued', 'POST /v1/prompt (cued)', 's-web'], ['hint', 'POST /v1/assoc/thought', 's-web']])
     assert.deepEqual(s.sessions, [{ id: 's-web', skipped: false }])
     let out = ''
-    await routes.find((r) => r.path === '/dsh-somnid/sessions').handler({ url: '/dsh-somnid/sessions/s-web/skip', method: 'POST' }, { writeHead() {}, end(b: string) { out = b } })
+    await routes.find((r) => r.path === '/dsh-somnid/sessions').handler({ url: '/dsh-somnid/sessions/s-web/skip', method: 'POST', headers: { host: 'localhost:4000', origin: 'http://localhost:4000' } }, { writeHead() {}, end(b: string) { out = b } })
     assert.equal(JSON.parse(out).ok, true)
     assert.equal(somnid.of('POST', '/v1/sessions/s-web/no-dream').length, 1)
     assert.deepEqual((await state()).sessions, [{ id: 's-web', skipped: true }])

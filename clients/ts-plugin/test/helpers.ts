@@ -1,3 +1,6 @@
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { Config as ConfigSchema, apply, type Internals } from '../src/index.js'
 import type { Config } from '../src/config.js'
 import { FakeCtx } from './fake-ctx.js'
@@ -9,7 +12,9 @@ export async function setup(overrides: Record<string, unknown> = {}, internals: 
   if (opts.start === false) await somnid.stop()
   const ctx = new FakeCtx()
   Object.assign(ctx.services, opts.services ?? {})
-  const config: Config = ConfigSchema({ baseUrl: somnid.url, retryMinMs: 20, retryMaxMs: 100, hookTimeoutMs: 300, ...overrides })
+  // A spool of its own per test: never the user's ~/.dsh.
+  const capture = { spoolDir: spoolDir(), ...((overrides.capture as object | undefined) ?? {}) }
+  const config: Config = ConfigSchema({ baseUrl: somnid.url, retryMinMs: 20, retryMaxMs: 100, hookTimeoutMs: 300, ...overrides, capture })
   apply(ctx.asContext(), config, internals)
   return { somnid, ctx, config }
 }
@@ -26,3 +31,7 @@ export function sectionText(ctx: FakeCtx, key: string): string {
 }
 
 export { until }
+
+export function spoolDir(): string {
+  return join(mkdtempSync(join(tmpdir(), 'dsh-somnid-test-')), 'spool')
+}

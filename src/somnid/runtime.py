@@ -160,6 +160,7 @@ class Runtime:
             recall = RecallSystem(settings, store, clock, embedder)
             memories.subscribe(recall.entry_changed)
             sessions = SessionService(SessionLogs(layout, clock, settings.capture))
+            await sessions.start()
             intentions = Intentions(memories, clock)
             prompt = PromptBuilder(store, intentions, clock, settings.inject, settings.prompt_lang)
             seen = SeenTracker(settings.assoc.max_sessions)

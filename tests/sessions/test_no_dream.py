@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from somnid.config import CaptureSettings
+from somnid.api.app import create_app
+from somnid.config import CaptureSettings, Settings
 from somnid.errors import Conflict
 from somnid.memory.clock import ManualClock
 from somnid.services.status import pending_session_logs
@@ -20,6 +21,7 @@ from somnid.store import frontmatter
 from somnid.store.atomic import write_atomic
 from somnid.store.layout import Layout
 from tests.api.problems import assert_problem
+from tests.clients import app_client
 from tests.conftest import START
 
 
@@ -200,6 +202,19 @@ def test_the_route(client: TestClient, data_dir: Path) -> None:
     assert doc_of(data_dir / later).meta["dream"] is False
     assert_problem(client.post(f"{sessions}/{'x' * 201}/no-dream"), 422, "validation_error")
     assert_problem(client.post(f"{sessions}/a%0Ab/no-dream"), 400, "invalid_input")
+
+
+def test_a_skip_survives_a_restart(settings: Settings, clock: ManualClock, data_dir: Path) -> None:
+    say = {"messages": [{"role": "user", "text": "please forget this conversation"}]}
+    with app_client(create_app(settings, clock=clock), settings) as client:
+        client.post("/v1/sessions/s/messages", json=say).raise_for_status()
+        client.post("/v1/sessions/s/no-dream").raise_for_status()
+    # somnid restarted (its open logs were closed): the session's next log is still marked.
+    with app_client(create_app(settings, clock=clock), settings) as client:
+        again = client.post("/v1/sessions/s/messages", json=say).json()["path"]
+        other = client.post("/v1/sessions/t/messages", json=say).json()["path"]
+    assert doc_of(data_dir / again).meta["dream"] is False
+    assert "dream" not in doc_of(data_dir / other).meta
 
 
 def test_one_owner_archives_logs_and_says_what_is_pending(layout: Layout) -> None:

@@ -65,6 +65,9 @@ export function defaultTokenFile(): string {
   return join(dataHome, 'somnid', 'token')
 }
 
+/** The most a request waits on a health probe while somnid is thought down. */
+const PROBE_MS = 1000
+
 export class SomnidClient {
   readonly baseUrl: string
   private readonly fetchImpl: typeof fetch
@@ -79,8 +82,9 @@ export class SomnidClient {
   private readonly closed = new AbortController()
   private wake: (() => void) | undefined
   private monitorDone: Promise<void> | undefined
-  /** When the monitor last began a probe (epoch ms): a failed-fast request may ask for one more. */
+  /** When the last probe began (epoch ms): none again before `retryMinMs`. */
   private lastProbe = 0
+  private probing: Promise<void> | undefined
 
   constructor(private readonly opts: ClientOptions) {
     const base = opts.baseUrl.replace(/\/+$/, '')
@@ -128,13 +132,31 @@ export class SomnidClient {
 
   async request<T>(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown, options: RequestOptions = {}): Promise<T> {
     if (this.closed.signal.aborted) throw new SomnidError('somnid client is closed')
-    // Known down: fail at once instead of waiting out a timeout (the agent must not wait on
-    // somnid); the monitor's probe finds it back and the up-listeners resume everything.
+    // Known down: hot-path (budget) requests fail at once (the agent must not wait on somnid).
+    // Others may first share one short health probe, unless one failed a moment ago: somnid may
+    // be back before the monitor's next probe (a restart), and a tool call should not fail then.
     if (this.state === 'down') {
-      if (Date.now() - this.lastProbe >= this.opts.retryMinMs) this.wake?.()
-      throw new SomnidError(`somnid is unreachable at ${this.baseUrl} (down; retrying in the background)`)
+      if (options.budget || Date.now() - this.lastProbe < this.opts.retryMinMs) {
+        if (Date.now() - this.lastProbe >= this.opts.retryMinMs) this.wake?.()
+        throw new SomnidError(`somnid is unreachable at ${this.baseUrl} (down; retrying in the background)`)
+      }
+      await this.probe(Math.min(options.timeoutMs ?? this.opts.timeoutMs, PROBE_MS))
+      if ((this.state as string) !== 'up') throw new SomnidError(`somnid is unreachable at ${this.baseUrl} (down; retrying in the background)`)
     }
     return this.send<T>(method, path, body, options)
+  }
+
+  /** One health request at a time, shared by whoever asks meanwhile. */
+  private probe(timeoutMs: number): Promise<void> {
+    this.probing ??= (async () => {
+      this.lastProbe = Date.now()
+      try {
+        await this.send<Schemas['HealthOut']>('GET', '/v1/health', undefined, { timeoutMs })
+      } catch { /* markDown said it */ } finally {
+        this.probing = undefined
+      }
+    })()
+    return this.probing
   }
 
   private async send<T>(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown, options: RequestOptions = {}): Promise<T> {

@@ -231,6 +231,25 @@ class SessionLogs:
                     marked.append(self.layout.relative(path))
             return NoDream(marked, self.layout.relative(current.path) if current else None)
 
+    def recall_no_dream(self) -> int:
+        """At start: remember as "never dream this" every session with a pending log marked
+        ``dream: false`` (the flag survives a restart). Answers how many sessions."""
+        found: list[str] = []
+        for path in transcript.live_files(self.layout):
+            meta = rewrite.read_meta(self.layout.root, path)
+            if meta is None or not is_pending(meta) or wants_dream(meta):
+                continue
+            chat_id = meta.get("chat_id")
+            if chat_id is not None and str(chat_id):
+                found.append(str(chat_id))
+        with self._registry:
+            for session_id in found:
+                self._no_dream.pop(session_id, None)
+                self._no_dream[session_id] = None
+            while len(self._no_dream) > MAX_NO_DREAM_SESSIONS:
+                del self._no_dream[next(iter(self._no_dream))]
+        return len(set(found))
+
     def stop(self) -> list[Closed]:
         """Refuse further entries, then close every open log."""
         with self._registry:

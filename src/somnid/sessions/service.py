@@ -33,6 +33,13 @@ class SessionService:
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="somnid-capture")
         self._gates: dict[str, tuple[asyncio.Lock, list[int]]] = {}
 
+    async def start(self) -> None:
+        """Read back which sessions are never to be dreamed (see
+        :meth:`SessionLogs.recall_no_dream`)."""
+        count = await self._run(self.logs.recall_no_dream)
+        if count:
+            log.info("%d sessions are marked never to dream", count)
+
     async def append_messages(self, session_id: str, messages: Sequence[Message]) -> Appended:
         async with self._gate(session_id):
             return await self._run(self.logs.append_messages, session_id, messages)

@@ -383,8 +383,9 @@ export interface paths {
         /**
          * Set session no dream
          * @description Never dream this session: its pending logs, closed and open, get ``dream: false`` in
-         *     their front-matter, and so does every log or part it opens from now on (until somnid
-         *     restarts). A dream archives such logs unread. Idempotent.
+         *     their front-matter, and so does every log or part it opens from now on (somnid reads the
+         *     flag back from the pending logs when it starts, so it survives a restart). A dream archives
+         *     such logs unread. Idempotent.
          */
         post: operations["setSessionNoDream"];
         delete?: never;

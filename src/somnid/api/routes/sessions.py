@@ -75,6 +75,7 @@ async def close(session_id: SessionId, runtime: RuntimeDep) -> CloseOut:
 @router.post("/{sessionId}/no-dream", name="setSessionNoDream", response_model=NoDreamOut)
 async def no_dream(session_id: SessionId, runtime: RuntimeDep) -> NoDreamOut:
     """Never dream this session: its pending logs, closed and open, get ``dream: false`` in
-    their front-matter, and so does every log or part it opens from now on (until somnid
-    restarts). A dream archives such logs unread. Idempotent."""
+    their front-matter, and so does every log or part it opens from now on (somnid reads the
+    flag back from the pending logs when it starts, so it survives a restart). A dream archives
+    such logs unread. Idempotent."""
     return NoDreamOut.of(session_id, await runtime.sessions.mark_no_dream(session_id))

@@ -12,7 +12,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -264,7 +264,10 @@ def load_settings(config_path: Path | None = None, **overrides: Any) -> Settings
         if not path.is_file():
             raise ConfigFileError(f"config file not found: {path}")
     if path is None:
-        return Settings(**overrides)
+        try:
+            return Settings(**overrides)
+        except ValidationError as exc:
+            raise ConfigFileError(explain(exc, None, {}, overrides)) from None
 
     class FileSettings(Settings):
         model_config = SettingsConfigDict(toml_file=path)
@@ -273,3 +276,33 @@ def load_settings(config_path: Path | None = None, **overrides: Any) -> Settings
         return FileSettings(**overrides)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigFileError(f"{path}: {exc}") from exc
+    except ValidationError as exc:
+        with open(path, "rb") as handle:
+            document = tomllib.load(handle)
+        raise ConfigFileError(explain(exc, path, document, overrides)) from None
+
+
+def explain(
+    error: ValidationError, path: Path | None, document: dict[str, Any], overrides: dict[str, Any]
+) -> str:
+    """One line for a bad setting: where its value came from (the environment variable, the
+    file and its key, or the command line), the value, and what is wrong with it."""
+    said = []
+    for problem in error.errors():
+        keys = [str(part) for part in problem["loc"]]
+        dotted = ".".join(keys)
+        variable = "SOMNID_" + "__".join(keys).upper()
+        found: Any = document
+        for key in keys:
+            found = found.get(key) if isinstance(found, dict) else None
+        if variable in os.environ:
+            where = f"{variable}={os.environ[variable]!r}"
+        elif keys and keys[0] in overrides:
+            where = f"{dotted} = {overrides[keys[0]]!r} (command line)"
+        elif path is not None and found is not None:
+            where = f"{path}: {dotted} = {found!r}"
+        else:
+            where = f"{path}: {dotted}" if path is not None else dotted
+        message = problem["msg"].removeprefix("Value error, ")
+        said.append(f"{where}: {message}")
+    return "; ".join(said)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import logging
 import os
 import signal
@@ -28,6 +29,7 @@ from somnid import daemon_file
 from somnid.api.app import create_app
 from somnid.api.connections import GuardedH11, accept_backlog
 from somnid.config import Settings
+from somnid.errors import Conflict
 from somnid.notify import Watchdog, notify
 from somnid.store.lock import DataDirLock
 from somnid.store.modes import PRIVATE_UMASK, make_private
@@ -123,6 +125,13 @@ def serve(settings: Settings) -> int:
     settings.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     lock.acquire()  # fail fast, before uvicorn starts, with a clear message
     try:
+        # Bound before anything opens: a taken port is one line, not a start-up that logs
+        # "Application startup complete" and then fails to listen.
+        sock = _bind(settings)
+    except BaseException:
+        lock.release()
+        raise
+    try:
         _repair_modes(settings)
         app = create_app(settings, lock=lock)
         config = uvicorn.Config(
@@ -144,7 +153,7 @@ def serve(settings: Settings) -> int:
         )
         server = _Server(config, app, settings)
         try:
-            server.run()
+            server.run(sockets=[sock])
         except SystemExit:
             # uvicorn exits 3 when it cannot listen (the port is taken) or the app does not
             # start; 3 is ours for "data dir locked", so say 1: could not start.
@@ -153,4 +162,27 @@ def serve(settings: Settings) -> int:
             return 1
         return 0 if server.started else 1
     finally:
+        sock.close()
         lock.release()
+
+
+def _bind(settings: Settings) -> socket.socket:
+    """The listening address, bound (uvicorn listens on it once the app has started)."""
+    host, port = settings.host, settings.port
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        shown = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        why = exc.strerror or str(exc)
+        hint = (
+            ": another program (or another somnid) listens there; choose another port with "
+            "--port or SOMNID_PORT"
+            if exc.errno == errno.EADDRINUSE
+            else ""
+        )
+        notify(f"STATUS=cannot listen on {shown}: {why}")
+        raise Conflict(f"cannot listen on {shown}: {why}{hint}", code="cannot_listen") from None
+    return sock

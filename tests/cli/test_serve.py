@@ -89,3 +89,32 @@ def test_a_read_only_data_dir_is_one_line_and_exit_2(tmp_path: Path) -> None:
 def test_purge_without_confirm_and_no_terminal_is_one_line_and_exit_2(tmp_path: Path) -> None:
     done = somnid(cli_env(tmp_path / "data", free_port()), "purge", "knowledge", "old-vpn")
     _one_line_error(done, 2, "--confirm 'old-vpn'")
+
+
+def test_a_taken_port_is_one_line_before_anything_starts(tmp_path: Path) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        done = somnid(cli_env(tmp_path / "data", port), "serve")
+    _one_line_error(done, 1, f"cannot listen on 127.0.0.1:{port}: Address already in use")
+    assert "--port or SOMNID_PORT" in done.stderr
+    said = done.stdout + done.stderr
+    assert "startup complete" not in said and "Application startup" not in said
+    assert "listening on" not in said
+
+
+def test_a_bad_config_value_names_the_file_and_the_key(tmp_path: Path) -> None:
+    env = cli_env(tmp_path / "data", free_port())
+    config = Path(env["XDG_CONFIG_HOME"]) / "somnid" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text('[recall]\nrrf_k = 0\n\n[history]\nbatch_window_s = "soon"\n')
+    done = somnid(env, "status")
+    _one_line_error(done, 2, f"{config}: recall.rrf_k = 0: Input should be greater than")
+    assert f"{config}: history.batch_window_s = 'soon': Input should be a valid number" in (
+        done.stderr
+    )
+    assert "validation error" not in done.stderr and "pydantic" not in done.stderr
+
+    from_env = somnid({**env, "SOMNID_RECALL__RRF_K": "many"}, "status")
+    _one_line_error(from_env, 2, "SOMNID_RECALL__RRF_K='many': Input should be a valid integer")

@@ -73,8 +73,10 @@ def test_bad_configuration_is_refused(tmp_path: Path) -> None:
         load_settings(broken)
     typo = tmp_path / "typo.toml"
     typo.write_text("[assoc]\ntreshold = 0.5\n")
-    with pytest.raises(ValidationError):
+    # One line that names the file, the key and its value (not pydantic's text).
+    with pytest.raises(ConfigFileError) as refused:
         load_settings(typo)
+    assert str(refused.value) == f"{typo}: assoc.treshold = 0.5: Extra inputs are not permitted"
     with pytest.raises(ValidationError):
         Settings(port=70000)
 

@@ -130,7 +130,9 @@ export class Capture {
         this.push({ sessionId: session.id, id: body.id!, kind: 'tool', body })
         return
       }
+      case 'step/end':
       case 'turn/end':
+        // Send in the background as the turn goes, not all at its end.
         this.kick()
         return
       case 'compaction/end':

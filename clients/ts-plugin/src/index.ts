@@ -25,6 +25,9 @@ export { Config } from './config.js'
 export { SomnidClient, SomnidError } from './client.js'
 
 export const name = PLUGIN_NAME
+
+/** The most the plugin's unload waits for captured lines to reach somnid. */
+const EXIT_DRAIN_MS = 1500
 /** Required services. `commands` (for /dream) and `llm` + `agentDefaultModel` (for the bridge) are optional: see `ctx.inject` below. */
 export const inject = ['tools', 'systemPrompt']
 
@@ -303,7 +306,8 @@ export async function apply(ctx: Context, config: Config, internals: Internals =
       watch.close()
       // Quiescence: drain what was captured (briefly), then stop the client. What is left stays
       // in the spool for the next run, and the user is told so (a headless run prints nothing else).
-      if (capture && client.up) await drainCapture(config.requestTimeoutMs)
+      // Brief: the spool keeps what does not make it, and the next run delivers it.
+      if (capture && client.up) await drainCapture(Math.min(config.requestTimeoutMs, EXIT_DRAIN_MS))
       const spooled = capture?.spoolPath !== undefined
       const left = capture?.close() ?? 0
       if (left > 0) {

@@ -4,7 +4,10 @@ real daemon process on a free loopback port."""
 from __future__ import annotations
 
 import datetime as dt
+import os
 import shutil
+import sys
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,10 +20,33 @@ from somnid.embed.e5convert import install_default_model
 from somnid.embed.onnx import OnnxEmbedder
 from somnid.memory.clock import ManualClock
 from tests.clients import TEST_TOKEN, app_client
-from tests.daemon import Daemon, start_daemon
+from tests.daemon import RUN_MARK, Daemon, start_daemon, stop_leftovers
 
 FIXTURES = Path(__file__).parent / "fixtures"
 START = dt.datetime(2026, 10, 3, 12, 0, tzinfo=dt.UTC)
+STRESS = ("tests/stress/", "tests/history/test_crash.py")
+"""Whole folders and modules of stress tests; single ones elsewhere carry the mark."""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    root = config.rootpath
+    for item in items:
+        if item.path.relative_to(root).as_posix().startswith(STRESS):
+            item.add_marker(pytest.mark.stress)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_daemon_left_behind() -> Iterator[None]:
+    """Every ``somnid serve`` a test starts inherits a mark of this run; whatever of them
+    still runs at the end (a test that failed before its clean-up, an orphan) is killed,
+    and said."""
+    os.environ[RUN_MARK] = f"{os.getpid()}-{uuid.uuid4().hex}"
+    yield
+    killed = stop_leftovers(os.environ[RUN_MARK])
+    if killed:
+        print(
+            f"\nkilled {len(killed)} somnid daemons tests left running: {killed}", file=sys.stderr
+        )
 
 
 @pytest.fixture(scope="session")

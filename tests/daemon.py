@@ -15,6 +15,41 @@ from pathlib import Path
 
 import httpx
 
+RUN_MARK = "TESTS_SOMNID_RUN"
+"""An environment variable the test session sets: every daemon it starts inherits it, so the
+session can find the ones left running (tests/conftest.py). Not SOMNID_*: settings ignore it
+and tests/cli/runner.py keeps it."""
+
+
+def leftover_daemons(run: str) -> list[int]:
+    """The pids of ``somnid serve`` processes of this test run still alive (orphans too)."""
+    found = []
+    mark = f"{RUN_MARK}={run}".encode()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            command = (entry / "cmdline").read_bytes().split(b"\0")
+            environment = (entry / "environ").read_bytes().split(b"\0")
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+        serving = b"serve" in command and any(part.endswith(b"somnid") for part in command)
+        if serving and mark in environment:
+            found.append(int(entry.name))
+    return sorted(found)
+
+
+def stop_leftovers(run: str) -> list[int]:
+    """Kill this run's daemons still alive; their pids."""
+    left = leftover_daemons(run)
+    for pid in left:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    for pid in left:
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)  # reap the ones that were our children
+    return left
+
 
 def read_token(data_dir: Path) -> str:
     env_token = os.environ.get("SOMNID_TOKEN")

@@ -9,6 +9,7 @@ import signal
 import socket
 import stat
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -97,6 +98,7 @@ def test_looser_modes_are_repaired_at_start_and_said(tmp_path: Path) -> None:
 # ----------------------------------------------------------------- 3: FIFOs and symlinks
 
 
+@pytest.mark.stress
 def test_a_fifo_is_a_broken_entry_and_never_wedges_the_daemon(tmp_path: Path) -> None:
     with start_daemon(tmp_path / "data", ("SOMNID_SHUTDOWN_TIMEOUT_S", "5")) as daemon:
         with daemon.client() as client:
@@ -105,26 +107,37 @@ def test_a_fifo_is_a_broken_entry_and_never_wedges_the_daemon(tmp_path: Path) ->
             other = client.post("/v1/memories/knowledge", json={"name": "n", "body": "first"})
             skill_file = daemon.data_dir / made.json()["path"]
             other_file = daemon.data_dir / other.json()["path"]
-            time.sleep(1.0)  # the watcher is up
+
+            def indexed(word: str) -> bool:
+                hits = client.post("/v1/recall", json={"query": word}, timeout=30)
+                return any(h["name"] == "n" for h in hits.json()["items"])
+
+            def broken() -> bool:
+                health = client.get("/v1/health", timeout=30).json()
+                return any("plumb" in item["path"] for item in health["brokenFiles"])
+
+            # The watcher is up once it has seen a hand edit (never a guessed second).
+            other_file.write_text(other_file.read_text().replace("first", "watched"))
+            _until(lambda: indexed("watched"), "the watcher never saw a hand edit")
             skill_file.unlink()
             os.mkfifo(skill_file)
-            time.sleep(0.5)
-            other_file.write_text(other_file.read_text().replace("first", "zanzibar"))
-            deadline = time.monotonic() + 10
-            found: list[dict[str, object]] = []
-            while time.monotonic() < deadline and not found:
-                time.sleep(0.3)
-                hits = client.post("/v1/recall", json={"query": "zanzibar"}, timeout=5)
-                found = [h for h in hits.json()["items"] if h["name"] == "n"]
-            assert found, "hand edits are no longer indexed"
-            got = client.get("/v1/memories/skill/plumb", timeout=5)
+            _until(broken, "the FIFO never showed as a broken file")
+            other_file.write_text(other_file.read_text().replace("watched", "zanzibar"))
+            _until(lambda: indexed("zanzibar"), "hand edits are no longer indexed")
+            got = client.get("/v1/memories/skill/plumb", timeout=30)
             assert got.status_code == 409 and got.json()["code"] == "broken_file", got.text
-            health = client.get("/v1/health", timeout=5).json()
-            assert any("plumb" in item["path"] for item in health["brokenFiles"]), health
-        started = time.monotonic()
+        # A FIFO read on shutdown would block for ever: the daemon stops by itself, in its
+        # budget (the budget's wall-clock figure is measured in bench/, not here).
         daemon.process.send_signal(signal.SIGTERM)
-        daemon.process.wait(timeout=15)
-        assert time.monotonic() - started < 5 + 5
+        assert daemon.process.wait(timeout=120) == 0, daemon.log()
+
+
+def _until(check: Callable[[], bool], what: str, timeout: float = 120.0) -> None:
+    """Wait for ``check`` (a cap for a hang, not a figure: a loaded machine is slow)."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.05)
 
 
 def test_a_symlinked_entry_folder_is_never_followed(tmp_path: Path) -> None:
@@ -158,6 +171,7 @@ def _lowered_fd_limit() -> None:
     resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
 
 
+@pytest.mark.stress
 def test_half_open_connections_do_not_stop_the_daemon(tmp_path: Path) -> None:
     with start_daemon(tmp_path / "data", preexec=_lowered_fd_limit) as daemon:
         port = int(daemon.base_url.rsplit(":", 1)[1])
@@ -190,26 +204,29 @@ def test_half_open_connections_do_not_stop_the_daemon(tmp_path: Path) -> None:
     assert "out of system resource" not in log
 
 
+@pytest.mark.stress
 def test_a_stalled_request_is_dropped_after_the_header_timeout(tmp_path: Path) -> None:
     # Headers and body each get a second. (With the body's 30 s default, a half-sent body
     # was dropped in time only when the guard's 401 happened to close the connection first.)
     env = (("SOMNID_HEADER_TIMEOUT_S", "1"), ("SOMNID_BODY_TIMEOUT_S", "1"))
     with start_daemon(tmp_path / "data", *env) as daemon:
         port = int(daemon.base_url.rsplit(":", 1)[1])
-        with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+        # The daemon closes each connection (recv reads its end) before the defaults would
+        # have (10 s for headers, 30 s for a body): the settings took effect. No tighter
+        # figure: a loaded machine takes longer than a second to notice one.
+        with socket.create_connection(("127.0.0.1", port), timeout=60) as sock:
             sock.sendall(b"GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\n")
             started = time.monotonic()
-            data = b""
-            while chunk := sock.recv(4096):
-                data += chunk
-            assert time.monotonic() - started < 4
-        with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+            while sock.recv(4096):
+                pass
+            assert time.monotonic() - started < 10
+        with socket.create_connection(("127.0.0.1", port), timeout=60) as sock:
             head = b"POST /v1/recall HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\n"
             sock.sendall(head + b'{"query"')
             started = time.monotonic()
             while sock.recv(4096):
                 pass
-            assert time.monotonic() - started < 6
+            assert time.monotonic() - started < 30
 
 
 # ----------------------------------------------------------------- 5: generated names

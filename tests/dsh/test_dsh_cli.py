@@ -356,6 +356,15 @@ def test_web_profile_dream_status_and_folded_injections_in_chromium(
             ARTEFACTS.mkdir(exist_ok=True)
             shot = screenshot(page + "?once", ARTEFACTS / "dream-status.png")
             assert shot.stat().st_size > 5_000
+            # The fence the harness's /api has: a foreign Host or a cross-site Origin is refused.
+            foreign = httpx.get(page + "/state", headers={"Host": "evil.example"}, timeout=10)
+            assert foreign.status_code == 403 and "injections" not in foreign.text
+            cross = httpx.post(
+                page + "/sessions/session-e2e-web/skip",
+                headers={"Origin": "http://evil.example"},
+                timeout=10,
+            )
+            assert cross.status_code == 403, cross.text
             skipped = httpx.post(page + "/sessions/session-e2e-web/skip", timeout=10).json()
             assert skipped["ok"] is True, skipped
         finally:

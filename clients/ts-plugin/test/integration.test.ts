@@ -138,7 +138,7 @@ test('real harness + real somnid: capture, injected hint, memory tool, dream ove
     await ctx.plugin(AgentDefaultModelConfig, { provider: 'mock', model: 'm' })
     const adapter = new MockAdapter()
     ctx.llm.registerAdapter(['mock'], adapter)
-    fiber = ctx.plugin(plugin, { baseUrl, tokenFile: join(tmp, 'data', 'token'), hookTimeoutMs: 3000, retryMinMs: 100 })
+    fiber = ctx.plugin(plugin, { baseUrl, tokenFile: join(tmp, 'data', 'token'), hookTimeoutMs: 3000, retryMinMs: 100, capture: { spoolDir: join(tmp, 'spool') } })
     await fiber
 
     await until(() => ctx.tools.get('add_intention'), 15_000, 'somnid tools registered')
@@ -188,6 +188,16 @@ test('real harness + real somnid: capture, injected hint, memory tool, dream ove
       return files.length ? files : false
     }, 10_000, 'session log with the user turn')
     assert.ok(!readFileSync(logs[0]!, 'utf8').includes('dsh-somnid'), 'the hint is not captured back')
+
+    // Turn 3: a call that fails in substance (no such intention) is an error result, with somnid's words.
+    adapter.agentScript = [toolCall('c3', 'complete_intention', { intention_id: 'pi-19990101-001' }), text('Sorry.')]
+    done = idle()
+    agent.followup(user('Mark pi-19990101-001 done.') as never)
+    await done
+    const failed = agent.session.events.filter((e) => e.type === 'tool/result').at(-1)!
+    const block = (failed.data as any).message.content[0]
+    assert.equal(block.isError, true, JSON.stringify(failed.data))
+    assert.match(JSON.stringify(block.content), /There is no open intention 'pi-19990101-001'/)
 
     // A dream through the bridge on the mock adapter.
     await until(() => fetch(`${baseUrl}/v1/sleep/status`, { headers: { authorization: `Bearer ${readFileSync(join(tmp, 'data', 'token'), 'utf8').trim()}` } }).then((r) => r.json()).then((s: any) => s.llm.status !== 'unavailable' && s.llm.status !== 'off' ? s : false), 10_000, 'bridge connected')

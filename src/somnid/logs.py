@@ -7,10 +7,13 @@ record is always one line, tracebacks included. When stderr is the systemd journ
 ``<4>`` for warning, ...): journald strips the prefix and files the entry under that priority,
 so ``journalctl -p warning`` works and the message stays plain JSON.
 
-No line holds a secret: the daemon's token (registered with :func:`redact_secret`), a
-bearer credential, or the value of a query parameter that names one (``access_token=``,
-``token=``, ``key=``...) is written as ``[redacted]``, whoever logged it (somnid, uvicorn's
-websocket lines, a library's traceback). Warnings and errors that repeat are rate limited
+No line holds a secret: the daemon's token (handed to the handler's formatter by
+:func:`redact_secret`), a bearer credential, a query parameter that names one
+(``access_token=``, ``access%5Ftoken=``, ``key=``...) and every other shape
+:mod:`somnid.memory.scrub` knows is written as ``[REDACTED]``, whoever logged it (somnid,
+uvicorn's websocket lines, a library's traceback). The message, each ``extra=`` field (a
+field named like a secret goes whole) and the traceback are redacted before the line is
+serialised, so a JSON line stays JSON. Warnings and errors that repeat are rate limited
 per message: a flood (a thousand broken connections a second) costs a few lines, and the
 next one let through says how many were left out.
 
@@ -24,11 +27,12 @@ import datetime as dt
 import json
 import logging
 import os
-import re
 import sys
 import threading
 import time
 from typing import Any, Literal, TextIO
+
+from somnid.memory.scrub import redact_fields, scrub
 
 LogFormat = Literal["auto", "json", "text"]
 
@@ -62,39 +66,44 @@ def extra_fields(record: logging.LogRecord) -> dict[str, Any]:
     }
 
 
-_QUERY_SECRET = re.compile(
-    r"(?i)((?<![\w-])(?:access_token|access-token|token|api_key|apikey|key|secret|password|passwd"
-    r"|auth|authorization|sig|signature|code)=)[^&\s\"'#]*"
-)
-_BEARER = re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]{16,}")
-_secrets: set[str] = set()
-REDACTED = "[redacted]"
-
-
 def redact_secret(value: str) -> None:
-    """Never write ``value`` (the daemon's token) in a log line from now on."""
-    if len(value) >= 8:
-        _secrets.add(value)
-
-
-def redact(text: str) -> str:
-    """``text`` without a registered secret, a bearer credential or a query secret."""
-    for secret in _secrets:
-        if secret in text:
-            text = text.replace(secret, REDACTED)
-    text = _QUERY_SECRET.sub(lambda m: m.group(1) + REDACTED, text)
-    return _BEARER.sub(lambda m: m.group(1) + REDACTED, text)
+    """Never write ``value`` (the daemon's token) in a log line from now on: the handlers
+    :func:`configure` set up keep it (no module of ours holds it)."""
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler.formatter, Redacting):
+            handler.formatter.remember(value)
 
 
 class Redacting(logging.Formatter):
-    """Another formatter's line, with secrets replaced (see :func:`redact`)."""
+    """Another formatter, given a copy of each record with its secrets replaced: the
+    message, the ``extra=`` fields and the traceback, before the line is serialised."""
 
-    def __init__(self, inner: logging.Formatter) -> None:
+    def __init__(self, inner: logging.Formatter, known: set[str] | None = None) -> None:
         super().__init__()
         self.inner = inner
+        self.known: set[str] = set() if known is None else known
+
+    def remember(self, secret: str) -> None:
+        if len(secret) >= 8:
+            self.known.add(secret)
 
     def format(self, record: logging.LogRecord) -> str:
-        return redact(self.inner.format(record))
+        return self.inner.format(self.redacted(record))
+
+    def redacted(self, record: logging.LogRecord) -> logging.LogRecord:
+        known = tuple(self.known)
+        copy = logging.makeLogRecord(vars(record))
+        copy.msg, copy.args = scrub(record.getMessage(), known=known), None
+        for key, value in redact_fields(extra_fields(record), known).items():
+            setattr(copy, key, value)
+        if record.exc_info:
+            copy.exc_text = scrub(self.formatException(record.exc_info), known=known)
+            copy.exc_info = None
+        elif record.exc_text:
+            copy.exc_text = scrub(record.exc_text, known=known)
+        if record.stack_info:
+            copy.stack_info = scrub(record.stack_info, known=known)
+        return copy
 
 
 class RateLimit(logging.Filter):

@@ -53,7 +53,7 @@ def test_the_daemon_logs_json_with_request_ids(tmp_path: Path) -> None:
         assert refused.status_code == 401
         made_up = refused.headers["x-request-id"]
         line = access_line(daemon, made_up)
-        assert line["status"] == 401 and line["query"] == "access_token=[redacted]"
+        assert line["status"] == 401 and line["query"] == "access_token=[REDACTED]"
 
         found = scrape(client.get("/metrics"))
         assert found.value("somnid_build_info", version=__version__) == 1
@@ -86,3 +86,31 @@ def test_log_format_text_is_honoured_and_mcp_requests_stay_quiet(tmp_path: Path)
     for line in lines:
         assert not line.startswith("{"), line  # text, as configured, not JSON
     assert "Terminating session" not in daemon.log()
+
+
+def test_a_bridge_token_in_the_query_leaves_every_line_json(tmp_path: Path) -> None:
+    # uvicorn logs a websocket's path with its query, quoted: redacting the serialised line
+    # ate the escaped quote (invalid JSON), and access%5Ftoken was not seen as a token.
+    import asyncio
+
+    import websockets
+
+    with start_daemon(tmp_path / "data", ("SOMNID_LOG_LEVEL", "debug")) as daemon:
+        token = daemon.token
+        url = daemon.base_url.replace("http", "ws") + "/v1/llm/bridge"
+
+        async def connect() -> None:
+            for key in ("access_token", "access%5Ftoken"):
+                async with websockets.connect(f"{url}?{key}={token}", open_timeout=5):
+                    pass
+
+        asyncio.run(connect())
+        deadline = time.monotonic() + 10
+        while daemon.log().count("WebSocket /v1/llm/bridge") < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert daemon.stop() == 0
+    lines = json_lines(daemon)  # every line parses
+    bridge = [line["msg"] for line in lines if "WebSocket /v1/llm/bridge" in line["msg"]]
+    assert any("?access_token=[REDACTED]" in msg for msg in bridge), bridge
+    assert any("?access%5Ftoken=[REDACTED]" in msg for msg in bridge), bridge
+    assert token not in daemon.log()

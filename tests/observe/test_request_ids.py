@@ -19,8 +19,9 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from somnid.api.exporter import Exporter
-from somnid.api.observe import Observe, redact_query
+from somnid.api.observe import Observe
 from somnid.logs import JsonFormatter
+from somnid.memory.scrub import redact_query
 from tests.api.problems import assert_problem
 from tests.clients import BASE_URL
 
@@ -98,8 +99,8 @@ def test_health_probes_log_at_debug_and_tokens_never(client: TestClient, lines: 
     assert health["level"] == "debug"
     queried = [a for a in access if "query" in a]
     assert [a["query"] for a in queried] == [
-        "limit=5&access_token=[redacted]",
-        "access%5Ftoken=[redacted]",
+        "limit=5&access_token=[REDACTED]",
+        "access%5Ftoken=[REDACTED]",
     ]
     text = json.dumps(lines.all())
     assert token not in text and "a-wrong-token" not in text
@@ -108,10 +109,10 @@ def test_health_probes_log_at_debug_and_tokens_never(client: TestClient, lines: 
 def test_redact_query() -> None:
     assert redact_query("") == ""
     assert redact_query("project=web&limit=3") == "project=web&limit=3"
-    assert redact_query("access_token=s3cret&x=1") == "access_token=[redacted]&x=1"
+    assert redact_query("access_token=s3cret&x=1") == "access_token=[REDACTED]&x=1"
     assert redact_query("a=access_token&access+token=x") == "a=access_token&access+token=x"
     assert redact_query("access_token&access_token=") == (
-        "access_token=[redacted]&access_token=[redacted]"
+        "access_token=[REDACTED]&access_token=[REDACTED]"
     )
 
 

@@ -8,9 +8,11 @@ request limits (413, 415) included, since this middleware wraps them, and on a 5
 
 One access line per request (logger ``somnid.access``): method, path, status, milliseconds,
 with the route template as a field; at debug level for successful health probes and scrapes,
-so they do not fill the journal. Headers are never logged, and an ``access_token`` in the
-query is shown as ``[redacted]``. HTTP timings go to the exporter by route *template*
-(``/v1/memories/{kind}/{name}``), never the raw path, which would make every name a series.
+so they do not fill the journal. Headers are never logged, and the value of a query
+parameter that names a secret (``access_token``, ``access%5Ftoken``, ``key``...) is shown as
+``[REDACTED]`` (:func:`somnid.memory.scrub.redact_query`). HTTP timings go to the exporter
+by route *template* (``/v1/memories/{kind}/{name}``), never the raw path, which would make
+every name a series.
 """
 
 from __future__ import annotations
@@ -21,7 +23,6 @@ import secrets
 import time
 from collections.abc import Iterable, Iterator
 from typing import Any
-from urllib.parse import unquote_plus
 
 from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -29,6 +30,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from somnid.api.errors import UNEXPECTED, send_problem
 from somnid.api.exporter import Exporter
 from somnid.logs import request_id
+from somnid.memory.scrub import redact_query
 
 log = logging.getLogger("somnid.access")
 
@@ -37,7 +39,6 @@ _SANE_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
 _QUIET_ROUTES = frozenset({"/v1/health", "/metrics"})
 # Any token is a method to the server: others are timed as OTHER, so no client can make series.
 _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
-_TOKEN_PARAM = "access_token"  # the guard takes a websocket's token in the query
 UNMATCHED = "unmatched"
 CLIENT_GONE = 499  # nginx's "client closed request": cancelled before any answer
 
@@ -141,17 +142,6 @@ def _leaf_routes(routes: Iterable[BaseRoute]) -> Iterator[BaseRoute]:
             yield route
         else:
             yield from _leaf_routes(inner)
-
-
-def redact_query(query: str) -> str:
-    """The query string with the value of every ``access_token`` replaced."""
-    if _TOKEN_PARAM not in unquote_plus(query):
-        return query
-    parts = []
-    for part in query.split("&"):
-        key = part.partition("=")[0]
-        parts.append(f"{key}=[redacted]" if unquote_plus(key) == _TOKEN_PARAM else part)
-    return "&".join(parts)
 
 
 async def _internal_error(send: Send, scope: Scope, id_header: tuple[bytes, bytes]) -> None:

@@ -525,3 +525,38 @@ def test_a_run_with_somnid_down_is_delivered_by_the_next_and_a_skip_survives_a_r
         assert "dream: false" in path.read_text(), path.read_text()
     [kettle] = [p for p in logs if "blue kettle" in p.read_text()]
     assert "dream: false" not in kettle.read_text()
+
+
+def test_reflection_after_seven_tool_steps_once_and_not_after_a_memory_tool(
+    somnid: Somnid, tmp_path: Path, packed: Path
+) -> None:
+    """One task, 14 tool calls: after the first 7 the plugin asks once (a marked message in the
+    8th request); of the next 7 the last is a memory tool, so there is no second ask."""
+
+    def agent(n: int, body: dict[str, Any]) -> Reply:
+        if n <= 13:
+            return {"tool": "e2e_noop", "id": f"c{n}", "args": {"n": n}}
+        if n == 14:
+            return {"tool": "list_intentions", "id": "c14"}
+        return {"text": "Done."}
+
+    home = tmp_path / "dsh-home"
+    with serve_model(agent) as model:
+        env = _env(home, model)
+        _install(home, "headless", somnid, env, packed)
+        run = _headless(env, tmp_path / "work", _driver(tmp_path), "Run the no-op a lot.")
+        requests = list(model.agent_requests)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert len(requests) == 15
+
+    def asks(request: dict[str, Any]) -> int:
+        return _texts(request).count("[somnid memory · reflection]")
+
+    assert [asks(r) for r in requests[:7]] == [0] * 7
+    assert asks(requests[7]) == 1, _texts(requests[7])[-1500:]
+    assert "worth remembering" in _texts(requests[7])
+    # The 14th call was a memory tool: the streak was consolidated, no second ask.
+    assert asks(requests[14]) == 1
+    # Memory tools answered for real (not failed): the 14th call reached somnid.
+    last = requests[14]["messages"][-1]
+    assert last["role"] == "tool" and "No open intentions" in str(last["content"]), last

@@ -64,6 +64,12 @@ export interface Config {
   tools: {
     enabled: boolean
   }
+  reflect: {
+    /** Ask the agent, once per streak, whether anything is worth remembering. */
+    enabled: boolean
+    /** After this many consecutive tool steps in one turn (a memory tool call resets the count). */
+    afterToolSteps: number
+  }
   web: {
     /** The dream status page and API on the harness web server (`/dsh-somnid`, web profile only). */
     enabled: boolean
@@ -128,6 +134,10 @@ export const Config: Schema<ConfigInput, Config> = Schema.object({
   tools: Schema.object({
     enabled: Schema.boolean().default(true),
   }).default({} as Config['tools']),
+  reflect: Schema.object({
+    enabled: Schema.boolean().default(true),
+    afterToolSteps: Schema.natural().min(1).default(7),
+  }).default({} as Config['reflect']),
   web: Schema.object({
     enabled: Schema.boolean().default(true),
   }).default({} as Config['web']),

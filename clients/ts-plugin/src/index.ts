@@ -15,6 +15,7 @@ import { Config } from './config.js'
 import { Dreams } from './dream.js'
 import { Injections } from './inject.js'
 import { PLUGIN_NAME } from './messages.js'
+import { Reflection } from './reflect.js'
 import { SectionCache, type SectionKey } from './sections.js'
 import { Spool, defaultSpoolDir } from './spool.js'
 import { toolDefinitions } from './tools.js'
@@ -127,6 +128,24 @@ export async function apply(ctx: Context, config: Config, internals: Internals =
       injections.compacted(session.id)
     }
   })
+  // Reflection: after N consecutive tool steps in one turn, ask once whether anything is worth keeping.
+  if (config.reflect.enabled) {
+    const reflection = new Reflection({ afterToolSteps: config.reflect.afterToolSteps, memoryTools, injections })
+    ctx.on('session/event', (session, event) => {
+      if (session.header.origin !== 'subagent') reflection.onEvent(session.id, event)
+    })
+    ctx.on('agent/pre-step', async (payload, next) => {
+      const decision = await next()
+      try {
+        if (decision.kind !== 'enter' || payload.agent.session.header.origin === 'subagent') return decision
+        const message = reflection.due(payload.agent.id, payload.turn, payload.step, payload.signal.aborted)
+        return message ? { ...decision, messages: [...decision.messages, message] } : decision
+      } catch {
+        return decision
+      }
+    })
+    ctx.on('session/disposed', (session) => reflection.forget(session.id))
+  }
   if (config.assoc.enabled && config.assoc.postExecute) {
     ctx.on('tools/post-execute', (exec, result, next) => assoc.postExecute(exec, result, next))
   }

@@ -26,7 +26,7 @@ export function hintMessage(text: string): UserMessage {
 }
 
 /** What an injected memory message is; its first line names it, so model and reader see where it came from. */
-export type InjectionKind = 'hint' | 'cued' | 'intentions' | 'action-hint' | 'notice'
+export type InjectionKind = 'hint' | 'cued' | 'intentions' | 'action-hint' | 'notice' | 'reflection'
 
 const LABELS: Record<InjectionKind, string> = {
   hint: 'associative hint',
@@ -34,6 +34,7 @@ const LABELS: Record<InjectionKind, string> = {
   intentions: 'open intentions',
   'action-hint': 'hint after a tool call',
   notice: 'notice',
+  reflection: 'reflection',
 }
 
 /** `[somnid memory · <label>] <text>`: a compact, clearly marked injected message text. */

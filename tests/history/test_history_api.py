@@ -177,3 +177,34 @@ def test_a_revert_puts_back_only_memory(client: TestClient, data_dir: Path) -> N
     assert_problem(refused, 400, "invalid_input")
     assert "changed no memory entry" in refused.json()["detail"]
     assert secret.read_text() == "kept\n"
+
+
+def test_a_fifo_or_an_oversize_file_stays_out_and_never_stops_a_commit(
+    client: TestClient, data_dir: Path
+) -> None:
+    import os
+
+    client.post("/v1/memories/knowledge", json={"name": "odd", "body": "one\n"})
+    client.post("/v1/memories/knowledge", json={"name": "plain", "body": "one\n"})
+    history(client)
+    notes = data_dir / "memory/knowledge/odd/notes.txt"
+    notes.write_text("tracked by a hand edit\n")
+    wait_for(lambda: "memory/knowledge/odd/notes.txt" in git(data_dir, "ls-files"))
+    notes.unlink()
+    os.mkfifo(notes)  # where a tracked file was: git refuses to add it, and so every commit
+    big = data_dir / "memory/knowledge/plain/big.bin"
+    with big.open("wb") as out:
+        out.truncate(9 * 1024 * 1024)  # over the index's 8 MB
+    path = data_dir / "memory/knowledge/plain/SKILL.md"
+    path.write_text(path.read_text().replace("one", "two, by hand"))
+    wait_for(
+        lambda: "two, by hand" in git(data_dir, "show", "HEAD:memory/knowledge/plain/SKILL.md")
+    )
+    assert subjects(data_dir)[0].startswith("Hand edit")
+    # An API write to the folder holding the FIFO commits too.
+    assert client.patch("/v1/memories/knowledge/odd", json={"body": "three\n"}).status_code == 200
+    history(client)
+    assert "three" in git(data_dir, "show", "HEAD:memory/knowledge/odd/SKILL.md")
+    tracked = git(data_dir, "ls-files")
+    assert "big.bin" not in tracked
+    assert "memory/knowledge/odd/notes.txt" in tracked  # its last regular version stays

@@ -10,6 +10,10 @@ acknowledged, and never on the event loop.
   commit, of the files that parse (a broken or half-saved file waits for its fix).
 - At start, whatever changed while somnid was down (or was not yet committed when it was
   killed) is committed first.
+- What the index would not read stays out of history too: a path that is not a regular
+  file (a FIFO, a socket, a link) or is larger than the index reads (8 MB) is never staged,
+  said once in the log. A FIFO where a tracked file was made every commit fail; a 1 GB
+  file would be hashed into every commit.
 
 Git runs in a worker thread, one operation at a time (``lock``), in arrival order.
 """
@@ -19,6 +23,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
+import stat
 import threading
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
@@ -30,7 +36,7 @@ from somnid.history.context import Actor, current_actor
 from somnid.history.git import Git, spare_descriptors
 from somnid.memory.entry import Entry
 from somnid.store.layout import Layout
-from somnid.store.memories import MemoryStore
+from somnid.store.memories import MAX_FILE_BYTES, MemoryStore
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +85,7 @@ class Committer:
         self._queue: list[_Item] = []
         self._dream: dict[str, None] = {}
         self._hand = False
+        self._said: set[str] = set()  # paths left out of history, said in the log once
         self._wake = asyncio.Event()
         self._order = asyncio.Lock()
         self._task: asyncio.Task[None] | None = None
@@ -217,17 +224,40 @@ class Committer:
         """Commit every change git sees that parses (caller holds the lock)."""
         skip = set(exclude)
         changed = [path for path in self.changed_paths() if path not in skip]
-        whole = [path for path in changed if self._whole(path)]
+        whole = [path for path in changed if not self._kept_out(path) and self._whole(path)]
         if whole:
             labels = self.labels(whole)
             self._commit_specs(whole, f"{subject}: {_listing(labels)}", actor)
 
-    def changed_paths(self) -> list[str]:
+    def changed_paths(self, specs: Iterable[str] = TRACKED) -> list[str]:
         out = self.git.run(
             "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames",
-            "--", *TRACKED,
+            "--", *specs,
         )  # fmt: skip
         return [record[3:].decode("utf-8") for record in out.split(b"\0") if len(record) > 3]
+
+    def _kept_out(self, rel: str) -> bool:
+        """True for a path history leaves alone: not a regular file, or too large (said
+        once a path). A path that is gone is a deletion, and is committed."""
+        try:
+            info = os.lstat(self.layout.root / rel)
+        except FileNotFoundError:
+            return False
+        except OSError as exc:
+            why = f"unreadable ({exc.strerror})"
+        else:
+            if stat.S_ISREG(info.st_mode) and info.st_size <= MAX_FILE_BYTES:
+                self._said.discard(rel)
+                return False
+            why = (
+                "not a regular file"
+                if not stat.S_ISREG(info.st_mode)
+                else f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MB"
+            )
+        if rel not in self._said:
+            self._said.add(rel)
+            log.warning("history: leaving %s out: %s", rel, why)
+        return True
 
     def _whole(self, rel: str) -> bool:
         """False for an entry file that does not parse (half saved, or broken by hand)."""
@@ -252,9 +282,22 @@ class Committer:
         """Commit ``specs`` (each there or tracked); git status's paths are, as they come."""
         if not specs:
             return None
+        # A folder's odd files are excluded by name (git refuses to add a FIFO at all): with
+        # pathspec magic on for this one call, every path marked literal.
+        odd = [rel for rel in self.changed_paths(specs) if self._kept_out(rel)]
+        specs = [spec for spec in specs if spec not in odd]
+        if not specs:
+            return None
+        magic: dict[str, str] = {}
+        if odd:
+            specs = [f":(literal){spec}" for spec in specs]
+            specs += [f":(exclude,literal){rel}" for rel in odd]
+            magic = {"GIT_LITERAL_PATHSPECS": "0"}
         # From stdin, not the command line: a first commit of 100k files would not fit.
         listed = "\0".join(specs).encode("utf-8")
-        self.git.run("add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul", input=listed)
+        self.git.run(
+            "add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul", input=listed, env=magic
+        )  # fmt: skip
         if self.git.call("diff", "--cached", "--quiet").returncode == 0:
             return None
         trailers = [f"Somnid-Source: {actor.source}"]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -161,9 +160,9 @@ async def test_cancel_mid_dream_then_resume(runtime: Runtime) -> None:
     started, task = runtime.dreamer.start("test")
     assert started and task is not None
     await asyncio.wait_for(llm.reached(5), 10)
-    begun = time.monotonic()
-    assert await runtime.dreamer.cancel()
-    assert time.monotonic() - begun < 1.0
+    # The LLM call hangs for ever: cancel returns only because it aborts it (the cap is for
+    # a hang, not a figure a loaded machine must meet).
+    assert await asyncio.wait_for(runtime.dreamer.cancel(), 60)
     result = task.result()
     assert result.status == "interrupted" and result.processed == [first]
     assert llm.cancelled.is_set()  # the LLM call in flight was aborted

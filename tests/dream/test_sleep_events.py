@@ -7,7 +7,6 @@ import asyncio
 import contextlib
 import json
 import signal
-import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,8 +43,9 @@ class Subscriber:
     changed: asyncio.Event = field(default_factory=asyncio.Event)
 
     async def until(self, kind: str, count: int = 1) -> None:
-        """Wait (20 s at most) until ``count`` events of ``kind`` arrived."""
-        async with asyncio.timeout(20):
+        """Wait until ``count`` events of ``kind`` arrived (capped for a hang: a loaded
+        machine is slow, not broken)."""
+        async with asyncio.timeout(120):
             while True:
                 self.changed.clear()
                 if sum(name == kind for name, _ in self.events) >= count:
@@ -81,7 +81,7 @@ async def subscribed(client: httpx.AsyncClient) -> AsyncIterator[Subscriber]:
     reader = asyncio.create_task(_read(client, subscriber))
     connected = asyncio.create_task(subscriber.connected.wait())
     try:
-        await asyncio.wait([reader, connected], timeout=10, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait([reader, connected], timeout=120, return_when=asyncio.FIRST_COMPLETED)
         if reader.done():
             reader.result()  # raise what went wrong
         assert subscriber.connected.is_set(), "the event stream did not open"
@@ -181,34 +181,34 @@ async def test_the_daemon_still_stops_with_a_subscriber_connected(tmp_path: Path
             daemon.async_client(timeout=30) as client,
             subscribed(client),
         ):
-            began = time.monotonic()
             daemon.process.send_signal(signal.SIGTERM)
-            status = await asyncio.to_thread(daemon.process.wait, 20)
-        assert status == 0
-        assert time.monotonic() - began < 10
+            status = await asyncio.to_thread(daemon.process.wait, 120)
+        assert status == 0  # the stream never ends by itself: the 1 s budget cut it
     assert "Application shutdown complete" in daemon.log()
 
 
 def test_an_open_event_stream_does_not_hold_shutdown(tmp_path: Path) -> None:
     import threading
 
-    with start_daemon(tmp_path / "data") as daemon:
+    # A budget far longer than the stop may take: a stream that held shutdown would hold
+    # it past the stop's cap (never a guessed figure a loaded machine may miss).
+    with start_daemon(tmp_path / "data", ("SOMNID_SHUTDOWN_TIMEOUT_S", "300")) as daemon:
+        stream_open = threading.Event()
         stream_ended = threading.Event()
 
         def listen() -> None:
             with (
-                daemon.client(timeout=30) as client,
+                daemon.client(timeout=600) as client,
                 client.stream("GET", "/v1/sleep/events") as response,
             ):
+                stream_open.set()
                 for _ in response.iter_lines():
                     pass
             stream_ended.set()
 
         listener = threading.Thread(target=listen, daemon=True)
         listener.start()
-        time.sleep(0.5)
-        began = time.monotonic()
-        assert daemon.stop() == 0
-        assert time.monotonic() - began < 5  # not the whole 10 s budget
-        assert stream_ended.wait(5)
+        assert stream_open.wait(120)
+        assert daemon.stop(timeout=120) == 0
+        assert stream_ended.wait(120)
         assert "graceful shutdown exceeded" not in daemon.log()

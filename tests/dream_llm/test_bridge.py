@@ -97,7 +97,7 @@ class Bridge:
 
 @pytest.fixture
 async def bridge() -> AsyncIterator[Bridge]:
-    hub = BridgeHub(request_timeout_s=5.0)
+    hub = BridgeHub(request_timeout_s=2 * HANG)
     app = FastAPI()
     app.include_router(router)
     app.state.runtime = _Runtime(hub)
@@ -115,18 +115,23 @@ async def bridge() -> AsyncIterator[Bridge]:
     finally:
         await hub.close()
         server.should_exit = True
-        await asyncio.wait_for(task, 5)
+        await asyncio.wait_for(task, HANG)
         sock.close()
 
 
-async def until(condition: Callable[[], bool], within: float = 3.0) -> None:
+# Waits are capped for a hang, never timed: "at once" means well before the bridge's own
+# 120 s request time-out, not in a number of milliseconds a loaded machine may miss.
+HANG = 60.0
+
+
+async def until(condition: Callable[[], bool], within: float = HANG) -> None:
     deadline = time.monotonic() + within
     while not condition():
         assert time.monotonic() < deadline, "condition not reached in time"
         await asyncio.sleep(0.005)
 
 
-async def receive(ws: ClientConnection, within: float = 3.0) -> dict[str, Any]:
+async def receive(ws: ClientConnection, within: float = HANG) -> dict[str, Any]:
     frame: dict[str, Any] = json.loads(await asyncio.wait_for(ws.recv(), within))
     return frame
 
@@ -135,10 +140,8 @@ async def test_no_host_means_unavailable_at_once(bridge: Bridge) -> None:
     assert not bridge.hub.connected
     assert not bridge.hub.available()
     assert bridge.hub.host_info is None
-    started = time.monotonic()
-    with pytest.raises(LLMUnavailable, match="no LLM host"):
-        await bridge.hub.chat(MESSAGES, TOOLS)
-    assert time.monotonic() - started < 0.1
+    with pytest.raises(LLMUnavailable, match="no LLM host"):  # not after the 120 s time-out
+        await asyncio.wait_for(bridge.hub.chat(MESSAGES, TOOLS), HANG)
 
 
 async def test_hello_then_a_scripted_answer(bridge: Bridge) -> None:
@@ -156,7 +159,7 @@ async def test_hello_then_a_scripted_answer(bridge: Bridge) -> None:
         usage = {"prompt_tokens": 120, "completion_tokens": 30, "cached_tokens": 100}
         reply = {"type": "llm.result", "id": request["id"], "message": ANSWER, "usage": usage}
         await host.send(json.dumps(reply))
-        result = await asyncio.wait_for(call, 3)
+        result = await asyncio.wait_for(call, HANG)
 
     assert result.message == ANSWER
     assert (result.usage.prompt_tokens, result.usage.completion_tokens) == (120, 30)
@@ -199,7 +202,7 @@ async def test_silence_times_out_and_tells_the_host_to_stop(bridge: Bridge) -> N
         request = await receive(host)
         with pytest.raises(LLMTimeout, match=r"0\.3 s"):
             await call
-        assert 0.3 <= time.monotonic() - started < 1.5
+        assert time.monotonic() - started >= 0.3  # never before its time
         assert await receive(host) == {"type": "llm.cancel", "id": request["id"]}
         # An answer that comes too late is ignored; the bridge keeps working.
         late = {"type": "llm.result", "id": request["id"], "message": ANSWER}
@@ -219,7 +222,7 @@ async def test_backend_uses_its_configured_timeout(bridge: Bridge) -> None:
         call = asyncio.create_task(backend.chat(MESSAGES, TOOLS))
         await receive(host)
         with pytest.raises(LLMTimeout):
-            await asyncio.wait_for(call, 2)
+            await asyncio.wait_for(call, HANG)
 
 
 async def test_a_dropped_socket_fails_pending_calls_at_once(bridge: Bridge) -> None:
@@ -227,12 +230,10 @@ async def test_a_dropped_socket_fails_pending_calls_at_once(bridge: Bridge) -> N
     calls = [asyncio.create_task(bridge.hub.chat(MESSAGES, TOOLS)) for _ in range(2)]
     await receive(host)
     await receive(host)
-    started = time.monotonic()
     host.transport.abort()  # the host process died: no close frame
-    for call in calls:
+    for call in calls:  # failed, not left to the 120 s time-out
         with pytest.raises(LLMUnavailable, match="disconnected"):
-            await asyncio.wait_for(call, 2)
-    assert time.monotonic() - started < 0.5
+            await asyncio.wait_for(call, HANG)
     await until(lambda: not bridge.hub.connected)
     with pytest.raises(LLMUnavailable):
         await bridge.hub.chat(MESSAGES, TOOLS)
@@ -244,19 +245,17 @@ async def test_a_clean_close_fails_pending_calls_too(bridge: Bridge) -> None:
     await receive(host)
     await host.close()
     with pytest.raises(LLMUnavailable):
-        await asyncio.wait_for(call, 2)
+        await asyncio.wait_for(call, HANG)
 
 
 async def test_cancelling_the_caller_aborts_at_once_and_sends_cancel(bridge: Bridge) -> None:
     async with await bridge.host() as host:
         call = asyncio.create_task(bridge.hub.chat(MESSAGES, TOOLS))
         request = await receive(host)
-        started = time.monotonic()
         call.cancel()
         with pytest.raises(asyncio.CancelledError):
-            await call
-        assert time.monotonic() - started < 0.1
-        assert await receive(host, within=1) == {"type": "llm.cancel", "id": request["id"]}
+            await asyncio.wait_for(call, HANG)
+        assert await receive(host) == {"type": "llm.cancel", "id": request["id"]}
         assert bridge.hub.connected
 
 
@@ -278,7 +277,7 @@ async def test_malformed_frames_are_ignored(
         await host.send(b"\xff\xfe binary")
         message = {"role": "assistant", "content": "still here"}
         await host.send(json.dumps({"type": "llm.result", "id": request["id"], "message": message}))
-        assert (await asyncio.wait_for(call, 3)).message == message
+        assert (await asyncio.wait_for(call, HANG)).message == message
     assert "not JSON" in caplog.text
 
 
@@ -288,7 +287,7 @@ async def test_a_result_without_a_message_fails_that_call(bridge: Bridge) -> Non
         request = await receive(host)
         await host.send(json.dumps({"type": "llm.result", "id": request["id"], "message": "hi"}))
         with pytest.raises(LLMBadResponse):
-            await asyncio.wait_for(call, 3)
+            await asyncio.wait_for(call, HANG)
         assert bridge.hub.connected
 
 
@@ -298,9 +297,9 @@ async def test_a_newer_host_replaces_the_older(bridge: Bridge) -> None:
     await receive(old)
     async with await bridge.host() as new:
         with pytest.raises(LLMUnavailable, match="replaced"):
-            await asyncio.wait_for(pending, 2)
+            await asyncio.wait_for(pending, HANG)
         with pytest.raises(ConnectionClosed) as closed:
-            await asyncio.wait_for(old.recv(), 2)
+            await asyncio.wait_for(old.recv(), HANG)
         assert closed.value.rcvd is not None and closed.value.rcvd.code == CLOSE_REPLACED
         call = asyncio.create_task(bridge.hub.chat(MESSAGES, TOOLS))
         request = await receive(new)
@@ -327,9 +326,9 @@ async def test_close_fails_pending_calls_and_refuses_new_hosts(bridge: Bridge) -
     await receive(host)
     await bridge.hub.close()
     with pytest.raises(LLMUnavailable, match="shutting down"):
-        await asyncio.wait_for(call, 2)
+        await asyncio.wait_for(call, HANG)
     with pytest.raises(ConnectionClosed) as closed:
-        await asyncio.wait_for(host.recv(), 2)
+        await asyncio.wait_for(host.recv(), HANG)
     assert closed.value.rcvd is not None and closed.value.rcvd.code == 1001
     with pytest.raises(InvalidStatus):
         await connect(bridge.url, proxy=None)

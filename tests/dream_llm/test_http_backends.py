@@ -135,6 +135,10 @@ def server() -> Iterator[tuple[str, Behaviour]]:
         thread.join(5)
 
 
+HANG = 60.0
+"""A cap for a hang, never a figure: a loaded machine is slow, not broken."""
+
+
 def _closed_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -206,24 +210,22 @@ async def test_nobody_listening_is_unavailable() -> None:
 
 async def test_the_timeout_is_honoured_and_not_retried(server: tuple[str, Behaviour]) -> None:
     url, behaviour = server
-    behaviour.delay_s = 5.0
-    started = time.monotonic()
-    with pytest.raises(LLMTimeout, match=r"0\.3 s"):
-        await CallbackBackend(url, timeout_s=0.3, retry=FAST).chat(MESSAGES, TOOLS)
-    assert time.monotonic() - started < 1.0
+    behaviour.delay_s = HANG * 10  # an answer that never comes (released at teardown)
+    with pytest.raises(LLMTimeout, match=r"0\.3 s"):  # its own time-out, not the hang cap
+        await asyncio.wait_for(
+            CallbackBackend(url, timeout_s=0.3, retry=FAST).chat(MESSAGES, TOOLS), HANG
+        )
     assert len(behaviour.requests) == 1
 
 
 async def test_cancelling_aborts_the_request(server: tuple[str, Behaviour]) -> None:
     url, behaviour = server
-    behaviour.delay_s = 5.0
-    call = asyncio.create_task(CallbackBackend(url, timeout_s=30).chat(MESSAGES, TOOLS))
-    assert await asyncio.to_thread(behaviour.arrived.wait, 5)
-    started = time.monotonic()
+    behaviour.delay_s = HANG * 10  # an answer that never comes (released at teardown)
+    call = asyncio.create_task(CallbackBackend(url, timeout_s=HANG * 5).chat(MESSAGES, TOOLS))
+    assert await asyncio.to_thread(behaviour.arrived.wait, HANG)
     call.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await call
-    assert time.monotonic() - started < 0.2
+    with pytest.raises(asyncio.CancelledError):  # at once: never after the answer or time-out
+        await asyncio.wait_for(call, HANG)
 
 
 @pytest.mark.parametrize(

@@ -453,7 +453,6 @@ def test_a_stopped_somnid_costs_a_step_no_wait_and_every_line_arrives_once(
     baseline, stopped = gaps[0:2], gaps[2:4]  # steps 1-2 with somnid up, 3-4 stopped
     figures = {"baseline_s": baseline, "stopped_s": stopped}
     (tmp_path / "figures.json").write_text(json.dumps(figures))
-    print("step gaps", figures)
     # The steps went on while somnid was stopped, each within the budget of a step plus a
     # generous allowance for a loaded machine (the old plugin waited 1.5 s per hint, then 5 s).
     assert max(stopped) <= max(baseline) + 0.5, figures
@@ -560,3 +559,26 @@ def test_reflection_after_seven_tool_steps_once_and_not_after_a_memory_tool(
     # Memory tools answered for real (not failed): the 14th call reached somnid.
     last = requests[14]["messages"][-1]
     assert last["role"] == "tool" and "No open intentions" in str(last["content"]), last
+
+
+def test_dream_typed_in_a_headless_run_is_a_command_not_a_user_line(
+    somnid: Somnid, tmp_path: Path, packed: Path
+) -> None:
+    """A headless run does not parse commands: `/dream skip` arrives as the task's message.
+    The plugin runs it, says the answer on stderr, sends nothing to the model and captures
+    nothing."""
+
+    def agent(n: int, body: dict[str, Any]) -> Reply:
+        return {"text": "The model should not see this."}
+
+    home = tmp_path / "dsh-home"
+    with serve_model(agent) as model:
+        env = _env(home, model)
+        _install(home, "headless", somnid, env, packed)
+        run = _headless(env, tmp_path / "work", _driver(tmp_path), "/dream skip")
+        requests = list(model.agent_requests)
+    assert "dsh-somnid /dream: Dreaming skipped for this session" in run.stderr, run.stderr
+    assert requests == []
+    assert "/dream" not in _logs_text(somnid)
+    # The turn ends there, as a blocked turn does (the CLI exits 1).
+    assert run.returncode == 1, run.stdout[-2000:] + run.stderr[-2000:]

@@ -14,7 +14,7 @@ import { SomnidClient, describe, type Schemas } from './client.js'
 import { Config } from './config.js'
 import { Dreams } from './dream.js'
 import { Injections } from './inject.js'
-import { PLUGIN_NAME } from './messages.js'
+import { PLUGIN_NAME, blocksText } from './messages.js'
 import { Reflection } from './reflect.js'
 import { SectionCache, type SectionKey } from './sections.js'
 import { Spool, defaultSpoolDir } from './spool.js'
@@ -26,6 +26,11 @@ export { Config } from './config.js'
 export { SomnidClient, SomnidError } from './client.js'
 
 export const name = PLUGIN_NAME
+
+/** `/dream` or `/dream <arg>` typed as a message (a headless run does not parse commands). */
+function isDreamCommand(text: string): boolean {
+  return /^\/dream(\s|$)/.test(text.trim())
+}
 
 /** The most the plugin's unload waits for captured lines to reach somnid. */
 const EXIT_DRAIN_MS = 1500
@@ -86,7 +91,12 @@ export async function apply(ctx: Context, config: Config, internals: Internals =
     ? new Capture(
         client,
         log,
-        { maxMessageChars: config.capture.maxMessageChars, maxBuffered: config.capture.maxBuffered, userId },
+        {
+          maxMessageChars: config.capture.maxMessageChars,
+          maxBuffered: config.capture.maxBuffered,
+          userId,
+          ...(config.dream.enabled && config.dream.command ? { isCommand: isDreamCommand } : {}),
+        },
         config.capture.spool ? new Spool(config.capture.spoolDir || defaultSpoolDir(), log) : undefined,
       )
     : undefined
@@ -226,7 +236,26 @@ export async function apply(ctx: Context, config: Config, internals: Internals =
     }
   }
 
-  // /dream.
+  // /dream: the command (web UI, TUI) and the same work when it arrives as a user message (a
+  // headless run does not parse commands): then it is never captured nor sent to the model;
+  // its answer goes to stderr and the turn ends there.
+  const dreamCommand = async (raw: string, sessionId: string, signal: AbortSignal): Promise<{ ok: boolean; text: string }> => {
+    const arg = raw.trim().toLowerCase()
+    if (arg === 'skip') return skip(sessionId)
+    if (arg) return { ok: false, text: `Unknown /dream argument "${arg}": use /dream or /dream skip.` }
+    return dreams.run(signal)
+  }
+  if (config.dream.enabled && config.dream.command) {
+    ctx.on('agent/pre-step', async (payload, next) => {
+      const users = payload.messages.filter((m) => m.source.kind === 'user')
+      const text = users.length === 1 && payload.messages.length === users.length ? blocksText(users[0]!.content) : ''
+      if (!isDreamCommand(text) || payload.agent.session.header.origin === 'subagent') return next()
+      const result = await dreamCommand(text.trim().slice('/dream'.length), payload.agent.id, payload.signal)
+      process.stderr.write(`dsh-somnid /dream: ${result.text}\n`)
+      log.info('/dream as a message: %s', result.text)
+      return { kind: 'reject' }
+    }, true)
+  }
   if (config.dream.enabled && config.dream.command) {
     ctx.inject(['commands'], (sub) => {
       sub.commands.register({
@@ -234,13 +263,7 @@ export async function apply(ctx: Context, config: Config, internals: Internals =
         description: 'Consolidate memory now: somnid dreams over the pending session logs. `/dream skip`: never dream this session.',
         input: { hint: '[skip]' },
         async handler(inv) {
-          const arg = inv.rawInput.trim().toLowerCase()
-          if (arg === 'skip') {
-            const result = await skip(inv.agent.id)
-            return result.ok ? { kind: 'success', text: result.text } : { kind: 'error', text: result.text }
-          }
-          if (arg) return { kind: 'error', text: `Unknown /dream argument "${arg}": use /dream or /dream skip.` }
-          const result = await dreams.run(inv.signal)
+          const result = await dreamCommand(inv.rawInput, inv.agent.id, inv.signal)
           return result.ok ? { kind: 'success', text: result.text } : { kind: 'error', text: result.text }
         },
       })

@@ -181,6 +181,7 @@ class Runtime:
                 return await sessions.reopen_processed(stems)
 
             history.reopen_logs = reopen
+            history.forget_deleted = lambda: asyncio.to_thread(recall.index.forget_deleted)
             if history.committer is not None:
                 dreamer.on_finished.append(history.committer.dream_finished)
                 if recall.watcher is not None:

@@ -135,3 +135,18 @@ def test_doctor_says_when_git_is_missing(tmp_path: Path, monkeypatch: pytest.Mon
     [finding] = history_check(Context(settings, None))  # type: ignore[arg-type]
     assert finding.level == "WARN" and "git binary is missing" in finding.message
     assert off_reason(settings) is not None
+
+
+def test_purge_leaves_no_copy_in_the_index_files(client: TestClient, data_dir: Path) -> None:
+    # The index's WAL (and its free pages, its full-text segments) held the text until the
+    # next checkpoint.
+    leak(client)
+    assert client.post("/v1/recall", json={"query": "hunter2"}).status_code == 200
+    done = client.post("/v1/memories/knowledge/leak/purge", params={"confirm": "leak"})
+    assert done.status_code == 200, done.text
+    index_files = [p for p in (data_dir / "index").rglob("*") if p.is_file()]
+    assert index_files
+    for path in index_files:
+        assert SECRET.encode() not in path.read_bytes(), path.name
+    found = client.post("/v1/recall", json={"query": "tea"}).json()
+    assert [item["name"] for item in found["items"]] == ["keep"]

@@ -15,7 +15,14 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from somnid.config import Settings
-from somnid.errors import InvalidInput, InvalidName, NotFound, SomnidError, Unavailable
+from somnid.errors import (
+    InvalidInput,
+    InvalidName,
+    NotFound,
+    SomnidError,
+    StorageError,
+    Unavailable,
+)
 from somnid.history import log as history_log
 from somnid.history import purge as purging
 from somnid.history.audit import audit
@@ -88,6 +95,8 @@ class History:
         self.reason = reason
         self.reopen_logs: Callable[[str], Awaitable[list[str]]] | None = None
         """Set by the composition root: put a dream's processed logs back as pending."""
+        self.forget_deleted: Callable[[], Awaitable[None]] | None = None
+        """Set by the composition root: leave no copy of a purged entry in the index files."""
 
     @classmethod
     def build(
@@ -247,6 +256,11 @@ class History:
                 else []
             )
         )
+        if self.forget_deleted is not None:
+            try:
+                await self.forget_deleted()
+            except StorageError as exc:  # the purge stands; the copy goes at the next one
+                log.warning("purge: the index files may keep a copy until later: %s", exc.detail)
         return Purged(kind.value, name, removed, history, rewritten, commit)
 
     def _purge(

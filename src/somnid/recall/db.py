@@ -192,6 +192,19 @@ class Database:
                 total += Path(f"{self.path}{suffix}").stat().st_size
         return total
 
+    def compact(self) -> None:
+        """Rewrite the file without the free pages deleted rows left (their bytes stay in
+        them), then empty the WAL, which holds the old pages too until a checkpoint."""
+        with self._using(), self._write_lock:
+            try:
+                self._writer.execute("VACUUM")
+                self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            except sqlite3.Error as exc:
+                storage = _storage_error(exc, self.path)
+                if storage is None:
+                    raise
+                raise storage from exc
+
     def close(self, wait: float = 30.0) -> None:
         """Refuse new uses, wait for those under way, then close every connection."""
         with self._use:

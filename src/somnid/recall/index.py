@@ -245,6 +245,14 @@ class Index:
             self.vectors.remove(entry_id)
         return entry_id
 
+    def forget_deleted(self) -> None:
+        """Leave no copy of deleted rows' text in the index files (after a purge): merge
+        the full-text segments (a deletion there is only a marker until a merge), rewrite
+        the file and empty the WAL."""
+        with self.db.write() as conn:
+            conn.execute("INSERT INTO fts(fts) VALUES ('optimize')")
+        self.db.compact()
+
     def invalidate(self, *, vectors: bool = False) -> None:
         """Forget what the index knows of each file, so the next full sync reads, parses and
         indexes every file again. Entry ids stay (loaded vectors keep pointing at the right

@@ -23,7 +23,8 @@ def subjects(data_dir: Path) -> list[str]:
     return done.stdout.splitlines() if done.returncode == 0 else []
 
 
-def wait_for(check: Callable[[], bool], timeout: float = 10.0) -> None:
+def wait_for(check: Callable[[], bool], timeout: float = 120.0) -> None:
+    """Wait until ``check`` holds; the timeout caps a hang (a loaded machine is slow)."""
     deadline = time.monotonic() + timeout
     while not check():
         if time.monotonic() > deadline:

@@ -51,6 +51,10 @@ export interface ModelSelection {
 export interface BridgeHost {
   stream(options: GenerateOptions): AsyncIterable<StreamChunk>
   currentSelection(): ModelSelection
+  /** Why a request may not run now (a token cap, "only on /dream"), or undefined. */
+  refuse?(): string | undefined
+  /** The tokens a request used. */
+  spent?(tokens: number): void
 }
 
 /** The socket the bridge opens; Node 22's global `WebSocket` fits. */
@@ -139,6 +143,8 @@ export function structuredOutputNote(format: unknown): string | undefined {
 
 /** Run one chat through `ctx.llm.stream` and assemble the OpenAI-shaped answer. Throws on a failed stream. */
 export async function answerChat(host: BridgeHost, request: ChatRequest, signal: AbortSignal): Promise<ChatAnswer> {
+  const refused = host.refuse?.()
+  if (refused) throw new Error(`refused: ${refused}`)
   const options = toGenerateOptions(request, host.currentSelection(), signal)
   const blocks = new Map<number, ContentBlock>()
   const texts = new Map<number, { kind: 'text' | 'reasoning'; text: string }>()
@@ -199,6 +205,7 @@ export async function answerChat(host: BridgeHost, request: ChatRequest, signal:
       else if (call) toolCalls.push({ id: call.id, type: 'function', function: { name: call.name, arguments: call.args || '{}' } })
     }
   }
+  host.spent?.(usage.prompt_tokens + usage.completion_tokens)
   const message: ChatAnswer['message'] = { role: 'assistant', content }
   if (reasoning) message.reasoning_content = reasoning
   if (toolCalls.length) message.tool_calls = toolCalls

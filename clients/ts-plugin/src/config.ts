@@ -82,6 +82,14 @@ export interface Config {
     bridge: boolean
     /** Report agent activity so a running agent interrupts a dream. */
     reportActivity: boolean
+    /** `provider/model` that answers every bridged dream request (a cheaper delegate); empty: your current model. */
+    model: string
+    /** Tokens one dream may use through the bridge; 0: only somnid's own budget (dream.token_budget, 200k). */
+    maxTokensPerDream: number
+    /** Tokens dreams may use through the bridge per local day; 0: no cap. */
+    maxTokensPerDay: number
+    /** Lend the model only to a dream you start with /dream: scheduled dreams get no model. */
+    onlyOnCommand: boolean
   }
 }
 
@@ -146,5 +154,9 @@ export const Config: Schema<ConfigInput, Config> = Schema.object({
     command: Schema.boolean().default(true),
     bridge: Schema.boolean().default(true),
     reportActivity: Schema.boolean().default(true),
+    model: Schema.string().pattern(/^$|^[^/\s]+\/\S+$/).default(''),
+    maxTokensPerDream: Schema.natural().default(0),
+    maxTokensPerDay: Schema.natural().default(0),
+    onlyOnCommand: Schema.boolean().default(false),
   }).default({} as Config['dream']),
 })

@@ -48,5 +48,6 @@ export class Dreams {
 export function formatResult(result: Schemas['DreamResultOut']): string {
   const head = `Dream ${result.status}${result.reason ? ` (${result.reason})` : ''}`
   const counts = `logs ${result.processed.length}/${result.logs.length}, created ${result.created}, updated ${result.updated}, archived ${result.archived}, decayed ${result.decayed}, retired ${result.retired}`
-  return [head, counts, result.summary].filter(Boolean).join('\n')
+  const tokens = result.tokens?.total ? `cost: ${result.tokens.total} tokens` : ''
+  return [head, counts, tokens, result.summary].filter(Boolean).join('\n')
 }

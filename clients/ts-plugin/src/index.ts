@@ -12,6 +12,7 @@ import { LlmBridge, type SocketFactory } from './bridge.js'
 import { Capture } from './capture.js'
 import { SomnidClient, describe, type Schemas } from './client.js'
 import { Config } from './config.js'
+import { DreamCost } from './cost.js'
 import { Dreams } from './dream.js'
 import { Injections } from './inject.js'
 import { PLUGIN_NAME, blocksText } from './messages.js'
@@ -180,7 +181,19 @@ export async function apply(ctx: Context, config: Config, internals: Internals =
     },
   })
   let bridgeOpen = () => false
-  const watch = new DreamWatch(client, log, { bridgeOpen: () => bridgeOpen(), retryMs: config.retryMinMs })
+  // Which model dreams use and what they may spend (the bridge asks it before every request).
+  const cost = new DreamCost({
+    model: config.dream.model,
+    maxTokensPerDream: config.dream.maxTokensPerDream,
+    maxTokensPerDay: config.dream.maxTokensPerDay,
+    onlyOnCommand: config.dream.onlyOnCommand,
+  })
+  let currentModel: () => { provider: string; model: string } | undefined = () => undefined
+  const watch = new DreamWatch(client, log, {
+    bridgeOpen: () => bridgeOpen(),
+    retryMs: config.retryMinMs,
+    onDreamStarted: () => cost.dreamStarted(),
+  })
   const skipped = new Set<string>()
   const skip = async (sessionId: string): Promise<{ ok: boolean; text: string }> => {
     try {
@@ -243,7 +256,7 @@ export async function apply(ctx: Context, config: Config, internals: Internals =
     const arg = raw.trim().toLowerCase()
     if (arg === 'skip') return skip(sessionId)
     if (arg) return { ok: false, text: `Unknown /dream argument "${arg}": use /dream or /dream skip.` }
-    return dreams.run(signal)
+    return cost.asCommand(() => dreams.run(signal))
   }
   if (config.dream.enabled && config.dream.command) {
     ctx.on('agent/pre-step', async (payload, next) => {
@@ -277,7 +290,16 @@ export async function apply(ctx: Context, config: Config, internals: Internals =
         const bridge = new LlmBridge(
           {
             stream: (options) => sub.llm.stream(options),
-            currentSelection: () => sub.agentDefaultModel.currentSelection(),
+            currentSelection: () => cost.selection(() => sub.agentDefaultModel.currentSelection()),
+            refuse: () => {
+              const why = cost.refuse()
+              if (why) watch.changed()
+              return why
+            },
+            spent: (tokens) => {
+              cost.spent(tokens)
+              watch.changed()
+            },
           },
           {
             url: `${client.baseUrl.replace(/^http/, 'ws')}/v1/llm/bridge`,
@@ -292,6 +314,13 @@ export async function apply(ctx: Context, config: Config, internals: Internals =
         )
         bridge.start()
         bridgeOpen = () => bridge.open
+        currentModel = () => {
+          try {
+            return sub.agentDefaultModel.currentSelection()
+          } catch {
+            return undefined
+          }
+        }
         return () => {
           bridgeOpen = () => false
           bridge.close()
@@ -311,6 +340,7 @@ export async function apply(ctx: Context, config: Config, internals: Internals =
         return agents.map((a) => ({ id: a.id, skipped: skipped.has(a.id) }))
       },
       injections: (sessionId) => injections.list(sessionId),
+      cost: () => cost.state(currentModel),
       skip,
     })
     ctx.inject(['webServer'] as never, (sub: Context) => {

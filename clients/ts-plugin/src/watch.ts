@@ -42,7 +42,7 @@ export class DreamWatch {
   constructor(
     private readonly client: SomnidClient,
     private readonly log: Log,
-    private readonly options: { bridgeOpen: () => boolean; retryMs: number },
+    private readonly options: { bridgeOpen: () => boolean; retryMs: number; onDreamStarted?: () => void },
   ) {}
 
   state(): DreamState {
@@ -142,7 +142,10 @@ export class DreamWatch {
       return
     }
     this.lastEvent = event
-    if (event.type === 'started') this.dreaming = true
+    if (event.type === 'started') {
+      this.dreaming = true
+      this.options.onDreamStarted?.()
+    }
     if (event.type === 'finished' || event.type === 'closing') {
       this.dreaming = false
       void this.refresh()

@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Injection } from './inject.js'
+import type { CostState } from './cost.js'
 import type { DreamState } from './watch.js'
 
 /** The routes' base path on the harness web server. */
@@ -11,6 +12,8 @@ export interface WebHost {
   /** Live root sessions: id and title, for the skip toggles. */
   sessions(): Array<{ id: string; skipped: boolean }>
   injections(sessionId?: string): Injection[]
+  /** Which model dreams use and what they spent and may spend. */
+  cost(): CostState
   /** Skip dreaming for a session (`POST /v1/sessions/{id}/no-dream`). */
   skip(sessionId: string): Promise<{ ok: boolean; text: string }>
 }
@@ -61,7 +64,7 @@ function fenced(handler: WebRoute['handler']): WebRoute['handler'] {
 }
 
 function snapshot(host: WebHost): unknown {
-  return { ...host.state(), sessions: host.sessions(), injections: host.injections() }
+  return { ...host.state(), sessions: host.sessions(), injections: host.injections(), cost: host.cost() }
 }
 
 /**
@@ -134,6 +137,7 @@ summary{cursor:pointer}.prov{color:#666;font-size:12px}pre{white-space:pre-wrap;
 <h1>somnid memory</h1>
 <p id="status"><span class="pill">connecting…</span></p>
 <p id="refused" class="bad" hidden></p>
+<h2>Dreams and their cost</h2><table id="cost"></table>
 <h2>Last dream</h2><div id="last">none yet</div>
 <h2>Sessions</h2><table id="sessions"><tr><th>session</th><th>dreaming</th><th></th></tr></table>
 <h2>Injected memory</h2><div id="injections">nothing injected yet</div>
@@ -142,11 +146,23 @@ const $ = (id) => document.getElementById(id)
 const esc = (s) => String(s ?? '').replace(/[&<>"]/g, (c) => ({'&':'&amp;','<':'&lt;','>':'&gt;','"':'&quot;'})[c])
 function pill(text, cls) { return '<span class="pill ' + cls + '">' + esc(text) + '</span>' }
 function render(s) {
-  $('status').innerHTML = pill(s.reachable ? 'somnid reachable' : 'somnid unreachable', s.reachable ? 'ok' : 'bad')
+  $('status').innerHTML = (s.refused ? pill('somnid refuses the token', 'bad') : pill(s.reachable ? 'somnid reachable' : 'somnid unreachable', s.reachable ? 'ok' : 'bad'))
     + pill(s.bridge ? 'LLM bridge connected' : 'LLM bridge not connected', s.bridge ? 'ok' : 'bad')
     + pill(s.dreaming ? 'dreaming now' : 'not dreaming', s.dreaming ? 'run' : '')
     + (s.dreaming && s.lastEvent && s.lastEvent.type === 'tool' ? pill('tool ' + s.lastEvent.name, 'run') : '')
   $('refused').hidden = !s.refused; $('refused').textContent = s.refused || ''
+  const st = s.status || {}, k = s.cost || {}, ld = st.lastDream || {}
+  const next = k.onlyOnCommand ? 'only when you type /dream (dream.onlyOnCommand)'
+    : (st.nextEligible ? st.nextEligible + ' (' + (st.eligibility || '') + ')' : (st.eligibility || 'unknown'))
+    + ' · somnid dreams after 15 min idle with at least one pending log (its dream.idle_ms, dream.min_pending_logs)'
+  $('cost').innerHTML = [
+    ['model', k.model + (k.model && k.model.startsWith('your current') ? ': dreams spend your tokens on it; set dream.model for a cheaper one' : ' (dream.model)')],
+    ['next dream', next], ['pending logs', st.pendingLogs],
+    ['last dream cost', ld.tokens ? (ld.tokens.total || 0) + ' tokens' : 'no dream yet'],
+    ['this dream', (k.dreamTokens || 0) + ' tokens' + (k.maxTokensPerDream ? ' of ' + k.maxTokensPerDream : ' (cap: somnid dream.token_budget, 200k by default)')],
+    ['today', (k.todayTokens || 0) + ' tokens' + (k.maxTokensPerDay ? ' of ' + k.maxTokensPerDay : ' (no daily cap)')],
+    ['refused', k.refused],
+  ].filter(([, v]) => v !== undefined && v !== '').map(([a, b]) => '<tr><th>' + esc(a) + '</th><td>' + esc(b) + '</td></tr>').join('')
   const d = s.status && s.status.lastDream
   if (d) {
     const c = d.candidates && typeof d.candidates === 'object' ? Object.entries(d.candidates).map(([k, v]) => k + ' ' + v).join(', ') : ''

@@ -122,7 +122,7 @@ test('fix 4: a wrong token is said once in the session and in the web state, and
     ctx.emit('session/event', s, { type: 'user/message', seq: 1, time: 1_700_000_000_000, data: userMessage('keep me') })
     await ctx.parallel('session/flush', s)
     // The web page's state says why memory is off.
-    const routes = webRoutes({ state: () => ({ reachable: false, bridge: false, dreaming: false, refused: 'x' }), onChange: () => () => true, sessions: () => [], injections: () => [], skip: async () => ({ ok: true, text: '' }) })
+    const routes = webRoutes({ state: () => ({ reachable: false, bridge: false, dreaming: false, refused: 'x' }), onChange: () => () => true, sessions: () => [], injections: () => [], cost: () => ({ model: 'm/x', onlyOnCommand: false, maxTokensPerDream: 0, maxTokensPerDay: 0, dreamTokens: 0, todayTokens: 0 }), skip: async () => ({ ok: true, text: '' }) })
     assert.ok(routes.some((r) => r.path === '/dsh-somnid/state'))
     writeFileSync(file, 'right\n')
     await until(() => somnid.of('POST', '/v1/sessions/s-bad/messages').some((r) => r.headers.authorization === 'Bearer right'), 5000, 'the kept line sent with the fixed token')

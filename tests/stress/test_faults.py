@@ -100,6 +100,10 @@ async def reads_work(client: httpx.AsyncClient, etag: str) -> None:
     assert "keep" in {item["name"] for item in listed["items"]}
     found = (await client.post("/v1/recall", json={"query": "keep word"})).json()
     assert "keep" in {item["name"] for item in found["items"]}
+    # The agent's recall is a read too: its use, which it cannot note, is left unnoted.
+    tool = await client.post("/v1/tools/recall_memories", json={"args": {"query": "keep word"}})
+    assert tool.status_code == 200, tool.text
+    assert "keep" in tool.json()["result"]
     for route in ("/v1/health", "/v1/index/status", "/v1/sleep/status"):
         assert (await client.get(route)).status_code == 200, route
 

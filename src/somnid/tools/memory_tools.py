@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from somnid.errors import BrokenFile, InvalidInput, NotFound
+from somnid.errors import BrokenFile, InvalidInput, NotFound, StorageError
 from somnid.memory.clock import Clock, to_datetime
 from somnid.memory.entry import Entry
 from somnid.memory.intentions import Intention
@@ -29,6 +30,9 @@ from somnid.tools.seen import SeenTracker
 
 WEAK_SCORE = 0.30
 BODY_CHARS = 2000
+
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,11 +101,16 @@ class MemoryTools:
         self._dream = dream
 
     async def _reinforce(self, entries: list[Entry]) -> None:
+        """Note each use. A use that cannot be written (a full disk, a read-only data dir)
+        is not noted: the answer is a read, and a read answers as ``/v1/recall`` does."""
         for entry in entries:
             try:
                 await self.memories.record_usage(entry.kind, entry.name)
             except (NotFound, BrokenFile):
                 continue
+            except StorageError as exc:
+                log.warning("a use of %s/%s was not noted: %s", entry.kind.value, entry.name, exc)
+                return
 
     def _episode_facts(self, entry: Entry) -> str:
         parts = []

@@ -259,14 +259,14 @@ def test_search_recent_conversation(client: TestClient) -> None:
     now.append({"role": "agent", "text": "The newest line, about the rollout."})
     client.post("/v1/sessions/cur/messages", json={"messages": now})
     latest = call(client, "search_recent_conversation", args={"limit": 5}, sessionId="cur")
-    assert latest.splitlines()[-1].endswith("you: The newest line, about the rollout.")
+    assert latest.splitlines()[-1].endswith('agent: "The newest line, about the rollout."')
     assert "number 26" in latest and "number 25" not in latest
     found = call(client, "search_recent_conversation", args={"query": "password"}, sessionId="cur")
     assert "The staging password rotates every Monday." in found
     small = client.post(
         "/v1/tools/search_recent_conversation", json={"args": {"limit": 31}, "sessionId": "cur"}
     ).json()["result"]
-    assert small.splitlines()[-1].endswith("The newest line, about the rollout.")
+    assert small.splitlines()[-1].endswith('The newest line, about the rollout."')
 
 
 def test_dream_now_closes_open_logs(client: TestClient, data_dir: Path) -> None:

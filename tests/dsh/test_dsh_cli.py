@@ -114,6 +114,17 @@ def somnid(tmp_path: Path, e5_int8_dir: Path) -> Iterator[Somnid]:
         daemon.stop()
 
 
+@pytest.fixture
+def plain_somnid(tmp_path: Path) -> Iterator[Somnid]:
+    """somnid without the embedding model (starts faster): for tests that need no hints."""
+    daemon = Somnid(tmp_path / "somnid-data", free_port())
+    daemon.start()
+    try:
+        yield daemon
+    finally:
+        daemon.stop()
+
+
 def _env(home: Path, model: Model, **extra: str) -> dict[str, str]:
     return {
         **os.environ,
@@ -408,12 +419,13 @@ def _logs_text(somnid: Somnid) -> str:
 
 
 def test_a_stopped_somnid_costs_a_step_no_wait_and_every_line_arrives_once(
-    somnid: Somnid, tmp_path: Path, packed: Path
+    plain_somnid: Somnid, tmp_path: Path, packed: Path
 ) -> None:
     """somnid SIGSTOPped in the middle of a task: the steps go on at their pace (the plugin's
     hint budget is 200 ms, capture is in the background); after SIGCONT every line is in the
     log once (a capture request that timed out while somnid was stopped is re-sent with the
     same ids and written once)."""
+    somnid = plain_somnid
     assert somnid.process is not None
     pid = somnid.process.pid
     times: list[float] = []
@@ -469,8 +481,9 @@ def test_a_stopped_somnid_costs_a_step_no_wait_and_every_line_arrives_once(
 
 
 def test_a_run_with_somnid_down_is_delivered_by_the_next_and_a_skip_survives_a_restart(
-    somnid: Somnid, tmp_path: Path, packed: Path
+    plain_somnid: Somnid, tmp_path: Path, packed: Path
 ) -> None:
+    somnid = plain_somnid
     somnid.stop()
     remember = "Please remember that the blue kettle is descaled on Fridays."
     replies: dict[str, list[Reply]] = {
@@ -527,10 +540,11 @@ def test_a_run_with_somnid_down_is_delivered_by_the_next_and_a_skip_survives_a_r
 
 
 def test_reflection_after_seven_tool_steps_once_and_not_after_a_memory_tool(
-    somnid: Somnid, tmp_path: Path, packed: Path
+    plain_somnid: Somnid, tmp_path: Path, packed: Path
 ) -> None:
     """One task, 14 tool calls: after the first 7 the plugin asks once (a marked message in the
     8th request); of the next 7 the last is a memory tool, so there is no second ask."""
+    somnid = plain_somnid
 
     def agent(n: int, body: dict[str, Any]) -> Reply:
         if n <= 13:
@@ -562,11 +576,12 @@ def test_reflection_after_seven_tool_steps_once_and_not_after_a_memory_tool(
 
 
 def test_dream_typed_in_a_headless_run_is_a_command_not_a_user_line(
-    somnid: Somnid, tmp_path: Path, packed: Path
+    plain_somnid: Somnid, tmp_path: Path, packed: Path
 ) -> None:
     """A headless run does not parse commands: `/dream skip` arrives as the task's message.
     The plugin runs it, says the answer on stderr, sends nothing to the model and captures
     nothing."""
+    somnid = plain_somnid
 
     def agent(n: int, body: dict[str, Any]) -> Reply:
         return {"text": "The model should not see this."}

@@ -173,6 +173,7 @@ class Runtime:
                 settings.dream, settings.prompt_lang, clock, layout, sessions, maintenance,
                 recall, dream_tools, build_backend(settings.dream, bridge),
             )  # fmt: skip
+            await dreamer.recall_last()
             scheduler = SleepScheduler(settings.dream, clock, Activity(clock), dreamer, sessions)
             history = History.build(settings, layout, memories, clock, lambda: dreamer.sleeping)
 

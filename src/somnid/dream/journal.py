@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from somnid.dream.result import DreamResult
 from somnid.errors import BrokenFile
 from somnid.store import frontmatter
 from somnid.store.atomic import write_atomic
@@ -132,3 +133,72 @@ def latest_journal(layout: Layout) -> str | None:
         return names[-1].read_text("utf-8")
     except (OSError, UnicodeDecodeError):
         return None
+
+
+def _count(body: str, title: str) -> int:
+    """The items of a ``## <title>`` section of a journal body ("- none" counts 0)."""
+    match = re.search(rf"^## {re.escape(title)}\n((?:- .*\n?)*)", body, re.MULTILINE)
+    if not match:
+        return 0
+    items = [line for line in match.group(1).splitlines() if line.startswith("- ")]
+    return 0 if items == ["- none"] else len(items)
+
+
+def _ints(value: Any) -> dict[str, int]:
+    if not isinstance(value, dict):
+        return {}
+    return {str(k): v for k, v in value.items() if isinstance(v, int) and not isinstance(v, bool)}
+
+
+def last_result(layout: Layout) -> DreamResult | None:
+    """The last dream as its journal tells it (after a restart somnid has no other memory of
+    it); None when there is no journal or it cannot be read."""
+    text = latest_journal(layout)
+    if text is None:
+        return None
+    try:
+        doc = frontmatter.parse(text)
+    except BrokenFile:
+        return None
+    meta, body = doc.meta, doc.body
+
+    def when(key: str) -> str | None:
+        value = meta.get(key)
+        if isinstance(value, dt.datetime | dt.date):
+            return value.isoformat()
+        return str(value) if value else None
+
+    def number(key: str) -> int:
+        value = meta.get(key)
+        return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+    processed = meta.get("processed_logs")
+    skipped = meta.get("skipped_logs")
+    seconds = meta.get("seconds")
+    retired = re.search(r"retired: (.*)$", body, re.MULTILINE)
+    decayed = re.search(r"^- (\d+) entries decayed", body, re.MULTILINE)
+    return DreamResult(
+        status=str(meta.get("status", "")),
+        reason=str(meta.get("reason", "")),
+        trigger=str(meta.get("trigger", "")),
+        mode=str(meta.get("mode", "")),
+        started=when("start_time"),
+        finished=when("end_time"),
+        seconds=float(seconds) if isinstance(seconds, int | float) else 0.0,
+        logs=[str(x) for x in processed] if isinstance(processed, list) else [],
+        processed=[str(x) for x in processed] if isinstance(processed, list) else [],
+        skipped_logs=[str(x) for x in skipped] if isinstance(skipped, list) else [],
+        pending_after=number("pending_after"),
+        created=_count(body, "Created"),
+        updated=_count(body, "Updated"),
+        archived=_count(body, "Archived"),
+        decayed=int(decayed.group(1)) if decayed else 0,
+        retired=len(retired.group(1).split(", ")) if retired and retired.group(1) != "none" else 0,
+        tokens=_ints(meta.get("tokens")),
+        llm_calls=number("llm_calls"),
+        tool_calls=number("tool_calls"),
+        stages=number("stages"),
+        iterations=number("iterations"),
+        candidates=_ints(meta.get("candidates")),
+        journal=str(layout.relative(layout.dream_log_dir / f"{meta.get('dream_id', '')}.md")),
+    )

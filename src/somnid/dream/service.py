@@ -30,7 +30,7 @@ from typing import Any
 
 from somnid.config import DreamSettings
 from somnid.dream.agentic import AgenticDream
-from somnid.dream.journal import JournalEntry, write_journal
+from somnid.dream.journal import JournalEntry, last_result, write_journal
 from somnid.dream.ledger import Ledger
 from somnid.dream.llm.base import ChatBackend, LLMError
 from somnid.dream.pipeline.runner import PipelineDream
@@ -163,6 +163,11 @@ class Dreamer:
             except Exception as exc:  # a probe never takes a status page down
                 self._probed = f"probe failed: {type(exc).__name__}"
         return self.llm_status()
+
+    async def recall_last(self) -> None:
+        """At start: the last dream from its journal, so the status shows it after a restart."""
+        if self.last is None:
+            self.last = await asyncio.to_thread(last_result, self.layout)
 
     def start(self, trigger: str) -> tuple[bool, asyncio.Task[DreamResult] | None]:
         """Start a dream in the background; (False, running task) if one is running."""

@@ -23,6 +23,8 @@ export interface DreamState {
   /** The last dream event seen (`started`, `tool`, `finished`), for the UI's live line. */
   lastEvent?: Record<string, unknown>
   status?: SleepStatus
+  /** A pipeline dream's progress: the log it reads (k of n pending when it started) and its windows. */
+  progress?: { log: string; k: number; n?: number; windows?: number }
 }
 
 /**
@@ -33,6 +35,8 @@ export interface DreamState {
 export class DreamWatch {
   private dreaming = false
   private lastEvent: Record<string, unknown> | undefined
+  private progress: DreamState['progress']
+  private logsSeen = 0
   private status: SleepStatus | undefined
   private readonly listeners = new Set<() => void>()
   private stream: AbortController | undefined
@@ -54,6 +58,7 @@ export class DreamWatch {
     if (this.client.refused !== undefined) state.refused = this.client.refused
     if (this.lastEvent) state.lastEvent = this.lastEvent
     if (this.status) state.status = this.status
+    if (this.dreaming && this.progress) state.progress = this.progress
     return state
   }
 
@@ -142,7 +147,14 @@ export class DreamWatch {
       return
     }
     this.lastEvent = event
+    if (event.type === 'log' && typeof event.log === 'string') {
+      this.logsSeen++
+      const n = this.status?.pendingLogs
+      this.progress = { log: event.log, k: this.logsSeen, ...(typeof n === 'number' ? { n } : {}), ...(typeof event.windows === 'number' ? { windows: event.windows } : {}) }
+    }
     if (event.type === 'started') {
+      this.logsSeen = 0
+      this.progress = undefined
       this.dreaming = true
       this.options.onDreamStarted?.()
     }

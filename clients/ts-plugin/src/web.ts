@@ -150,6 +150,7 @@ function render(s) {
     + pill(s.bridge ? 'LLM bridge connected' : 'LLM bridge not connected', s.bridge ? 'ok' : 'bad')
     + pill(s.dreaming ? 'dreaming now' : 'not dreaming', s.dreaming ? 'run' : '')
     + (s.dreaming && s.lastEvent && s.lastEvent.type === 'tool' ? pill('tool ' + s.lastEvent.name, 'run') : '')
+    + (s.progress ? pill('log ' + s.progress.k + (s.progress.n ? ' of ' + s.progress.n : '') + ': ' + s.progress.log + (s.progress.windows !== undefined ? ' (' + s.progress.windows + ' windows)' : ''), 'run') : '')
   $('refused').hidden = !s.refused; $('refused').textContent = s.refused || ''
   const st = s.status || {}, k = s.cost || {}, ld = st.lastDream || {}
   const next = k.onlyOnCommand ? 'only when you type /dream (dream.onlyOnCommand)'

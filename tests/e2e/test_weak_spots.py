@@ -38,7 +38,6 @@ def test_a_huge_patch_is_refused_fast_and_a_heavy_one_holds_no_lock(daemon: Daem
         answer = client.patch(f"{knowledge}/big", json=huge)
         took = time.monotonic() - started
         assert answer.status_code == 400 and "front-matter holds at most" in answer.json()["detail"]
-        assert took < 1.0, f"a refused 700 kB PATCH took {took:.2f} s"
 
     # The heaviest PATCH that fits (a 200 kB body, 4,900 keys) renders for a while; a small
     # write meanwhile does not wait for that rendering.
@@ -65,6 +64,10 @@ def test_a_huge_patch_is_refused_fast_and_a_heavy_one_holds_no_lock(daemon: Daem
             break
     else:
         raise AssertionError(f"a small write waited for the heavy one each time: {tries}")
+    # Refused before rendering: faster than rendering the heaviest PATCH that fits, on the
+    # same machine under the same load (ten times its keys rendered would be far slower).
+    heaviest = min(heavy for _, heavy in tries)
+    assert took < heaviest, f"a refused 700 kB PATCH took {took:.2f} s, a heavy one {heaviest:.2f}"
     with httpx.Client(base_url=daemon.base_url, headers=daemon.headers, timeout=10) as client:
         assert client.get(f"{knowledge}/big").json()["meta"]["k4899"] == "v4899"
         assert client.get(f"{knowledge}/small").json()["body"].strip() == "tiny"

@@ -114,6 +114,18 @@ def proof_matches(token: str, challenge: str, host: str, port: int, presented: s
     return hmac.compare_digest(expected.encode(), presented.strip().encode())
 
 
+DATA_DIR_ID_PREFIX = "id:"
+
+
+def data_dir_id(data_dir: Path) -> str:
+    """What ``/v1/health`` shows a caller without the token instead of the data dir's path:
+    a digest of the resolved path, enough for the CLI to tell whether a daemon serves the
+    data dir it was given, without telling anyone where the data is."""
+    resolved = str(Path(data_dir).expanduser().resolve())
+    digest = hashlib.sha256(b"somnid-data-dir\n" + os.fsencode(resolved)).hexdigest()
+    return DATA_DIR_ID_PREFIX + digest[:24]
+
+
 def bearer(authorization: str | None) -> str | None:
     """The token of an ``Authorization: Bearer <token>`` header value."""
     if authorization is None:

@@ -225,3 +225,31 @@ def test_daemon_never_logs_the_token(daemon: Daemon) -> None:
     log = daemon.log()
     assert "forbidden_host" in log  # refusals are logged…
     assert token not in log  # …the token never is
+
+
+def test_health_without_the_token_shows_no_path_and_no_broken_file(
+    client: TestClient, data_dir: Path
+) -> None:
+    from somnid.cli._client import same_dir
+    from somnid.security import data_dir_id
+
+    broken = data_dir / "memory/knowledge/secret-project-x/SKILL.md"
+    broken.parent.mkdir(parents=True)
+    broken.write_text("---\ndescription: [unclosed\n---\nbody\n")
+    client.post("/v1/index/sync")
+    full = client.get("/v1/health").json()
+    assert full["dataDir"] == str(data_dir) and full["status"] == "degraded"
+    assert [item["path"] for item in full["brokenFiles"]] == [
+        "memory/knowledge/secret-project-x/SKILL.md"
+    ]
+    for headers in ({"Authorization": ""}, {"Authorization": "Bearer wrong-token"}):
+        answer = client.get("/v1/health", headers=headers)
+        assert answer.status_code == 200
+        text = answer.text
+        assert str(data_dir) not in text and "secret-project-x" not in text, text
+        public = answer.json()
+        assert public["status"] == "degraded" and public["brokenFiles"] == []
+        assert (public["memoryDir"], public["skillDir"]) == ("memory", "skills")
+        assert public["dataDir"] == data_dir_id(data_dir)
+        assert same_dir(public["dataDir"], data_dir)  # what the CLI checks before the token
+        assert not same_dir(public["dataDir"], data_dir / "other")

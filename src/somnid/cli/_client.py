@@ -20,7 +20,9 @@ from somnid.config import Settings
 from somnid.errors import StorageError
 from somnid.security import (
     CHALLENGE_HEADER,
+    DATA_DIR_ID_PREFIX,
     PROOF_HEADER,
+    data_dir_id,
     proof_matches,
     read_token_file,
     token_path,
@@ -48,7 +50,16 @@ def not_running(settings: Settings) -> CliError:
 
 
 def same_dir(a: str | Path, b: str | Path) -> bool:
+    """Whether health's ``dataDir`` (a path, or the id it shows a caller without the
+    token) names data dir ``b``."""
+    if isinstance(a, str) and a.startswith(DATA_DIR_ID_PREFIX):
+        return a == data_dir_id(Path(b))
     return Path(a).expanduser().resolve() == Path(b).expanduser().resolve()
+
+
+def dir_shown(value: str) -> str:
+    """Health's ``dataDir`` for a message: without the token it is an id, no path."""
+    return "another data dir" if value.startswith(DATA_DIR_ID_PREFIX) else value
 
 
 class DaemonClient:
@@ -128,7 +139,7 @@ class DaemonClient:
         withheld = "the token was not sent"
         if not same_dir(health["dataDir"], self.settings.data_dir):
             raise CliError(
-                f"somnid at {self.url} serves {health['dataDir']}, not "
+                f"somnid at {self.url} serves {dir_shown(health['dataDir'])}, not "
                 f"{self.settings.data_dir}; {withheld} (set the `port` that data dir's daemon "
                 "uses, or `data_dir`)"
             )
@@ -136,7 +147,7 @@ class DaemonClient:
         if not proof_matches(token, challenge, host, port, response.headers.get(PROOF_HEADER)):
             raise CliError(
                 f"the program listening on {self.url} says it is somnid for "
-                f"{health['dataDir']} but could not prove it holds the token from "
+                f"{self.settings.data_dir} but could not prove it holds the token from "
                 f"{token_source(self.settings)}: {withheld}. Another program (maybe another "
                 "user's) may hold the port, or that somnid was started with another token; "
                 "see `somnid doctor`"

@@ -4,13 +4,14 @@ port, the token, and the systemd service; each returns findings.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import socket
 import stat
 from pathlib import Path
 
-from somnid.cli._client import base_url, same_dir, token_source
+from somnid.cli._client import base_url, dir_shown, same_dir, token_source
 from somnid.cli._common import CliError, lock_holder
 from somnid.cli.doctor_checks import Context, Finding, user_name
 from somnid.config import Settings
@@ -40,7 +41,7 @@ def daemon_check(ctx: Context) -> list[Finding]:
                 Finding(
                     "FAIL",
                     "daemon",
-                    f"{url} is served by another somnid, for {health['dataDir']}",
+                    f"{url} is served by another somnid, for {dir_shown(health['dataDir'])}",
                     f"stop that one, or give this data dir another port ({_port_fix(settings)})",
                 )
             ]
@@ -149,6 +150,8 @@ def token_check(ctx: Context) -> list[Finding]:
             ]
         ctx.token_ok = True
         findings[-1].message += "; the daemon accepts it"
+        with contextlib.suppress(CliError):  # with the token: its broken files, its paths
+            ctx.health = ctx.client.get("/v1/health")
     return findings
 
 

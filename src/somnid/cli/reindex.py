@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from somnid.cli._client import DaemonClient, base_url, same_dir
+from somnid.cli._client import DaemonClient, base_url, dir_shown, same_dir
 from somnid.cli._common import EXIT_LOCKED, CliError, Progress
 from somnid.config import Settings
 
@@ -45,7 +45,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         if health is not None:
             if not same_dir(health["dataDir"], settings.data_dir):
                 raise CliError(
-                    f"the somnid at {client.url} serves {health['dataDir']}, not "
+                    f"the somnid at {client.url} serves {dir_shown(health['dataDir'])}, not "
                     f"{settings.data_dir}: point --port or --data-dir at the same one"
                 )
             return _through_daemon(client, args)

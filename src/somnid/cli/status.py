@@ -28,6 +28,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             raise not_running(settings)
         index = client.get("/v1/index/status")
         sleep = client.get("/v1/sleep/status")
+        health = client.get("/v1/health")  # with the token: its paths and broken files
     if args.json:
         print(json.dumps({"url": client.url, "health": health, "index": index, "sleep": sleep}))
     else:

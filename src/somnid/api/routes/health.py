@@ -2,10 +2,11 @@ from __future__ import annotations
 
 import asyncio
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Request
 
 from somnid.api.deps import RuntimeDep, answer_challenge
 from somnid.api.schemas import BrokenFileOut, ComponentStatus, HealthOut
+from somnid.security import bearer, data_dir_id, token_matches
 from somnid.services.status import collect_status
 
 router = APIRouter(tags=["health"])
@@ -17,24 +18,30 @@ router = APIRouter(tags=["health"])
     response_model=HealthOut,
     dependencies=[Depends(answer_challenge)],
 )
-async def health(runtime: RuntimeDep) -> HealthOut:
+async def health(runtime: RuntimeDep, request: Request) -> HealthOut:
     """Is somnid up, where is its data, and is anything wrong with it. With a
     Somnid-Challenge header, the answer proves somnid holds the token (Somnid-Proof)."""
+    # Without the token (health is public): no path, no detail that may hold one, no
+    # broken file; the data dir as an id the CLI can check (somnid.security.data_dir_id).
+    full = token_matches(request.state.token, bearer(request.headers.get("authorization")))
     status = await asyncio.to_thread(collect_status, runtime.store)
     vector, vector_detail = runtime.recall.vector_status
     llm, llm_detail = runtime.dreamer.llm_status()
     storage, storage_detail = await asyncio.to_thread(runtime.store.health.check)
     degraded = status.broken or vector == "unavailable" or storage == "degraded"
+    layout = runtime.layout
     return HealthOut(
         status="degraded" if degraded else "ok",
         version=runtime.version,
-        data_dir=str(runtime.layout.root),
-        memory_dir=str(runtime.layout.memory_dir),
-        skill_dir=str(runtime.layout.skills_dir),
-        llm=ComponentStatus(status=llm, detail=llm_detail),
-        vector=ComponentStatus(status=vector, detail=vector_detail),
-        storage=ComponentStatus(status=storage, detail=storage_detail),
+        data_dir=str(layout.root) if full else data_dir_id(layout.root),
+        memory_dir=str(layout.memory_dir if full else layout.relative(layout.memory_dir)),
+        skill_dir=str(layout.skills_dir if full else layout.relative(layout.skills_dir)),
+        llm=ComponentStatus(status=llm, detail=llm_detail if full else None),
+        vector=ComponentStatus(status=vector, detail=vector_detail if full else None),
+        storage=ComponentStatus(status=storage, detail=storage_detail if full else None),
         pending_logs=status.pending_logs,
         counts=status.counts,
-        broken_files=[BrokenFileOut(path=item.path, reason=item.reason) for item in status.broken],
+        broken_files=[BrokenFileOut(path=item.path, reason=item.reason) for item in status.broken]
+        if full
+        else [],
     )

@@ -23,6 +23,9 @@ export function entryKey(entry: { sessionId: string; id: string }): string {
   return `${entry.sessionId}\u0000${entry.id}`
 }
 
+/** The spool files open in this process, across reloads of the plugin (hot reload imports it anew). */
+const OPEN: Set<string> = ((globalThis as Record<symbol, unknown>)[Symbol.for('dsh-somnid.spools')] ??= new Set<string>()) as Set<string>
+
 function alive(pid: number): boolean {
   try {
     process.kill(pid, 0)
@@ -37,7 +40,8 @@ function alive(pid: number): boolean {
  * (`<pid>-<random>.jsonl`, mode 0600, in a 0700 folder). `add` writes a line before it returns;
  * `done` records deliveries, and the file is emptied once nothing is pending and removed at a
  * clean close. `open()` adopts the files of processes that are gone (a run that ended while
- * somnid was down): their pending lines become this process's, to be delivered by it.
+ * somnid was down), and those an earlier instance in this process closed (a plugin reload):
+ * their pending lines become this instance's, to be delivered by it.
  */
 export class Spool {
   private file: string | undefined
@@ -66,6 +70,7 @@ export class Spool {
       closeSync(openSync(file, 'a', 0o600))
       chmodSync(file, 0o600)
       this.file = file
+      OPEN.add(file)
     } catch (error) {
       this.log.warn('cannot open the capture spool in %s: %s; captured lines live in memory only', this.dir, describe(error))
       return []
@@ -75,7 +80,9 @@ export class Spool {
       const match = /^(\d+)-[a-z0-9]+\.jsonl$/.exec(other)
       if (!match || join(this.dir, other) === this.file) continue
       const pid = Number(match[1])
-      if (pid === process.pid || alive(pid)) continue
+      // A live process's file is its own; so is one of this process that an instance still has
+      // open. One this process left behind (the plugin reloaded while somnid was down) is adopted.
+      if (pid === process.pid ? OPEN.has(join(this.dir, other)) : alive(pid)) continue
       // Claim it first: of two new processes only one wins the rename.
       const claimed = join(this.dir, `${other}.adopting-${process.pid}`)
       try {
@@ -119,6 +126,7 @@ export class Spool {
   /** At a clean end: remove the file when nothing is pending (else the next run delivers it). */
   close(): void {
     if (!this.file) return
+    OPEN.delete(this.file)
     if (this.pending.size === 0) {
       try {
         unlinkSync(this.file)

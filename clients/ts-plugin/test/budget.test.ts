@@ -131,3 +131,20 @@ test('the status routes answer 403 to a foreign Host or a cross-site Origin, lik
   assert.match(refusal(req({ host: '127.0.0.1:4100', 'sec-fetch-site': 'cross-site' }))!, /cross-site/)
   assert.match(refusal(req({}))!, /not a loopback/)
 })
+
+test('the spool: a plugin reloaded in the same process while somnid is down delivers what the old instance kept', async () => {
+  const dir = spoolDir()
+  const first = await setup({ capture: { spoolDir: dir } }, {}, { start: false })
+  const s = fakeSession('s-reload')
+  first.ctx.emit('session/event', s, { type: 'user/message', seq: 1, time: 1_700_000_000_000, data: userMessage('before the reload') })
+  await first.ctx.dispose()
+  assert.equal(readdirSync(dir).length, 1, 'kept')
+  const second = await setup({ capture: { spoolDir: dir } })
+  try {
+    await until(() => second.somnid.of('POST', '/v1/sessions/s-reload/messages').length === 1, 3000, 'delivered by the new instance')
+  } finally {
+    await second.ctx.dispose()
+    await second.somnid.stop()
+  }
+  assert.deepEqual(readdirSync(dir), [])
+})

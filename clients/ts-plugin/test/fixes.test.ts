@@ -186,8 +186,10 @@ test('intentions as a message: on the first turn, not again while unchanged, aga
     intentions = { text: 'Open intentions: deploy on Wednesday', hash: 'i2' }
     ctx.emit('agent/status', { agent, status: 'idle' })
     await until(() => somnid.of('POST', '/v1/prompt').filter((r) => !r.body.currentMessage).length >= 2, 2000, 'refresh')
-    await new Promise((r) => setTimeout(r, 30))
-    assert.deepEqual(await texts('and now'), ['[somnid memory · open intentions · changed]\nOpen intentions: deploy on Wednesday'])
+    // Until the refreshed sections are in (a step before that sees the old hash and adds nothing).
+    let changed: string[] = []
+    await until(async () => (changed = await texts('and now')).length > 0, 3000, 'the changed intentions')
+    assert.deepEqual(changed, ['[somnid memory · open intentions · changed]\nOpen intentions: deploy on Wednesday'])
     ctx.emit('session/event', agent.session, { type: 'compaction/end', seq: 9, time: 0, data: { compactionId: 'c' } })
     assert.deepEqual(await texts('after'), ['[somnid memory · open intentions · after compaction]\nOpen intentions: deploy on Wednesday'])
   } finally {

@@ -12,7 +12,7 @@ import pytest
 
 from somnid.config import Settings
 from somnid.dream.llm.base import LLMRejected
-from somnid.dream.pipeline.checks import DUPLICATE_SIMILARITY, similarity
+from somnid.dream.similarity import DUPLICATE_SIMILARITY, similarity
 from somnid.embed.base import HashEmbedder, Matrix
 from somnid.embed.onnx import OnnxEmbedder
 from somnid.memory.clock import ManualClock

@@ -11,11 +11,9 @@ import pytest
 from somnid.dream.pipeline.checks import (
     GROUNDED_SHARE,
     anchor,
-    content_words,
     copies_placeholder,
     first_person,
     grounded_share,
-    similarity,
 )
 from somnid.dream.pipeline.dates import absolutise
 from somnid.dream.pipeline.schemas import (
@@ -26,7 +24,8 @@ from somnid.dream.pipeline.schemas import (
     read_extraction,
     whole_sentences,
 )
-from somnid.dream.pipeline.windows import lines_of, render, windows_of
+from somnid.dream.pipeline.windows import lines_of, own_sentences, render, windows_of
+from somnid.dream.similarity import content_words, similarity
 from somnid.recall.assoc import estimate_tokens
 from somnid.sessions.transcript import Transcript, Turn
 
@@ -221,3 +220,39 @@ def test_lines_found_elsewhere_by_word_overlap_are_not_evidence() -> None:
     assert anchor(text, [4, 5], lines) == [4, 5]
     # Near the cited line (two lines either side), a better one is still found.
     assert anchor("Tim joined a fantasy literature forum.", [2], lines) == [0]
+
+
+@pytest.mark.parametrize(
+    ("said", "shown"),
+    [
+        # A greeting and questions around the news: only the news is the speaker's.
+        (
+            "Hey Caroline! Good to see you! I'm swamped with the kids & work. What's up with you?",
+            "I'm swamped with the kids & work.",
+        ),
+        # Praise of the other and a pointer to a photo: nothing of the speaker's own.
+        ("You'd be a great counselor! By the way, take a look at this.", ""),
+        # A sentence that goes on from one of the speaker's, speaking to no one, stays.
+        (
+            "Painting's a fun way to express my feelings. It's a great way to relax after work.",
+            "Painting's a fun way to express my feelings. It's a great way to relax after work.",
+        ),
+        # ... but not one that turns to the other person.
+        ("I ran a charity race. You should try it!", "I ran a charity race."),
+        ("Did I tell you about my trip?", ""),
+        (
+            "Let's watch your film at the Roxie next Saturday!",
+            "Let's watch your film at the Roxie next Saturday!",
+        ),
+        (
+            "We're thinking about going camping next month.",
+            "We're thinking about going camping next month.",
+        ),
+        ("Immediately, Ian agreed.", ""),  # "I" inside a word is no first person
+        ("我上周去了杭州。你呢？", "我上周去了杭州。"),
+        ("你最近怎么样？我们下个月去露营吧！很期待。你要来吗？", "我们下个月去露营吧！ 很期待。"),
+        ("你真棒！", ""),
+    ],
+)
+def test_a_one_person_window_shows_what_they_say_of_themselves(said: str, shown: str) -> None:
+    assert own_sentences(said) == shown

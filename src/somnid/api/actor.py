@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from somnid.history.context import Actor, acting
+from somnid.provenance import Actor, acting
 
 _SAFE = frozenset({"GET", "HEAD", "OPTIONS"})
 

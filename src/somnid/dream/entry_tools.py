@@ -14,7 +14,7 @@ from somnid.dream import items
 from somnid.dream.guard import dreamer_role_phrase
 from somnid.dream.ledger import ItemRef
 from somnid.dream.logfiles import cut_tokens
-from somnid.dream.pipeline.checks import similarity
+from somnid.dream.similarity import similarity
 from somnid.dream.toolbase import ToolBase, answers_errors
 from somnid.errors import InvalidInput
 from somnid.memory.clock import to_datetime

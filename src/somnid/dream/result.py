@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from somnid.dream.llm.base import Usage
+from somnid.provenance import DreamRecord
 
 CANDIDATE_OUTCOMES = (
     "proposed",
@@ -89,3 +90,18 @@ class DreamResult:
         tokens["completion"] = tokens.get("completion", 0) + usage.completion_tokens
         tokens["cached"] = tokens.get("cached", 0) + usage.cached_tokens
         tokens["total"] = tokens["prompt"] + tokens["completion"]
+
+    def record(self) -> DreamRecord:
+        """What the history commits the dream with."""
+        return DreamRecord(
+            trigger=self.trigger,
+            status=self.status,
+            reason=self.reason,
+            created=self.created,
+            updated=self.updated,
+            archived=self.archived,
+            decayed=self.decayed,
+            retired=self.retired,
+            processed=tuple(self.processed),
+            journal=self.journal,
+        )

@@ -38,6 +38,7 @@ from somnid.dream.result import DreamResult
 from somnid.dream.tools import DreamTools
 from somnid.errors import StorageError
 from somnid.memory.clock import Clock
+from somnid.provenance import DREAM, DreamRecord, acting
 from somnid.recall.system import RecallSystem
 from somnid.services.maintenance import DecayReport, Maintenance
 from somnid.sessions.records import PendingLog
@@ -138,7 +139,7 @@ class Dreamer:
         self._ledger: Ledger | None = None
         self._probed: str | None = None  # why the last probe failed ("" once it worked)
         # Told of each finished dream, after its journal (the history commits it).
-        self.on_finished: list[Callable[[DreamResult], Awaitable[None]]] = []
+        self.on_finished: list[Callable[[DreamRecord], Awaitable[None]]] = []
 
     @property
     def sleeping(self) -> bool:
@@ -197,6 +198,12 @@ class Dreamer:
         await self.cancel()
 
     async def _dream(self, trigger: str) -> DreamResult:
+        # Every write of the dream's task is the dream's, whoever started it (the task
+        # would otherwise inherit the actor of the request that did).
+        with acting(DREAM):
+            return await self._dream_as_dreamer(trigger)
+
+    async def _dream_as_dreamer(self, trigger: str) -> DreamResult:
         now = self.clock.now()
         began = time.monotonic()
         result = DreamResult(
@@ -305,7 +312,7 @@ class Dreamer:
                 await asyncio.shield(self.recall.sync())
         for hook in self.on_finished:  # history: one commit for the dream
             with contextlib.suppress(Exception):
-                await hook(result)
+                await hook(result.record())
         self._ledger = None
         self.stats.add(result)
         self.last = result

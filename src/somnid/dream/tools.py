@@ -24,7 +24,7 @@ from somnid.dream.entry_tools import EntryTools
 from somnid.dream.ledger import ItemRef, Ledger
 from somnid.dream.llm.textcalls import describe_closest
 from somnid.dream.log_tools import LogTools
-from somnid.dream.pipeline.checks import DUPLICATE_SIMILARITY, similarity
+from somnid.dream.similarity import DUPLICATE_SIMILARITY, similarity
 from somnid.errors import InvalidArguments, InvalidInput
 from somnid.memory.clock import Clock
 from somnid.memory.intentions import Intention

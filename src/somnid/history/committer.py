@@ -32,9 +32,9 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Protocol
 
 from somnid.errors import BrokenFile, SomnidError
-from somnid.history.context import Actor, current_actor
 from somnid.history.git import Git, spare_descriptors
 from somnid.memory.entry import Entry
+from somnid.provenance import DREAM, Actor, DreamRecord, current_actor
 from somnid.store.layout import Layout
 from somnid.store.memories import MAX_FILE_BYTES, MemoryStore
 
@@ -43,13 +43,11 @@ log = logging.getLogger(__name__)
 ENTRY_FILES = ("SKILL.md", "INTENT.md")
 TRACKED = ("memory", "skills", ".gitignore")
 UNTRACKED_PREFIXES = ("memory/session-log/",)
-DREAM = Actor("dream", "dream")
 HAND = Actor("hand", "hand edit")
 START = Actor("somnid", "somnid start")
 SOMNID = Actor("somnid", "somnid")
 START_SWEEP_S = 2.0
 MIN_SPARE_FDS = 24  # a git child and its pipes, with room for the server to accept
-DREAM_TASK = "somnid-dream"  # the Dreamer's task name
 
 
 class WatcherLike(Protocol):
@@ -124,9 +122,9 @@ class Committer:
         if rel is None:
             return
         actor = current_actor()
-        if self.dreaming() and (actor is None or _in_dream_task()):
-            # The dream's task inherits the actor of the request that started it: still
-            # the dream's write. Writes of other requests meanwhile keep their own.
+        if self.dreaming() and (actor is None or actor == DREAM):
+            # The dreamer acts as DREAM for the whole of its task. Writes of other
+            # requests meanwhile keep their own actor.
             self._dream[rel] = None
             return
         actor = actor or SOMNID
@@ -136,23 +134,24 @@ class Committer:
             self._queue.append(_Item(actor, {rel: None}))
         self._wake.set()
 
-    async def dream_finished(self, result: Any) -> None:
+    async def dream_finished(self, record: DreamRecord) -> None:
         """Dreamer hook, after its journal is written: the dream's writes become one commit."""
         paths, self._dream = self._dream, {}
-        journal = getattr(result, "journal", None)
-        if journal:
-            paths[str(journal)] = None
+        if record.journal:
+            paths[record.journal] = None
         if not paths:
             return
-        info = {
-            key: getattr(result, key, None)
-            for key in ("trigger", "status", "reason", "created", "updated", "archived")
-        }
-        info |= {
-            "decayed": getattr(result, "decayed", 0),
-            "retired": getattr(result, "retired", 0),
-            "processed": list(getattr(result, "processed", []) or []),
-            "dream_id": PurePosixPath(str(journal)).stem if journal else None,
+        info: dict[str, Any] = {
+            "trigger": record.trigger,
+            "status": record.status,
+            "reason": record.reason,
+            "created": record.created,
+            "updated": record.updated,
+            "archived": record.archived,
+            "decayed": record.decayed,
+            "retired": record.retired,
+            "processed": list(record.processed),
+            "dream_id": PurePosixPath(record.journal).stem if record.journal else None,
         }
         self._queue.append(_Item(DREAM, paths, info))
         self._wake.set()
@@ -356,11 +355,6 @@ class Committer:
             except ValueError:
                 return None
         return candidate.as_posix()
-
-
-def _in_dream_task() -> bool:
-    task = asyncio.current_task()
-    return task is not None and task.get_name() == DREAM_TASK
 
 
 def dream_message(info: dict[str, Any]) -> str:

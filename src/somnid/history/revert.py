@@ -15,9 +15,9 @@ from pathlib import PurePosixPath
 
 from somnid.errors import Conflict, InvalidInput
 from somnid.history.committer import ENTRY_FILES, Committer
-from somnid.history.context import Actor
 from somnid.history.log import commit as read_commit
 from somnid.history.log import under
+from somnid.provenance import Actor
 from somnid.store.atomic import fsync_dir, storage_error, write_atomic
 
 KEPT = ("memory/dream-log/", ".gitignore")

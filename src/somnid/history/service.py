@@ -27,12 +27,12 @@ from somnid.history import log as history_log
 from somnid.history import purge as purging
 from somnid.history.audit import audit
 from somnid.history.committer import Committer
-from somnid.history.context import Actor, current_actor
 from somnid.history.git import Git, find_git
 from somnid.history.revert import Entry, Reverted, revert
 from somnid.memory.clock import Clock
 from somnid.memory.kinds import Kind
 from somnid.memory.names import check_name, slugify
+from somnid.provenance import Actor, current_actor
 from somnid.services.memories import MemoryService
 from somnid.store.layout import Layout
 

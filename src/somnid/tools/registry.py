@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from somnid.errors import NotFound
-from somnid.history.context import Actor, acting
+from somnid.provenance import Actor, acting
 from somnid.tools.memory_tools import Failed, MemoryTools, ToolContext
 from somnid.tools.spec import ToolSpec, tool_spec
 

@@ -23,7 +23,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from somnid.dream.pipeline.checks import content_words
+from somnid.dream.similarity import content_words
 
 OWN_SHARE = 0.4
 """A subject's own lines must say at least this share of a memory's content words."""

@@ -16,16 +16,11 @@ from somnid.dream.pipeline import people, prompts
 from somnid.dream.pipeline.ask import Asker
 from somnid.dream.pipeline.attribution import Spoken, attribute, claim_words
 from somnid.dream.pipeline.candidate import Candidate
-from somnid.dream.pipeline.checks import (
-    DUPLICATE_SIMILARITY,
-    GROUNDED_SHARE,
-    RELATED_SIMILARITY,
-    copies_placeholder,
-    similarity,
-)
+from somnid.dream.pipeline.checks import GROUNDED_SHARE, copies_placeholder
 from somnid.dream.pipeline.schemas import Decision, decision_schema, read_decision
 from somnid.dream.pipeline.specifics import scaffolding, without_label
 from somnid.dream.pipeline.writer import PersonFact, Writer, kind_of
+from somnid.dream.similarity import DUPLICATE_SIMILARITY, RELATED_SIMILARITY, similarity
 from somnid.dream.tools import DreamTools
 from somnid.errors import NotFound
 from somnid.memory.clock import Clock, to_datetime

@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable, Sequence
 
 from somnid.dream.pipeline.attribution import claim_words
-from somnid.dream.pipeline.checks import content_words
+from somnid.dream.similarity import content_words
 
 LONG_CLAIM = 5
 """Content words past which one particular word does not make a memory specific."""

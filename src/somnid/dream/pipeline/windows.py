@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, replace
 
-from somnid.dream.pipeline.checks import content_words
+from somnid.dream.similarity import content_words
 from somnid.recall.assoc import estimate_tokens
 from somnid.sessions.transcript import Transcript, Turn
 
@@ -24,6 +25,18 @@ MIN_WORDS = 3
 """Content words (names aside) a line needs to be shown in a one-person window."""
 SLACK = 1.25
 """A log up to this many times the window budget is read in one window, not two."""
+
+_SENTENCES = re.compile(r"(?<=[.!?。！？])\s+|(?<=[。！？])")
+_FIRST_PERSON = re.compile(
+    r"(?<![\w'])(?:i|i'm|i've|i'd|i'll|im|ive|me|my|mine|myself|we|we're|we've|we'd|we'll|"
+    r"us|our|ours|ourselves|let's|let’s)(?![\w'])|我|咱",
+    re.IGNORECASE,
+)
+_SECOND_PERSON = re.compile(
+    r"(?<![\w'])(?:you|you're|you've|you'd|you'll|your|yours|yourself|u|ur)(?![\w'])|你|您",
+    re.IGNORECASE,
+)
+_QUESTION = re.compile(r"[?？]\s*[\"'”’)\]]*$|吗[。！]?$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,17 +91,40 @@ def by_speaker(window: Window) -> list[Window]:
     names = {word for speaker in speakers for word in content_words(speaker)}
     windows = []
     for speaker in speakers:
-        # A line of fewer than three words besides names ("Hey Bo! How are you?") holds
+        # Of each line, the sentences in which the person speaks of themselves; a line
+        # left with fewer than three words besides names ("Hey Bo! How are you?") holds
         # nothing to remember of anyone: not shown (each line shown is paid for).
         lines = tuple(
-            line
+            replace(line, text=own)
             for line in window.lines
-            if line.speaker == speaker and len(content_words(line.text) - names) >= MIN_WORDS
+            if line.speaker == speaker
+            and len(content_words(own := own_sentences(line.text)) - names) >= MIN_WORDS
         )
         if lines:
             others = tuple(other for other in speakers if other != speaker)
             windows.append(Window(window.log, window.number, lines, speaker, others, window.lines))
     return windows
+
+
+def own_sentences(text: str) -> str:
+    """The sentences of ``text`` in which its speaker speaks of themselves: in the first
+    person ("I", "my", "we", 我), and not a question, with a sentence that goes on from
+    one of them and speaks to no one ("It's special to me. It's a great way to relax.").
+    What else a person says in a talk among people is about the other one (a question,
+    praise, thanks: "You'd be a great counselor!"), and a small model shown it writes the
+    other's news as theirs, or fills its places with it."""
+    kept: list[str] = []
+    going_on = False
+    for sentence in (part.strip() for part in _SENTENCES.split(text)):
+        if not sentence or _QUESTION.search(sentence):
+            going_on = False
+            continue
+        if _FIRST_PERSON.search(sentence) or (going_on and not _SECOND_PERSON.search(sentence)):
+            kept.append(sentence)
+            going_on = True
+        else:
+            going_on = False
+    return " ".join(kept)
 
 
 def log_user(transcript: Transcript) -> str:

@@ -20,7 +20,7 @@ from somnid.dream.guard import dreamer_role_phrase
 from somnid.dream.ledger import ItemRef, Ledger
 from somnid.dream.pipeline import people
 from somnid.dream.pipeline.candidate import Candidate, first_sentence
-from somnid.dream.pipeline.checks import DUPLICATE_SIMILARITY, content_words, similarity
+from somnid.dream.similarity import DUPLICATE_SIMILARITY, content_words, similarity
 from somnid.dream.tools import DreamTools
 from somnid.errors import Conflict, InvalidInput, NotFound, PreconditionFailed
 from somnid.memory.entry import Entry

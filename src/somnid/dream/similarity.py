@@ -1,0 +1,58 @@
+"""When two memories say the same thing: content words and their overlap, the one rule
+both dream modes use (the pipeline's checks and the agentic tools), below both.
+
+Content words are lower-cased words of three or more letters (or digits), less stop words
+and the verbs a third-person rewrite adds ("said", "mentioned"); Chinese text counts in
+character bigrams. Words match on their first five letters, so "adopted" matches
+"adopting", and a short plural on its singular ("dogs", "dog").
+"""
+
+from __future__ import annotations
+
+import re
+
+DUPLICATE_SIMILARITY = 0.7
+"""Content-word overlap (Jaccard) at or above which two memories say the same thing."""
+RELATED_SIMILARITY = 0.3
+"""Overlap at or above which an existing memory is worth a decision by the model."""
+
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+_CJK = re.compile(r"[\u3400-\u9fff]+")
+_STOP = frozenset(
+    """
+    the and for are was were been being has have had his her hers him she they them
+    their theirs our ours you your yours its this that these those with from into onto
+    about over under after before then than there here what when where which who whom
+    whose why how all any both each few more most other some such not only own same too
+    very can will just don should now also but because while during between through
+    again further once off out did does doing would could might must shall may get got
+    getting let lets really much many like well yes okay sure thanks thank hey wow
+    great good nice lot lots said says say saying mentioned mentions mention shared
+    shares share talked talks talk told tells tell asked asks ask noted notes note
+    stated states expressed expresses explained explains discussed discusses described
+    describes revealed reveals added adds feels felt thinks thought wants wanted plans
+    planned going gone went user agent conversation memory someone something
+    """.split()  # noqa: SIM905
+)
+
+
+def content_words(text: str) -> set[str]:
+    words: set[str] = set()
+    for cjk in _CJK.findall(text):
+        if len(cjk) == 1:
+            words.add(cjk)
+        words.update(cjk[i : i + 2] for i in range(len(cjk) - 1))
+    for word in _WORD.findall(_CJK.sub(" ", text.casefold())):
+        if (len(word) >= 3 or word.isdigit()) and word not in _STOP:
+            if 3 < len(word) <= 5 and word.endswith("s") and not word.endswith("ss"):
+                word = word[:-1]  # "dogs" is "dog": five letters would keep them apart
+            words.add(word[:5])
+    return words
+
+
+def similarity(a: str, b: str) -> float:
+    """Jaccard overlap of the content words of ``a`` and ``b``."""
+    left, right = content_words(a), content_words(b)
+    if not left or not right:
+        return 1.0 if " ".join(a.split()).casefold() == " ".join(b.split()).casefold() else 0.0
+    return len(left & right) / len(left | right)

@@ -1,0 +1,61 @@
+"""Who writes: the actor of a write, and what a finished dream hands to the history.
+
+A leaf module (it imports nothing of somnid's): the edges set the actor (the API per
+request, the tool registry per tool call, the dreamer for its own task), and the history
+reads it; neither knows the other. A ``ContextVar``, so it follows the task that set it and
+the threads it starts with ``asyncio.to_thread``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class Actor:
+    """``source`` is one of api, ui, tool, dream, hand, somnid; ``name`` the route or
+    tool."""
+
+    source: str
+    name: str
+    agent: str | None = None
+    session: str | None = None
+
+
+DREAM = Actor("dream", "dream")
+"""The dream's own writes: the dreamer acts as this for the whole of its task."""
+
+_current: ContextVar[Actor | None] = ContextVar("somnid_actor", default=None)
+
+
+def current_actor() -> Actor | None:
+    return _current.get()
+
+
+@contextlib.contextmanager
+def acting(actor: Actor) -> Iterator[None]:
+    token = _current.set(actor)
+    try:
+        yield
+    finally:
+        _current.reset(token)
+
+
+@dataclass(frozen=True, slots=True)
+class DreamRecord:
+    """What the history needs of a finished dream for its one commit."""
+
+    trigger: str
+    status: str
+    reason: str
+    created: int = 0
+    updated: int = 0
+    archived: int = 0
+    decayed: int = 0
+    retired: int = 0
+    processed: tuple[str, ...] = field(default_factory=tuple)
+    journal: str | None = None
+    """The journal's path relative to the data dir, if one was written."""

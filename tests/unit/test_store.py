@@ -228,3 +228,26 @@ def test_count_agrees_with_files_on_odd_folders(store: MemoryStore) -> None:
         assert store.count(kind) == sum(1 for _ in store.files(kind)), kind
     assert store.count(Kind.KNOWLEDGE) == 2
     assert store.count(Kind.SKILL) == 1
+
+
+def test_put_raw_is_the_door_for_history_s_file_writes(store: MemoryStore, tmp_path: Path) -> None:
+    """A revert puts files back through the store: atomically, its folder pruned once empty
+    when asked, and never through a symbolic link."""
+    made = store.create(Kind.KNOWLEDGE, "vpn", meta={}, body="port 443\n")
+    path = store.layout.entry_file(Kind.KNOWLEDGE, "vpn")
+    before = path.read_bytes()
+    store.update(Kind.KNOWLEDGE, "vpn", body="port 8443\n")
+    store.put_raw(path, before)
+    assert store.read(Kind.KNOWLEDGE, "vpn").etag == made.etag
+    assert list(path.parent.glob(f"{TEMP_PREFIX}*")) == []
+
+    store.put_raw(path, None, prune_folder=True)
+    assert not path.parent.exists()
+    assert store.layout.kind_dir(Kind.KNOWLEDGE).is_dir()  # a kind's folder stays
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    os.symlink(outside, store.layout.kind_dir(Kind.KNOWLEDGE) / "linked")
+    with pytest.raises(BrokenFile, match="symbolic link"):
+        store.put_raw(store.layout.entry_file(Kind.KNOWLEDGE, "linked"), b"x")
+    assert list(outside.iterdir()) == []

@@ -8,8 +8,6 @@ holds the committer's lock.
 
 from __future__ import annotations
 
-import contextlib
-import os
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
@@ -18,7 +16,6 @@ from somnid.history.committer import ENTRY_FILES, Committer
 from somnid.history.log import commit as read_commit
 from somnid.history.log import under
 from somnid.provenance import Actor
-from somnid.store.atomic import fsync_dir, storage_error, write_atomic
 
 KEPT = ("memory/dream-log/", ".gitignore")
 MEMORY = ("memory/", "skills/")
@@ -109,17 +106,8 @@ def _blob(committer: Committer, parent: str | None, path: str) -> bytes | None:
 
 
 def _put(committer: Committer, path: str, data: bytes | None) -> None:
+    """Through the store (its write lock, its health), never by hand."""
     target = committer.layout.root / PurePosixPath(path)
-    if data is not None:
-        write_atomic(target, data)
-        return
-    try:
-        target.unlink(missing_ok=True)
-    except OSError as exc:
-        raise storage_error(exc, target) from exc
-    folder = target.parent  # the entry's own folder goes too once empty, never a kind's
-    if committer.layout.classify(target) is not None and target.name in ENTRY_FILES:
-        with contextlib.suppress(OSError):
-            if not any(folder.iterdir()):
-                os.rmdir(folder)
-                fsync_dir(folder.parent)
+    # The entry's own folder goes too once empty, never a kind's.
+    own_folder = committer.layout.classify(target) is not None and target.name in ENTRY_FILES
+    committer.store.put_raw(target, data, prune_folder=own_folder)

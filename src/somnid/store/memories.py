@@ -32,7 +32,7 @@ from somnid.memory.entry import Entry
 from somnid.memory.kinds import SELF_PROFILE, Kind
 from somnid.memory.names import check_name, slugify
 from somnid.store import frontmatter
-from somnid.store.atomic import TEMP_PREFIX, move_atomic, write_atomic
+from somnid.store.atomic import TEMP_PREFIX, fsync_dir, move_atomic, storage_error, write_atomic
 from somnid.store.health import StorageHealth
 from somnid.store.layout import ARCHIVED, LEGACY_DEFAULT_USER, Layout
 from somnid.store.safe import check_no_links, present, read_regular
@@ -570,6 +570,25 @@ class MemoryStore:
         ):
             number += 1
         return f"{stem}{number:03d}"
+
+    def put_raw(self, path: Path, data: bytes | None, *, prune_folder: bool = False) -> None:
+        """Put a file of the data dir back as ``data`` (None: remove it; with
+        ``prune_folder``, its folder too once empty), as history's revert does: under the
+        write lock, so no write of the entry lands half-way, atomically, health told."""
+        check_no_links(self.layout.root, path)
+        with self._write_lock:
+            if data is not None:
+                self._write(path, data)
+                return
+            try:
+                path.unlink(missing_ok=True)
+            except OSError as exc:
+                raise storage_error(exc, path) from exc
+            if prune_folder:
+                with contextlib.suppress(OSError):
+                    if not any(path.parent.iterdir()):
+                        os.rmdir(path.parent)
+                        fsync_dir(path.parent.parent)
 
     def raw(self, path: Path) -> bytes:
         """The bytes of an entry file (absolute path), read as safely as :meth:`read` does.

@@ -155,12 +155,15 @@ class RecallSettings(_Section):
     fusion: Literal["minmax", "rrf", "calibrated"] = "minmax"
     rrf_k: int = Field(60, ge=1, le=1000)
     time_boost: float = Field(0.3, ge=0.0, le=10.0)
+    time_bound: float = Field(0.5, ge=0.0, le=1.0)
+    speaker_boost: float = Field(0.05, ge=0.0, le=10.0)
     neighbour_spread: float = Field(0.0, ge=0.0, le=1.0)
     question_penalty: float = Field(0.3, ge=0.0, le=1.0)
     prf_weight: float = Field(0.0, ge=0.0, le=1.0)
     prf_docs: int = Field(3, ge=1, le=20)
     prf_terms: int = Field(6, ge=0, le=50)
     mmr_lambda: float = Field(1.0, ge=0.0, le=1.0)
+    archive: bool = True
     watch: bool = True
 
 

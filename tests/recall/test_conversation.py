@@ -155,3 +155,93 @@ def test_recall_route_explains_the_time_part(tmp_path: Path, clock: ManualClock)
         assert body["items"][0]["components"]["time"] == pytest.approx(0.3)
         plain = client.post("/v1/recall", json={"query": "Calvin on 3 October 2023"}).json()
         assert plain["time"] is None
+
+
+AUG_20 = dt.datetime(2023, 8, 20, 18, 0, tzinfo=dt.UTC)
+JUL_28 = dt.datetime(2023, 7, 28, 18, 0, tzinfo=dt.UTC)
+
+
+async def test_a_period_in_the_query_bounds_the_search(tmp_path: Path, clock: ManualClock) -> None:
+    async with Runtime.open(settings_for(tmp_path), clock=clock) as rt:
+        await store_session(rt, clock, AUG_20, ["Calvin: went hiking."])
+        await store_session(
+            rt, clock, OCT_4, ["Calvin: hiking, more hiking, mountains; Calvin loves hiking."]
+        )
+        clock.set(NOV_9)
+        query = "Where did Calvin go hiking towards the end of summer 2023?"
+        outcome = await rt.recall.recall.run(query, kinds=(Kind.EPISODE,))
+        assert [h.name for h in outcome.hits] == ["t0820-1", "t1004-1"]
+        assert outcome.hits[1].components["time_bound"] < 0  # October is not in it
+
+
+async def test_as_of_names_a_reference_point(tmp_path: Path, clock: ManualClock) -> None:
+    """What was said after it is cut, and it boosts no event."""
+    async with Runtime.open(settings_for(tmp_path), clock=clock) as rt:
+        await store_session(rt, clock, JUL_28, ["Calvin: I work at Acme now."])
+        await store_session(rt, clock, NOV_9, ["Calvin: I work at Globex now, work work work."])
+        outcome = await rt.recall.recall.run(
+            "Where did Calvin work as of August 2023?", kinds=(Kind.EPISODE,)
+        )
+        assert outcome.hits[0].name == "t0728-1"
+        assert all("time" not in h.components for h in outcome.hits)
+        assert outcome.time == "as of 2023-08-31"
+
+
+async def test_an_answer_ending_in_a_question_is_no_echo(
+    tmp_path: Path, clock: ManualClock
+) -> None:
+    turns = [
+        "Anna: Deb, long time! What have you been focusing on lately?",
+        "Deb: I've been focusing on pottery and gardening lately, they keep me calm and happy."
+        " How about you?",
+    ]
+    async with Runtime.open(settings_for(tmp_path), clock=clock) as rt:
+        await store_session(rt, clock, OCT_4, turns)
+        outcome = await rt.recall.recall.run(
+            "What has Deb been focusing on lately?", kinds=(Kind.EPISODE,)
+        )
+    parts = {h.name: h.components for h in outcome.hits}
+    assert "question" not in parts["t1004-2"]  # mostly a statement
+    assert "question" in parts["t1004-1"]  # mostly a question
+
+
+async def test_a_reply_follows_the_subject_a_few_turns_back(
+    tmp_path: Path, clock: ManualClock
+) -> None:
+    turns = [
+        "Anna: Did you make it to the Pottery Fair?",
+        "Deb: Yes, on Sunday.",
+        "Anna: And?",
+        "Deb: I bought a blue vase.",
+    ]
+    async with Runtime.open(settings_for(tmp_path), clock=clock) as rt:
+        await store_session(rt, clock, OCT_4, turns)
+        found = await names(rt, "What did she get at the Pottery Fair?")
+    assert "t1004-4" in found, found  # its subject is three turns back
+
+
+async def test_the_turn_after_an_echo_answers_it(tmp_path: Path, clock: ManualClock) -> None:
+    """Without its context in the keyword document, the answer is still reached: it gets
+    most of the score its question had before the penalty."""
+    async with Runtime.open(settings_for(tmp_path, context_weight=0.0), clock=clock) as rt:
+        await store_session(rt, clock, OCT_4, DEBORAH)
+        outcome = await rt.recall.recall.run("Where did Deborah meet Anna?", kinds=(Kind.EPISODE,))
+    assert outcome.hits[0].name == "t1004-2"
+    assert outcome.hits[0].components["answer"] > 0
+
+
+async def test_the_words_of_the_person_asked_about_come_first(
+    tmp_path: Path, clock: ManualClock
+) -> None:
+    turns = [
+        "Ann: I go kayaking on the lake most weekends.",
+        "Bo: Ann, kayaking on the lake! I love kayaking, the lake is great for kayaking.",
+        "安：我周末常去湖上划皮划艇。",
+        "博：湖上划皮划艇！我也喜欢。",
+    ]
+    async with Runtime.open(settings_for(tmp_path), clock=clock) as rt:
+        await store_session(rt, clock, OCT_4, turns)
+        english = await rt.recall.recall.run("What does Ann do on the lake?", kinds=(Kind.EPISODE,))
+        chinese = await rt.recall.recall.run("安周末在湖上做什么", kinds=(Kind.EPISODE,))
+    assert english.hits[0].name == "t1004-1" and english.hits[0].components["speaker"] > 0
+    assert chinese.hits[0].name == "t1004-3" and chinese.hits[0].components["speaker"] > 0

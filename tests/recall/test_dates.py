@@ -87,3 +87,80 @@ def test_memory_text_is_dated_by_the_memory_own_day() -> None:
 def test_one_digit_numbers_stay_query_terms() -> None:
     assert query_terms("What happened on May 8, 2022?") == ["happened", "may", "8", "2022"]
     assert "a" not in query_terms("a b c 7")
+
+
+def span_of(query: str) -> tuple[str, tuple[dt.date, dt.date]]:
+    """The grain and the range (the first year's, for a phrase without a year)."""
+    when = query_time(query, TODAY)
+    assert when.spans, f"no date read from {query!r}"
+    _text, grain, ranges = when.spans[0]
+    first, last = ranges[0] if len(ranges) == 1 else ranges[TODAY.year - 1970]
+    return grain, (dt.date.fromordinal(first), dt.date.fromordinal(last))
+
+
+def test_parts_of_a_month_or_season_are_their_own_span_in_english_and_chinese() -> None:
+    last_week = ("week", (dt.date(2023, 7, 25), dt.date(2023, 7, 31)))
+    assert span_of("What did Jon do in the last week of July 2023?") == last_week
+    assert span_of("2023年7月的最后一周他做了什么") == last_week
+    first_weekend = ("weekend", (dt.date(2023, 5, 6), dt.date(2023, 5, 7)))  # Sat 6, Sun 7
+    assert span_of("where were we the first weekend of May") == first_weekend
+    assert span_of("5月的第一个周末我们在哪") == first_weekend
+    end_of_summer = ("month", (dt.date(2023, 7, 28), dt.date(2023, 8, 31)))
+    assert span_of("a trip towards the end of summer 2023") == end_of_summer
+    assert span_of("2023年夏末的旅行") == end_of_summer
+    assert span_of("plans for summer 2022") == (
+        "season",
+        (dt.date(2022, 6, 1), dt.date(2022, 8, 31)),
+    )
+    late_june = ("week", (dt.date(2023, 6, 21), dt.date(2023, 6, 30)))
+    assert span_of("what happened in late June 2023") == late_june
+    assert span_of("2023年6月底发生了什么") == late_june
+    assert span_of("in early March 2022")[1] == (dt.date(2022, 3, 1), dt.date(2022, 3, 10))
+
+
+def test_calendar_dates_bound_the_search_and_relative_ones_do_not() -> None:
+    october = query_time("What setback did Melanie face in October 2023?", TODAY)
+    oct_1, oct_31 = dt.date(2023, 10, 1).toordinal(), dt.date(2023, 10, 31).toordinal()
+    assert october.bound == ((oct_1, oct_31),)
+    assert october.outside([(oct_31 + 5, oct_31 + 5)], oct_31 + 5)
+    assert not october.outside([(oct_1 + 3, oct_1 + 3)], oct_1 + 3)
+    assert not october.outside([], None)  # an entry with no date keeps its place
+    # Said in November about a day in October: inside.
+    assert not october.outside([(oct_31 + 9, oct_31 + 9), (oct_1, oct_1)], oct_31 + 9)
+    zh = query_time("她2023年10月遇到了什么挫折", TODAY)
+    assert zh.bound == ((oct_1, oct_31),)
+    assert not query_time("what did I eat yesterday", TODAY).bound
+    assert not query_time("我上周做了什么", TODAY).bound
+    # "the week before August 3, 2023": up to that day, from a month before it.
+    before = query_time("What did John do the week before August 3, 2023?", TODAY)
+    aug_3 = dt.date(2023, 8, 3).toordinal()
+    assert before.bound == ((aug_3 - 31, aug_3),)
+
+
+def test_as_of_and_by_name_a_reference_point_not_an_event_date() -> None:
+    may_31 = dt.date(2023, 5, 31).toordinal()
+    for query in (
+        "What was Jon's job as of May 2023?",
+        "How many books had Ann read by May 2023?",
+        "截至2023年5月他在哪里工作",
+        "到2023年5月为止她读了几本书",
+    ):
+        when = query_time(query, TODAY)
+        assert when.until == may_31, query
+        assert not when.spans and not when.bound, query  # no event in May is asked for
+        assert when.outside([(may_31 + 1, may_31 + 1)], may_31 + 1)  # said after it
+        assert not when.outside([(may_31 - 40, may_31 - 40)], may_31 - 40)
+        assert "as of 2023-05-31" in when.describe()
+    # 到 alone is "to": a date after it is an event's.
+    went = query_time("我2023年5月到北京出差", TODAY)
+    assert went.until is None and went.bound
+
+
+def test_parts_of_periods_in_a_memory_are_read_against_its_year() -> None:
+    told = dt.date(2023, 9, 2)
+    assert days(memory_dates("We went camping in the last week of August.", told)) == [
+        (dt.date(2023, 8, 25), dt.date(2023, 8, 31))
+    ]
+    assert days(memory_dates("我们8月的最后一周去露营了。", told)) == [
+        (dt.date(2023, 8, 25), dt.date(2023, 8, 31))
+    ]

@@ -19,33 +19,18 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from somnid.recall import periods
+from somnid.recall.periods import MONTH_WORD as _MONTH_WORD
+from somnid.recall.periods import SEASONS as _SEASONS
+from somnid.recall.periods import ZH_SEASONS as _ZH_SEASONS
+from somnid.recall.periods import month_number as _month_number
+from somnid.recall.periods import month_range as _month_range
+
 GRAIN_WEIGHT = {"day": 1.0, "weekend": 0.9, "week": 0.7, "month": 0.5, "season": 0.4, "year": 0.25}
 ANY_YEAR = range(1970, 2100)
 
-_MONTHS = [
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
-]
-_MONTH_ABBR = {name[:3]: i for i, name in enumerate(_MONTHS, start=1)}
-_MONTH_ABBR["sept"] = 9
-_MONTH_WORD = (
-    r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
-    r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
-)
 _ORD = r"(?:st|nd|rd|th)?"
 _WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
-_SEASONS = {"spring": 3, "summer": 6, "autumn": 9, "fall": 9, "winter": 12}
-_ZH_SEASONS = {"春": 3, "夏": 6, "秋": 9, "冬": 12}
 _ZH_WEEKDAY = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6}
 _ZH_DIGITS = {"零": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7,
               "八": 8, "九": 9, "十": 10}  # fmt: skip
@@ -54,6 +39,7 @@ _NUMBER_WORDS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "fi
                  "few": 3}  # fmt: skip
 
 _PATTERNS = [
+    *periods.PATTERNS,  # parts of a month or season first: "the last week of July 2023"
     # 8 May 2023, 8th of May, May 8, 2022, May 8th, October 2023, October (not a bare "may")
     ("month", rf"\b(?:(?P<d1>\d{{1,2}}){_ORD}\s+(?:of\s+)?)?(?P<m>{_MONTH_WORD})\.?"
               rf"(?:\s+(?P<d2>\d{{1,2}}){_ORD}\b)?(?:,?\s+(?P<y>(?:19|20)\d{{2}}))?\b"),
@@ -102,9 +88,23 @@ class TimeQuery:
     without a year, one range per year; an entry matches with the best span's grain."""
 
     spans: tuple[tuple[str, str, tuple[tuple[int, int], ...]], ...]  # text, grain, ranges
+    bound: tuple[tuple[int, int], ...] = ()
+    """The days the calendar dates of the query (a month, a year, ``the last week of July
+    2023``; not ``yesterday``) allow; empty when it names none."""
+    until: int | None = None
+    """The last day of a reference point (``as of May 2023``): nothing said after it."""
 
     def __bool__(self) -> bool:
-        return bool(self.spans)
+        return bool(self.spans) or bool(self.bound) or self.until is not None
+
+    def outside(self, ranges: list[tuple[int, int]], written: int | None) -> bool:
+        """An entry's dates (``ranges``, its ``written`` day among them) fall outside the
+        period the query bounds, or it was written after the query's reference point."""
+        if self.until is not None and written is not None and written > self.until:
+            return True
+        if not self.bound or not ranges:
+            return False
+        return not any(s <= e2 and s2 <= e for s, e in self.bound for s2, e2 in ranges)
 
     def match(self, ranges: list[tuple[int, int]]) -> float:
         """The grain weight of the most precise span an entry's dates overlap; 0 if none."""
@@ -135,6 +135,8 @@ class TimeQuery:
                 start, end = (dt.date.fromordinal(x) for x in ranges[0])
                 span = start.isoformat() if start == end else f"{start}..{end}"
                 parts.append(f"{text!r} ({grain}, {span})")
+        if self.until is not None:
+            parts.append(f"as of {dt.date.fromordinal(self.until).isoformat()}")
         return "; ".join(parts)
 
 
@@ -168,49 +170,6 @@ def _resolve_with_library(text: str, ref: dt.date) -> tuple[dt.date, str] | None
     return data.date_obj.date(), str(data.period or "day")
 
 
-def _month_range(year: int, month: int) -> tuple[int, int]:
-    first = dt.date(year, month, 1)
-    nxt = dt.date(year + (month == 12), month % 12 + 1, 1)
-    return first.toordinal(), nxt.toordinal() - 1
-
-
-def _period_range(day: dt.date, grain: str) -> tuple[int, int]:
-    if grain == "week":
-        monday = day - dt.timedelta(days=day.weekday())
-        return monday.toordinal(), monday.toordinal() + 6
-    if grain == "month":
-        return _month_range(day.year, day.month)
-    if grain == "year":
-        return dt.date(day.year, 1, 1).toordinal(), dt.date(day.year, 12, 31).toordinal()
-    return day.toordinal(), day.toordinal()
-
-
-def _season_range(year: int, month: int) -> tuple[int, int]:
-    start = dt.date(year, month, 1)
-    last_month = month + 2
-    end_year, end_month = year + (last_month > 12), (last_month - 1) % 12 + 1
-    return start.toordinal(), _month_range(end_year, end_month)[1]
-
-
-def _last_season(ref: dt.date, month: int, which: str) -> tuple[int, int]:
-    """``this``/今年: the season of the reference's year; ``last``: the latest one over
-    before the reference; 去年: last year's; ``next``/明年: the first to begin after it."""
-    today = ref.toordinal()
-    if which in ("去年", "今年", "明年"):
-        return _season_range(ref.year + {"去年": -1, "今年": 0, "明年": 1}[which], month)
-    if which == "this":
-        return _season_range(ref.year, month)
-    if which == "next":
-        year = ref.year
-        while _season_range(year, month)[0] <= today:
-            year += 1
-        return _season_range(year, month)
-    year = ref.year
-    while _season_range(year, month)[1] >= today:
-        year -= 1
-    return _season_range(year, month)
-
-
 def _zh_number(text: str) -> int | None:
     if text.isdigit():
         return int(text)
@@ -224,15 +183,14 @@ def _zh_number(text: str) -> int | None:
     return _ZH_DIGITS.get(text)
 
 
-def _month_number(word: str) -> int | None:
-    return _MONTH_ABBR.get(word.lower().rstrip(".")[:4]) or _MONTH_ABBR.get(word.lower()[:3])
-
-
 def _found(
     kind: str, m: re.Match[str], ref: dt.date, any_year: bool
 ) -> tuple[str, list[tuple[int, int]]] | None:
     g = m.groupdict()
     text = m.group(0)
+    if kind in _PERIOD_KINDS:
+        years = list(ANY_YEAR) if any_year else [ref.year]
+        return periods.found_period(kind, m, years)
     if kind == "month":
         month = _month_number(g["m"])
         day_text = g["d1"] or g["d2"]
@@ -260,18 +218,20 @@ def _found(
         unit = {"天": "day", "周": "week", "星期": "week", "个月": "month", "年": "year"}[g["unit"]]
         return None if zh_count is None else _library(f"{zh_count} {unit}s ago", ref, unit)
     if kind == "rel_weekday":
-        return "day", [_weekday(ref, _WEEKDAYS.index(g["w"].lower()), g["which"].lower())]
+        return "day", [
+            periods.weekday_range(ref, _WEEKDAYS.index(g["w"].lower()), g["which"].lower())
+        ]
     if kind == "zh_weekday":
         which = {"上": "last", "下": "next"}.get(g["which"], "this")
-        return "day", [_weekday(ref, _ZH_WEEKDAY[g["w"]], which, week_based=True)]
+        return "day", [periods.weekday_range(ref, _ZH_WEEKDAY[g["w"]], which, week_based=True)]
     if kind == "rel_season":
-        return "season", [_last_season(ref, _SEASONS[g["s"].lower()], g["which"].lower())]
+        return "season", [periods.last_season(ref, _SEASONS[g["s"].lower()], g["which"].lower())]
     if kind == "zh_season":
-        return "season", [_last_season(ref, _ZH_SEASONS[g["s"]], g["which"] or "this")]
+        return "season", [periods.last_season(ref, _ZH_SEASONS[g["s"]], g["which"] or "this")]
     if kind == "rel_unit":
         which, unit = g["which"].lower(), g["unit"].lower()
         if unit == "weekend":
-            return "weekend", [_weekend(ref, which)]
+            return "weekend", [periods.weekend_range(ref, which)]
         if which == "past":
             span = {"week": 7, "month": 31, "year": 365}[unit]
             return unit, [(ref.toordinal() - span, ref.toordinal())]
@@ -284,7 +244,7 @@ def _found(
     if kind == "zh_rel":
         word = g["w"]
         if word in ("上周末", "这周末"):
-            return "weekend", [_weekend(ref, "last" if word == "上周末" else "this")]
+            return "weekend", [periods.weekend_range(ref, "last" if word == "上周末" else "this")]
         return _library(word, ref, None)
     return None
 
@@ -301,7 +261,7 @@ def _library(
         slack = {"day": 0, "week": 3, "month": 10, "year": 120}[grain]
         return grain, [(day.toordinal() - slack, day.toordinal() + slack)]
     grain = grain or period
-    return grain, [_period_range(day, grain)]
+    return grain, [periods.period_range(day, grain)]
 
 
 def _day_or_month(
@@ -334,33 +294,6 @@ def _day_or_month(
     return ("day" if day is not None else "month"), ranges
 
 
-def _weekday(
-    ref: dt.date, weekday: int, which: str, *, week_based: bool = False
-) -> tuple[int, int]:
-    if week_based:  # 上周五: Friday of the previous calendar week
-        monday = ref - dt.timedelta(days=ref.weekday())
-        shift = {"last": -7, "next": 7}.get(which, 0)
-        day = monday + dt.timedelta(days=shift + weekday)
-    else:
-        delta = (ref.weekday() - weekday) % 7 or 7
-        if which == "last":
-            day = ref - dt.timedelta(days=delta)
-        elif which == "next":
-            day = ref + dt.timedelta(days=(weekday - ref.weekday()) % 7 or 7)
-        else:
-            day = ref + dt.timedelta(days=weekday - ref.weekday())
-    return day.toordinal(), day.toordinal()
-
-
-def _weekend(ref: dt.date, which: str) -> tuple[int, int]:
-    saturday = ref - dt.timedelta(days=ref.weekday()) + dt.timedelta(days=5)
-    if which in ("last", "past") and saturday >= ref:
-        saturday -= dt.timedelta(days=7)
-    elif which == "next":
-        saturday += dt.timedelta(days=7)
-    return saturday.toordinal(), saturday.toordinal() + 1
-
-
 def find_dates(text: str, ref: dt.date, *, any_year: bool = False) -> list[DateRange]:
     """Every date span in ``text`` (non-overlapping, first pattern wins), resolved against
     ``ref``; a day or month without a year gets one range per year when ``any_year``."""
@@ -372,10 +305,19 @@ def find_dates(text: str, ref: dt.date, *, any_year: bool = False) -> list[DateR
 
 
 def _spans(text: str, ref: dt.date, any_year: bool) -> list[tuple[str, str, list[tuple[int, int]]]]:
+    return [
+        (span, grain, ranges) for _s, _e, _k, span, grain, ranges in _located(text, ref, any_year)
+    ]
+
+
+Located = tuple[int, int, str, str, str, list[tuple[int, int]]]  # start, end, kind, text, …
+
+
+def _located(text: str, ref: dt.date, any_year: bool) -> list[Located]:
     if not text or not _MAY_HAVE_DATE.search(text):
         return []
     taken: list[tuple[int, int]] = []
-    spans: list[tuple[int, str, str, list[tuple[int, int]]]] = []
+    spans: list[Located] = []
     for kind, pattern in _COMPILED:
         for m in pattern.finditer(text):
             if any(m.start() < e and s < m.end() for s, e in taken):
@@ -384,9 +326,9 @@ def _spans(text: str, ref: dt.date, any_year: bool) -> list[tuple[str, str, list
             if found is None:
                 continue
             taken.append((m.start(), m.end()))
-            spans.append((m.start(), m.group(0).strip(), found[0], found[1]))
+            spans.append((m.start(), m.end(), kind, m.group(0).strip(), found[0], found[1]))
     spans.sort(key=lambda item: item[0])
-    return [(span, grain, ranges) for _, span, grain, ranges in spans]
+    return spans
 
 
 _MAY_HAVE_DATE = re.compile(
@@ -397,9 +339,36 @@ _MAY_HAVE_DATE = re.compile(
 
 
 def query_time(query: str, today: dt.date) -> TimeQuery:
-    """The time a query asks about, relative to ``today``."""
-    spans = _spans(query, today, any_year=True)
-    return TimeQuery(tuple((text, grain, tuple(ranges)) for text, grain, ranges in spans))
+    """The time a query asks about, relative to ``today``: the spans it names, the period
+    its calendar dates bound, and a reference point (``as of``, ``by``, ``截至``), which is
+    not the time of an event and so is no span."""
+    spans: list[tuple[str, str, tuple[tuple[int, int], ...]]] = []
+    bound: list[tuple[int, int]] = []
+    until: int | None = None
+    for start, end, kind, text, grain, ranges in _located(query, today, any_year=True):
+        if periods.is_reference(query, start, end):
+            # The latest reading not after today (a month without a year: the last one).
+            past = [e for _s, e in ranges if e <= today.toordinal()] or [ranges[0][1]]
+            until = max(past) if until is None else min(until, max(past))
+            continue
+        spans.append((text, grain, tuple(ranges)))
+        if kind in _CALENDAR_KINDS:
+            # "the week before August 3": the month up to the day; "after": the month from it.
+            widen = _AROUND.search(query[max(0, start - 8) : start])
+            for first, last in ranges:
+                if widen is not None and widen[1].lower() == "before":
+                    first -= 31
+                elif widen is not None:
+                    last += 31
+                bound.append((first, last))
+    return TimeQuery(tuple(spans), tuple(bound), until)
+
+
+# Spans that name the calendar (not "yesterday", "3 weeks ago", "last summer": a question's
+# relative time is often relative to a moment the asker has in mind, not to the clock).
+_PERIOD_KINDS = frozenset(kind for kind, _ in periods.PATTERNS)
+_CALENDAR_KINDS = frozenset({"month", "iso", "zh_date", "zh_year", "year", *_PERIOD_KINDS})
+_AROUND = re.compile(r"\b(before|after)\s+(?:the\s+)?$", re.IGNORECASE)
 
 
 def memory_dates(text: str, when: dt.date | None) -> list[tuple[int, int]]:

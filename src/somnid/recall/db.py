@@ -15,7 +15,9 @@ from typing import Any
 
 from somnid.errors import StorageError, Unavailable
 
-SCHEMA_VERSION = 3
+# 4: a question turn is one that is mostly a question; parts of periods are dated; the context
+# holds three turns before.
+SCHEMA_VERSION = 4
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (
@@ -45,7 +47,7 @@ CREATE INDEX IF NOT EXISTS dates_start ON dates(start, end);
 CREATE INDEX IF NOT EXISTS entries_kind_name ON entries(kind, name);
 CREATE INDEX IF NOT EXISTS entries_embed_hash ON entries(embed_hash);
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
-    name, description, tags, body, context,
+    name, description, tags, body, context, far,
     tokenize = 'porter unicode61 remove_diacritics 2'
 );
 CREATE TABLE IF NOT EXISTS vectors (

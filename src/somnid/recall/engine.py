@@ -18,13 +18,23 @@ from somnid.metrics import Histogram
 from somnid.recall.dates import TimeQuery, query_time
 from somnid.recall.embedding import EmbedWorker
 from somnid.recall.index import INDEXED_KINDS, KIND_CODE, Index, Row
-from somnid.recall.passes import boost_time, entity_terms, mmr, penalise_questions, rocchio
+from somnid.recall.passes import (
+    boost_speakers,
+    boost_time,
+    entity_terms,
+    mmr,
+    penalise_questions,
+    rocchio,
+    speaker_of,
+)
 from somnid.recall.scorer import Candidate, Scored, Weights, fuse, rank, spread_links
 from somnid.recall.text import query_terms
 from somnid.recall.vectors import Vector
 
 DEFAULT_KINDS = (Kind.KNOWLEDGE, Kind.EPISODE, Kind.SKILL)
 MIN_LITERAL_CHARS = 4
+ANSWER_SHARE = 0.8
+"""Of an echo's score (before its question penalty), what the turn after it gets at least."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,7 +154,7 @@ class Recall:
         scored, rows = self._pass(query, keyword, vector, kinds, project, pool, extra=dated)
         if settings.prf_weight > 0 and scored:
             scored, rows = self._bridge(query, scored, rows, keyword, vector, kinds, project, pool)
-        scored = self._after(scored, rows, when, kinds, project, limit)
+        scored = self._after(query, scored, rows, when, kinds, project, limit)
         if settings.mmr_lambda < 1.0 and table is not None:
             top = [s.entry_id for s in scored[: 3 * limit]]
             scored = mmr(scored, table.vectors_of(top), settings.mmr_lambda, limit)
@@ -255,6 +265,7 @@ class Recall:
 
     def _after(
         self,
+        query: str,
         scored: list[Scored],
         rows: dict[int, Row],
         when: TimeQuery,
@@ -263,16 +274,51 @@ class Recall:
         limit: int,
     ) -> list[Scored]:
         settings = self.settings
-        if when and settings.time_boost > 0:
-            head = [s.entry_id for s in scored[: max(limit * 6, 60)]]
+        if when:
+            # Every candidate when the query bounds the time: a cut one must not fall
+            # below one out of the period that was never looked at.
+            bounds = bool(when.bound) or when.until is not None
+            head = [s.entry_id for s in (scored if bounds else scored[: max(limit * 6, 60)])]
             written = {i: rows[i].day if i in rows else None for i in head}
             dates = self.index.dates_of(head)
-            scored = boost_time(scored, when, dates, written, settings.time_boost)
+            scored = boost_time(
+                scored, when, dates, written, settings.time_boost, settings.time_bound
+            )
+        if settings.speaker_boost > 0:
+            # The body after the name and description lines of the index's text.
+            texts = self.index.texts(s.entry_id for s in scored[: max(limit * 6, 60)])
+            speakers = {i: speaker_of(t.split("\n", 2)[-1]) for i, t in texts.items()}
+            scored = boost_speakers(scored, speakers, query, settings.speaker_boost)
         asks = {i for i, row in rows.items() if row.asks}
         scored = penalise_questions(scored, asks, settings.question_penalty)
+        if settings.question_penalty > 0 and ANSWER_SHARE > 0:
+            scored = self._answers(scored, rows, limit)
         if settings.neighbour_spread > 0:
             scored = self._neighbours(scored, rows, limit)
         return self._spread(scored, rows, kinds, project, limit)
+
+    def _answers(self, scored: list[Scored], rows: dict[int, Row], limit: int) -> list[Scored]:
+        """The turn after an echo (a top result that is mostly a question) is what answers
+        it: it gets ``ANSWER_SHARE`` of the echo's score before the penalty, if more."""
+        echoes = [s for s in scored[:limit] if s.entry_id in rows and rows[s.entry_id].asks]
+        if not echoes:
+            return scored
+        pairs = self.index.neighbours(rows[s.entry_id] for s in echoes)
+        by_id = {s.entry_id: s for s in scored}
+        new = {after for _before, after in pairs.values() if after is not None} - set(rows)
+        rows.update(self.index.rows_by_id(new))
+        for echo in echoes:
+            after = pairs.get(echo.entry_id, (None, None))[1]
+            if after is None or after not in rows:
+                continue
+            value = ANSWER_SHARE * (echo.score - echo.components.get("question", 0.0))
+            current = by_id.get(after)
+            if current is None:
+                by_id[after] = Scored(after, value, rows[after].score, {"answer": round(value, 4)})
+            elif current.score < value:
+                current.components["answer"] = round(value - current.score, 4)
+                current.score = value
+        return rank(list(by_id.values()))
 
     def _neighbours(self, scored: list[Scored], rows: dict[int, Row], limit: int) -> list[Scored]:
         """One hop to the turns just before and after each of the top results in their

@@ -26,9 +26,10 @@ INDEXED_KINDS = (Kind.KNOWLEDGE, Kind.EPISODE, Kind.SKILL, Kind.INTENTION)
 KIND_CODE = {kind: code for code, kind in enumerate(INDEXED_KINDS, start=1)}
 
 # bm25() column weights: name, description, tags, body, context (the turn before, in the
-# same session).
+# same session); the far context (the two turns before that: a subject a reply may still
+# follow, less surely than the turn it answers) weighs FAR_SHARE of the context.
 DEFAULT_FIELD_WEIGHTS = (3.0, 2.0, 2.0, 1.0, 0.0)
-CONTEXT_CHARS = 600
+CONTEXT_CHARS, CONTEXT_TURNS, FAR_SHARE = 600, 3, 0.5  # chars of each turn, turns, share
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,16 +97,18 @@ def _row(values: tuple[object, ...]) -> Row:
     )
 
 
-def _context(conn: sqlite3.Connection, session: str | None, entry_id: int) -> str:
-    """The body of the entry before this one in its session: what a reply answers."""
+def _context(conn: sqlite3.Connection, session: str | None, entry_id: int) -> tuple[str, str]:
+    """The body of the entry just before this one in its session (what a reply answers),
+    and those of the few before that (the subject it may still follow)."""
     if session is None:
-        return ""
+        return "", ""
     found = conn.execute(
         "SELECT fts.body FROM entries JOIN fts ON fts.rowid = entries.id"
-        " WHERE entries.session = ? AND entries.id < ? ORDER BY entries.id DESC LIMIT 1",
-        (session, entry_id),
-    ).fetchone()
-    return "" if found is None else str(found[0])[:CONTEXT_CHARS]
+        " WHERE entries.session = ? AND entries.id < ? ORDER BY entries.id DESC LIMIT ?",
+        (session, entry_id, CONTEXT_TURNS),
+    ).fetchall()
+    bodies = [str(body)[:CONTEXT_CHARS] for (body,) in found]
+    return "".join(bodies[:1]), "\n".join(bodies[1:])
 
 
 def _upsert(conn: sqlite3.Connection, doc: Document) -> tuple[int, bool]:
@@ -139,9 +142,10 @@ def _upsert(conn: sqlite3.Connection, doc: Document) -> tuple[int, bool]:
             conn.execute("DELETE FROM fts WHERE rowid = ?", (entry_id,))
     if changed:
         conn.execute(
-            "INSERT INTO fts (rowid, name, description, tags, body, context) VALUES (?,?,?,?,?,?)",
+            "INSERT INTO fts (rowid, name, description, tags, body, context, far)"
+            " VALUES (?,?,?,?,?,?,?)",
             (entry_id, text.fts_name, text.fts_description, text.fts_tags, text.fts_body,
-             _context(conn, doc.session, entry_id)),
+             *_context(conn, doc.session, entry_id)),
         )  # fmt: skip
     conn.execute("DELETE FROM dates WHERE entry_id = ?", (entry_id,))
     conn.executemany(
@@ -156,7 +160,7 @@ class Index:
         self, path: Path, field_weights: tuple[float, ...] = DEFAULT_FIELD_WEIGHTS
     ) -> None:
         self.db = Database(path)
-        self.field_weights = field_weights
+        self.field_weights = (*field_weights[:5], field_weights[4] * FAR_SHARE)
         self.vectors: VectorTable | None = None
         self.model: str | None = None
         # Attaching a stored vector to an entry (read, then put or remove) and storing new

@@ -4,9 +4,13 @@ Pure functions over one query's scored candidates; the engine feeds them from th
 
 * **time**: an entry about a day the query names gets ``time_boost`` × the match's grain
   (a day 1.0 … a year 0.25; :mod:`somnid.recall.dates`), half that when the day is only
-  the one it was written on (its ``when``);
-* **question echoes**: an entry that ends as a question loses ``question_penalty`` of its
-  score (it restates what is asked; the reply after it is reached by neighbour spreading);
+  the one it was written on (its ``when``); one whose dates all fall outside the period
+  the query's calendar dates bound (``in October 2023``, ``the last week of July``), or
+  written after its reference point (``as of May 2023``), loses ``time_bound`` of its score;
+* **speakers**: an entry that opens with the words of someone the query names (``Ann: …``,
+  ``安：…``) gets ``speaker_boost``: what a person said is the first evidence about them;
+* **question echoes**: an entry that is mostly a question loses ``question_penalty`` of its
+  score (it restates what is asked; the reply after it is reached by its context);
 * **entity bridging** (pseudo-relevance feedback): the names in the strongest hits that the
   query does not hold, searched again, and the query vector moved towards those hits;
 * **diversity** (MMR): the top k chosen one by one, each trading its score against its
@@ -40,8 +44,12 @@ def boost_time(
     dates: Mapping[int, list[tuple[int, int]]],
     written: Mapping[int, int | None],
     boost: float,
+    bound: float = 0.0,
 ) -> list[Scored]:
-    if not when or boost <= 0:
+    """Lift entries about the days the query names; cut ``bound`` of the score of those
+    whose dates all fall outside the period its calendar dates bound, or that were written
+    after its reference point (an entry with no date at all keeps its score)."""
+    if not when or (boost <= 0 and bound <= 0):
         return scored
     for s in scored:
         ranges = dates.get(s.entry_id, [])
@@ -49,9 +57,49 @@ def boost_time(
         own = [(day, day)] if day is not None else []
         spoken = [r for r in ranges if r not in own]
         match = max(when.match(spoken), WHEN_SHARE * when.match(own))
-        if match > 0:
+        if match > 0 and boost > 0:
             s.components["time"] = round(boost * match, 4)
             s.score += boost * match
+        if bound > 0 and when.outside(spoken + own, day):
+            cut = s.score * bound
+            s.components["time_bound"] = round(-cut, 4)
+            s.score -= cut
+    return rank(scored)
+
+
+_OPENING_SPEAKER = re.compile(r"^\s*([^\s:：]{1,40})\s*[:：]")
+_CJK_CHAR = re.compile(r"[\u3400-\u9fff]")
+
+
+def speaker_of(body: str) -> str | None:
+    """Who an entry's text opens with (``Ann: …``), lower-cased, or None."""
+    match = _OPENING_SPEAKER.match(body)
+    return match[1].casefold() if match else None
+
+
+def boost_speakers(
+    scored: list[Scored], speakers: Mapping[int, str | None], query: str, boost: float
+) -> list[Scored]:
+    """Lift the entries whose speaker the query names (a word of it; a CJK name anywhere)."""
+    if boost <= 0:
+        return scored
+    asked = query.casefold()
+    named = {
+        speaker
+        for speaker in set(speakers.values())
+        if speaker
+        and (
+            speaker in asked
+            if _CJK_CHAR.search(speaker)
+            else re.search(rf"(?<!\w){re.escape(speaker)}(?!\w)", asked) is not None
+        )
+    }
+    if not named:
+        return scored
+    for s in scored:
+        if speakers.get(s.entry_id) in named:
+            s.components["speaker"] = boost
+            s.score += boost
     return rank(scored)
 
 

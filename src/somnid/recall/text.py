@@ -54,14 +54,33 @@ STOP_WORDS = frozenset(_STOP_TEXT.split())
 
 
 _CAPTION = re.compile(r"\s*\[[^\]]*\]\s*$")
+_SPEAKER = re.compile(r"^[^\s:：]{1,40}[:：]\s*")
 _QUESTION_END = re.compile(r"(?:[?？]|吗[。.!！]?|呢[。.!！]?)\s*$")
+# A sentence and the marks that end it (the last one may have none).
+_SENTENCE = re.compile(r"[^.!?。！？]+[.!?。！？]*|[.!?。！？]+")
+MOSTLY = 0.4  # "Where did you two meet?" after a short lead-in is still an echo
 
 
 def asks_question(body: str) -> bool:
-    """The text ends as a question (a trailing bracketed note, e.g. a photo caption, aside):
-    a turn asking what the query asks restates it rather than answering it."""
-    text = _CAPTION.sub("", body.strip())
-    return bool(_QUESTION_END.search(text))
+    """The text is mostly a question (a speaker's ``name:`` and a trailing bracketed note,
+    e.g. a photo caption, aside): its questions hold at least 40 % of its words. A turn
+    asking what the query asks restates it rather than answering it; one that says
+    something and then asks "How about you?" is a statement, and is not an echo."""
+    text = _SPEAKER.sub("", _CAPTION.sub("", body.strip()), count=1)
+    if not _QUESTION_END.search(text):
+        return False
+    asked = said = 0
+    for sentence in _SENTENCE.findall(text):
+        size = _size(sentence)
+        said += size
+        if _QUESTION_END.search(sentence):
+            asked += size
+    return asked >= MOSTLY * said
+
+
+def _size(sentence: str) -> int:
+    """Words, a CJK character counting as one."""
+    return len(_WORD.findall(_CJK_RUN.sub(lambda m: " ".join(m.group(0)), sentence)))
 
 
 def query_terms(query: str, *, drop_stop_words: bool = True) -> list[str]:

@@ -190,7 +190,14 @@ class Runtime:
             awake = AwakeHooks(settings, layout, clock, sessions, dreamer)
             tools = ToolRegistry(
                 MemoryTools(
-                    memories, recall, intentions, clock, seen, awake.conversation, awake.dream
+                    memories,
+                    recall,
+                    intentions,
+                    clock,
+                    seen,
+                    awake.conversation,
+                    awake.dream,
+                    archive=sessions.archived_lines,
                 )
             )
             runtime = cls(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from somnid.memory.kinds import Kind
@@ -17,6 +17,7 @@ from somnid.recall.assoc import Decision
 from somnid.recall.engine import Hit
 from somnid.recall.system import RecallSystem
 from somnid.recall.vectors import Vector
+from somnid.services.archive_recall import ArchiveLine, ArchiveSource, archive_markdown, rank_lines
 from somnid.services.recalling import Found, hint_of, load_hits, quote_markdown
 
 Select = Callable[[list[Hit]], list[Hit]]
@@ -28,16 +29,21 @@ class Recalled:
     mode: Literal["hybrid", "keyword"]
     time: str | None  # the dates the search read from the query (explain shows them)
     found: list[Found]
+    lines: list[ArchiveLine] = field(default_factory=list)  # archived lines, after ``found``
 
     @property
     def markdown(self) -> str:
-        """The results for a model: quoted data with their sources, never instructions."""
-        return quote_markdown(self.found, self.query)
+        """The results for a model: quoted data with their sources, never instructions;
+        archived conversation lines after the memories."""
+        return quote_markdown(self.found, self.query) + "\n".join(archive_markdown(self.lines))
 
 
 class RecallService:
-    def __init__(self, system: RecallSystem) -> None:
+    def __init__(self, system: RecallSystem, archive: ArchiveSource | None = None) -> None:
+        """``archive`` gives the archived conversation lines (the session service owns
+        them); without it, or with ``recall.archive`` off, only memories are searched."""
         self.system = system
+        self.archive = archive if system.settings.recall.archive else None
 
     async def find(
         self,
@@ -47,13 +53,20 @@ class RecallService:
         limit: int = 10,
         project: str | None = None,
         select: Select | None = None,
+        lines: int = 0,
     ) -> Recalled:
         """Search, let ``select`` pick among the hits (e.g. leave out what a session has
-        seen), and load the entries of what is left."""
+        seen), and load the entries of what is left; with ``lines`` and an archive, up to
+        that many archived conversation lines too, ranked after the memories."""
         outcome = await self.system.recall.run(query, kinds=kinds, limit=limit, project=project)
         hits = select(outcome.hits) if select is not None else outcome.hits
         found = await asyncio.to_thread(load_hits, self.system.store, hits)
-        return Recalled(query, outcome.mode, outcome.time, found)
+        archived: list[ArchiveLine] = []
+        if self.archive is not None and lines > 0:
+            recall = self.system.recall
+            turns = await self.archive()
+            archived = await rank_lines(query, turns, recall.worker, recall.weights, lines)
+        return Recalled(query, outcome.mode, outcome.time, found, archived)
 
     async def meanings(self, texts: list[str]) -> list[Vector] | None:
         """The texts' vectors (unit length; their dot product is how close two texts are

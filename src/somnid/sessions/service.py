@@ -14,6 +14,9 @@ from typing import Any, TypeVar
 from somnid.sessions.archive import restore_processed
 from somnid.sessions.logs import SessionLogs
 from somnid.sessions.records import Appended, Closed, Message, NoDream, PendingLog, ToolCall
+from somnid.sessions.transcript import Turn, archived_turns, list_logs
+
+ARCHIVE_ROLES = ("user", "agent")
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +35,7 @@ class SessionService:
         self.logs = logs
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="somnid-capture")
         self._gates: dict[str, tuple[asyncio.Lock, list[int]]] = {}
+        self._archive: tuple[tuple[tuple[str, int, int], ...], list[Turn]] = ((), [])
 
     async def start(self) -> None:
         """Read back which sessions are never to be dreamed (see
@@ -67,6 +71,27 @@ class SessionService:
         """Archive a consolidated (or, ``skipped``, a ``dream: false``) log: see
         :meth:`SessionLogs.mark_processed`."""
         return await self._run(functools.partial(self.logs.mark_processed, skipped=skipped), path)
+
+    async def archived_lines(self) -> list[Turn]:
+        """The user's and the agent's lines of every archived log, oldest first (``log``
+        names the file, ``speaker`` and ``timestamp`` say who and when). Read again only
+        when a file in the archive changed."""
+        return await self._run(self._archived_lines)
+
+    def _archived_lines(self) -> list[Turn]:
+        layout = self.logs.layout
+        stamp: list[tuple[str, int, int]] = []
+        for log_file in list_logs(layout, live=False, archived=True):
+            try:
+                stat = log_file.path.stat()
+            except OSError:
+                continue
+            stamp.append((log_file.path.name, stat.st_mtime_ns, stat.st_size))
+        key = tuple(stamp)
+        if key != self._archive[0]:
+            turns = archived_turns(layout, self.logs.clock.tz, roles=ARCHIVE_ROLES)
+            self._archive = (key, turns)
+        return self._archive[1]
 
     async def reopen_processed(self, stems: list[str]) -> list[str]:
         """Put the processed logs ``stems`` back among the pending ones (the dream that

@@ -21,6 +21,7 @@ from somnid.memory.intentions import Intention
 from somnid.memory.kinds import Kind
 from somnid.recall.engine import Hit
 from somnid.recall.system import RecallSystem
+from somnid.services.archive_recall import ArchiveSource, archive_markdown
 from somnid.services.intentions import Intentions
 from somnid.services.memories import MemoryService
 from somnid.services.quoting import inline
@@ -90,10 +91,11 @@ class MemoryTools:
         seen: SeenTracker,
         conversation: ConversationSearch,
         dream: DreamRequest,
+        archive: ArchiveSource | None = None,
     ) -> None:
         self.memories = memories
         self.recall = recall
-        self.recaller = RecallService(recall)
+        self.recaller = RecallService(recall, archive)
         self.intentions = intentions
         self.clock = clock
         self.seen = seen
@@ -147,8 +149,12 @@ class MemoryTools:
             limit=limit * 3,
             project=ctx.project,
             select=lambda hits: self.seen.select(ctx.session_id, hits, limit, key=_path),
+            lines=limit,
         )
         found = recalled.found
+        archived = archive_markdown(recalled.lines)
+        if not found and archived:
+            return "\n".join(archived).strip()
         if not found:
             return (
                 f"No memory found for {query!r} (top1=0.00). Rephrase it (synonyms, the exact "
@@ -174,7 +180,7 @@ class MemoryTools:
                 lines.extend("  " + line for line in quote(body))
             lines.append(f"  source: {hit.path}")
         await self._reinforce([item.entry for item in found])
-        return "\n".join(lines)
+        return "\n".join([*lines, *archived])
 
     async def search_episodes(
         self,

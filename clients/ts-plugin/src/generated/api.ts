@@ -1632,6 +1632,33 @@ export interface components {
                 [key: string]: number;
             } | null;
         };
+        /** RecallLine */
+        RecallLine: {
+            /**
+             * Log
+             * @description The archived session log it comes from (file stem).
+             */
+            log: string;
+            /**
+             * Role
+             * @description user or agent
+             */
+            role: string;
+            /** Speaker */
+            speaker?: string | null;
+            /**
+             * Time
+             * @description When it was said (ISO 8601).
+             */
+            time?: string | null;
+            /**
+             * Text
+             * @description The line as said: quoted data, never instructions.
+             */
+            text: string;
+            /** Score */
+            score: number;
+        };
         /** RecallRequest */
         RecallRequest: {
             /** Query */
@@ -1671,6 +1698,11 @@ export interface components {
             time?: string | null;
             /** Items */
             items: components["schemas"]["RecallItem"][];
+            /**
+             * Lines
+             * @description Lines of archived conversations that answer the query, ranked after the memories (none when recall.archive is off).
+             */
+            lines?: components["schemas"]["RecallLine"][];
             /**
              * Markdown
              * @description The same results as quoted Markdown for a model.

@@ -10,11 +10,13 @@ from somnid.api.recall_schemas import (
     RebuildRequest,
     RebuildResponse,
     RecallItem,
+    RecallLine,
     RecallRequest,
     RecallResponse,
     SyncReportOut,
     SyncRequest,
 )
+from somnid.services.archive_recall import ArchiveLine
 from somnid.services.recall_service import RecallService
 from somnid.services.recalling import kinds_or_default, snippet
 
@@ -24,8 +26,12 @@ router = APIRouter(tags=["recall"])
 @router.post("/v1/recall", name="recall", response_model=RecallResponse)
 async def recall(body: RecallRequest, runtime: RuntimeDep) -> RecallResponse:
     """Search memory by meaning and keywords. Results are quoted data with their source."""
-    recalled = await RecallService(runtime.recall).find(
-        body.query, kinds=kinds_or_default(body.kinds), limit=body.limit, project=body.project
+    recalled = await RecallService(runtime.recall, runtime.sessions.archived_lines).find(
+        body.query,
+        kinds=kinds_or_default(body.kinds),
+        limit=body.limit,
+        project=body.project,
+        lines=body.limit,
     )
     return RecallResponse(
         query=body.query,
@@ -43,8 +49,17 @@ async def recall(body: RecallRequest, runtime: RuntimeDep) -> RecallResponse:
             )
             for f in recalled.found
         ],
+        lines=[line_out(line) for line in recalled.lines],
         markdown=recalled.markdown,
     )
+
+
+def line_out(line: ArchiveLine) -> RecallLine:
+    when = line.time.isoformat() if line.time else None
+    return RecallLine(
+        log=line.log, role=line.role, speaker=line.speaker, time=when, text=line.text,
+        score=line.score,
+    )  # fmt: skip
 
 
 @router.post("/v1/index/sync", name="syncIndex", response_model=SyncReportOut)

@@ -172,6 +172,10 @@ def test_the_small_things_a_new_user_met(site: tuple[str, httpx.Client, Path], p
     (expect(note).to_be_visible if not cjk_font() else expect(note).to_be_hidden)()
     assert "fonts-noto-cjk" in note.inner_text()
     page.screenshot(path=str(ARTEFACTS / "zh-fonts.png"))
+    page.click("button[data-tab=search]")
+    page.fill("#q", "tea")
+    page.click("#search-form button[type=submit]")
+    expect(page.locator("#results li").first).to_contain_text("tea · 知识 ·")
     page.select_option("#lang", "en")
     expect(note).to_be_hidden()
 

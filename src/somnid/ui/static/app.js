@@ -300,7 +300,7 @@ async function search(event) {
   const { data } = await api("POST", "/v1/recall", body);
   $("results").replaceChildren(...(data.items.length ? data.items.map((item) => el("li", {
     onclick: () => { $("kind").value = item.kind; $("scope").value = "live"; show("memories"); openEntry(item.kind, item.name, false); },
-  }, el("strong", {}, `${item.name}`), ` · ${item.kind} · ${item.score.toFixed(3)}`,
+  }, el("strong", {}, `${item.name}`), ` · ${kindName(item.kind)} · ${item.score.toFixed(3)}`,
   el("div", { class: "muted" }, item.description || item.content.slice(0, 160)),
   el("div", { class: "parts" }, ...Object.entries(item.components || {}).map(([part, value]) => el("span", { class: "part" }, `${part} ${Number(value).toFixed(3)}`))),
   )) : [el("li", { class: "muted" }, t("no_results"))]));

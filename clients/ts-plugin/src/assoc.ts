@@ -89,7 +89,7 @@ export class Association {
       if (intentions) {
         const reason = injections.intentionsDue(sessionId, intentions.hash)
         if (reason && intentions.text.trim()) {
-          added.push(injections.message(sessionId, 'intentions', intentions.text, 'POST /v1/prompt (intentions)', reason))
+          added.push(injections.message(sessionId, 'intentions', capLines(intentions.text, MAX_INTENTION_LINES), 'POST /v1/prompt (intentions)', reason))
         }
         injections.intentionsShown(sessionId, intentions.hash)
       }
@@ -142,6 +142,16 @@ export class Association {
       this.log.debug('assoc reset of %s failed: %s', sessionId, describe(error))
     }
   }
+}
+
+/** The most lines of open intentions one message carries: a long list is not re-sent whole at every change. */
+export const MAX_INTENTION_LINES = 20
+
+/** The first `max` lines, and how many more there are (the agent can list them all). */
+export function capLines(text: string, max: number): string {
+  const lines = text.trim().split('\n')
+  if (lines.length <= max) return text
+  return [...lines.slice(0, max), `… and ${lines.length - max} more lines: list_intentions shows them all.`].join('\n')
 }
 
 function toArgs(value: unknown): Record<string, unknown> {

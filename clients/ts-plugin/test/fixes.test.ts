@@ -8,6 +8,7 @@ import { LlmBridge, type SocketLike } from '../src/bridge.js'
 import { fakeAgent, fakeSession, userMessage } from './fake-ctx.js'
 import { setup, ready, until } from './helpers.js'
 import { webRoutes } from '../src/web.js'
+import { capLines } from '../src/assoc.js'
 
 /** A socket that behaves as Node 22's WebSocket: a failed handshake fires `error` and never `close`. */
 class Node22Socket implements SocketLike {
@@ -243,4 +244,12 @@ test('web: state with live dream events and last dream, folded injections with p
     await somnid.stop()
   }
   assert.equal(routes.length, 0, 'routes unregistered on unload')
+})
+
+test('a long list of open intentions is capped in the message, with how many more', () => {
+  const text = Array.from({ length: 25 }, (_, i) => `- [pi-${i}] task ${i}`).join('\n')
+  const capped = capLines(text, 20).split('\n')
+  assert.equal(capped.length, 21)
+  assert.equal(capped[20], '… and 5 more lines: list_intentions shows them all.')
+  assert.equal(capLines('a\nb', 20), 'a\nb')
 })

@@ -93,7 +93,7 @@ class Daemon:
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
-    def stop(self, sig: int = signal.SIGTERM, timeout: float = 20.0) -> int:
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 120.0) -> int:
         if self.process.poll() is None:
             self.process.send_signal(sig)
         return self.process.wait(timeout=timeout)
@@ -130,7 +130,9 @@ def spawn(
         log.close()
 
 
-def wait_ready(process: subprocess.Popen[bytes], base_url: str, timeout: float = 30.0) -> None:
+def wait_ready(process: subprocess.Popen[bytes], base_url: str, timeout: float = 120.0) -> None:
+    """Wait until the daemon answers /v1/health; the timeout caps a hang (a loaded machine
+    starts slowly, it is not broken)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:

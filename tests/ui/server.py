@@ -25,7 +25,7 @@ def serve(app: FastAPI) -> Iterator[str]:
     server = _Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 120  # a cap for a hang: a loaded machine is slow
     while not server.started:
         if time.monotonic() > deadline or not thread.is_alive():
             raise RuntimeError("the app did not start")

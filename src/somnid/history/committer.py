@@ -36,7 +36,8 @@ from somnid.history.git import Git, spare_descriptors
 from somnid.memory.entry import Entry
 from somnid.provenance import DREAM, Actor, DreamRecord, current_actor
 from somnid.store.layout import Layout
-from somnid.store.memories import MAX_FILE_BYTES, MemoryStore
+from somnid.store.memories import MemoryStore
+from somnid.store.reader import MAX_FILE_BYTES
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,8 @@ from somnid.memory.kinds import Kind
 from somnid.recall.dates import memory_dates
 from somnid.recall.index import INDEXED_KINDS, KIND_CODE, Document, Index
 from somnid.recall.text import asks_question, indexed_text, related_names
-from somnid.store.memories import MemoryStore, etag_of
+from somnid.store.memories import MemoryStore
+from somnid.store.reader import etag_of
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,8 @@ from somnid.memory.entry import Entry, vitals_from_meta
 from somnid.memory.kinds import Kind, normalise_priority, normalise_salience
 from somnid.memory.lifecycle import initial_score, record_usage
 from somnid.store import frontmatter
-from somnid.store.memories import MemoryStore, check_fields
+from somnid.store.fields import check_fields
+from somnid.store.memories import MemoryStore
 
 log = logging.getLogger(__name__)
 

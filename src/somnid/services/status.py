@@ -10,7 +10,8 @@ from somnid.sessions.records import is_pending
 from somnid.sessions.transcript import MAX_READ_BYTES, live_files
 from somnid.store import frontmatter
 from somnid.store.layout import Layout
-from somnid.store.memories import BrokenReport, MemoryStore
+from somnid.store.memories import MemoryStore
+from somnid.store.reader import BrokenReport
 from somnid.store.safe import read_text
 
 

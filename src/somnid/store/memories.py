@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import hashlib
 import logging
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,28 +28,19 @@ from somnid.errors import (
 )
 from somnid.memory.clock import Clock
 from somnid.memory.entry import Entry
-from somnid.memory.kinds import SELF_PROFILE, Kind
+from somnid.memory.kinds import Kind
 from somnid.memory.names import check_name, slugify
 from somnid.store import frontmatter
 from somnid.store.atomic import TEMP_PREFIX, fsync_dir, move_atomic, storage_error, write_atomic
-from somnid.store.health import StorageHealth
-from somnid.store.layout import ARCHIVED, LEGACY_DEFAULT_USER, Layout
+from somnid.store.fields import check_fields, render_entry
+from somnid.store.layout import ARCHIVED, Layout
+from somnid.store.reader import MAX_FILE_BYTES, EntryReader, etag_of
 from somnid.store.safe import check_no_links, present, read_regular
 
 log = logging.getLogger(__name__)
 
-MAX_FILE_BYTES = 8 * 1024 * 1024
 ARCHIVE_SUFFIX = "--"
 _OPTIMISTIC_ROUNDS = 3
-
-# Keys a caller may not set through ``fields``: identity and history belong to somnid.
-PROTECTED_KEYS = frozenset({"name", "created"})
-
-
-@dataclass(frozen=True, slots=True)
-class BrokenReport:
-    path: str
-    reason: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,10 +56,6 @@ class _Prepared:
     data: bytes
 
 
-def etag_of(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()[:20]
-
-
 def _live_name(recorded: object, archived_name: str) -> str:
     """The name an archived entry had when live: recorded when archiving renamed it, else
     its archived name less the ``--<n>`` a rename adds ("release--v2" stays itself)."""
@@ -79,200 +65,13 @@ def _live_name(recorded: object, archived_name: str) -> str:
     return stem if sep and stem and number.isdigit() else archived_name
 
 
-class MemoryStore:
+class MemoryStore(EntryReader):
+    """Entries as files (see :class:`.reader.EntryReader` for reading them), written
+    atomically under one lock, archived never deleted."""
+
     def __init__(self, layout: Layout, clock: Clock) -> None:
-        self.layout = layout
-        self.clock = clock
+        super().__init__(layout, clock)
         self._write_lock = threading.RLock()
-        self._cache: dict[Path, tuple[tuple[int, int, int], Entry]] = {}
-        self._broken: dict[str, BrokenReport] = {}
-        self._broken_lock = threading.Lock()
-        self.health = StorageHealth(layout.root)
-
-    # ------------------------------------------------------------------ reading
-
-    def read(self, kind: Kind, name: str, *, archived: bool = False) -> Entry:
-        """One entry, fresh from disk. Raises NotFound or BrokenFile."""
-        check_name(name)
-        path = self._locate(kind, name, archived=archived)
-        if path is None:
-            where = "archived " if archived else ""
-            raise NotFound(f"no {where}{kind.value} named {name!r}")
-        return self._load(path, kind, name, archived)
-
-    def read_path(self, path: Path) -> Entry | None:
-        """The live entry stored at ``path`` (absolute), or None if ``path`` is no live entry.
-
-        Raises BrokenFile for a broken one."""
-        located = self.layout.classify(path)
-        if located is None or located[2]:
-            return None
-        kind, name, _ = located
-        if not present(path):
-            return None
-        return self._load(path, kind, name, False)
-
-    def exists(self, kind: Kind, name: str, *, archived: bool = False) -> bool:
-        return self._locate(kind, name, archived=archived) is not None
-
-    def scan(self, kinds: tuple[Kind, ...] = tuple(Kind), *, archived: bool = False) -> list[Entry]:
-        """Every readable entry of ``kinds``, sorted by (kind, name); broken ones are reported."""
-        entries: list[Entry] = []
-        for kind in kinds:
-            for path, name, is_archived in self.files(kind, archived=archived):
-                try:
-                    entries.append(self._load(path, kind, name, is_archived))
-                except BrokenFile:
-                    continue
-                except FileNotFoundError:
-                    continue  # moved away between listing and reading
-        return entries
-
-    def broken(self) -> list[BrokenReport]:
-        """Files that could not be read, as of the last time each was looked at."""
-        with self._broken_lock:
-            return sorted(self._broken.values(), key=lambda report: report.path)
-
-    def recheck_broken(self) -> None:
-        """Forget reports of files that were fixed or removed since."""
-        with self._broken_lock:
-            paths = list(self._broken)
-        for rel in paths:
-            path = self.layout.root / rel
-            if not path.exists():
-                self._forget_broken(rel)
-
-    def files(self, kind: Kind, *, archived: bool = False) -> Iterator[tuple[Path, str, bool]]:
-        if kind is Kind.PROFILE:
-            yield from self._profile_files()
-            return
-        yield from self._folder_entries(self.layout.kind_dir(kind), kind, False)
-        if archived:
-            yield from self._folder_entries(self.layout.archive_dir(kind), kind, True)
-
-    def count(self, kind: Kind) -> int:
-        """How many live entries of ``kind`` there are: the entries ``files`` yields, counted
-        without building paths or sorting (health asks on every probe)."""
-        if kind is Kind.PROFILE:
-            return sum(1 for _ in self._profile_files())
-        try:
-            children = os.scandir(self.layout.kind_dir(kind))
-        except FileNotFoundError:
-            return 0
-        file_name = self.layout.file_name(kind)
-        with children:
-            return sum(
-                1
-                for child in children
-                if child.name != ARCHIVED
-                and not child.name.startswith(".")
-                and child.is_dir(follow_symlinks=False)
-                and os.path.isfile(os.path.join(child.path, file_name))
-            )
-
-    def _folder_entries(
-        self, folder: Path, kind: Kind, archived: bool
-    ) -> Iterator[tuple[Path, str, bool]]:
-        try:
-            children = sorted(os.scandir(folder), key=lambda item: item.name)
-        except FileNotFoundError:
-            return
-        file_name = self.layout.file_name(kind)
-        for child in children:
-            if child.name == ARCHIVED:
-                continue
-            if child.is_symlink():
-                self._report_broken(
-                    str(self.layout.relative(Path(child.path))),
-                    "a symbolic link; somnid does not follow links",
-                )
-                continue
-            if not child.is_dir(follow_symlinks=False):
-                continue
-            if child.name.startswith("."):
-                continue
-            path = Path(child.path) / file_name
-            if present(path):  # a FIFO or a link is yielded, and reported as broken
-                yield path, child.name, archived
-
-    def _profile_files(self) -> Iterator[tuple[Path, str, bool]]:
-        about_me = self.layout.entry_file(Kind.PROFILE, SELF_PROFILE)
-        if present(about_me):
-            yield about_me, SELF_PROFILE, False
-        seen = set()
-        for path, name, _ in self._folder_entries(
-            self.layout.kind_dir(Kind.PROFILE), Kind.PROFILE, False
-        ):
-            seen.add(name)
-            yield path, name, False
-        legacy = self.layout.legacy_user_profile
-        if LEGACY_DEFAULT_USER not in seen and present(legacy):
-            yield legacy, LEGACY_DEFAULT_USER, False
-
-    def _locate(self, kind: Kind, name: str, *, archived: bool) -> Path | None:
-        if kind is Kind.PROFILE and archived:
-            return None
-        path = self.layout.entry_file(kind, name, archived=archived)
-        if present(path) or os.path.islink(path.parent):
-            return path  # a FIFO or a link is found, and reads as broken
-        if kind is Kind.PROFILE and name == LEGACY_DEFAULT_USER:
-            legacy = self.layout.legacy_user_profile
-            return legacy if present(legacy) else None
-        return None
-
-    def _load(self, path: Path, kind: Kind, name: str, archived: bool) -> Entry:
-        try:
-            stat = os.stat(path, follow_symlinks=False)
-        except FileNotFoundError:
-            if not os.path.islink(path.parent):
-                raise
-            stat = os.stat(path.parent, follow_symlinks=False)
-        key = (stat.st_mtime_ns, stat.st_size, stat.st_ino)
-        cached = self._cache.get(path)
-        if cached is not None and cached[0] == key:
-            return cached[1]
-        entry = self._parse_file(path, kind, name, archived)
-        self._cache[path] = (key, entry)
-        return entry
-
-    def _parse_file(
-        self, path: Path, kind: Kind, name: str, archived: bool, *, round_trip: bool = False
-    ) -> Entry:
-        """Read an entry. Reads use the fast reader; ``round_trip`` keeps comments and
-        formatting for a document that will be written back."""
-        rel = self.layout.relative(path)
-        try:
-            data, stat = read_regular(self.layout.root, path, MAX_FILE_BYTES)
-            try:
-                text = data.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise BrokenFile(f"file is not valid UTF-8 (byte {exc.start})") from exc
-            doc = frontmatter.parse(text, round_trip=round_trip)
-        except BrokenFile as exc:
-            self._report_broken(str(rel), exc.detail)
-            raise BrokenFile(f"{rel}: {exc.detail}", path=str(rel)) from None
-        self._forget_broken(str(rel))
-        return Entry(
-            kind=kind,
-            name=name,
-            archived=archived,
-            meta=doc.meta,
-            body=doc.body,
-            path=rel,
-            etag=etag_of(data),
-            mtime=stat.st_mtime,
-        )
-
-    def _report_broken(self, rel: str, reason: str) -> None:
-        with self._broken_lock:
-            known = self._broken.get(rel)
-            self._broken[rel] = BrokenReport(rel, reason)
-        if known is None or known.reason != reason:
-            log.warning("leaving broken file alone: %s: %s", rel, reason)
-
-    def _forget_broken(self, rel: str) -> None:
-        with self._broken_lock:
-            self._broken.pop(rel, None)
 
     # ------------------------------------------------------------------ writing
 
@@ -288,7 +87,7 @@ class MemoryStore:
         slug = slugify(name)
         path = self.layout.entry_file(kind, slug)
         document = frontmatter.Document(frontmatter.new_meta({"name": slug, **meta}), body)
-        data = _render(document)
+        data = render_entry(document)
         with self._write_lock:
             if present(path) or (os.path.lexists(path.parent) and not path.parent.is_dir()):
                 raise Conflict(f"a {kind.value} named {slug!r} exists already", name=slug)
@@ -370,7 +169,7 @@ class MemoryStore:
         document = frontmatter.Document(frontmatter.as_commented(current.meta), current.body)
         change(document)
         target = self.layout.entry_file(kind, name, archived=archived)
-        return _Prepared(kind, name, archived, path, current, target, _render(document))
+        return _Prepared(kind, name, archived, path, current, target, render_entry(document))
 
     def _unchanged(self, prepared: _Prepared) -> bool:
         """Whether the file still holds the bytes ``prepared`` was made from (lock held)."""
@@ -598,57 +397,3 @@ class MemoryStore:
 
     def leftover_temp_files(self) -> list[Path]:
         return [path for path in self.layout.root.rglob(f"{TEMP_PREFIX}*") if path.is_file()]
-
-
-def _render(document: frontmatter.Document) -> bytes:
-    """The file for ``document``, refused (400) if somnid could not read it back: a write
-    never leaves a file that reads as broken (front-matter too large, too many values, or
-    text YAML cannot carry, such as a lone surrogate)."""
-    try:
-        text = frontmatter.render(document)
-        frontmatter.parse(text, round_trip=False)
-        data = text.encode("utf-8")
-    except BrokenFile as exc:
-        raise InvalidInput(f"the entry would not be readable: {exc.detail}") from None
-    except UnicodeEncodeError:
-        raise InvalidInput("the entry holds text that is not valid Unicode") from None
-    if len(data) > MAX_FILE_BYTES:
-        raise InvalidInput(f"the entry would be larger than {MAX_FILE_BYTES} bytes")
-    return data
-
-
-def check_fields(fields: dict[str, Any]) -> None:
-    for key in fields:
-        if not isinstance(key, str) or not key.strip():
-            raise InvalidInput("front-matter keys must be non-empty strings")
-        if key in PROTECTED_KEYS:
-            raise InvalidInput(f"front-matter key {key!r} is managed by somnid and cannot be set")
-    values, chars = _extent(fields)
-    # Both are lower bounds of what rendering would make: a refusal here is one the reader
-    # would give anyway, only without seconds of YAML rendering first.
-    if values > frontmatter.MAX_NODES:
-        raise InvalidInput(
-            f"the fields hold {values} values; front-matter holds at most {frontmatter.MAX_NODES}"
-        )
-    if chars > frontmatter.MAX_FRONT_MATTER_CHARS:
-        raise InvalidInput(
-            f"the fields take at least {chars} characters; front-matter holds at most "
-            f"{frontmatter.MAX_FRONT_MATTER_CHARS}"
-        )
-
-
-def _extent(value: Any) -> tuple[int, int]:
-    """How many values ``value`` holds and how many characters they take at least."""
-    if isinstance(value, dict):
-        values, chars = 1, 0
-        for key, item in value.items():
-            more, text = _extent(item)
-            values, chars = values + more, chars + text + len(str(key))
-        return values, chars
-    if isinstance(value, list | tuple):
-        values, chars = 1, 0
-        for item in value:
-            more, text = _extent(item)
-            values, chars = values + more, chars + text
-        return values, chars
-    return 1, 0 if value is None else len(str(value))

@@ -1,0 +1,68 @@
+"""What a write may put in an entry's file, checked before it is written: caller fields
+(no protected keys, within front-matter's limits) and the rendered file (readable back,
+within the size limit)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from somnid.errors import BrokenFile, InvalidInput
+from somnid.store import frontmatter
+from somnid.store.reader import MAX_FILE_BYTES
+
+# Keys a caller may not set through ``fields``: identity and history belong to somnid.
+PROTECTED_KEYS = frozenset({"name", "created"})
+
+
+def render_entry(document: frontmatter.Document) -> bytes:
+    """The file for ``document``, refused (400) if somnid could not read it back: a write
+    never leaves a file that reads as broken (front-matter too large, too many values, or
+    text YAML cannot carry, such as a lone surrogate)."""
+    try:
+        text = frontmatter.render(document)
+        frontmatter.parse(text, round_trip=False)
+        data = text.encode("utf-8")
+    except BrokenFile as exc:
+        raise InvalidInput(f"the entry would not be readable: {exc.detail}") from None
+    except UnicodeEncodeError:
+        raise InvalidInput("the entry holds text that is not valid Unicode") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise InvalidInput(f"the entry would be larger than {MAX_FILE_BYTES} bytes")
+    return data
+
+
+def check_fields(fields: dict[str, Any]) -> None:
+    for key in fields:
+        if not isinstance(key, str) or not key.strip():
+            raise InvalidInput("front-matter keys must be non-empty strings")
+        if key in PROTECTED_KEYS:
+            raise InvalidInput(f"front-matter key {key!r} is managed by somnid and cannot be set")
+    values, chars = _extent(fields)
+    # Both are lower bounds of what rendering would make: a refusal here is one the reader
+    # would give anyway, only without seconds of YAML rendering first.
+    if values > frontmatter.MAX_NODES:
+        raise InvalidInput(
+            f"the fields hold {values} values; front-matter holds at most {frontmatter.MAX_NODES}"
+        )
+    if chars > frontmatter.MAX_FRONT_MATTER_CHARS:
+        raise InvalidInput(
+            f"the fields take at least {chars} characters; front-matter holds at most "
+            f"{frontmatter.MAX_FRONT_MATTER_CHARS}"
+        )
+
+
+def _extent(value: Any) -> tuple[int, int]:
+    """How many values ``value`` holds and how many characters they take at least."""
+    if isinstance(value, dict):
+        values, chars = 1, 0
+        for key, item in value.items():
+            more, text = _extent(item)
+            values, chars = values + more, chars + text + len(str(key))
+        return values, chars
+    if isinstance(value, list | tuple):
+        values, chars = 1, 0
+        for item in value:
+            more, text = _extent(item)
+            values, chars = values + more, chars + text
+        return values, chars
+    return 1, 0 if value is None else len(str(value))

@@ -26,7 +26,7 @@
   unread.
 - A line may carry the client's ``id``: a line whose id this session already wrote is
   skipped (``duplicate``), so a client that re-sends after a lost answer writes it once.
-  The ids are remembered while the daemon runs (the last :data:`MAX_SEEN_IDS`), not across
+  The ids are remembered while the daemon runs (the last :data:`.seen.MAX_SEEN_IDS`), not across
   a restart.
 """
 
@@ -43,11 +43,12 @@ from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
 
 from somnid.config import CaptureSettings
-from somnid.errors import BrokenFile, Conflict, StorageError, Unavailable
+from somnid.errors import BrokenFile, Conflict, Unavailable
 from somnid.memory.clock import Clock
 from somnid.memory.scrub import scrub
-from somnid.sessions import rewrite, transcript
+from somnid.sessions import parts, rewrite, transcript
 from somnid.sessions.archive import LOG_MOVES, archive_processed
+from somnid.sessions.parts import OpenLog
 from somnid.sessions.records import (
     DEFAULT_USER,
     Appended,
@@ -62,45 +63,25 @@ from somnid.sessions.records import (
     is_pending,
     wants_dream,
 )
+from somnid.sessions.seen import SeenIds
 from somnid.store import frontmatter
-from somnid.store.atomic import append_durably, storage_error, write_atomic
+from somnid.store.atomic import append_durably, write_atomic
 from somnid.store.layout import Layout
-from somnid.store.safe import open_append
 
 log = logging.getLogger(__name__)
 
 MAX_NO_DREAM_SESSIONS = 10_000
 """Sessions remembered as "never dream this" (for the logs they open later); oldest go first."""
 
-MAX_SEEN_IDS = 100_000
-"""Line ids remembered for de-duplication (all sessions together); oldest go first."""
 
 _T = TypeVar("_T")
-
-
-@dataclass(slots=True)
-class _OpenLog:
-    """The writer state of one session: the part it appends to, and how to know it is
-    still the file it created (``file_id`` = device, inode)."""
-
-    path: Path
-    part: int
-    file_id: tuple[int, int]
-    user: str
-    chat_type: str | None
-    count: int = 0
-    total: int = 0
-
-    @property
-    def stem(self) -> str:
-        return self.path.stem
 
 
 @dataclass(slots=True, eq=False)
 class _Session:
     session_id: str
     lock: threading.Lock = field(default_factory=threading.Lock)
-    log: _OpenLog | None = None
+    log: OpenLog | None = None
     retired: bool = False
 
 
@@ -115,7 +96,7 @@ class SessionLogs:
         self._numbering = threading.Lock()
         self._numbers: dict[dt.date, int] = {}
         self._no_dream: dict[str, None] = {}  # insertion-ordered: the oldest is dropped first
-        self._seen: dict[tuple[str, str], None] = {}  # line ids written, insertion-ordered
+        self._seen = SeenIds()
         self._stopped = False
 
     # ------------------------------------------------------------------ capture
@@ -154,14 +135,14 @@ class SessionLogs:
             return Appended(None, 0, 0, skipped, 0)
         user, chat_type = opener.user_id, opener.chat_type
         with self._session(session_id, writing=True) as session:
-            blocks, duplicates = self._fresh(session_id, prepared)
+            blocks, duplicates = self._seen.fresh(session_id, prepared)
             skipped = sorted(skipped + duplicates)
             if not blocks:
                 current = session.log
                 path = self.layout.relative(current.path) if current else None
                 return Appended(path, 0, 0, skipped, current.count if current else 0)
             written = self._write(session, blocks, user, chat_type)
-            self._remember(session_id, [line_id for _, line_id, _ in prepared])
+            self._seen.remember(session_id, [line_id for _, line_id, _ in prepared])
             return Appended(
                 self.layout.relative(written.path), len(blocks), truncated, skipped, written.count
             )
@@ -177,13 +158,13 @@ class SessionLogs:
             tool.call, tool.result, when, error=tool.error, reason=tool.reason, limit=limit
         )
         with self._session(session_id, writing=True) as session:
-            blocks, duplicates = self._fresh(session_id, [(0, tool.id, block)])
+            blocks, duplicates = self._seen.fresh(session_id, [(0, tool.id, block)])
             if not blocks:
                 current = session.log
                 path = self.layout.relative(current.path) if current else None
                 return Appended(path, 0, 0, duplicates, current.count if current else 0)
             written = self._write(session, blocks, None, None)
-            self._remember(session_id, [tool.id])
+            self._seen.remember(session_id, [tool.id])
             return Appended(self.layout.relative(written.path), 1, 0, [], written.count)
 
     def close(self, session_id: str) -> Closed:
@@ -224,7 +205,7 @@ class SessionLogs:
             marked: list[PurePosixPath] = []
             for path in transcript.live_files(self.layout):
                 if current is not None and path == current.path:
-                    done = self._mark_open(current)
+                    done = parts.mark_open(self.layout.root, current)
                 else:
                     done = self._mark_closed(path, session_id)
                 if done:
@@ -304,33 +285,6 @@ class SessionLogs:
             when = when.replace(tzinfo=self.clock.tz)
         return when.astimezone(self.clock.tz).replace(microsecond=0)
 
-    def _fresh(
-        self, session_id: str, prepared: list[tuple[int, str | None, str]]
-    ) -> tuple[list[str], list[tuple[int, SkipReason]]]:
-        """The blocks whose id this session has not written yet (the caller holds the
-        session's lock), and the duplicates as skips. An id twice in one batch counts once."""
-        blocks: list[str] = []
-        duplicates: list[tuple[int, SkipReason]] = []
-        batch: set[str] = set()
-        with self._registry:
-            for index, line_id, block in prepared:
-                seen = line_id is not None and (session_id, line_id) in self._seen
-                if seen or line_id in batch:
-                    duplicates.append((index, "duplicate"))
-                    continue
-                if line_id is not None:
-                    batch.add(line_id)
-                blocks.append(block)
-        return blocks, duplicates
-
-    def _remember(self, session_id: str, line_ids: list[str | None]) -> None:
-        with self._registry:
-            for line_id in line_ids:
-                if line_id is not None:
-                    self._seen[(session_id, line_id)] = None
-            while len(self._seen) > MAX_SEEN_IDS:
-                del self._seen[next(iter(self._seen))]
-
     def _disabled(self, count: int) -> Appended:
         return Appended(None, 0, 0, [(index, "disabled") for index in range(count)], 0)
 
@@ -362,11 +316,11 @@ class SessionLogs:
 
     def _write(
         self, session: _Session, blocks: list[str], user: str | None, chat_type: str | None
-    ) -> _OpenLog:
+    ) -> OpenLog:
         # Obvious secrets never reach the disk (the log, then a dream, then history).
         data = scrub("".join(blocks), self.capture.scrub_patterns).encode("utf-8")
         current = session.log or self._open_new(session, user, chat_type)
-        fd = self._reopen(current)
+        fd = parts.reopen(current)
         if fd is None:
             log.warning(
                 "session log %s was moved or replaced; the session continues in a new part",
@@ -374,7 +328,7 @@ class SessionLogs:
             )
             self._forget(current)
             current = self._open_new(session, current.user, current.chat_type, after=current)
-            fd = self._must_reopen(current)
+            fd = parts.must_reopen(current)
         try:
             size = os.fstat(fd).st_size
             if current.count and size + len(data) > self.capture.log_max_bytes:
@@ -383,7 +337,7 @@ class SessionLogs:
                 previous = current
                 current = self._open_new(session, previous.user, previous.chat_type, after=previous)
                 self._finalise(previous, continued_by=current.stem)
-                fd = self._must_reopen(current)
+                fd = parts.must_reopen(current)
                 size = os.fstat(fd).st_size
             append_durably(fd, data, size, current.path)
         finally:
@@ -393,34 +347,14 @@ class SessionLogs:
         current.total += len(blocks)
         return current
 
-    def _must_reopen(self, current: _OpenLog) -> int:
-        fd = self._reopen(current)
-        if fd is None:
-            raise StorageError(f"the session log {current.path.name} vanished as it was created")
-        return fd
-
-    def _reopen(self, current: _OpenLog) -> int | None:
-        """The log opened for appending, or None if it is gone or no longer our file."""
-        try:
-            fd = open_append(current.path)  # a FIFO put there would block the open
-        except (FileNotFoundError, BrokenFile):
-            return None
-        except OSError as exc:
-            raise storage_error(exc, current.path) from exc
-        stat = os.fstat(fd)
-        if (stat.st_dev, stat.st_ino) != current.file_id:
-            os.close(fd)
-            return None
-        return fd
-
     def _open_new(
         self,
         session: _Session,
         user: str | None,
         chat_type: str | None,
         *,
-        after: _OpenLog | None = None,
-    ) -> _OpenLog:
+        after: OpenLog | None = None,
+    ) -> OpenLog:
         """Create the next log with its front-matter; it becomes the session's log."""
         now = self._now()
         day = now.date()
@@ -450,7 +384,7 @@ class SessionLogs:
                 continue  # a file nobody told us about took the number: take the next
             break
         stat = path.stat()
-        opened = _OpenLog(
+        opened = OpenLog(
             path,
             part=after.part + 1 if after else 1,
             file_id=(stat.st_dev, stat.st_ino),
@@ -469,44 +403,15 @@ class SessionLogs:
             self._numbers[day] = number
             return number
 
-    def _forget(self, current: _OpenLog) -> None:
+    def _forget(self, current: OpenLog) -> None:
         with self._registry:
             self._open.pop(current.path, None)
 
     def _finalise(
-        self, current: _OpenLog, *, last: bool = False, continued_by: str | None = None
+        self, current: OpenLog, *, last: bool = False, continued_by: str | None = None
     ) -> None:
-        """Write ``end_time`` and ``message_count`` (and the link to the next part) into the
-        front-matter, atomically. A file that is no longer ours, or was broken by hand, is
-        left alone."""
         self._forget(current)
-        doc = rewrite.own_document(self.layout.root, current.path, current.file_id, "finalising")
-        if doc is None:
-            return
-        updates: dict[str, Any] = {"end_time": self._now(), "message_count": current.count}
-        if last and current.part > 1:
-            updates["total_message_count"] = current.total
-        if continued_by is not None:
-            updates["continued_by"] = continued_by
-        rewrite.set_before(doc.meta, "status", updates)
-        doc.meta.setdefault("status", "pending")
-        rewrite.save(current.path, doc)
-
-    def _mark_open(self, current: _OpenLog) -> bool:
-        """``dream: false`` into the open log (the caller holds the session's lock); the
-        writer then knows the rewritten file as its own. A file that is no longer ours, or
-        was broken by hand, is left alone (the session continues in a new, marked part)."""
-        doc = rewrite.own_document(
-            self.layout.root, current.path, current.file_id, "marking dream: false"
-        )
-        if doc is None:
-            return False
-        if wants_dream(doc.meta):
-            rewrite.set_before(doc.meta, "status", {"dream": False})
-            rewrite.save(current.path, doc)
-            stat = current.path.stat()
-            current.file_id = (stat.st_dev, stat.st_ino)
-        return True
+        parts.finalise(self.layout.root, current, self._now(), last=last, continued_by=continued_by)
 
     def _mark_closed(self, path: Path, session_id: str) -> bool:
         """``dream: false`` into a closed, pending log of ``session_id``; False if the file

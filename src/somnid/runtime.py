@@ -32,6 +32,8 @@ from somnid.services.intentions import Intentions
 from somnid.services.maintenance import Maintenance
 from somnid.services.memories import MemoryService
 from somnid.services.prompt import PromptBuilder
+from somnid.services.recall_service import RecallService
+from somnid.services.status import StatusService
 from somnid.sessions.logs import SessionLogs
 from somnid.sessions.service import SessionService
 from somnid.store.atomic import ensure_dir
@@ -107,6 +109,8 @@ class Runtime:
     memories: MemoryService
     maintenance: Maintenance
     recall: RecallSystem
+    recaller: RecallService  # the one door to recall, handed to routes, tools and dreams
+    status: StatusService
     sessions: SessionService
     intentions: Intentions
     prompt: PromptBuilder
@@ -161,13 +165,15 @@ class Runtime:
             memories.subscribe(recall.entry_changed)
             sessions = SessionService(SessionLogs(layout, clock, settings.capture))
             await sessions.start()
+            recaller = RecallService(recall, sessions.archived_lines)
+            status = StatusService(memories, recall)
             intentions = Intentions(memories, clock)
             prompt = PromptBuilder(store, intentions, clock, settings.inject, settings.prompt_lang)
             seen = SeenTracker(settings.assoc.max_sessions)
             bridge = BridgeHub(request_timeout_s=settings.dream.request_timeout_s)
             dream_tools = DreamTools(
                 memories, recall, sessions, maintenance, layout, clock, settings.prompt_lang,
-                intentions=intentions,
+                intentions=intentions, recaller=recaller,
             )  # fmt: skip
             dreamer = Dreamer(
                 settings.dream, settings.prompt_lang, clock, layout, sessions, maintenance,
@@ -182,7 +188,7 @@ class Runtime:
                 return await sessions.reopen_processed(stems)
 
             history.reopen_logs = reopen
-            history.forget_deleted = lambda: asyncio.to_thread(recall.index.forget_deleted)
+            history.forget_deleted = lambda: asyncio.to_thread(recall.forget_deleted)
             if history.committer is not None:
                 dreamer.on_finished.append(history.committer.dream_finished)
                 if recall.watcher is not None:
@@ -190,19 +196,13 @@ class Runtime:
             awake = AwakeHooks(settings, layout, clock, sessions, dreamer)
             tools = ToolRegistry(
                 MemoryTools(
-                    memories,
-                    recall,
-                    intentions,
-                    clock,
-                    seen,
-                    awake.conversation,
-                    awake.dream,
-                    archive=sessions.archived_lines,
+                    memories, recaller, intentions, clock, seen, awake.conversation, awake.dream
                 )
             )
             runtime = cls(
-                settings, clock, layout, lock, store, memories, maintenance, recall, sessions,
-                intentions, prompt, seen, tools, bridge, dreamer, scheduler, history,
+                settings, clock, layout, lock, store, memories, maintenance, recall, recaller,
+                status, sessions, intentions, prompt, seen, tools, bridge, dreamer, scheduler,
+                history,
             )  # fmt: skip
             await recall.start()
             runtime._closers.append(recall.stop)

@@ -58,9 +58,16 @@ def load_or_create_token(settings: Settings) -> str:
     if existing is not None:
         _tighten(path)
         return existing
+    token = write_new_token(path)
+    log.info("generated a bearer token into %s", path)
+    return token
+
+
+def write_new_token(path: Path) -> str:
+    """A new random token into ``path`` (0600, atomically): the one writer of the token file
+    (first start and ``somnid token --rotate``)."""
     token = secrets.token_urlsafe(32)
     write_atomic(path, f"{token}\n".encode(), mode=TOKEN_MODE)
-    log.info("generated a bearer token into %s", path)
     return token
 
 

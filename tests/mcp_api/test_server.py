@@ -116,7 +116,7 @@ async def test_an_unexpected_failure_is_a_tool_error_without_internals(
         return ""
 
     tools = ExplodingTools(
-        runtime.memories, runtime.recall, runtime.intentions, runtime.clock, runtime.seen,
+        runtime.memories, runtime.recaller, runtime.intentions, runtime.clock, runtime.seen,
         nothing, nothing,
     )  # fmt: skip
     async with Client(build_server(ToolRegistry(tools))) as client:

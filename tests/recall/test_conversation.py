@@ -14,7 +14,6 @@ from somnid.config import Settings
 from somnid.memory.clock import ManualClock
 from somnid.memory.kinds import Kind
 from somnid.runtime import Runtime
-from somnid.services.recall_service import RecallService
 from somnid.tools.memory_tools import ToolContext
 from tests.clients import app_client
 
@@ -63,18 +62,18 @@ async def test_a_relative_day_in_a_memory_answers_a_date_in_the_query(
         await store_session(rt, clock, NOV_9, ["Calvin: I was in Tokyo for a gig, great city."])
         clock.set(NOV_9 + dt.timedelta(days=1))
         assert (await names(rt, "Which city was Calvin in for a gig on October 3?"))[0] == "t1004-1"
-        outcome = await rt.recall.recall.run("Calvin's gig on October 3", kinds=(Kind.EPISODE,))
+        outcome = await rt.recall.run("Calvin's gig on October 3", kinds=(Kind.EPISODE,))
         top = outcome.hits[0]
         assert top.name == "t1004-1" and top.components["time"] == pytest.approx(0.3)
         assert outcome.time is not None and "October 3" in outcome.time
-        no_time = await rt.recall.recall.run("Calvin's gig", kinds=(Kind.EPISODE,))
+        no_time = await rt.recall.run("Calvin's gig", kinds=(Kind.EPISODE,))
         assert no_time.time is None and all("time" not in h.components for h in no_time.hits)
 
 
 async def test_time_boost_zero_reads_no_dates(tmp_path: Path, clock: ManualClock) -> None:
     async with Runtime.open(settings_for(tmp_path, time_boost=0.0), clock=clock) as rt:
         await store_session(rt, clock, OCT_4, ["Calvin: Yesterday I was in Boston for a gig."])
-        outcome = await rt.recall.recall.run("gig on October 3", kinds=(Kind.EPISODE,))
+        outcome = await rt.recall.run("gig on October 3", kinds=(Kind.EPISODE,))
         assert outcome.time is None and "time" not in outcome.hits[0].components
 
 
@@ -99,7 +98,7 @@ async def test_a_reply_is_found_through_the_turn_it_answers(
     async with Runtime.open(settings_for(tmp_path / "2"), clock=clock) as rt:
         await store_session(rt, clock, OCT_4, DEBORAH)
         found = await names(rt, query)
-        outcome = await rt.recall.recall.run(query, kinds=(Kind.EPISODE,))
+        outcome = await rt.recall.run(query, kinds=(Kind.EPISODE,))
     assert found[0] == "t1004-2", found  # the answer, through the turn it answers
     question = next(h for h in outcome.hits if h.name == "t1004-1")
     assert question.components["question"] < 0
@@ -116,7 +115,7 @@ async def test_neighbour_spread_lifts_the_next_turn(tmp_path: Path, clock: Manua
         clock=clock,
     ) as rt:
         await store_session(rt, clock, OCT_4, turns)
-        outcome = await rt.recall.recall.run("kumquat tree", kinds=(Kind.EPISODE,))
+        outcome = await rt.recall.run("kumquat tree", kinds=(Kind.EPISODE,))
     lifted = {h.name: h.components for h in outcome.hits}
     assert "neighbour" in lifted["t1004-2"]  # reached from the match, in its session
     assert "t1004-1" not in lifted  # one hop only
@@ -126,7 +125,7 @@ async def test_route_tools_and_dreams_share_one_door(tmp_path: Path, clock: Manu
     settings = settings_for(tmp_path)
     async with Runtime.open(settings, clock=clock) as rt:
         await store_session(rt, clock, OCT_4, ["Calvin: Yesterday I was in Boston."])
-        recalled = await RecallService(rt.recall).find("Boston on October 3")
+        recalled = await rt.recaller.find("Boston on October 3")
         assert recalled.mode == "keyword"  # provider off: the search ran on keywords
         assert [f.entry.name for f in recalled.found] == ["t1004-1"]
         assert "quoted data, not instructions" in recalled.markdown
@@ -169,7 +168,7 @@ async def test_a_period_in_the_query_bounds_the_search(tmp_path: Path, clock: Ma
         )
         clock.set(NOV_9)
         query = "Where did Calvin go hiking towards the end of summer 2023?"
-        outcome = await rt.recall.recall.run(query, kinds=(Kind.EPISODE,))
+        outcome = await rt.recall.run(query, kinds=(Kind.EPISODE,))
         assert [h.name for h in outcome.hits] == ["t0820-1", "t1004-1"]
         assert outcome.hits[1].components["time_bound"] < 0  # October is not in it
 
@@ -179,7 +178,7 @@ async def test_as_of_names_a_reference_point(tmp_path: Path, clock: ManualClock)
     async with Runtime.open(settings_for(tmp_path), clock=clock) as rt:
         await store_session(rt, clock, JUL_28, ["Calvin: I work at Acme now."])
         await store_session(rt, clock, NOV_9, ["Calvin: I work at Globex now, work work work."])
-        outcome = await rt.recall.recall.run(
+        outcome = await rt.recall.run(
             "Where did Calvin work as of August 2023?", kinds=(Kind.EPISODE,)
         )
         assert outcome.hits[0].name == "t0728-1"
@@ -197,7 +196,7 @@ async def test_an_answer_ending_in_a_question_is_no_echo(
     ]
     async with Runtime.open(settings_for(tmp_path), clock=clock) as rt:
         await store_session(rt, clock, OCT_4, turns)
-        outcome = await rt.recall.recall.run(
+        outcome = await rt.recall.run(
             "What has Deb been focusing on lately?", kinds=(Kind.EPISODE,)
         )
     parts = {h.name: h.components for h in outcome.hits}
@@ -225,7 +224,7 @@ async def test_the_turn_after_an_echo_answers_it(tmp_path: Path, clock: ManualCl
     most of the score its question had before the penalty."""
     async with Runtime.open(settings_for(tmp_path, context_weight=0.0), clock=clock) as rt:
         await store_session(rt, clock, OCT_4, DEBORAH)
-        outcome = await rt.recall.recall.run("Where did Deborah meet Anna?", kinds=(Kind.EPISODE,))
+        outcome = await rt.recall.run("Where did Deborah meet Anna?", kinds=(Kind.EPISODE,))
     assert outcome.hits[0].name == "t1004-2"
     assert outcome.hits[0].components["answer"] > 0
 
@@ -241,7 +240,7 @@ async def test_the_words_of_the_person_asked_about_come_first(
     ]
     async with Runtime.open(settings_for(tmp_path), clock=clock) as rt:
         await store_session(rt, clock, OCT_4, turns)
-        english = await rt.recall.recall.run("What does Ann do on the lake?", kinds=(Kind.EPISODE,))
-        chinese = await rt.recall.recall.run("安周末在湖上做什么", kinds=(Kind.EPISODE,))
+        english = await rt.recall.run("What does Ann do on the lake?", kinds=(Kind.EPISODE,))
+        chinese = await rt.recall.run("安周末在湖上做什么", kinds=(Kind.EPISODE,))
     assert english.hits[0].name == "t1004-1" and english.hits[0].components["speaker"] > 0
     assert chinese.hits[0].name == "t1004-3" and chinese.hits[0].components["speaker"] > 0

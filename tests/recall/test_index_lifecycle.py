@@ -160,7 +160,7 @@ async def test_changes_while_stopped_are_found_at_start(settings: Settings) -> N
 async def test_keywords_answer_while_vectors_are_missing(settings: Settings) -> None:
     async with Runtime.open(settings, clock=ManualClock(START)) as rt:
         await rt.memories.create(Kind.KNOWLEDGE, "k", body="kiwi fruit")
-        assert not rt.recall.recall.vectors_ready
+        assert not rt.recall.vectors_ready
         hits = await rt.recall.search("kiwi")
         assert [h.name for h in hits] == ["k"] and hits[0].score == 1.2  # best + literal
         assert rt.assoc.evaluate(hits).reason == "fired"  # the gate itself is pure ...

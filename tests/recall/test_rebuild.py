@@ -28,7 +28,7 @@ async def test_rebuild_reads_every_file_and_keeps_vectors_by_content(settings: S
             )
         await rt.index.wait_idle()
         assert embedder.passages == 5
-        ids = {row.path: row.id for row in rt.recall.index.rows()}
+        ids = {row.path: row.id for row in rt.recall._index.rows()}
         # Behind the index's back (no watcher): one file gone, one new, one garbled FTS row.
         root = settings.data_dir
         (root / "memory/knowledge/fact-0/SKILL.md").unlink()
@@ -36,7 +36,7 @@ async def test_rebuild_reads_every_file_and_keeps_vectors_by_content(settings: S
         new = root / "memory/knowledge/by-hand/SKILL.md"
         new.parent.mkdir()
         new.write_text("---\nname: by-hand\ndescription: written by hand\n---\nZebra crossing.\n")
-        with rt.recall.index.db.write() as conn:
+        with rt.recall._index.db.write() as conn:
             conn.execute("DELETE FROM fts")
 
         assert rt.recall.start_rebuild()
@@ -54,7 +54,7 @@ async def test_rebuild_reads_every_file_and_keeps_vectors_by_content(settings: S
         assert (status.rebuild.state, status.rebuild.files, status.rebuild.done) == ("done", 5, 5)
         assert status.entries == 5 and status.vectors == 5 and status.pending == 0
         assert embedder.passages == 6  # only the new text was embedded
-        rows = {row.path: row.id for row in rt.recall.index.rows()}
+        rows = {row.path: row.id for row in rt.recall._index.rows()}
         assert "memory/knowledge/fact-0/SKILL.md" not in rows
         assert all(rows[path] == ids[path] for path in rows if path in ids)  # ids kept
         hits = await rt.recall.search("zebra", limit=3)

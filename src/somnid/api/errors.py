@@ -118,7 +118,7 @@ async def _somnid_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, errors.SomnidError)
     runtime = getattr(request.state, "runtime", None)
     if isinstance(exc, errors.StorageError) and runtime is not None:
-        runtime.store.health.failed(exc)  # a session log's append, too: health says so
+        runtime.status.storage_failed(exc)  # a session log's append, too: health says so
     status = status_of(exc)
     headers = {"ETag": f'"{exc.extra["etag"]}"'} if "etag" in exc.extra else None
     extra = {key: value for key, value in exc.extra.items() if key != "etag"}

@@ -27,10 +27,9 @@ from prometheus_client.core import (
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4, generate_latest
 
 from somnid.metrics import Histogram, HistogramSnapshot
-from somnid.recall.index import INDEXED_KINDS
-from somnid.recall.system import IndexStatus
+from somnid.recall.system import INDEXED_KINDS, IndexStatus
 from somnid.runtime import Runtime
-from somnid.services.status import Status, collect_status
+from somnid.services.status import Status
 
 CONTENT_TYPE = CONTENT_TYPE_PLAIN_0_0_4
 """The classic text format, which every Prometheus reads (somnid's names are all legacy-safe)."""
@@ -90,7 +89,7 @@ class _Scrape:
 
 def _read_state(runtime: Runtime) -> tuple[IndexStatus, Status]:
     """Blocking reads (SQLite, the data dir): run in a thread."""
-    return runtime.recall.status(), collect_status(runtime.store)
+    return runtime.status.read_now()
 
 
 def _runtime_families(runtime: Runtime, index: IndexStatus, files: Status) -> Iterator[Metric]:
@@ -98,7 +97,7 @@ def _runtime_families(runtime: Runtime, index: IndexStatus, files: Status) -> It
         "somnid_recall_duration_seconds",
         "Time a recall search took, whoever asked (routes, tools, hints, dreams).",
     )
-    _add_histogram(recall, [], runtime.recall.recall.latency.snapshot())
+    _add_histogram(recall, [], runtime.status.recall_latency())
     yield recall
     yield _counter(
         "somnid_hints_total",

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import sqlite3
-from dataclasses import dataclass, field
+from dataclasses import astuple, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -38,7 +38,7 @@ class Context:
     health: dict[str, Any] | None = None  # the daemon on this data dir, if one answers
     lock_pid: int | None = None  # who holds the data-dir lock, if anyone
     token_ok: bool = False
-    index: dict[str, Any] | None = None
+    index_status: dict[str, Any] | None = None  # the daemon's GET /v1/index/status
     broken: list[str] = field(default_factory=list)  # relative paths
 
 
@@ -141,14 +141,10 @@ def broken_check(ctx: Context) -> list[Finding]:
 
 
 def _scan_broken(settings: Settings) -> list[tuple[str, str]]:
-    from somnid.memory.clock import SystemClock, resolve_timezone
-    from somnid.memory.kinds import Kind
+    from somnid.services.status import broken_files
     from somnid.store.layout import Layout
-    from somnid.store.memories import MemoryStore
 
-    store = MemoryStore(Layout(settings.data_dir), SystemClock(resolve_timezone(settings.timezone)))
-    store.scan(tuple(Kind))
-    return [(item.path, item.reason) for item in store.broken()]
+    return broken_files(Layout(settings.data_dir), _clock(settings))
 
 
 def model_check(ctx: Context) -> list[Finding]:
@@ -221,21 +217,19 @@ def _model_offline(settings: Settings) -> Finding:
 
 
 def index_check(ctx: Context) -> list[Finding]:
-    from somnid.recall.index import INDEXED_KINDS
+    from somnid.recall.offline import INDEX_FILE, INDEXED_KINDS, indexed_files
     from somnid.store.layout import Layout
-    from somnid.store.memories import MemoryStore
 
     if not ctx.settings.data_dir.is_dir():
         return []
     layout = Layout(ctx.settings.data_dir)
-    store = MemoryStore(layout, _clock(ctx.settings))
-    files = sum(1 for kind in INDEXED_KINDS for _ in store.files(kind))
+    files = indexed_files(layout, _clock(ctx.settings))
     located = (layout.classify(layout.root / path) for path in ctx.broken)
     broken = sum(1 for where in located if where is not None and where[0] in INDEXED_KINDS)
     expected = files - broken
-    if ctx.index is not None:
-        return [_index_online(ctx.index, expected)]
-    return [_index_offline(layout.index_dir / "index.sqlite", expected, ctx.settings)]
+    if ctx.index_status is not None:
+        return [_index_online(ctx.index_status, expected)]
+    return [_index_offline(layout.index_dir / INDEX_FILE, expected, ctx.settings)]
 
 
 def _index_online(index: dict[str, Any], expected: int) -> Finding:
@@ -261,22 +255,12 @@ def _index_online(index: dict[str, Any], expected: int) -> Finding:
 
 
 def _index_offline(path: Path, expected: int, settings: Settings) -> Finding:
-    from somnid.recall.db import SCHEMA_VERSION
+    from somnid.recall.offline import SCHEMA_VERSION, inspect_file
 
     if not path.exists():
         return Finding("OK", "index", "not built yet: the daemon builds it on first start")
     try:
-        conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
-        try:
-            check = conn.execute("PRAGMA quick_check").fetchone()[0]
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            entries = conn.execute("SELECT COUNT(*) FROM entries").fetchone()[0]
-            unembedded = conn.execute(
-                "SELECT COUNT(DISTINCT embed_hash) FROM entries"
-                " WHERE embed_hash NOT IN (SELECT embed_hash FROM vectors)"
-            ).fetchone()[0]
-        finally:
-            conn.close()
+        report = inspect_file(path)
     except sqlite3.Error as exc:
         return Finding(
             "FAIL",
@@ -284,6 +268,7 @@ def _index_offline(path: Path, expected: int, settings: Settings) -> Finding:
             f"{path} cannot be read: {exc}",
             "`somnid reindex` (with the daemon stopped) deletes and rebuilds it from the files",
         )
+    check, version, entries, unembedded = astuple(report)
     if check != "ok":
         return Finding(
             "FAIL",

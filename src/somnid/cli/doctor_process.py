@@ -143,7 +143,7 @@ def token_check(ctx: Context) -> list[Finding]:
             findings.append(Finding("OK", "token", f"{path}, mode 0600"))
     if ctx.health is not None and all(f.level == "OK" for f in findings):
         try:
-            ctx.index = ctx.client.get("/v1/index/status")
+            ctx.index_status = ctx.client.get("/v1/index/status")
         except CliError as exc:
             return [
                 Finding("FAIL", "token", exc.message, "restart the daemon so it reads this token")

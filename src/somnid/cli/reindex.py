@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import sqlite3
 import time
 from collections.abc import Callable
 from typing import Any
@@ -155,23 +154,12 @@ def _offline(settings: Settings, args: argparse.Namespace) -> int:
 async def _rebuild_offline(settings: Settings, *, vectors: bool) -> Status:
     from somnid.api.recall_schemas import IndexStatusOut
     from somnid.memory.clock import SystemClock, resolve_timezone
-    from somnid.recall.system import INDEX_FILE, RecallSystem
-    from somnid.store.layout import Layout
-    from somnid.store.memories import MemoryStore
+    from somnid.recall.offline import open_for_rebuild
 
     settings = settings.model_copy(
         update={"recall": settings.recall.model_copy(update={"watch": False})}
     )
-    clock = SystemClock(resolve_timezone(settings.timezone))
-    layout = Layout(settings.data_dir)
-    store = MemoryStore(layout, clock)
-    try:
-        system = RecallSystem(settings, store, clock)
-    except sqlite3.DatabaseError as exc:
-        print(f"the index cannot be read ({exc}): deleting it, it is rebuilt from the files")
-        for suffix in ("", "-wal", "-shm"):
-            (layout.index_dir / f"{INDEX_FILE}{suffix}").unlink(missing_ok=True)
-        system = RecallSystem(settings, store, clock)
+    system = open_for_rebuild(settings, SystemClock(resolve_timezone(settings.timezone)), print)
 
     def fetch() -> Status:
         out = IndexStatusOut.model_validate(system.status(), from_attributes=True)

@@ -9,14 +9,17 @@ token it started with, so rotating needs it stopped.
 from __future__ import annotations
 
 import argparse
-import secrets
 import sys
 
 from somnid.cli._common import EXIT_LOCKED, CliError
 from somnid.config import Settings
 from somnid.errors import DataDirLocked
-from somnid.security import TOKEN_MODE, load_or_create_token, read_token_file, token_path
-from somnid.store.atomic import write_atomic
+from somnid.security import (
+    load_or_create_token,
+    read_token_file,
+    token_path,
+    write_new_token,
+)
 from somnid.store.lock import DataDirLock
 
 
@@ -68,7 +71,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         ) from None
     try:
         if args.rotate:
-            write_atomic(path, f"{secrets.token_urlsafe(32)}\n".encode(), mode=TOKEN_MODE)
+            write_new_token(path)
             print(f"somnid: wrote a new token to {path}", file=sys.stderr)
         token = load_or_create_token(settings)
     finally:

@@ -8,7 +8,6 @@ subclasses whose detail tells a model what to do instead.
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from somnid.dream import items
@@ -29,14 +28,14 @@ class MemoryEdits:
 
     async def missing(self, kind: Kind, name: str) -> str:
         """Why ``(kind, name)`` is not there, and where to look instead."""
-        store = self.memories.store
+        memories = self.memories
         for other in items.MEMORY_KINDS:
-            if other is not kind and await asyncio.to_thread(store.exists, other, name):
+            if other is not kind and await memories.exists(other, name):
                 return (
                     f"no {kind.value} named {name!r}, but a {other.value} has that name "
                     f"(use kind={other.value} or the {other.value} tools)"
                 )
-        if await asyncio.to_thread(store.exists, kind, name, archived=True):
+        if await memories.exists(kind, name, archived=True):
             return f"{kind.value} {name!r} is archived; archived entries are not changed"
         return f"no {kind.value} named {name!r}; find names with find_similar or list_items"
 

@@ -20,7 +20,6 @@ from somnid.errors import InvalidInput
 from somnid.memory.clock import to_datetime
 from somnid.memory.entry import Entry
 from somnid.memory.kinds import SELF_PROFILE, Kind
-from somnid.services.recall_service import RecallService
 from somnid.store import frontmatter
 
 READABLE = (*items.MEMORY_KINDS, Kind.INTENTION, Kind.PROFILE)
@@ -50,7 +49,7 @@ class EntryTools(ToolBase):
         limit = min(100, max(1, limit))
         tz = self.clock.tz
         if query.strip() and Kind.PROFILE not in kinds:
-            recalled = await RecallService(self.recall).find(query, kinds=kinds, limit=limit)
+            recalled = await self.recaller.find(query, kinds=kinds, limit=limit)
             found = recalled.found
             if not found:
                 return f"nothing matches {query!r}"
@@ -96,9 +95,7 @@ class EntryTools(ToolBase):
         if not text.strip():
             return "error: text is empty; give the description you are about to store"
         kinds = items.kinds_of(kind, items.MEMORY_KINDS)
-        recalled = await RecallService(self.recall).find(
-            text, kinds=kinds, limit=min(20, max(1, limit))
-        )
+        recalled = await self.recaller.find(text, kinds=kinds, limit=min(20, max(1, limit)))
         found = recalled.found
         if not found:
             return "nothing similar: a new entry is fine"

@@ -16,6 +16,7 @@ from somnid.memory.entry import Entry
 from somnid.recall.system import RecallSystem
 from somnid.services.maintenance import Maintenance
 from somnid.services.memories import MemoryService
+from somnid.services.recall_service import RecallService
 from somnid.sessions.service import SessionService
 from somnid.store.layout import Layout
 
@@ -43,6 +44,7 @@ class ToolBase:
 
     memories: MemoryService
     recall: RecallSystem
+    recaller: RecallService
     sessions: SessionService
     maintenance: Maintenance
     layout: Layout

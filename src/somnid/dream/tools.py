@@ -33,6 +33,7 @@ from somnid.recall.system import RecallSystem
 from somnid.services.intentions import Intentions
 from somnid.services.maintenance import Maintenance
 from somnid.services.memories import MemoryService
+from somnid.services.recall_service import RecallService
 from somnid.sessions.service import SessionService
 from somnid.store.layout import Layout
 from somnid.tools.spec import ToolSpec, tool_spec
@@ -80,11 +81,13 @@ class DreamTools(LogTools, EntryTools):
         history_tokens: int = 3000,
         item_tokens: int = 4000,
         intentions: Intentions | None = None,
+        recaller: RecallService | None = None,
     ) -> None:
         """``log_tokens``: one page of a session log; ``history_tokens``: all journals
         shown by review_dream_history; ``item_tokens``: one entry shown by read_item."""
         self.memories = memories
-        self.recall = recall
+        self.recall = recall  # the dream pipeline's own (it builds a RecallService on it)
+        self.recaller = recaller or RecallService(recall)
         self.sessions = sessions
         self.maintenance = maintenance
         self.layout = layout

@@ -35,8 +35,8 @@ from somnid.errors import BrokenFile, SomnidError
 from somnid.history.git import Git, spare_descriptors
 from somnid.memory.entry import Entry
 from somnid.provenance import DREAM, Actor, DreamRecord, current_actor
+from somnid.services.memories import MemoryService
 from somnid.store.layout import Layout
-from somnid.store.memories import MemoryStore
 from somnid.store.reader import MAX_FILE_BYTES
 
 log = logging.getLogger(__name__)
@@ -68,14 +68,14 @@ class Committer:
         self,
         git: Git,
         layout: Layout,
-        store: MemoryStore,
+        memories: MemoryService,
         *,
         window_s: float,
         dreaming: Callable[[], bool],
     ) -> None:
         self.git = git
         self.layout = layout
-        self.store = store
+        self.memories = memories
         self.window_s = window_s
         self.dreaming = dreaming
         self.lock = threading.Lock()  # one git operation at a time (commits, revert, purge)
@@ -265,7 +265,7 @@ class Committer:
         if not path.is_file() or self.layout.classify(path) is None:
             return True
         try:
-            self.store.read_path(path)
+            self.memories.read_path(path)
         except BrokenFile as exc:
             log.warning("history: not committing %s until it parses: %s", rel, exc.detail)
             return False

@@ -10,13 +10,10 @@ the reflog is expired and unreachable objects are pruned, so no blob of the entr
 from __future__ import annotations
 
 import os
-import shutil
 import tempfile
-from pathlib import PurePosixPath
 
 from somnid.history.git import BRANCH, Git
 from somnid.memory.kinds import Kind
-from somnid.store.atomic import fsync_dir, storage_error
 from somnid.store.layout import Layout
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
@@ -30,25 +27,6 @@ def entry_specs(layout: Layout, kind: Kind, name: str) -> list[str]:
         str(layout.relative(layout.entry_folder(kind, name))),
         str(layout.relative(layout.entry_folder(kind, name, archived=True))),
     ]
-
-
-def remove(layout: Layout, specs: list[str]) -> list[str]:
-    """Delete what exists of ``specs``; the ones removed."""
-    removed = []
-    for spec in specs:
-        path = layout.root / PurePosixPath(spec)
-        try:
-            if path.is_dir() and not path.is_symlink():
-                shutil.rmtree(path)
-            elif path.exists() or path.is_symlink():
-                path.unlink()
-            else:
-                continue
-            fsync_dir(path.parent)
-        except OSError as exc:
-            raise storage_error(exc, path) from exc
-        removed.append(spec)
-    return removed
 
 
 def in_history(git: Git, specs: list[str]) -> bool:

@@ -110,4 +110,4 @@ def _put(committer: Committer, path: str, data: bytes | None) -> None:
     target = committer.layout.root / PurePosixPath(path)
     # The entry's own folder goes too once empty, never a kind's.
     own_folder = committer.layout.classify(target) is not None and target.name in ENTRY_FILES
-    committer.store.put_raw(target, data, prune_folder=own_folder)
+    committer.memories.put_raw(target, data, prune_folder=own_folder)

@@ -113,7 +113,7 @@ class History:
             committer = Committer(
                 Git(layout.root),
                 layout,
-                memories.store,
+                memories,
                 window_s=settings.history.batch_window_s,
                 dreaming=dreaming,
             )
@@ -227,7 +227,7 @@ class History:
         specs = purging.entry_specs(self.layout, kind, name)
         actor = current_actor() or SYSTEM
         if self.committer is None:
-            removed = await asyncio.to_thread(purging.remove, self.layout, specs)
+            removed = await asyncio.to_thread(self.memories.remove_paths, specs)
             rewritten, commit = 0, None
         else:
             removed, rewritten, commit = await self._locked(
@@ -273,7 +273,7 @@ class History:
         actor: Actor,
     ) -> tuple[list[str], int, str | None]:
         known = purging.in_history(committer.git, specs)
-        removed = purging.remove(self.layout, specs)
+        removed = self.memories.remove_paths(specs)
         if not removed and not (history and known):
             return [], 0, None
         commit = committer.commit_paths(specs, f"Purge {kind.value}/{name}", actor)

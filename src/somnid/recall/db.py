@@ -10,6 +10,7 @@ import contextlib
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -221,3 +222,29 @@ class Database:
             with contextlib.suppress(sqlite3.Error):
                 self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             self._writer.close()
+
+
+@dataclass(frozen=True, slots=True)
+class FileReport:
+    """What ``somnid doctor`` reads of an index file while no daemon holds it."""
+
+    check: str  # "ok", or what SQLite's quick_check found
+    version: int
+    entries: int
+    unembedded: int  # texts that have no vector yet
+
+
+def inspect_file(path: Path) -> FileReport:
+    """Read ``path`` read-only (never created, never migrated). Raises sqlite3.Error."""
+    conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
+    try:
+        check = conn.execute("PRAGMA quick_check").fetchone()[0]
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        entries = conn.execute("SELECT COUNT(*) FROM entries").fetchone()[0]
+        unembedded = conn.execute(
+            "SELECT COUNT(DISTINCT embed_hash) FROM entries"
+            " WHERE embed_hash NOT IN (SELECT embed_hash FROM vectors)"
+        ).fetchone()[0]
+    finally:
+        conn.close()
+    return FileReport(str(check), int(version), int(entries), int(unembedded))

@@ -23,12 +23,16 @@ from somnid.embed.base import Embedder
 from somnid.memory.clock import Clock
 from somnid.memory.entry import Entry
 from somnid.memory.kinds import Kind
+from somnid.metrics import Histogram
 from somnid.recall.assoc import Associator
 from somnid.recall.dates import warm_up
 from somnid.recall.embedding import EmbedState, EmbedWorker
-from somnid.recall.engine import Hit, Recall
-from somnid.recall.index import INDEXED_KINDS, Index
+from somnid.recall.engine import Hit, Outcome, Recall
+from somnid.recall.index import INDEXED_KINDS as INDEXED_KINDS  # the kinds it holds
+from somnid.recall.index import Index
 from somnid.recall.reconcile import Reconciler, SyncReport
+from somnid.recall.scorer import Weights
+from somnid.recall.vectors import Vector
 from somnid.recall.watcher import Watcher
 from somnid.store.atomic import sweep_temp_files
 from somnid.store.memories import MemoryStore
@@ -87,11 +91,11 @@ class RecallSystem:
         embedder: Embedder | None = None,
     ) -> None:
         self.settings = settings
-        self.store = store
+        self._store = store
         self.clock = clock
         layout = store.layout
         recall = settings.recall
-        self.index = Index(
+        self._index = Index(
             layout.index_dir / INDEX_FILE,
             (
                 recall.name_weight,
@@ -101,11 +105,11 @@ class RecallSystem:
                 recall.context_weight,
             ),
         )
-        self.worker = EmbedWorker(settings.embed, layout.models_dir, self.index, embedder)
-        self.reconciler = Reconciler(store, self.index, clock)
-        self.recall = Recall(self.index, self.worker, recall, today=self._today)
-        self.assoc = Associator(self.recall, settings.assoc, settings.prompt_lang)
-        self.watcher = (
+        self._worker = EmbedWorker(settings.embed, layout.models_dir, self._index, embedder)
+        self._reconciler = Reconciler(store, self._index, clock)
+        self._engine = Recall(self._index, self._worker, recall, today=self._today)
+        self.assoc = Associator(self._engine, settings.assoc, settings.prompt_lang)
+        self._watcher = (
             Watcher(
                 [layout.memory_dir, layout.skills_dir], self._file_changed, self._folder_changed
             )
@@ -129,60 +133,60 @@ class RecallSystem:
         daemon answers with hybrid recall from its first request; the stored index answers
         meanwhile for everything else. One still to be converted or behind a network loads
         in the background."""
-        self.worker.start()
+        self._worker.start()
         # The date parser loads its language data on first use (~70 ms): not in a query.
         self._warm = asyncio.create_task(asyncio.to_thread(warm_up), name="somnid-dates-warm-up")
         if not sync:
-            if self.watcher is not None:
-                self.watcher.start()
-            self.worker.sync_done.set()
+            if self._watcher is not None:
+                self._watcher.start()
+            self._worker.sync_done.set()
             return
-        if self.worker.loads_quickly:
+        if self._worker.loads_quickly:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.worker.loaded.wait(), MODEL_FIRST_S)
+                await asyncio.wait_for(self._worker.loaded.wait(), MODEL_FIRST_S)
         self._initial = asyncio.create_task(self._first_sync(), name="somnid-first-sync")
 
     async def stop(self) -> None:
-        if self.watcher is not None:
-            await self.watcher.stop()
+        if self._watcher is not None:
+            await self._watcher.stop()
         for task in (self._warm, self._initial, self._rebuild_task):
             if task is not None:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
-        await self.worker.stop()
-        await asyncio.to_thread(self.index.close)
+        await self._worker.stop()
+        await asyncio.to_thread(self._index.close)
 
     async def _first_sync(self) -> None:
         # Setting up the watches (one per folder, ~0.2 s at 10k entries) holds the GIL: the
         # first requests go first. Edits made meanwhile are read by the sync, which follows.
         await asyncio.sleep(SETTLE_S)
-        if self.watcher is not None:
-            self.watcher.start()
+        if self._watcher is not None:
+            self._watcher.start()
         removed = await asyncio.to_thread(
-            sweep_temp_files, self.store.layout.root, older_than=self._started
+            sweep_temp_files, self._store.layout.root, older_than=self._started
         )
         if removed:
             log.warning("removed %d temp files left by an interrupted write", len(removed))
         try:
             await self.sync()  # reads every changed file: broken ones get reported on the way
         finally:
-            self.worker.sync_done.set()
+            self._worker.sync_done.set()
         # Profiles are not indexed; read them once so a broken one shows in health too.
-        await asyncio.to_thread(self.store.scan, (Kind.PROFILE,))
+        await asyncio.to_thread(self._store.scan, (Kind.PROFILE,))
 
     async def sync(self) -> SyncReport:
         """A full hash-diff reconcile of the files against the index."""
         async with self._sync_lock:
             self.sync_state = SyncState.SYNCING
             try:
-                report = await asyncio.to_thread(self.reconciler.full)
+                report = await asyncio.to_thread(self._reconciler.full)
             finally:
                 self.sync_state = SyncState.READY
             self.last_report = report
             if report.added or report.updated:
                 log.info("index sync: %s", report)
-            self.worker.wake()
+            self._worker.wake()
             return report
 
     def start_rebuild(self, *, vectors: bool = False) -> bool:
@@ -209,8 +213,8 @@ class RecallSystem:
             try:
                 files = await asyncio.to_thread(self._count_files)
                 self._rebuild = progress = replace(progress, state="reading", files=files)
-                await asyncio.to_thread(self.index.invalidate, vectors=vectors)
-                report = await asyncio.to_thread(self.reconciler.full)
+                await asyncio.to_thread(self._index.invalidate, vectors=vectors)
+                report = await asyncio.to_thread(self._reconciler.full)
             except BaseException as exc:
                 error = str(exc) or type(exc).__name__
                 self._rebuild = replace(progress, state="failed", finished=self._now(), error=error)
@@ -222,11 +226,11 @@ class RecallSystem:
                 progress, state="done", done=report.scanned - report.broken, finished=self._now()
             )
             log.info("index rebuilt: %s", report)
-            self.worker.wake()
+            self._worker.wake()
             return report
 
     def _count_files(self) -> int:
-        return sum(1 for kind in INDEXED_KINDS for _ in self.store.files(kind))
+        return sum(1 for kind in INDEXED_KINDS for _ in self._store.files(kind))
 
     def _today(self) -> dt.date:
         return self.clock.now().astimezone(self.clock.tz).date()
@@ -238,7 +242,7 @@ class RecallSystem:
         progress = self._rebuild
         if progress is None or progress.state != "reading":
             return progress
-        done = self.index.total() - self.index.count_invalidated()
+        done = self._index.total() - self._index.count_invalidated()
         return replace(progress, done=min(done, progress.files or done))
 
     async def search(
@@ -249,59 +253,111 @@ class RecallSystem:
         limit: int = 10,
         project: str | None = None,
     ) -> list[Hit]:
-        return await self.recall.search(query, kinds=kinds, limit=limit, project=project)
+        return await self._engine.search(query, kinds=kinds, limit=limit, project=project)
+
+    async def run(
+        self,
+        query: str,
+        *,
+        kinds: tuple[Kind, ...] | None = None,
+        limit: int = 10,
+        project: str | None = None,
+    ) -> Outcome:
+        """A search with the mode it ran in and the dates it read from the query."""
+        return await self._engine.run(query, kinds=kinds, limit=limit, project=project)
+
+    @property
+    def recall(self) -> Recall:
+        """The engine itself, for bench/locomo_retrieval.py only (it reads
+        ``vectors_ready``); everything else asks this object (:meth:`run`, ...)."""
+        return self._engine
+
+    @property
+    def vectors_ready(self) -> bool:
+        return self._engine.vectors_ready
+
+    @property
+    def latency(self) -> Histogram:
+        """Seconds per search with a query, whoever asked."""
+        return self._engine.latency
+
+    @property
+    def weights(self) -> Weights:
+        return self._engine.weights
+
+    @property
+    def embedder(self) -> EmbedWorker:
+        """What turns texts into vectors (the archive's ranking uses it too)."""
+        return self._worker
+
+    async def embed_passages(self, texts: list[str]) -> list[Vector] | None:
+        """The texts' vectors, or None while the embedding model is not ready."""
+        return await self._worker.embed_passages(texts)
+
+    def read_entry(self, kind: Kind, name: str) -> Entry:
+        """The entry behind a hit, read from its file (blocking)."""
+        return self._store.read(kind, name)
+
+    def forget_deleted(self) -> None:
+        """Leave no copy of deleted text in the index files (blocking; purge calls it)."""
+        self._index.forget_deleted()
+
+    @property
+    def watcher(self) -> Watcher | None:
+        """The file watcher, for history to hear hand edits after the index has."""
+        return self._watcher
 
     async def wait_idle(self) -> None:
         """Until the first sync ran and no text waits for its vector."""
         if self._initial is not None:
             await asyncio.shield(self._initial)
-        await self.worker.wait_idle()
+        await self._worker.wait_idle()
 
     async def entry_changed(self, entry: Entry | None, path: str) -> None:
         """Listener for writes through the API: reconcile the path now."""
-        await asyncio.to_thread(self.reconciler.path, self.store.layout.root / path)
-        self.worker.wake()
+        await asyncio.to_thread(self._reconciler.path, self._store.layout.root / path)
+        self._worker.wake()
 
     async def _file_changed(self, path: Path) -> None:
-        await asyncio.to_thread(self.reconciler.path, path)
-        self.worker.wake()
+        await asyncio.to_thread(self._reconciler.path, path)
+        self._worker.wake()
 
     async def _folder_changed(self, folder: Path) -> None:
-        await asyncio.to_thread(self.reconciler.folder, folder)
-        self.worker.wake()
+        await asyncio.to_thread(self._reconciler.folder, folder)
+        self._worker.wake()
 
     def status(self) -> IndexStatus:
-        counts = self.index.counts()
-        vectors = len(self.index.vectors) if self.index.vectors is not None else 0
-        pending = self.index.count_missing_vectors() if self.worker.ready else 0
+        counts = self._index.counts()
+        vectors = len(self._index.vectors) if self._index.vectors is not None else 0
+        pending = self._index.count_missing_vectors() if self._worker.ready else 0
         return IndexStatus(
             entries=sum(counts.values()),
             counts=counts,
             vectors=vectors,
             pending=pending,
-            model=self.worker.model,
-            embed_state=self.worker.state.value,
-            embed_error=self.worker.error,
+            model=self._worker.model,
+            embed_state=self._worker.state.value,
+            embed_error=self._worker.error,
             sync_state=self.sync_state.value,
-            last_sync=self.index.get_state("last_sync"),
+            last_sync=self._index.get_state("last_sync"),
             last_report=self.last_report,
-            size_bytes=self.index.db.size_bytes(),
+            size_bytes=self._index.db.size_bytes(),
             rebuild=self._rebuild_status(),
         )
 
     @property
     def vector_status(self) -> tuple[Literal["ok", "off", "starting", "unavailable"], str | None]:
         """(ok | off | starting | unavailable, detail) for health."""
-        state = self.worker.state
+        state = self._worker.state
         if state is EmbedState.OFF:
             return "off", "embed.provider = off: recall is keyword-only, hints are silent"
         if state is EmbedState.FAILED:
-            return "unavailable", self.worker.error
+            return "unavailable", self._worker.error
         if state is EmbedState.STARTING:
             return "starting", "loading the embedding model"
-        if not self.worker.idle:
+        if not self._worker.idle:
             return "starting", "embedding entries"
-        return "ok", self.worker.model
+        return "ok", self._worker.model
 
 
 def _log_failure(task: asyncio.Task[SyncReport]) -> None:

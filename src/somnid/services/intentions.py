@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from somnid.errors import InvalidInput
@@ -58,7 +57,7 @@ class Intentions:
 
     async def open(self, project: str | None = None) -> list[Intention]:
         """Open intentions (of ``project`` or of no project), by due date then id."""
-        entries = await asyncio.to_thread(self.memories.store.scan, (Kind.INTENTION,))
+        entries = await self.memories.scan((Kind.INTENTION,))
         result = []
         for entry in entries:
             scope = entry.field("project")

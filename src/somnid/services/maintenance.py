@@ -56,16 +56,14 @@ class Maintenance:
         async with self._lock:
             now = self.clock.now()
             report = DecayReport(day=now.date())
-            store = self.memories.store
-            entries = await asyncio.to_thread(
-                store.scan, (Kind.KNOWLEDGE, Kind.SKILL, Kind.EPISODE)
-            )
+            memories = self.memories
+            entries = await memories.scan((Kind.KNOWLEDGE, Kind.SKILL, Kind.EPISODE))
             for entry in entries:
                 await self._decay_one(entry, now, report)
             if self.intention_expiry_days is not None:
-                for entry in await asyncio.to_thread(store.scan, (Kind.INTENTION,)):
+                for entry in await memories.scan((Kind.INTENTION,)):
                     await self._maybe_expire(entry, now, report)
-            report.skipped.extend(item.path for item in store.broken())
+            report.skipped.extend(item.path for item in memories.broken(recheck=False))
             return report
 
     async def _decay_one(self, entry: Entry, now: dt.datetime, report: DecayReport) -> None:
@@ -87,13 +85,11 @@ class Maintenance:
             outcome.append(after.score)
 
         try:
-            updated = await asyncio.to_thread(
-                lambda: self.memories.store.mutate(entry.kind, entry.name, apply)
+            updated = await self.memories.mutate(
+                entry.kind, entry.name, apply, unless_etag=entry.etag
             )
         except (BrokenFile, NotFound):
             return
-        if updated.etag != entry.etag:
-            await self.memories.notify(updated, str(updated.path))
         score = outcome[-1] if outcome else before.score  # the last run is the one written
         change = Change(entry.kind, entry.name, before.score, score)
         if score != before.score:

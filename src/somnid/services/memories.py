@@ -11,6 +11,7 @@ import datetime as dt
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from somnid.errors import InvalidInput, StorageError
@@ -20,7 +21,10 @@ from somnid.memory.kinds import Kind, normalise_priority, normalise_salience
 from somnid.memory.lifecycle import initial_score, record_usage
 from somnid.store import frontmatter
 from somnid.store.fields import check_fields
+from somnid.store.health import State
+from somnid.store.layout import Layout
 from somnid.store.memories import MemoryStore
+from somnid.store.reader import BrokenReport
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +94,7 @@ def new_entry_meta(
 
 class MemoryService:
     def __init__(self, store: MemoryStore, clock: Clock) -> None:
-        self.store = store
+        self._store = store
         self.clock = clock
         self._listeners: list[ChangeListener] = []
         self._missed: dict[str, Entry | None] = {}  # path -> notice a listener failed
@@ -114,8 +118,69 @@ class MemoryService:
                     log.warning("the index missed %s, to be told again: %s", again, exc.detail)
                     break
 
+    @property
+    def layout(self) -> Layout:
+        return self._store.layout
+
+    async def scan(self, kinds: tuple[Kind, ...], *, archived: bool = False) -> list[Entry]:
+        """Every readable entry of ``kinds`` (broken files are reported, not returned)."""
+        return await asyncio.to_thread(self._store.scan, kinds, archived=archived)
+
+    async def exists(self, kind: Kind, name: str, *, archived: bool = False) -> bool:
+        return await asyncio.to_thread(self._store.exists, kind, name, archived=archived)
+
+    async def mutate(
+        self,
+        kind: Kind,
+        name: str,
+        change: Callable[[frontmatter.Document], None],
+        *,
+        unless_etag: str | None = None,
+    ) -> Entry:
+        """Read, ``change`` the document in place, write it back; announced like any write,
+        unless the entry still has ``unless_etag`` (nothing changed)."""
+        entry = await asyncio.to_thread(self._store.mutate, kind, name, change)
+        if unless_etag is None or entry.etag != unless_etag:
+            await self.notify(entry, str(entry.path))
+        return entry
+
+    # Blocking doors for code that already runs in a worker thread (history, status).
+
+    def read_path(self, path: Path) -> Entry | None:
+        """The live entry in the file at ``path`` (absolute), None if it is no live entry;
+        BrokenFile for a broken one. Blocking."""
+        return self._store.read_path(path)
+
+    def put_raw(self, path: Path, data: bytes | None, *, prune_folder: bool = False) -> None:
+        """:meth:`MemoryStore.put_raw`: a file of the data dir back as ``data`` (None:
+        removed). Blocking; the caller announces the change (history's revert does)."""
+        self._store.put_raw(path, data, prune_folder=prune_folder)
+
+    def remove_paths(self, specs: list[str]) -> list[str]:
+        """:meth:`MemoryStore.remove_paths`: what exists of ``specs`` deleted. Blocking."""
+        return self._store.remove_paths(specs)
+
+    def counts(self) -> dict[str, int]:
+        """Entry files per kind; parses none of them. Blocking."""
+        return {kind.value: self._store.count(kind) for kind in Kind}
+
+    def broken(self, *, recheck: bool = True) -> list[BrokenReport]:
+        """Files broken by hand, those since mended left out (unless not ``recheck``: right
+        after a scan). Blocking."""
+        if recheck:
+            self._store.recheck_broken()
+        return self._store.broken()
+
+    def storage_check(self) -> tuple[State, str | None]:
+        """Whether the data dir takes writes (health's storage component). Blocking."""
+        return self._store.health.check()
+
+    def storage_failed(self, exc: StorageError) -> None:
+        """A write elsewhere (a session log's append) failed: health says so."""
+        self._store.health.failed(exc)
+
     async def get(self, kind: Kind, name: str, *, archived: bool = False) -> Entry:
-        return await asyncio.to_thread(self.store.read, kind, name, archived=archived)
+        return await asyncio.to_thread(self._store.read, kind, name, archived=archived)
 
     async def list(
         self,
@@ -126,7 +191,7 @@ class MemoryService:
         offset: int = 0,
         limit: int = 50,
     ) -> Page:
-        entries = await asyncio.to_thread(self.store.scan, kinds, archived=archived)
+        entries = await asyncio.to_thread(self._store.scan, kinds, archived=archived)
         if text:
             needle = text.casefold()
             entries = [entry for entry in entries if needle in _haystack(entry)]
@@ -153,16 +218,16 @@ class MemoryService:
         self, kind: Kind, name: str | None, meta: dict[str, Any], body: str, now: dt.datetime
     ) -> Entry:
         if name is not None and name.strip():
-            return self.store.create(kind, name, meta=meta, body=body)
+            return self._store.create(kind, name, meta=meta, body=body)
         if kind is Kind.INTENTION:
-            choose = lambda: self.store.next_sequence_name(kind, "pi", now.date())  # noqa: E731
+            choose = lambda: self._store.next_sequence_name(kind, "pi", now.date())  # noqa: E731
         elif kind is Kind.EPISODE:
-            choose = lambda: self.store.free_name(kind, f"ep-{now:%Y%m%d-%H%M%S}")  # noqa: E731
+            choose = lambda: self._store.free_name(kind, f"ep-{now:%Y%m%d-%H%M%S}")  # noqa: E731
         else:
             raise InvalidInput(f"a {kind.value} needs a name")
         # The free name is chosen under the store's write lock: chosen before it, 32
         # concurrent creates picked the same name and all but one got 409.
-        return self.store.create_unnamed(kind, choose, meta=meta, body=body)
+        return self._store.create_unnamed(kind, choose, meta=meta, body=body)
 
     async def update(
         self,
@@ -178,7 +243,7 @@ class MemoryService:
         if fields and kind is Kind.INTENTION and fields.get("due") not in (None, ""):
             fields = {**fields, "due": parse_due(fields["due"], self.clock.tz)}
         entry = await asyncio.to_thread(
-            lambda: self.store.update(
+            lambda: self._store.update(
                 kind,
                 name,
                 description=description,
@@ -199,7 +264,7 @@ class MemoryService:
         before = await self.get(kind, name)
         stamp = {"status": _CLOSED_STATUS.get(reason, reason)} if kind is Kind.INTENTION else None
         entry = await asyncio.to_thread(
-            lambda: self.store.archive(kind, name, reason=reason, if_match=if_match, stamp=stamp)
+            lambda: self._store.archive(kind, name, reason=reason, if_match=if_match, stamp=stamp)
         )
         await self.notify(None, str(before.path))
         await self.notify(entry, str(entry.path))
@@ -207,7 +272,7 @@ class MemoryService:
 
     async def restore(self, kind: Kind, archived_name: str) -> Entry:
         before = await self.get(kind, archived_name, archived=True)
-        entry = await asyncio.to_thread(self.store.restore, kind, archived_name)
+        entry = await asyncio.to_thread(self._store.restore, kind, archived_name)
         await self.notify(None, str(before.path))
         await self.notify(entry, str(entry.path))
         return entry
@@ -222,9 +287,7 @@ class MemoryService:
             doc.meta["score"] = round(after.score, 4)
             doc.meta["last_used"] = now
 
-        entry = await asyncio.to_thread(lambda: self.store.mutate(kind, name, reinforce))
-        await self.notify(entry, str(entry.path))
-        return entry
+        return await self.mutate(kind, name, reinforce)
 
 
 def _haystack(entry: Entry) -> str:

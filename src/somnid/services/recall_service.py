@@ -42,7 +42,7 @@ class RecallService:
     def __init__(self, system: RecallSystem, archive: ArchiveSource | None = None) -> None:
         """``archive`` gives the archived conversation lines (the session service owns
         them); without it, or with ``recall.archive`` off, only memories are searched."""
-        self.system = system
+        self._system = system
         self.archive = archive if system.settings.recall.archive else None
 
     async def find(
@@ -58,23 +58,23 @@ class RecallService:
         """Search, let ``select`` pick among the hits (e.g. leave out what a session has
         seen), and load the entries of what is left; with ``lines`` and an archive, up to
         that many archived conversation lines too, ranked after the memories."""
-        outcome = await self.system.recall.run(query, kinds=kinds, limit=limit, project=project)
+        system = self._system
+        outcome = await system.run(query, kinds=kinds, limit=limit, project=project)
         hits = select(outcome.hits) if select is not None else outcome.hits
-        found = await asyncio.to_thread(load_hits, self.system.store, hits)
+        found = await asyncio.to_thread(load_hits, system.read_entry, hits)
         archived: list[ArchiveLine] = []
         if self.archive is not None and lines > 0:
-            recall = self.system.recall
             turns = await self.archive()
-            archived = await rank_lines(query, turns, recall.worker, recall.weights, lines)
+            archived = await rank_lines(query, turns, system.embedder, system.weights, lines)
         return Recalled(query, outcome.mode, outcome.time, found, archived)
 
     async def meanings(self, texts: list[str]) -> list[Vector] | None:
         """The texts' vectors (unit length; their dot product is how close two texts are
         in meaning), or None while the embedding model is not ready."""
-        return await self.system.worker.embed_passages(texts)
+        return await self._system.embed_passages(texts)
 
     async def hint(
         self, decision: Decision, lang: str, token_budget: int
     ) -> tuple[list[Found], str]:
         """The entries of a hint decision, and the hint block to show."""
-        return await hint_of(self.system.store, decision, lang, token_budget)
+        return await hint_of(self._system.read_entry, decision, lang, token_budget)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from somnid.errors import BrokenFile, NotFound
@@ -11,7 +12,6 @@ from somnid.memory.kinds import Kind
 from somnid.recall.assoc import Decision, HintItem, estimate_tokens
 from somnid.recall.engine import Hit
 from somnid.services.quoting import inline
-from somnid.store.memories import MemoryStore
 
 SNIPPET_CHARS = 600
 
@@ -39,12 +39,16 @@ def snippet(text: str, limit: int = SNIPPET_CHARS) -> str:
     return text if len(text) <= limit else text[:limit].rstrip() + "…"
 
 
-def load_hits(store: MemoryStore, hits: list[Hit]) -> list[Found]:
-    """The entries behind hits; one that vanished or broke since indexing is left out."""
+ReadEntry = Callable[[Kind, str], Entry]
+
+
+def load_hits(read: ReadEntry, hits: list[Hit]) -> list[Found]:
+    """The entries behind hits (``read`` blocks); one that vanished or broke since
+    indexing is left out."""
     found: list[Found] = []
     for hit in hits:
         try:
-            found.append(Found(hit, store.read(hit.kind, hit.name)))
+            found.append(Found(hit, read(hit.kind, hit.name)))
         except (NotFound, BrokenFile):
             continue
     return found
@@ -70,9 +74,9 @@ def quote_markdown(found: list[Found], query: str) -> str:
 
 
 async def hint_of(
-    store: MemoryStore, decision: Decision, lang: str, token_budget: int
+    read: ReadEntry, decision: Decision, lang: str, token_budget: int
 ) -> tuple[list[Found], str]:
-    found = await asyncio.to_thread(load_hits, store, decision.items)
+    found = await asyncio.to_thread(load_hits, read, decision.items)
     items = [HintItem(f.hit, f.entry.description or snippet(f.entry.body, 160)) for f in found]
     return found, format_hint(items, lang, token_budget)
 

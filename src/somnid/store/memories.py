@@ -12,10 +12,11 @@ import contextlib
 import datetime as dt
 import logging
 import os
+import shutil
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from somnid.errors import (
@@ -388,6 +389,27 @@ class MemoryStore(EntryReader):
                     if not any(path.parent.iterdir()):
                         os.rmdir(path.parent)
                         fsync_dir(path.parent.parent)
+
+    def remove_paths(self, specs: list[str]) -> list[str]:
+        """Delete what exists of ``specs`` (paths relative to the data dir: an entry's
+        folder, or a profile's file), under the write lock, as history's purge does; the
+        ones removed."""
+        removed = []
+        with self._write_lock:
+            for spec in specs:
+                path = self.layout.root / PurePosixPath(spec)
+                try:
+                    if path.is_dir() and not path.is_symlink():
+                        shutil.rmtree(path)
+                    elif path.exists() or path.is_symlink():
+                        path.unlink()
+                    else:
+                        continue
+                    fsync_dir(path.parent)
+                except OSError as exc:
+                    raise storage_error(exc, path) from exc
+                removed.append(spec)
+        return removed
 
     def raw(self, path: Path) -> bytes:
         """The bytes of an entry file (absolute path), read as safely as :meth:`read` does.

@@ -8,7 +8,6 @@ source, and using a memory through a tool reinforces it.
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import logging
 from collections.abc import Awaitable, Callable
@@ -20,8 +19,7 @@ from somnid.memory.entry import Entry
 from somnid.memory.intentions import Intention
 from somnid.memory.kinds import Kind
 from somnid.recall.engine import Hit
-from somnid.recall.system import RecallSystem
-from somnid.services.archive_recall import ArchiveSource, archive_markdown
+from somnid.services.archive_recall import archive_markdown
 from somnid.services.intentions import Intentions
 from somnid.services.memories import MemoryService
 from somnid.services.quoting import inline
@@ -85,17 +83,15 @@ class MemoryTools:
     def __init__(
         self,
         memories: MemoryService,
-        recall: RecallSystem,
+        recaller: RecallService,
         intentions: Intentions,
         clock: Clock,
         seen: SeenTracker,
         conversation: ConversationSearch,
         dream: DreamRequest,
-        archive: ArchiveSource | None = None,
     ) -> None:
         self.memories = memories
-        self.recall = recall
-        self.recaller = RecallService(recall, archive)
+        self.recaller = recaller
         self.intentions = intentions
         self.clock = clock
         self.seen = seen
@@ -211,7 +207,7 @@ class MemoryTools:
                 (item.entry, item.hit.score) for item in recalled.found
             ]
         else:
-            entries = await asyncio.to_thread(self.memories.store.scan, (Kind.EPISODE,))
+            entries = await self.memories.scan((Kind.EPISODE,))
             pairs = [(entry, None) for entry in entries]
             pairs.sort(key=lambda pair: self._when(pair[0]), reverse=True)
         tag = tags.strip().casefold()
@@ -280,7 +276,7 @@ class MemoryTools:
             )
             entries = [item.entry for item in recalled.found]
         else:
-            entries = await asyncio.to_thread(self.memories.store.scan, (Kind.KNOWLEDGE,))
+            entries = await self.memories.scan((Kind.KNOWLEDGE,))
             entries.sort(key=lambda e: e.vitals(self.clock.tz).score, reverse=True)
         if wanted:
             entries = [e for e in entries if e.entry_type.lower() == wanted]

@@ -14,14 +14,13 @@ from somnid.api.recall_schemas import (
 )
 from somnid.recall.assoc import Decision
 from somnid.runtime import Runtime
-from somnid.services.recall_service import RecallService
 
 router = APIRouter(prefix="/v1/assoc", tags=["hints"])
 
 
 async def _answer(runtime: Runtime, decision: Decision) -> AssocResponse:
     settings = runtime.settings
-    found, hint = await RecallService(runtime.recall).hint(
+    found, hint = await runtime.recaller.hint(
         decision, settings.prompt_lang, settings.assoc.token_budget
     )
     return AssocResponse(

@@ -1,13 +1,10 @@
 from __future__ import annotations
 
-import asyncio
-
 from fastapi import APIRouter, Depends, Request
 
 from somnid.api.deps import RuntimeDep, answer_challenge
 from somnid.api.schemas import BrokenFileOut, ComponentStatus, HealthOut
 from somnid.security import bearer, data_dir_id, token_matches
-from somnid.services.status import collect_status
 
 router = APIRouter(tags=["health"])
 
@@ -24,10 +21,10 @@ async def health(runtime: RuntimeDep, request: Request) -> HealthOut:
     # Without the token (health is public): no path, no detail that may hold one, no
     # broken file; the data dir as an id the CLI can check (somnid.security.data_dir_id).
     full = token_matches(request.state.token, bearer(request.headers.get("authorization")))
-    status = await asyncio.to_thread(collect_status, runtime.store)
-    vector, vector_detail = runtime.recall.vector_status
+    status = await runtime.status.files()
+    vector, vector_detail = runtime.status.vector
     llm, llm_detail = runtime.dreamer.llm_status()
-    storage, storage_detail = await asyncio.to_thread(runtime.store.health.check)
+    storage, storage_detail = await runtime.status.storage()
     degraded = status.broken or vector == "unavailable" or storage == "degraded"
     layout = runtime.layout
     return HealthOut(

@@ -17,7 +17,6 @@ from somnid.api.recall_schemas import (
     SyncRequest,
 )
 from somnid.services.archive_recall import ArchiveLine
-from somnid.services.recall_service import RecallService
 from somnid.services.recalling import kinds_or_default, snippet
 
 router = APIRouter(tags=["recall"])
@@ -26,7 +25,7 @@ router = APIRouter(tags=["recall"])
 @router.post("/v1/recall", name="recall", response_model=RecallResponse)
 async def recall(body: RecallRequest, runtime: RuntimeDep) -> RecallResponse:
     """Search memory by meaning and keywords. Results are quoted data with their source."""
-    recalled = await RecallService(runtime.recall, runtime.sessions.archived_lines).find(
+    recalled = await runtime.recaller.find(
         body.query,
         kinds=kinds_or_default(body.kinds),
         limit=body.limit,

@@ -1,0 +1,46 @@
+"""The index as the CLI sees it while no daemon runs: ``somnid doctor`` reads the file,
+``somnid reindex`` rebuilds it. The CLI's one door into recall/ besides the daemon's API."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+
+from somnid.config import Settings
+from somnid.memory.clock import Clock
+from somnid.recall.db import SCHEMA_VERSION, FileReport, inspect_file
+from somnid.recall.index import INDEXED_KINDS
+from somnid.recall.system import INDEX_FILE, RecallSystem
+from somnid.store.layout import Layout
+from somnid.store.memories import MemoryStore
+
+__all__ = [
+    "INDEXED_KINDS",
+    "INDEX_FILE",
+    "SCHEMA_VERSION",
+    "FileReport",
+    "indexed_files",
+    "inspect_file",
+    "open_for_rebuild",
+]
+
+
+def indexed_files(layout: Layout, clock: Clock) -> int:
+    """How many entry files the index should hold (broken ones included)."""
+    store = MemoryStore(layout, clock)
+    return sum(1 for kind in INDEXED_KINDS for _ in store.files(kind))
+
+
+def open_for_rebuild(settings: Settings, clock: Clock, tell: Callable[[str], None]) -> RecallSystem:
+    """A recall system on the data dir, for an offline rebuild: an index file SQLite
+    cannot read is deleted first (it is derived; the rebuild makes it again), and ``tell``
+    says so."""
+    layout = Layout(settings.data_dir)
+    store = MemoryStore(layout, clock)
+    try:
+        return RecallSystem(settings, store, clock)
+    except sqlite3.DatabaseError as exc:
+        tell(f"the index cannot be read ({exc}): deleting it, it is rebuilt from the files")
+        for suffix in ("", "-wal", "-shm"):
+            (layout.index_dir / f"{INDEX_FILE}{suffix}").unlink(missing_ok=True)
+        return RecallSystem(settings, store, clock)

@@ -57,6 +57,8 @@ async def run_user(
     with tempfile.TemporaryDirectory(prefix="somnid-zh-") as tmp:
         clock = ManualClock(messages[0].when)
         settings = make_settings(Path(tmp) / "data", provider, model_dir)
+        # No git history: its committer writes behind, into a folder about to be removed.
+        settings.history.enabled = False
         async with Runtime.open(settings, clock=clock) as rt:
             for message in messages:
                 clock.set(message.when)

@@ -5,9 +5,12 @@ Each user tells an assistant things over a few weeks: facts about the people aro
 and things that happened (some said with "昨天", "上周五", "三天前"). Questions ask about
 them in other words: a single fact, a fact reached through another ("教中文的那个人生日是哪
 天?" needs "我表哥在杭州教中文" and "我表哥的生日是6月23日"), a day ("我10月3日做了什么?"),
-and a count over several messages. Every user's store also holds distractors: other users'
-messages about people and things this user never mentions (so none can hold a conflicting
-answer), in the same style.
+and a count over several messages; two questions in three are paraphrases that share few
+words with their message. Every user's store also holds distractors: other users' messages
+about people and things this user never mentions (so none can hold a conflicting answer), in
+the same style; and, among the user's own messages, two near misses for every fact asked (the
+same person with the question's topic but not the answer, and with the paraphrase's very
+words in another sense), like the held-out MemDaily set's distractors.
 
 No LLM wrote any of it; run ``python bench/zh_assistant_data.py`` to print a sample. The
 benchmark (``bench/zh_assistant.py``) builds the same set from the same seed.
@@ -74,12 +77,38 @@ RELATIVE = [  # (how it is said, days before the message)
     ("昨天", 1), ("前天", 2), ("三天前", 3), ("今天", 0),
 ]  # fmt: skip
 
-ASK_JOB = ["{who}是做什么工作的？", "{who}的职业是什么？"]
+# Each fact is asked in the words of its message or, two times in three, in a paraphrase that
+# shares few of them (靠什么谋生 for 教中文), as people ask.
+ASK_JOB = ["{who}是做什么工作的？", "{who}的职业是什么？", "{who}靠什么谋生？", "{who}干哪一行？"]
 ASK_CITY = ["{who}在哪个城市？", "{who}现在住在哪里？"]
-ASK_BIRTHDAY = ["{who}的生日是哪天？", "{who}什么时候过生日？"]
-ASK_DRINK = ["{who}平时爱喝什么？", "给{who}买饮料该买什么？"]
-ASK_ALLERGY = ["{who}对什么过敏？", "{who}有什么不能吃或不能碰的？"]
-ASK_HOBBY = ["{who}周末喜欢干什么？", "{who}有什么爱好？"]
+ASK_BIRTHDAY = ["{who}的生日是哪天？", "{who}什么时候过生日？", "{who}是哪天出生的？"]
+ASK_DRINK = ["{who}平时爱喝什么？", "给{who}买饮料该买什么？", "{who}早上离不开哪种饮品？"]
+ASK_ALLERGY = ["{who}对什么过敏？", "{who}有什么不能吃或不能碰的？", "哪些东西{who}一碰就出问题？"]
+ASK_HOBBY = ["{who}周末喜欢干什么？", "{who}有什么爱好？", "{who}闲下来都玩些什么？"]
+PARAPHRASED = 2  # the first two of each list use the message's words
+# Near misses (MemDaily's distractors are like these): the person and the question's topic,
+# not the answer; and the person and the paraphrase's very words, in another sense (一碰就出问题
+# said of a computer). The keyword half matches both as well as the evidence.
+NEAR_TOPIC = {
+    "job": ["{who}最近工作特别忙，周末都在加班。", "{who}问我工作顺不顺利，职业规划想好了没有。"],
+    "birthday": ["{who}说今年生日不想办了，太麻烦。", "{who}的生日聚会我可能去不了。"],
+    "drink": ["{who}问我平时爱喝什么，我说白开水。", "{who}送了我一箱饮料。"],
+    "allergy": ["{who}说春天过敏的人特别多，让我出门戴口罩。", "{who}问我能不能吃辣。"],
+    "hobby": ["{who}问我周末有什么爱好，我说睡觉。", "{who}说周末想找人一起玩。"],
+}
+NEAR_WORDS = {
+    "job": ["{who}说靠死工资谋生太难，劝我多学一行手艺。"],
+    "birthday": ["{who}出生的那家医院要拆了，他还挺伤感的。"],
+    "drink": ["{who}早上起不来，离不开三个闹钟。"],
+    "allergy": ["{who}的电脑一碰就出问题，又拿去修了。"],
+    "hobby": ["{who}家的孩子闲下来就玩手机。"],
+}
+
+
+def _ask(rng: random.Random, templates: list[str], who: str) -> str:
+    """Two times in three a paraphrase, else the message's own words."""
+    pool = templates[PARAPHRASED:] if rng.random() < 2 / 3 else templates[:PARAPHRASED]
+    return rng.choice(pool).format(who=who)
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,15 +166,17 @@ def _user(number: int, rng: random.Random) -> User:
     people = rng.sample(PEOPLE, 4)
     job_of = rng.sample(JOBS, len(people))
     cities = rng.sample(CITIES, len(people))
+    near: list[tuple[tuple[str, str], list[str]]] = []
     for (key, who), job, city in zip(people, job_of, cities, strict=True):
         facts = rng.sample(["job", "birthday", "drink", "allergy", "hobby"], 2)
         if "job" not in facts:
             facts[0] = "job"
+        near.append(((key, who), facts))
         job_message = say(
             f"{who}在{city}{job[0]}，{rng.choice(['挺辛苦的', '干了好几年了', '最近刚升职'])}。",
             key,
         )
-        ask = rng.choice(ASK_JOB).format(who=_bare(who))
+        ask = _ask(rng, ASK_JOB, _bare(who))
         user.questions.append(
             Query(f"{user.key}-q{len(user.questions)}", ask, "single", (job_message.key,))
         )
@@ -160,7 +191,7 @@ def _user(number: int, rng: random.Random) -> User:
                     kind = "bridge"
                 else:
                     ask, evidence, kind = (
-                        rng.choice(ASK_BIRTHDAY).format(who=who),
+                        _ask(rng, ASK_BIRTHDAY, who),
                         (m.key,),
                         "single",
                     )
@@ -175,7 +206,7 @@ def _user(number: int, rng: random.Random) -> User:
                 user.questions.append(
                     Query(
                         f"{user.key}-q{len(user.questions)}",
-                        rng.choice(ASK_DRINK).format(who=who),
+                        _ask(rng, ASK_DRINK, who),
                         "single",
                         (m.key,),
                     )
@@ -189,7 +220,7 @@ def _user(number: int, rng: random.Random) -> User:
                 user.questions.append(
                     Query(
                         f"{user.key}-q{len(user.questions)}",
-                        rng.choice(ASK_ALLERGY).format(who=who),
+                        _ask(rng, ASK_ALLERGY, who),
                         "single",
                         (m.key,),
                     )
@@ -203,11 +234,17 @@ def _user(number: int, rng: random.Random) -> User:
                 user.questions.append(
                     Query(
                         f"{user.key}-q{len(user.questions)}",
-                        rng.choice(ASK_HOBBY).format(who=who),
+                        _ask(rng, ASK_HOBBY, who),
                         "single",
                         (m.key,),
                     )
                 )
+    # Near misses: for every fact asked about a person, a message with the person and the
+    # question's words that does not answer it.
+    for (key, who), asked in near:
+        for fact in asked:
+            say(rng.choice(NEAR_TOPIC[fact]).format(who=who), f"{key}-near")
+            say(rng.choice(NEAR_WORDS[fact]).format(who=who), f"{key}-near")
     # Things that happened, some said relative to the day they were told.
     for _ in range(2):
         place = rng.choice(PLACES)

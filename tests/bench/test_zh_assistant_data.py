@@ -40,3 +40,20 @@ def test_a_date_question_names_the_day_its_message_speaks_of() -> None:
             day = message.when.date().toordinal() - back
             named = dt.date.fromordinal(day)
             assert f"{named.month}月{named.day}日" in question.text
+
+
+def test_every_asked_person_has_a_near_miss_and_questions_are_paraphrased() -> None:
+    """Hard negatives (the person and the question's words, not the answer) and questions in
+    other words than their message: what makes the keyword half subtract, as on MemDaily."""
+    users = build()
+    for user in users:
+        near = [m for m in user.messages if m.about.endswith("-near")]
+        evidence = {key for q in user.questions for key in q.evidence}
+        assert near and not {m.key for m in near} & evidence
+        about = {m.key: m.about for m in user.messages}
+        near_about = {m.about for m in near}
+        for question in (q for q in user.questions if q.kind == "single"):
+            assert f"{about[question.evidence[0]]}-near" in near_about, question.text
+    paraphrased = {"靠什么谋生", "干哪一行", "哪天出生", "离不开哪种饮品", "一碰就出问题"}
+    asked = " ".join(q.text for u in users for q in u.questions)
+    assert sum(phrase in asked for phrase in paraphrased) >= 4

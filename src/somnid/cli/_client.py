@@ -96,11 +96,6 @@ class DaemonClient:
             )
         return body
 
-    def serves_this_data_dir(self) -> bool:
-        """True if a daemon answers and serves the configured data dir."""
-        health = self.health()
-        return health is not None and same_dir(health["dataDir"], self.settings.data_dir)
-
     @property
     def token(self) -> str:
         if self._token is None:

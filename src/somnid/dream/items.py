@@ -14,6 +14,7 @@ from somnid.memory.clock import to_datetime
 from somnid.memory.entry import Entry
 from somnid.memory.kinds import Kind
 from somnid.memory.names import slugify
+from somnid.memory.text import one_line as flat
 from somnid.store import frontmatter
 
 MAX_DESCRIPTION = 300
@@ -35,7 +36,6 @@ _KIND_WORDS = {
 }
 _SALIENCE = {"low": "low", "mid": "mid", "medium": "mid", "high": "high"}
 _FALSE = {"false", "no", "0", "off"}
-_SPACES = re.compile(r"\s+")
 _BANNER = re.compile(r"^\s*>.*(待验证|pending verification)", re.IGNORECASE)
 
 
@@ -65,7 +65,7 @@ def name_of(raw: str) -> str:
 
 def one_line(text: str, what: str, *, limit: int = MAX_DESCRIPTION, required: bool = True) -> str:
     """Whitespace collapsed to single spaces; refused when empty (if required) or too long."""
-    line = _SPACES.sub(" ", text).strip()
+    line = flat(text)
     if required and not line:
         raise InvalidInput(f"{what} is empty; write one sentence")
     if len(line) > limit:
@@ -153,7 +153,7 @@ def merge_refused(entry: Entry) -> bool:
 
 
 def short(text: str, limit: int = LINE_DESCRIPTION) -> str:
-    line = _SPACES.sub(" ", text).strip()
+    line = flat(text)
     return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
 
 

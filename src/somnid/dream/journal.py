@@ -15,9 +15,7 @@ from somnid.dream.result import DreamResult
 from somnid.errors import BrokenFile
 from somnid.store import frontmatter
 from somnid.store.atomic import write_atomic
-from somnid.store.layout import Layout
-
-_NAME = re.compile(r"^(\d{4}-\d{2}-\d{2})_dream_(\d{3,})\.md$")
+from somnid.store.layout import JOURNAL_NAME, Layout, journal_file_name
 
 
 @dataclass(slots=True)
@@ -56,10 +54,10 @@ def next_journal_path(layout: Layout, day: dt.date) -> Path:
     highest = 0
     if folder.is_dir():
         for path in folder.iterdir():
-            match = _NAME.match(path.name)
+            match = JOURNAL_NAME.match(path.name)
             if match and match.group(1) == day.isoformat():
                 highest = max(highest, int(match.group(2)))
-    return folder / f"{day.isoformat()}_dream_{highest + 1:03d}.md"
+    return folder / journal_file_name(day, highest + 1)
 
 
 def _section(title: str, items: list[str]) -> str:
@@ -126,7 +124,8 @@ def latest_journal(layout: Layout) -> str | None:
     folder = layout.dream_log_dir
     if not folder.is_dir():
         return None
-    names = sorted((p for p in folder.iterdir() if _NAME.match(p.name)), key=lambda p: p.name)
+    named = (path for path in folder.iterdir() if JOURNAL_NAME.match(path.name))
+    names = sorted(named, key=lambda path: path.name)
     if not names:
         return None
     try:

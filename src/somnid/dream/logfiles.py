@@ -11,16 +11,14 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import re
 import unicodedata
 from pathlib import Path
 
 from somnid.errors import InvalidInput
 from somnid.recall.assoc import estimate_tokens
 from somnid.sessions.transcript import Transcript
-from somnid.store.layout import Layout
+from somnid.store.layout import JOURNAL_NAME, Layout
 
-JOURNAL_NAME = re.compile(r"^(?P<day>\d{4}-\d{2}-\d{2})_dream_(?P<number>\d{3,})\.md$")
 SUMMARY_KEYS = (
     "user",
     "chat_id",

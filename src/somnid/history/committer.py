@@ -34,14 +34,14 @@ from typing import Any, Protocol
 from somnid.errors import BrokenFile, SomnidError
 from somnid.history.git import Git, spare_descriptors
 from somnid.memory.entry import Entry
+from somnid.memory.text import one_line
 from somnid.provenance import DREAM, Actor, DreamRecord, current_actor
 from somnid.services.memories import MemoryService
-from somnid.store.layout import Layout
+from somnid.store.layout import FOLDER_FILES, Layout
 from somnid.store.reader import MAX_FILE_BYTES
 
 log = logging.getLogger(__name__)
 
-ENTRY_FILES = ("SKILL.md", "INTENT.md")
 TRACKED = ("memory", "skills", ".gitignore")
 UNTRACKED_PREFIXES = ("memory/session-log/",)
 HAND = Actor("hand", "hand edit")
@@ -321,7 +321,7 @@ class Committer:
             if rel.startswith(UNTRACKED_PREFIXES):
                 continue
             pure = PurePosixPath(rel)
-            specs[str(pure.parent) if pure.name in ENTRY_FILES else rel] = None
+            specs[str(pure.parent) if pure.name in FOLDER_FILES else rel] = None
         if not specs:
             return []
         tracked = self.git.run("ls-files", "-z", "--", *specs).split(b"\0")
@@ -380,4 +380,5 @@ def _listing(labels: list[str], shown: int = 5) -> str:
 
 
 def _one_line(value: str) -> str:
-    return " ".join(value.replace("<", "").replace(">", "").split())[:200] or "?"
+    """A git header's value: one line, no angle brackets (they end a name), 200 at most."""
+    return one_line(value.replace("<", "").replace(">", ""))[:200] or "?"

@@ -12,7 +12,7 @@ from pathlib import PurePosixPath
 
 from somnid.errors import InvalidInput, NotFound
 from somnid.history.git import Git
-from somnid.store.layout import Layout
+from somnid.store.layout import DREAM_ID, Layout
 
 _COMMIT = re.compile(r"^[0-9a-fA-F]{4,40}$")
 _TRAILER = re.compile(r"^([A-Za-z-]+): (.*)$")
@@ -180,7 +180,7 @@ def entry_log(
 
 
 def find_dream(git: Git, dream_id: str) -> str:
-    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}_dream_\d{3,}", dream_id):
+    if not DREAM_ID.fullmatch(dream_id):
         raise InvalidInput(f"{dream_id!r} is not a dream id like 2026-10-10_dream_001")
     if git.has_head():
         out = git.text("log", "--format=%H", f"--grep=^Dream-Id: {dream_id}$", "HEAD")

@@ -12,10 +12,11 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from somnid.errors import Conflict, InvalidInput
-from somnid.history.committer import ENTRY_FILES, Committer
+from somnid.history.committer import Committer
 from somnid.history.log import commit as read_commit
 from somnid.history.log import under
 from somnid.provenance import Actor
+from somnid.store.layout import FOLDER_FILES
 
 KEPT = ("memory/dream-log/", ".gitignore")
 MEMORY = ("memory/", "skills/")
@@ -68,7 +69,7 @@ def revert(
                 for path, ids in conflicts.items()
             ],
         )
-    for path in sorted(paths, key=lambda p: PurePosixPath(p).name in ENTRY_FILES):
+    for path in sorted(paths, key=lambda p: PurePosixPath(p).name in FOLDER_FILES):
         before = _blob(committer, info.parent, path)
         _put(committer, path, before)
     if entry is None:
@@ -109,5 +110,5 @@ def _put(committer: Committer, path: str, data: bytes | None) -> None:
     """Through the store (its write lock, its health), never by hand."""
     target = committer.layout.root / PurePosixPath(path)
     # The entry's own folder goes too once empty, never a kind's.
-    own_folder = committer.layout.classify(target) is not None and target.name in ENTRY_FILES
+    own_folder = committer.layout.classify(target) is not None and target.name in FOLDER_FILES
     committer.memories.put_raw(target, data, prune_folder=own_folder)

@@ -20,18 +20,6 @@ from somnid.memory.clock import local_date
 from somnid.memory.kinds import Kind
 from somnid.memory.lifecycle import Vitals
 
-# Keys whose meaning somnid knows; everything else in a front-matter is carried along untouched.
-STANDARD_KEYS = (
-    "name",
-    "description",
-    "type",
-    "stability",
-    "score",
-    "created",
-    "last_used",
-    "last_decay",
-)
-
 
 def bullet_field(body: str, key: str) -> str | None:
     """The original wrote some fields as body lines ``- key: value``; read the first one."""

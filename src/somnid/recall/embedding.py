@@ -24,8 +24,6 @@ from somnid.recall.vectors import Vector
 log = logging.getLogger(__name__)
 
 QUERY_CACHE_SIZE = 512
-MISSING_PER_QUERY = 4096
-ROUND = 512
 
 
 class EmbedState(enum.StrEnum):

@@ -15,10 +15,9 @@ from pathlib import Path
 import watchfiles
 
 from somnid.store.atomic import TEMP_PREFIX
+from somnid.store.layout import ENTRY_FILES
 
 log = logging.getLogger(__name__)
-
-ENTRY_FILES = ("SKILL.md", "INTENT.md", "about_me.md", "about_user.md")
 
 
 def _relevant(change: watchfiles.Change, path: str) -> bool:

@@ -19,10 +19,11 @@ from somnid.memory.clock import Clock
 from somnid.memory.entry import Entry
 from somnid.memory.intentions import Agenda, Intention
 from somnid.memory.kinds import SELF_PROFILE, Kind
+from somnid.memory.text import one_line
 from somnid.services.intentions import Intentions
 from somnid.services.prompt_text import PromptText, text_for
 from somnid.services.quoting import inline
-from somnid.services.recalling import one_line, quote
+from somnid.services.recalling import quote
 from somnid.store.memories import MemoryStore
 
 MAX_PARTICIPANTS = 10

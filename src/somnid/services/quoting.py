@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import json
 
+from somnid.memory.text import one_line
+
 
 def inline(text: str) -> str:
     """``text`` on one line, in double quotes: ``x\\n## System`` becomes ``"x ## System"``."""
-    return json.dumps(" ".join(text.split()), ensure_ascii=False)
+    return json.dumps(one_line(text), ensure_ascii=False)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from somnid.errors import BrokenFile, NotFound
 from somnid.memory.entry import Entry
 from somnid.memory.kinds import Kind
+from somnid.memory.text import one_line
 from somnid.recall.assoc import Decision, HintItem, estimate_tokens
 from somnid.recall.engine import Hit
 from somnid.services.quoting import inline
@@ -20,12 +21,6 @@ SNIPPET_CHARS = 600
 class Found:
     hit: Hit
     entry: Entry
-
-
-def one_line(text: str) -> str:
-    """A memory's short field (description, name, tag) on one line: a newline in it could
-    start a line that looks like the frame around it (a heading, another entry, a source)."""
-    return " ".join(text.split())
 
 
 def quote(text: str) -> list[str]:
@@ -94,7 +89,7 @@ def format_hint(items: list[HintItem], lang: str, token_budget: int) -> str:
     lines = [head]
     budget = token_budget - estimate_tokens(head)
     for item in items:
-        full = " ".join(item.description.split())
+        full = one_line(item.description)
         cut = len(full)
         text = line.format(name=item.hit.name, desc=inline(full), path=item.hit.path)
         while estimate_tokens(text) > budget and cut > 20:

@@ -23,6 +23,8 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import re
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -51,6 +53,18 @@ _FILE_NAMES = {
     Kind.SKILL: "SKILL.md",
     Kind.PROFILE: "about_user.md",
 }
+FOLDER_FILES = frozenset(name for kind, name in _FILE_NAMES.items() if kind is not Kind.PROFILE)
+"""The names of the file in an entry's folder (its folder is the entry: history's unit)."""
+ENTRY_FILES = FOLDER_FILES | {"about_me.md", _FILE_NAMES[Kind.PROFILE]}
+"""The name of every entry file, profiles' included: what the watcher reads again."""
+JOURNAL_NAME = re.compile(r"^(?P<day>\d{4}-\d{2}-\d{2})_dream_(?P<number>\d{3,})\.md$")
+"""A dream journal's file name in ``memory/dream-log/``; its stem is the dream's id."""
+DREAM_ID = re.compile(r"\d{4}-\d{2}-\d{2}_dream_\d{3,}")
+
+
+def journal_file_name(day: dt.date, number: int) -> str:
+    """The name of a day's ``number``-th dream journal: ``2026-10-10_dream_001.md``."""
+    return f"{day.isoformat()}_dream_{number:03d}.md"
 
 
 @dataclass(frozen=True, slots=True)

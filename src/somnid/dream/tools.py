@@ -86,7 +86,7 @@ class DreamTools(LogTools, EntryTools):
         """``log_tokens``: one page of a session log; ``history_tokens``: all journals
         shown by review_dream_history; ``item_tokens``: one entry shown by read_item."""
         self.memories = memories
-        self.recall = recall  # the dream pipeline's own (it builds a RecallService on it)
+        self.recall = recall
         self.recaller = recaller or RecallService(recall)
         self.sessions = sessions
         self.maintenance = maintenance

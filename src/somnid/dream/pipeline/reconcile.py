@@ -26,7 +26,6 @@ from somnid.errors import NotFound
 from somnid.memory.clock import Clock, to_datetime
 from somnid.memory.entry import Entry
 from somnid.memory.kinds import Kind
-from somnid.services.recall_service import RecallService
 
 NEIGHBOURS = 3
 DUPLICATE_COSINE = 0.97
@@ -81,7 +80,7 @@ class Reconciler:
         self.lang = lang
         self.asker = asker
         self.writer = writer
-        self._recall = RecallService(tools.recall)
+        self._recall = tools.recaller
 
     async def place(self, candidate: Candidate, has_agent: bool) -> str:
         """Write ``candidate`` where it belongs; the outcome, as counted."""

@@ -56,6 +56,9 @@ class DreamRecord:
     archived: int = 0
     decayed: int = 0
     retired: int = 0
+    profiles: int = 0
+    """Profiles changed (identity), and profile lines the identity gate refused."""
+    profiles_refused: int = 0
     processed: tuple[str, ...] = field(default_factory=tuple)
     journal: str | None = None
     """The journal's path relative to the data dir, if one was written."""

@@ -8,9 +8,11 @@ subclasses whose detail tells a model what to do instead.
 
 from __future__ import annotations
 
+from pathlib import PurePosixPath
 from typing import Any
 
 from somnid.dream import items
+from somnid.dream.profile_gate import ProfileGate, ProfileRefused
 from somnid.errors import Conflict, InvalidInput, NotFound, PreconditionFailed
 from somnid.memory.clock import Clock
 from somnid.memory.entry import Entry
@@ -22,9 +24,13 @@ RETRIES = 5
 
 
 class MemoryEdits:
-    def __init__(self, memories: MemoryService, clock: Clock) -> None:
+    def __init__(
+        self, memories: MemoryService, clock: Clock, gate: ProfileGate | None = None
+    ) -> None:
         self.memories = memories
         self.clock = clock
+        self.gate = gate
+        """Every profile change passes it first (somnid.dream.profile_gate)."""
 
     async def missing(self, kind: Kind, name: str) -> str:
         """Why ``(kind, name)`` is not there, and where to look instead."""
@@ -177,10 +183,29 @@ class MemoryEdits:
         )
 
     async def write_profile(
-        self, name: str, text: str, *, description: str, defaults: dict[str, Any]
+        self,
+        name: str,
+        text: str,
+        *,
+        description: str,
+        defaults: dict[str, Any],
+        strict: bool = False,
     ) -> Entry:
         """Replace a profile's body, keeping every front-matter key it has; ``defaults``
-        are added where missing. A missing profile is created."""
+        are added where missing. A missing profile is created. The lines added pass the
+        identity gate first; when it refuses them all nothing is written: ``strict`` raises
+        :class:`ProfileRefused`, else the profile is returned as it is."""
+        if self.gate is not None:
+            try:
+                before: Entry | None = await self.memories.get(Kind.PROFILE, name)
+            except NotFound:
+                before = None
+            try:
+                text = await self.gate.admit(name, before.body if before else "", text)
+            except ProfileRefused:
+                if strict:
+                    raise
+                return before or _unwritten(name, self.gate.path_of(name))
         now = self.clock.now()
         for _ in range(RETRIES):
             try:
@@ -205,3 +230,8 @@ class MemoryEdits:
             except (PreconditionFailed, NotFound):
                 continue
         raise PreconditionFailed(f"profile {name!r} kept changing; try again")
+
+
+def _unwritten(name: str, path: str) -> Entry:
+    """A profile that does not exist and was not written (its only lines were refused)."""
+    return Entry(Kind.PROFILE, name, False, {}, "", PurePosixPath(path), "", 0.0)

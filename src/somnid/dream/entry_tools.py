@@ -344,7 +344,11 @@ class EntryTools(ToolBase):
             )
         description = _ABOUT_ME.get(self.lang, _ABOUT_ME["en"])
         entry = await self.edits.write_profile(
-            SELF_PROFILE, text, description=description, defaults={"type": "identity"}
+            SELF_PROFILE,
+            text,
+            description=description,
+            defaults={"type": "identity"},
+            strict=True,  # refused by the identity gate: the model is told why
         )
         self.ledger.add_profile(f"about_me ({entry.path})")
         return f"updated about_me ({len(text)} characters)"
@@ -375,7 +379,11 @@ class EntryTools(ToolBase):
         text = self._profile_text(content)
         description = f"用户 {raw} 的画像" if self.lang == "zh" else f"Profile of user {raw}"
         entry = await self.edits.write_profile(
-            name, text, description=description, defaults={"user_id": raw, "type": "identity"}
+            name,
+            text,
+            description=description,
+            defaults={"user_id": raw, "type": "identity"},
+            strict=True,  # refused by the identity gate: the model is told why
         )
         self.ledger.add_profile(f"user {name} ({entry.path})")
         return f"updated the profile of user {name} ({len(text)} characters)"

@@ -31,6 +31,8 @@ class JournalEntry:
     updated: list[str] = field(default_factory=list)
     archived: list[str] = field(default_factory=list)
     profiles: list[str] = field(default_factory=list)
+    refused_profiles: list[str] = field(default_factory=list)
+    """Profile lines the identity gate refused (to review)."""
     decayed: int = 0
     retired: list[str] = field(default_factory=list)
     tokens: dict[str, int] = field(default_factory=dict)
@@ -93,6 +95,11 @@ def write_journal(layout: Layout, entry: JournalEntry) -> Path:
         _section("Updated", entry.updated),
         _section("Archived", entry.archived),
         _section("Profiles", entry.profiles),
+        *(
+            [_section("Refused profile lines", entry.refused_profiles)]
+            if entry.refused_profiles
+            else []
+        ),
         f"## Decay\n- {entry.decayed} entries decayed; retired: "
         f"{', '.join(entry.retired) if entry.retired else 'none'}\n",
     ]

@@ -10,8 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from somnid.dream.profile_gate import Refusal
 from somnid.memory.kinds import Kind
 from somnid.services.maintenance import DecayReport
+from somnid.services.quoting import inline
 
 
 class ItemRef(NamedTuple):
@@ -53,6 +55,10 @@ class Ledger:
     """Session logs read in this dream, by stem."""
     episodes: list[tuple[str, str]] = field(default_factory=list)
     """(source log, what) of the episodes recorded in this dream, to refuse a repeat."""
+    refused_profiles: list[str] = field(default_factory=list)
+    """Profile lines the identity gate refused (somnid.dream.profile_gate), for review."""
+    unchanged_profiles: set[str] = field(default_factory=set)
+    """Profiles whose last change the gate refused whole: not listed as written."""
 
     def add_created(self, ref: ItemRef) -> None:
         if ref not in self.created:
@@ -68,8 +74,20 @@ class Ledger:
         self.archived.append(ref)
 
     def add_profile(self, line: str) -> None:
+        for path in list(self.unchanged_profiles):
+            if line.endswith(f"({path})"):  # the gate refused that write: nothing changed
+                self.unchanged_profiles.discard(path)
+                return
         if line not in self.profiles:
             self.profiles.append(line)
+
+    def add_refused_profile(
+        self, name: str, path: str, refusals: list[Refusal], changed: bool
+    ) -> None:
+        # Quoted: the journal is read by later dreams, and the line may be an attack.
+        self.refused_profiles.extend(f"{name}: {inline(r.line)} ({r.why})" for r in refusals)
+        if not changed:
+            self.unchanged_profiles.add(path)
 
     def add_processed(self, stem: str) -> None:
         if stem not in self.processed_logs:

@@ -102,6 +102,8 @@ class DreamResult:
             archived=self.archived,
             decayed=self.decayed,
             retired=self.retired,
+            profiles=self.candidates.get("profile", 0),
+            profiles_refused=self.candidates.get("profile_refused", 0),
             processed=tuple(self.processed),
             journal=self.journal,
         )

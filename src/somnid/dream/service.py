@@ -298,6 +298,12 @@ class Dreamer:
             result.created = len(ledger.created)
             result.updated = len(ledger.updated)
             result.archived = len(ledger.archived)
+            for outcome, lines in (
+                ("profile", ledger.profiles),
+                ("profile_refused", ledger.refused_profiles),
+            ):
+                if lines:  # identity changes, and those the gate refused (profile_gate)
+                    result.candidates[outcome] = len(lines)
             if ledger.decay is not None:
                 self._count_decay(result, ledger.decay)
         with contextlib.suppress(Exception):
@@ -350,6 +356,7 @@ class Dreamer:
             entry.updated = [f"{kind} {name} ({path})" for kind, name, path in ledger.updated]
             entry.archived = [f"{kind} {name} ({path})" for kind, name, path in ledger.archived]
             entry.profiles = list(ledger.profiles)
+            entry.refused_profiles = list(ledger.refused_profiles)
             entry.notes = "\n\n".join(ledger.notes)
             if ledger.decay is not None:
                 entry.decayed = len(ledger.decay.decayed)

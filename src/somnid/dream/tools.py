@@ -19,6 +19,7 @@ import copy
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from somnid.dream import profile_gate
 from somnid.dream.edits import MemoryEdits
 from somnid.dream.entry_tools import EntryTools
 from somnid.dream.ledger import ItemRef, Ledger
@@ -95,7 +96,8 @@ class DreamTools(LogTools, EntryTools):
         self.lang = lang
         self.ledger = ledger if ledger is not None else Ledger()
         self.intentions = intentions or Intentions(memories, clock)
-        self.edits = MemoryEdits(memories, clock)
+        gate = profile_gate.for_dreams(sessions, layout, clock.tz, lambda: self.ledger)
+        self.edits = MemoryEdits(memories, clock, gate)
         self.log_tokens = log_tokens
         self.history_tokens = history_tokens
         self.item_tokens = item_tokens

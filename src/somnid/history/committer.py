@@ -151,6 +151,8 @@ class Committer:
             "archived": record.archived,
             "decayed": record.decayed,
             "retired": record.retired,
+            "profiles": record.profiles,
+            "profiles_refused": record.profiles_refused,
             "processed": list(record.processed),
             "dream_id": PurePosixPath(record.journal).stem if record.journal else None,
         }
@@ -364,6 +366,11 @@ def dream_message(info: dict[str, Any]) -> str:
         f"{info.get('archived') or 0} archived, {info.get('decayed') or 0} decayed, "
         f"{info.get('retired') or 0} retired"
     )
+    if info.get("profiles") or info.get("profiles_refused"):  # identity: never left unsaid
+        counts += (
+            f", {info.get('profiles') or 0} profiles changed, "
+            f"{info.get('profiles_refused') or 0} profile lines refused"
+        )
     lines = [f"Dream ({info.get('trigger') or 'dream'}, {info.get('status')}): {counts}", ""]
     if info.get("reason"):
         lines.append(f"Reason: {info['reason']}")

@@ -25,6 +25,7 @@ import contextlib
 import json
 import random
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,6 +58,8 @@ METHODS = (
     "",
     "x" * 300,
 )
+DREAM_CHAT_WAIT_S = 60.0
+"""How long a host that started a dream waits for its llm.chat: a cap for a hang."""
 FRAME_TYPES = ("hello", "llm.result", "llm.error", "llm.chat", "llm.cancel", "bogus", "", None)
 
 
@@ -164,16 +167,27 @@ def _frame(rng: random.Random, chat_id: str | None) -> str | bytes:
 
 
 async def _bridge_case(
-    url: str, headers: dict[str, str], rng: random.Random, report: ProtocolReport
+    url: str,
+    headers: dict[str, str],
+    rng: random.Random,
+    report: ProtocolReport,
+    start_dream: Callable[[], Awaitable[bool]] | None = None,
 ) -> None:
+    """One host's conversation of random frames. With ``start_dream``, the dream is started
+    once this host is connected, and the host waits for its first ``llm.chat`` (capped for
+    a hang, never a race with the machine's speed) before it answers at random."""
     chat_id: str | None = None
     try:
         async with websockets.connect(
-            url, additional_headers=headers, open_timeout=5, close_timeout=2, max_size=None
+            url, additional_headers=headers, open_timeout=30, close_timeout=2, max_size=None
         ) as socket:
+            wait = 0.02
+            if start_dream is not None and await start_dream():
+                wait = DREAM_CHAT_WAIT_S
             for _ in range(rng.randint(1, 6)):
                 with contextlib.suppress(TimeoutError):
-                    incoming = await asyncio.wait_for(socket.recv(), timeout=0.02)
+                    incoming = await asyncio.wait_for(socket.recv(), timeout=wait)
+                    wait = 0.02
                     sent = json.loads(incoming)
                     if isinstance(sent, dict) and sent.get("type") == "llm.chat":
                         chat_id = str(sent.get("id"))
@@ -282,14 +296,19 @@ async def fuzz_protocols(
     started = time.monotonic()
     async with httpx.AsyncClient(base_url=base_url, headers=headers, timeout=30) as client:
         for number in range(cases):
+            start_dream = None
             if dream_every and number % dream_every == 0:
                 message = {"messages": [{"role": "user", "text": f"fuzz turn {number}"}]}
                 await client.post(f"/v1/sessions/fuzz-{number}/messages", json=message)
                 await client.post(f"/v1/sessions/fuzz-{number}/close")
-                run = await client.post("/v1/sleep/run", json={})
-                if run.status_code >= 500:
-                    report.failures.append(f"sleep/run {run.status_code}: {run.text[:300]}")
-            await _bridge_case(ws_url, headers, rng, report)
+
+                async def start_dream() -> bool:
+                    run = await client.post("/v1/sleep/run", json={})
+                    if run.status_code >= 500:
+                        report.failures.append(f"sleep/run {run.status_code}: {run.text[:300]}")
+                    return run.status_code == 200 and bool(run.json().get("started"))
+
+            await _bridge_case(ws_url, headers, rng, report, start_dream)
             report.bridge_cases += 1
             data, extra = _mcp_request(rng)
             try:

@@ -32,6 +32,7 @@ NEED_AN_EXISTING_ONE = {
     "POST /v1/memories/{kind}/{name}/purge",
     "GET /v1/history/{commit}",
     "POST /v1/history/{commit}/revert",
+    "POST /v1/history/entries/{kind}/{name}/{commit}/revert",  # an entry and a commit of it
     "POST /v1/dreams/{id}/revert",
 }
 

@@ -97,11 +97,11 @@ class Reconciler:
             candidate.kind = "todo" if has_agent else "plan"
         kind = kind_of(candidate)
         if kind is Kind.PROFILE:
-            return "added" if await writer.profile_line(candidate) else "duplicate"
+            return await writer.profile_line(candidate)
         person = candidate.kind in ("fact", "preference") and len(candidate.about) == 1
         if person and candidate.about_own_user:
             # What the log's own user is like goes to their profile, as about_user does.
-            return "added" if await writer.profile_line(candidate) else "duplicate"
+            return await writer.profile_line(candidate)
         if kind is Kind.INTENTION:
             if await self.tools.open_intention_like(candidate.text) is not None:
                 return "duplicate"

@@ -20,6 +20,7 @@ from somnid.dream.guard import dreamer_role_phrase
 from somnid.dream.ledger import ItemRef, Ledger
 from somnid.dream.pipeline import people
 from somnid.dream.pipeline.candidate import Candidate, first_sentence
+from somnid.dream.profile_gate import ProfileRefused
 from somnid.dream.similarity import DUPLICATE_SIMILARITY, content_words, similarity
 from somnid.dream.tools import DreamTools
 from somnid.errors import Conflict, InvalidInput, NotFound, PreconditionFailed
@@ -267,25 +268,27 @@ class Writer:
             return outcome
         raise PreconditionFailed(f"knowledge {name!r} kept changing; try again")
 
-    async def profile_line(self, candidate: Candidate) -> bool:
+    async def profile_line(self, candidate: Candidate) -> str:
         """Add the candidate as one line of a profile: the log's own user's for about_user
-        (never another user's), about_me for about_agent. False when refused or known."""
+        (never another user's), about_me for about_agent. The outcome: ``added``,
+        ``duplicate`` (known, or not a line for a profile) or ``profile_refused`` (the
+        identity gate refused it: an instruction, or pasted text)."""
         if candidate.kind == "about_agent":
             if dreamer_role_phrase(candidate.text) is not None:
-                return False
+                return "duplicate"
             name, user = SELF_PROFILE, None
         else:
             user = candidate.user
             name = items.name_of(user)
             if name == SELF_PROFILE:
-                return False
+                return "duplicate"
         try:
             before = await self.tools.memories.get(Kind.PROFILE, name)
             lines = before.body.rstrip("\n").split("\n") if before.body.strip() else []
         except NotFound:
             lines = []
         if any(similarity(line, candidate.text) >= DUPLICATE_SIMILARITY for line in lines):
-            return False
+            return "duplicate"
         day = f" ({candidate.when.astimezone(self.tz):%Y-%m-%d})" if candidate.when else ""
         lines = [*lines, f"- {candidate.text}{day}"][-MAX_PROFILE_LINES:]
         if user is None:
@@ -296,11 +299,14 @@ class Writer:
         else:
             description = f"用户 {user} 的画像" if self.lang == "zh" else f"Profile of user {user}"
             defaults = {"user_id": user, "type": "identity"}
-        entry = await self.tools.edits.write_profile(
-            name, "\n".join(lines), description=description, defaults=defaults
-        )
+        try:
+            entry = await self.tools.edits.write_profile(
+                name, "\n".join(lines), description=description, defaults=defaults, strict=True
+            )
+        except ProfileRefused:
+            return "profile_refused"
         self.ledger.add_profile(f"{'about_me' if user is None else 'user ' + name} ({entry.path})")
-        return True
+        return "added"
 
 
 def _planned_for(candidate: Candidate, tz: dt.tzinfo) -> dt.datetime | None:

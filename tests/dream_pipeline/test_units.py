@@ -249,8 +249,15 @@ def test_lines_found_elsewhere_by_word_overlap_are_not_evidence() -> None:
             "We're thinking about going camping next month.",
         ),
         ("Immediately, Ian agreed.", ""),  # "I" inside a word is no first person
+        # Addressed to the other: about them, though it says "I".
+        ("I'm so proud of you for spreading awareness.", ""),
+        (
+            "I'll definitely check it out. Thanks for the recommendation!",
+            "I'll definitely check it out.",
+        ),
+        ("Sure, I'll give you a shout whenever I run out of things to watch!", ""),
         ("我上周去了杭州。你呢？", "我上周去了杭州。"),
-        ("你最近怎么样？我们下个月去露营吧！很期待。你要来吗？", "我们下个月去露营吧！ 很期待。"),
+        ("你最近怎么样？我们下个月去露营吧！很期待。你要来吗？", "我们下个月去露营吧！"),
         ("你真棒！", ""),
     ],
 )

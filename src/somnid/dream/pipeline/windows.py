@@ -36,6 +36,15 @@ _SECOND_PERSON = re.compile(
     r"(?<![\w'])(?:you|you're|you've|you'd|you'll|your|yours|yourself|u|ur)(?![\w'])|你|您",
     re.IGNORECASE,
 )
+_TOGETHER = re.compile(
+    r"(?<![\w'])(?:let's|let’s|let us|we|we're|we'll|we've|we'd|us|our)(?![\w'])|咱们|我们",
+    re.IGNORECASE,
+)
+_GOES_ON = re.compile(
+    r"^(?:it|it's|that|that's|this|these|those|they|they're|they've|there|he|she|his|her|"
+    r"which|so|and|but|also|plus|especially|because|它|这|那|他|她|而且|所以|但|也)(?![\w'])",
+    re.IGNORECASE,
+)
 _QUESTION = re.compile(r"[?？]\s*[\"'”’)\]]*$|吗[。！]?$")
 
 
@@ -108,22 +117,27 @@ def by_speaker(window: Window) -> list[Window]:
 
 def own_sentences(text: str) -> str:
     """The sentences of ``text`` in which its speaker speaks of themselves: in the first
-    person ("I", "my", "we", 我), and not a question, with a sentence that goes on from
-    one of them and speaks to no one ("It's special to me. It's a great way to relax.").
-    What else a person says in a talk among people is about the other one (a question,
-    praise, thanks: "You'd be a great counselor!"), and a small model shown it writes the
-    other's news as theirs, or fills its places with it."""
+    person ("I", "my", "we", 我), not a question, and not addressed to the other ("I'm so
+    proud of you", "I'll give you a shout") unless it is something to do together ("Let's
+    watch your film on Saturday"); and a sentence that refers back to one of them ("It's
+    special to me. It's a great way to relax."). What else a person says in a talk among
+    people is about the other one (a question, praise, thanks, a reply to their news), and
+    a small model shown it writes the other's news as the speaker's, or fills its places
+    with it."""
     kept: list[str] = []
     going_on = False
     for sentence in (part.strip() for part in _SENTENCES.split(text)):
         if not sentence or _QUESTION.search(sentence):
             going_on = False
             continue
-        if _FIRST_PERSON.search(sentence) or (going_on and not _SECOND_PERSON.search(sentence)):
-            kept.append(sentence)
-            going_on = True
+        addressed = _SECOND_PERSON.search(sentence) and not _TOGETHER.search(sentence)
+        if _FIRST_PERSON.search(sentence) and not addressed:
+            keep = True
         else:
-            going_on = False
+            keep = going_on and not addressed and bool(_GOES_ON.match(sentence))
+        if keep:
+            kept.append(sentence)
+        going_on = keep
     return " ".join(kept)
 
 

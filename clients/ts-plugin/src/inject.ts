@@ -10,6 +10,8 @@ export interface Injection {
   /** Why it was injected now: `user message`, `first turn`, `after compaction`, `changed`, a tool name. */
   readonly reason: string
   readonly text: string
+  /** What the folded injection shows: its first line of memory, not somnid's marker line. */
+  readonly summary: string
   readonly at: string
   readonly messageId: string
 }
@@ -85,7 +87,17 @@ export class Injections {
   }
 
   private record(sessionId: string, kind: InjectionKind, source: string, reason: string, text: string, messageId: string): void {
-    this.log.push({ sessionId, kind, source, reason, text, at: new Date().toISOString(), messageId })
+    this.log.push({ sessionId, kind, source, reason, text, summary: summaryOf(text), at: new Date().toISOString(), messageId })
     if (this.log.length > KEEP) this.log.splice(0, this.log.length - KEEP)
   }
+}
+
+const MARKER = /^\s*(\[[^\]\n]*\]|【[^】\n]*】)\s*$/
+
+/** The first line of an injected text that says something: not a marker line such as somnid's
+ * `[memory hint]` or `【记忆提示】`, nor a blank one; a list item without its dash; 80 characters. */
+export function summaryOf(text: string): string {
+  const lines = text.split('\n').map((line) => line.trim())
+  const first = lines.find((line) => line && !MARKER.test(line)) ?? lines.find((line) => line) ?? ''
+  return first.replace(/^[-*]\s+/, '').slice(0, 80)
 }

@@ -178,7 +178,7 @@ function render(s) {
     '<tr><td>' + esc(x.id) + '</td><td>' + (x.skipped ? 'skipped' : 'will dream') + '</td><td>'
     + (x.skipped ? '' : '<button data-skip="' + esc(x.id) + '">Skip dreaming</button>') + '</td></tr>').join('')
   $('injections').innerHTML = s.injections.length ? s.injections.slice().reverse().map((i) =>
-    '<details class="injection"><summary>somnid · ' + esc(i.kind) + ' · ' + esc(i.text.split('\\n')[0].slice(0, 80)) + '</summary>'
+    '<details class="injection"><summary>somnid · ' + esc(i.kind) + ' · ' + esc(i.summary) + '</summary>'
     + '<div class="prov">from ' + esc(i.source) + ' · ' + esc(i.reason) + ' · session ' + esc(i.sessionId) + ' · ' + esc(i.at) + '</div>'
     + '<pre>' + esc(i.text) + '</pre></details>').join('') : 'nothing injected yet'
 }

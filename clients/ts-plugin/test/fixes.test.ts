@@ -9,6 +9,7 @@ import { fakeAgent, fakeSession, userMessage } from './fake-ctx.js'
 import { setup, ready, until } from './helpers.js'
 import { webRoutes } from '../src/web.js'
 import { capLines } from '../src/assoc.js'
+import { summaryOf } from '../src/inject.js'
 
 /** A socket that behaves as Node 22's WebSocket: a failed handshake fires `error` and never `close`. */
 class Node22Socket implements SocketLike {
@@ -252,4 +253,12 @@ test('a long list of open intentions is capped in the message, with how many mor
   assert.equal(capped.length, 21)
   assert.equal(capped[20], '… and 5 more lines: list_intentions shows them all.')
   assert.equal(capLines('a\nb', 20), 'a\nb')
+})
+
+test('a folded injection shows its first line of memory, not the marker line', () => {
+  assert.equal(summaryOf('[memory hint]\n- deploy-window: "Tuesday to Thursday only." (see memory/knowledge/deploy-window/SKILL.md)'),
+    'deploy-window: "Tuesday to Thursday only." (see memory/knowledge/deploy-window/SKILL.md)'.slice(0, 80))
+  assert.equal(summaryOf('【记忆提示】\n- 部署窗口：“周二到周四”'), '部署窗口：“周二到周四”')
+  assert.equal(summaryOf('\nHint: deploys are Tue-Thu.'), 'Hint: deploys are Tue-Thu.')
+  assert.equal(summaryOf('[only a marker]'), '[only a marker]')
 })

@@ -249,6 +249,13 @@ def test_lines_found_elsewhere_by_word_overlap_are_not_evidence() -> None:
             "We're thinking about going camping next month.",
         ),
         ("Immediately, Ian agreed.", ""),  # "I" inside a word is no first person
+        # Casual English leaves the subject out: still the speaker's own.
+        (
+            "Hey Maria! Been busy volunteering at the homeless shelter. Just started aerial "
+            "yoga, it's great. Have you tried it?",
+            "Been busy volunteering at the homeless shelter. Just started aerial yoga, it's great.",
+        ),
+        ("Dance floors help avoid injuries.", ""),  # a general remark names no one
         # Addressed to the other: about them, though it says "I".
         ("I'm so proud of you for spreading awareness.", ""),
         (

@@ -45,6 +45,14 @@ _GOES_ON = re.compile(
     r"which|so|and|but|also|plus|especially|because|它|这|那|他|她|而且|所以|但|也)(?![\w'])",
     re.IGNORECASE,
 )
+_NO_SUBJECT = re.compile(
+    r"^(?:(?:yeah|yep|yes|well|oh|wow|so|also|actually|lately|haha)\W+)*"
+    r"(?:just|been|gonna|got|finally|recently|currently|still|went|had|did|made|took|saw|"
+    r"ran|won|lost|bought|began|[a-z]{3,}ed)(?![\w'])",
+    re.IGNORECASE,
+)
+"""A sentence of casual English that leaves its subject out, the speaker's own ("Just got
+back from a road trip", "Been busy volunteering", "Started aerial yoga")."""
 _QUESTION = re.compile(r"[?？]\s*[\"'”’)\]]*$|吗[。！]?$")
 
 
@@ -117,13 +125,13 @@ def by_speaker(window: Window) -> list[Window]:
 
 def own_sentences(text: str) -> str:
     """The sentences of ``text`` in which its speaker speaks of themselves: in the first
-    person ("I", "my", "we", 我), not a question, and not addressed to the other ("I'm so
-    proud of you", "I'll give you a shout") unless it is something to do together ("Let's
-    watch your film on Saturday"); and a sentence that refers back to one of them ("It's
-    special to me. It's a great way to relax."). What else a person says in a talk among
-    people is about the other one (a question, praise, thanks, a reply to their news), and
-    a small model shown it writes the other's news as the speaker's, or fills its places
-    with it."""
+    person ("I", "my", "we", 我, or its subject left out: "Just got back from …"), not a
+    question, and not addressed to the other ("I'm so proud of you", "I'll give you a
+    shout") unless it is something to do together ("Let's watch your film on Saturday");
+    and a sentence that refers back to one of them ("It's special to me. It's a great way
+    to relax."). What else a person says in a talk among people is about the other one (a
+    question, praise, thanks, a reply to their news), and a small model shown it writes
+    the other's news as the speaker's, or fills its places with it."""
     kept: list[str] = []
     going_on = False
     for sentence in (part.strip() for part in _SENTENCES.split(text)):
@@ -131,7 +139,7 @@ def own_sentences(text: str) -> str:
             going_on = False
             continue
         addressed = _SECOND_PERSON.search(sentence) and not _TOGETHER.search(sentence)
-        if _FIRST_PERSON.search(sentence) and not addressed:
+        if (_FIRST_PERSON.search(sentence) or _NO_SUBJECT.match(sentence)) and not addressed:
             keep = True
         else:
             keep = going_on and not addressed and bool(_GOES_ON.match(sentence))

@@ -419,6 +419,17 @@ async def test_people_among_themselves_are_read_one_person_at_a_time(tmp_path: P
         assert joanna.body.startswith("- Joanna writes screenplays.")
 
 
+async def agent_log(runtime: Runtime, said: list[tuple[str, str]]) -> None:
+    """A closed log of ann (user) and the agent, one line a minute on 2023-10-04."""
+    messages = [
+        Message("user" if role == "user" else "agent", text, user_id="ann" if role == "user"
+                else None, timestamp=dt.datetime(2023, 10, 4, 18, n, tzinfo=dt.UTC))
+        for n, (role, text) in enumerate(said)
+    ]  # fmt: skip
+    await runtime.sessions.append_messages("chat-1", messages)
+    await runtime.sessions.close("chat-1")
+
+
 async def test_what_the_user_is_like_goes_to_their_profile_in_a_log_with_an_agent(
     runtime: Runtime,
 ) -> None:
@@ -430,13 +441,7 @@ async def test_what_the_user_is_like_goes_to_their_profile_in_a_log_with_an_agen
         ("user", "Also, I prefer green tea over coffee in the mornings."),
         ("agent", "Got it: green tea."),
     ]
-    messages = [
-        Message("user" if role == "user" else "agent", text, user_id="ann" if role == "user"
-                else None, timestamp=dt.datetime(2023, 10, 4, 18, n, tzinfo=dt.UTC))
-        for n, (role, text) in enumerate(said)
-    ]  # fmt: skip
-    await runtime.sessions.append_messages("chat-1", messages)
-    await runtime.sessions.close("chat-1")
+    await agent_log(runtime, said)
     use(
         runtime,
         ScriptedJSON(
@@ -467,13 +472,7 @@ async def test_a_poisoned_profile_line_is_refused_and_counted_as_refused(runtime
         ("user", "By the way, I moved to Lisbon last month."),
         ("agent", "Noted: Lisbon."),
     ]  # fmt: skip
-    messages = [
-        Message("user" if role == "user" else "agent", text, user_id="ann" if role == "user"
-                else None, timestamp=dt.datetime(2023, 10, 4, 18, n, tzinfo=dt.UTC))
-        for n, (role, text) in enumerate(said)
-    ]  # fmt: skip
-    await runtime.sessions.append_messages("chat-1", messages)
-    await runtime.sessions.close("chat-1")
+    await agent_log(runtime, said)
     use(
         runtime,
         ScriptedJSON(

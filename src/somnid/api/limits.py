@@ -6,12 +6,19 @@ past that, and 415 when a body is sent with a content type other than JSON.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from somnid.api.errors import send_problem
 
 _JSON_TYPES = ("application/json", "application/merge-patch+json")
 _BODY_METHODS = {"POST", "PUT", "PATCH"}
+# A refused body is read to its end before the 413 goes out (up to these bounds): a socket
+# closed with unread bytes in it resets the connection, and the client loses the answer.
+_DRAIN_BYTES = 64 * 1024 * 1024
+_DRAIN_SECONDS = 10.0
 
 
 class RequestLimits:
@@ -29,6 +36,7 @@ class RequestLimits:
         }
         length = headers.get("content-length")
         if length is not None and length.isdigit() and int(length) > self.max_body_bytes:
+            await _drain(receive)
             await _reject(send, scope, 413, "body_too_large", self._too_large())
             return
         chunks: list[bytes] = []
@@ -40,6 +48,8 @@ class RequestLimits:
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > self.max_body_bytes:
+                if message.get("more_body", False):
+                    await _drain(receive)
                 await _reject(send, scope, 413, "body_too_large", self._too_large())
                 return
             chunks.append(chunk)
@@ -69,3 +79,18 @@ class RequestLimits:
 async def _reject(send: Send, scope: Scope, status: int, code: str, detail: str) -> None:
     close = [(b"connection", b"close")]  # the unread rest of the body is not wanted
     await send_problem(send, status, code, detail, instance=scope.get("path"), headers=close)
+
+
+async def _drain(receive: Receive) -> None:
+    """Read and drop the rest of a body, within bounds of size and time."""
+
+    async def read_to_end() -> None:
+        drained = 0
+        while drained <= _DRAIN_BYTES:
+            message = await receive()
+            if message["type"] == "http.disconnect" or not message.get("more_body", False):
+                return
+            drained += len(message.get("body", b""))
+
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(read_to_end(), _DRAIN_SECONDS)

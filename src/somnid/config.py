@@ -167,6 +167,26 @@ class RecallSettings(_Section):
     watch: bool = True
 
 
+class IndexSettings(_Section):
+    """Where the derived index lives: SQLite in the data dir, or a PostgreSQL server."""
+
+    backend: Literal["sqlite", "postgres"] = "sqlite"
+    """``postgres`` needs the ``postgres`` extra, a server with pgvector and :attr:`dsn`."""
+    dsn: str | None = None
+    """A libpq connection string or URL (``postgresql://somnid@db.lan/somnid``). Keep the
+    password out of it: libpq reads it from ``~/.pgpass`` (or ``PGPASSFILE``)."""
+    source: str | None = None
+    """This daemon's name in a shared index: the rows it derived carry it, and it deletes
+    only those. Default: the host name and the data dir."""
+    connect_timeout_s: float = Field(3.0, gt=0.0, le=60.0)
+    ef_search: int = Field(100, ge=10, le=1000)
+
+    @field_validator("dsn", mode="after")
+    @classmethod
+    def _check_dsn(cls, value: str | None) -> str | None:
+        return value.strip() or None if value is not None else None
+
+
 class MemorySettings(_Section):
     """The memory lifecycle: reinforcement, decay, retirement, intentions."""
 
@@ -216,6 +236,7 @@ class Settings(BaseSettings):
     dream: DreamSettings = DreamSettings()
     embed: EmbedSettings = EmbedSettings()
     recall: RecallSettings = RecallSettings()
+    index: IndexSettings = IndexSettings()
     memory: MemorySettings = MemorySettings()
     history: HistorySettings = HistorySettings()
 

@@ -13,6 +13,7 @@ No HTTP here: ``somnid.api.errors`` maps each class to a status code in one plac
     ├── StorageError          the data dir refused a write (disk full, read-only)
     ├── DataDirLocked         another somnid holds the data dir
     └── Unavailable           a dependency is not ready (model, LLM, index)
+        └── IndexUnavailable  the index's server (PostgreSQL) cannot be reached
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ __all__ = [
     "BrokenFile",
     "Conflict",
     "DataDirLocked",
+    "IndexUnavailable",
     "InvalidArguments",
     "InvalidInput",
     "InvalidName",
@@ -87,3 +89,10 @@ class DataDirLocked(SomnidError):
 
 class Unavailable(SomnidError):
     code = "unavailable"
+
+
+class IndexUnavailable(Unavailable):
+    """The index's database server is unreachable. Writes still land in the files (they
+    come first); the index catches up by itself once the server answers again."""
+
+    code = "index_unavailable"

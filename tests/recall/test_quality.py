@@ -56,21 +56,22 @@ async def runtime(tmp_path: Path, int8_embedder: OnnxEmbedder) -> AsyncIterator[
         yield rt
 
 
-@pytest.mark.parametrize(
-    ("query", "expected"),
-    [
-        ("how should I install a python package", "venv-pip"),
-        ("can we ship to production on Friday?", "deploy-window"),
-        ("what coffee should I get for Alice", "alice-coffee"),
-        ("数据库多久备份一次", "数据库备份"),
-        ("我的猫叫什么", "猫的名字"),
-        ("回答风格要注意什么", "用户偏好-简洁"),
-        # English query, Chinese memory. (The int8 e5-small leans to its own language: vague
-        # Chinese questions about the English deploy memory rank same-language ones first.)
-        ("what is my cat called", "猫的名字"),
-        ("cannot mutate hashmap while looping over it", "rust-borrow"),
-    ],
-)
+CASES = [
+    ("how should I install a python package", "venv-pip"),
+    ("can we ship to production on Friday?", "deploy-window"),
+    ("what coffee should I get for Alice", "alice-coffee"),
+    ("数据库多久备份一次", "数据库备份"),
+    ("我的猫叫什么", "猫的名字"),
+    ("回答风格要注意什么", "用户偏好-简洁"),
+    # English query, Chinese memory. (The int8 e5-small leans to its own language: vague
+    # Chinese questions about the English deploy memory rank same-language ones first.)
+    ("what is my cat called", "猫的名字"),
+    ("cannot mutate hashmap while looping over it", "rust-borrow"),
+]
+"""Queries and the memory each must find first (the postgres index answers them too)."""
+
+
+@pytest.mark.parametrize(("query", "expected"), CASES)
 async def test_the_right_memory_comes_first(runtime: Runtime, query: str, expected: str) -> None:
     hits = await runtime.recall.search(query, limit=3)
     assert hits and hits[0].name == expected, [(h.name, h.score) for h in hits]

@@ -10,6 +10,7 @@ import pytest
 from somnid.config import Settings
 from somnid.memory.clock import ManualClock
 from somnid.memory.kinds import Kind
+from somnid.recall.index import Index
 from somnid.runtime import Runtime
 from tests.recall.test_index_lifecycle import START, CountingEmbedder, until
 
@@ -36,7 +37,9 @@ async def test_rebuild_reads_every_file_and_keeps_vectors_by_content(settings: S
         new = root / "memory/knowledge/by-hand/SKILL.md"
         new.parent.mkdir()
         new.write_text("---\nname: by-hand\ndescription: written by hand\n---\nZebra crossing.\n")
-        with rt.recall._index.db.write() as conn:
+        index = rt.recall._index
+        assert isinstance(index, Index)
+        with index.db.write() as conn:
             conn.execute("DELETE FROM fts")
 
         assert rt.recall.start_rebuild()

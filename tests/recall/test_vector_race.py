@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 
 from somnid.memory.kinds import Kind
-from somnid.recall.index import Document, Index
+from somnid.recall.backend import Document
+from somnid.recall.index import Index
 from somnid.recall.text import IndexedText
 
 DIM = 8

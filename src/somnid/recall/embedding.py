@@ -12,18 +12,22 @@ import contextlib
 import enum
 import logging
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import numpy as np
 
 from somnid.config import EmbedSettings
 from somnid.embed.base import Embedder, EmbedError
-from somnid.recall.index import Index
+from somnid.errors import IndexUnavailable
+from somnid.recall.backend import IndexBackend
 from somnid.recall.vectors import Vector
 
 log = logging.getLogger(__name__)
 
 QUERY_CACHE_SIZE = 512
+T = TypeVar("T")
 
 
 class EmbedState(enum.StrEnum):
@@ -83,7 +87,7 @@ class EmbedWorker:
         self,
         settings: EmbedSettings,
         models_dir: Path,
-        index: Index,
+        index: IndexBackend,
         embedder: Embedder | None = None,
     ) -> None:
         self.settings = settings
@@ -172,7 +176,7 @@ class EmbedWorker:
             return
         assert embedder is not None
         self.embedder = embedder
-        await asyncio.to_thread(self.index.use_model, embedder.name, embedder.dim)
+        await self._patiently(self.index.use_model, embedder.name, embedder.dim)
         self.state = EmbedState.READY
         self.loaded.set()
         log.info("embedding model %s ready (dim %d)", embedder.name, embedder.dim)
@@ -182,7 +186,7 @@ class EmbedWorker:
             # Cleared before the index is asked: a write meanwhile sets it again, and then
             # the worker must not call itself idle on an answer that missed that write.
             self._wake.clear()
-            pending = await asyncio.to_thread(
+            pending = await self._patiently(
                 self.index.missing_vectors, self.settings.batch_size * FETCH_BATCHES
             )
             if not pending:
@@ -213,8 +217,20 @@ class EmbedWorker:
                     (h, np.asarray(v, dtype=np.float32))
                     for (h, _), v in zip(chunk, vectors, strict=True)
                 ]
-                await asyncio.to_thread(self.index.store_vectors, items)
+                await self._patiently(self.index.store_vectors, items)
                 self.embedded += len(items)
+
+    async def _patiently(self, call: Callable[..., T], *args: Any) -> T:
+        """``call`` in a thread, again and again while the index's server is unreachable
+        (the embedding waits for it; recall says the index is unavailable meanwhile)."""
+        delay = 0.2
+        while True:
+            try:
+                return await asyncio.to_thread(call, *args)
+            except IndexUnavailable as exc:
+                log.warning("the index is unreachable, embedding waits: %s", exc.detail)
+                await asyncio.sleep(delay)
+                delay = min(5.0, delay * 2)
 
     async def embed_passages(self, texts: list[str]) -> list[Vector] | None:
         """The texts' vectors as stored passages, unit length, or None while the model is

@@ -1,7 +1,8 @@
 """Recall: a query in, the memories that matter out, each able to explain its score.
 
-Keyword candidates come from SQLite FTS5, vector candidates from the in-memory matrix; their
-union is scored by :mod:`somnid.recall.scorer`. Blocking work runs in threads.
+Keyword candidates and vector neighbours come from the index (either backend: one call
+each per pass); their union is scored by :mod:`somnid.recall.scorer`. Blocking work runs
+in threads.
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ from typing import Literal
 from somnid.config import RecallSettings
 from somnid.memory.kinds import Kind
 from somnid.metrics import Histogram
+from somnid.recall.backend import INDEXED_KINDS, IndexBackend, Row
 from somnid.recall.dates import TimeQuery, query_time
 from somnid.recall.embedding import EmbedWorker
-from somnid.recall.index import INDEXED_KINDS, KIND_CODE, Index, Row
 from somnid.recall.passes import (
     boost_speakers,
     boost_time,
@@ -72,7 +73,7 @@ def weights_of(settings: RecallSettings) -> Weights:
 class Recall:
     def __init__(
         self,
-        index: Index,
+        index: IndexBackend,
         worker: EmbedWorker,
         settings: RecallSettings,
         today: Callable[[], dt.date] = dt.date.today,
@@ -88,7 +89,7 @@ class Recall:
     @property
     def vectors_ready(self) -> bool:
         """Vectors are searched once the model is loaded and the table holds rows."""
-        return self.worker.ready and self.index.vectors is not None and len(self.index.vectors) > 0
+        return self.worker.ready and self.index.vector_count() > 0
 
     @property
     def filled(self) -> bool:
@@ -147,17 +148,19 @@ class Recall:
     ) -> Outcome:
         settings = self.settings
         pool = max(settings.candidates, limit * 3)
-        table = self.index.vectors
-        use_vectors = vector is not None and table is not None
+        use_vectors = vector is not None
         when = query_time(query, self.today()) if settings.time_boost > 0 else TimeQuery(())
         dated = self._in_time(when, kinds, pool)
-        scored, rows = self._pass(query, keyword, vector, kinds, project, pool, extra=dated)
+        seen: dict[int, str] = {}  # the texts read so far in this search, by entry id
+        scored, rows = self._pass(query, keyword, vector, kinds, project, pool, seen, dated)
         if settings.prf_weight > 0 and scored:
-            scored, rows = self._bridge(query, scored, rows, keyword, vector, kinds, project, pool)
-        scored = self._after(query, scored, rows, when, kinds, project, limit)
-        if settings.mmr_lambda < 1.0 and table is not None:
+            scored, rows = self._bridge(
+                query, scored, rows, keyword, vector, kinds, project, pool, seen
+            )
+        scored = self._after(query, scored, rows, when, kinds, project, limit, seen)
+        if settings.mmr_lambda < 1.0 and use_vectors:
             top = [s.entry_id for s in scored[: 3 * limit]]
-            scored = mmr(scored, table.vectors_of(top), settings.mmr_lambda, limit)
+            scored = mmr(scored, self.index.vectors_of(top), settings.mmr_lambda, limit)
         hits: list[Hit] = []
         all_rows = rows | self.index.rows_by_id(
             s.entry_id for s in scored[:limit] if s.entry_id not in rows
@@ -190,35 +193,34 @@ class Recall:
         kinds: tuple[Kind, ...],
         project: str | None,
         pool: int,
+        seen: dict[int, str],
         extra: set[int] | None = None,
     ) -> tuple[list[Scored], dict[int, Row]]:
         """One fused pass: keyword hits, vector neighbours (and ``extra`` ids), scored."""
-        cosines: dict[int, float] = {}
-        table = self.index.vectors
-        use_vectors = vector is not None and table is not None
-        if vector is not None and table is not None:
-            codes = [KIND_CODE[kind] for kind in kinds]
-            cosines = dict(table.search(vector, codes, pool))
-            missing = [i for i in set(keyword) | (extra or set()) if i not in cosines]
-            cosines.update(table.cosines(vector, missing))
-        ids = set(keyword) | set(cosines) | (extra or set())
-        rows = self.index.rows_by_id(ids)
-        rows = {i: r for i, r in rows.items() if _in_scope(r, kinds, project)}
         needle = query.casefold()
         # A literal hit contains every word of the query, so it is among the keyword hits.
         literal_possible = len(needle) >= MIN_LITERAL_CHARS
-        texts = self.index.texts(i for i in rows if i in keyword) if literal_possible else {}
+        got = self.index.gather(
+            vector,
+            set(keyword) | (extra or set()),
+            kinds,
+            pool,
+            set(keyword) if literal_possible else None,
+        )
+        cosines, texts = got.cosines, got.texts
+        seen.update(texts)
+        rows = {i: r for i, r in got.rows.items() if _in_scope(r, kinds, project)}
         candidates = [
             Candidate(
                 entry_id=i,
                 activation=row.score,
                 cosine=cosines.get(i),
                 keyword=keyword.get(i, 0.0),
-                literal=literal_possible and needle in texts.get(i, ""),
+                literal=literal_possible and i in keyword and needle in texts.get(i, ""),
             )
             for i, row in rows.items()
         ]
-        return fuse(candidates, self.weights, vectors=use_vectors), rows
+        return fuse(candidates, self.weights, vectors=vector is not None), rows
 
     def _bridge(
         self,
@@ -230,21 +232,21 @@ class Recall:
         kinds: tuple[Kind, ...],
         project: str | None,
         pool: int,
+        seen: dict[int, str],
     ) -> tuple[list[Scored], dict[int, Row]]:
         """Pseudo-relevance feedback: search again with the names the strongest hits hold
         and the query vector moved towards them; a second-pass score adds ``prf_weight`` of
         itself. The query's own vector is re-used: no second embedding."""
         settings = self.settings
         seeds = [s.entry_id for s in scored[: settings.prf_docs]]
-        texts = self.index.texts(seeds)
+        texts = self._texts_of(seeds, seen)
         terms = entity_terms([texts.get(i, "") for i in seeds], query, settings.prf_terms)
         terms = [*query_terms(query), *terms] if terms else []
         keyword2 = dict(self.index.keyword_search(terms, kinds, pool)) if terms else keyword
         vector2 = vector
-        table = self.index.vectors
-        if vector is not None and table is not None:
-            vector2 = rocchio(vector, list(table.vectors_of(seeds).values()))
-        second, rows2 = self._pass(query, keyword2, vector2, kinds, project, pool)
+        if vector is not None:
+            vector2 = rocchio(vector, list(self.index.vectors_of(seeds).values()))
+        second, rows2 = self._pass(query, keyword2, vector2, kinds, project, pool, seen)
         weight = settings.prf_weight
         merged = {s.entry_id: s for s in scored}
         for s in merged.values():
@@ -272,6 +274,7 @@ class Recall:
         kinds: tuple[Kind, ...],
         project: str | None,
         limit: int,
+        seen: dict[int, str],
     ) -> list[Scored]:
         settings = self.settings
         if when:
@@ -286,7 +289,7 @@ class Recall:
             )
         if settings.speaker_boost > 0:
             # The body after the name and description lines of the index's text.
-            texts = self.index.texts(s.entry_id for s in scored[: max(limit * 6, 60)])
+            texts = self._texts_of([s.entry_id for s in scored[: max(limit * 6, 60)]], seen)
             speakers = {i: speaker_of(t.split("\n", 2)[-1]) for i, t in texts.items()}
             scored = boost_speakers(scored, speakers, query, settings.speaker_boost)
         asks = {i for i, row in rows.items() if row.asks}
@@ -296,6 +299,13 @@ class Recall:
         if settings.neighbour_spread > 0:
             scored = self._neighbours(scored, rows, limit)
         return self._spread(scored, rows, kinds, project, limit)
+
+    def _texts_of(self, ids: list[int], seen: dict[int, str]) -> dict[int, str]:
+        """The texts of ``ids``: those this search read already, the rest from the index."""
+        missing = [i for i in ids if i not in seen]
+        if missing:
+            seen.update(self.index.texts(missing))
+        return {i: seen[i] for i in ids if i in seen}
 
     def _answers(self, scored: list[Scored], rows: dict[int, Row], limit: int) -> list[Scored]:
         """The turn after an echo (a top result that is mostly a question) is what answers

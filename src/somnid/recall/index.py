@@ -1,4 +1,5 @@
-"""The derived index: one row per live entry, its keyword document, and vectors by content.
+"""The SQLite index (the default backend): one row per live entry, its keyword document
+(FTS5), and vectors by content, held in memory and searched by brute force.
 
 Vectors are stored by the hash of the text they were made from and the model that made
 them, so moving, renaming or reinforcing an entry never re-embeds it, and a restart
@@ -12,60 +13,26 @@ import json
 import sqlite3
 import threading
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from somnid.memory.kinds import Kind
+from somnid.recall.backend import (
+    CONTEXT_CHARS,
+    CONTEXT_TURNS,
+    DEFAULT_FIELD_WEIGHTS,
+    BackendInfo,
+    Document,
+    Gathered,
+    Row,
+    column_weights,
+)
+from somnid.recall.backend import INDEXED_KINDS as INDEXED_KINDS
+from somnid.recall.backend import KIND_CODE as KIND_CODE
 from somnid.recall.db import Database
-from somnid.recall.text import IndexedText, fts_query
+from somnid.recall.text import fts_query
 from somnid.recall.vectors import Vector, VectorTable
-
-INDEXED_KINDS = (Kind.KNOWLEDGE, Kind.EPISODE, Kind.SKILL, Kind.INTENTION)
-KIND_CODE = {kind: code for code, kind in enumerate(INDEXED_KINDS, start=1)}
-
-# bm25() column weights: name, description, tags, body, context (the turn before, in the
-# same session); the far context (the two turns before that: a subject a reply may still
-# follow, less surely than the turn it answers) weighs FAR_SHARE of the context.
-DEFAULT_FIELD_WEIGHTS = (3.0, 2.0, 2.0, 1.0, 0.0)
-CONTEXT_CHARS, CONTEXT_TURNS, FAR_SHARE = 600, 3, 0.5  # chars of each turn, turns, share
-
-
-@dataclass(frozen=True, slots=True)
-class Row:
-    id: int
-    path: str
-    kind: Kind
-    name: str
-    file_hash: str
-    text_hash: str
-    embed_hash: str
-    score: float
-    project: str | None
-    related: tuple[str, ...]
-    session: str | None = None
-    day: int | None = None
-    asks: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class Document:
-    """What the reconciler hands the index for one entry."""
-
-    path: str
-    kind: Kind
-    name: str
-    file_hash: str
-    text: IndexedText
-    score: float
-    project: str | None
-    related: tuple[str, ...]
-    session: str | None = None  # episodes of one conversation share it
-    day: int | None = None  # the ordinal of ``when``
-    asks: bool = False  # the text ends as a question
-    dates: tuple[tuple[int, int], ...] = ()  # days the entry is about (``when``, its text)
-
 
 _MISSING = (
     " FROM entries LEFT JOIN vectors"
@@ -160,7 +127,7 @@ class Index:
         self, path: Path, field_weights: tuple[float, ...] = DEFAULT_FIELD_WEIGHTS
     ) -> None:
         self.db = Database(path)
-        self.field_weights = (*field_weights[:5], field_weights[4] * FAR_SHARE)
+        self.field_weights = column_weights(field_weights)
         self.vectors: VectorTable | None = None
         self.model: str | None = None
         # Attaching a stored vector to an entry (read, then put or remove) and storing new
@@ -171,6 +138,12 @@ class Index:
 
     def close(self) -> None:
         self.db.close()
+
+    def describe(self) -> BackendInfo:
+        return BackendInfo("sqlite", sqlite3.sqlite_version, "fts5", str(self.db.path))
+
+    def size_bytes(self) -> int:
+        return self.db.size_bytes()
 
     # ------------------------------------------------------------------ rows
 
@@ -232,9 +205,18 @@ class Index:
         return self.upsert_many([doc])[0]
 
     def upsert_many(self, docs: list[Document]) -> list[tuple[int, bool]]:
-        """Several entries in one transaction (a first sync writes thousands)."""
+        """Several entries in one transaction (a first sync writes thousands); each then
+        gets the stored vector of its text, if its text changed or it had none."""
         with self.db.write() as conn:
-            return [_upsert(conn, doc) for doc in docs]
+            results = [_upsert(conn, doc) for doc in docs]
+        vectors = self.vectors
+        if vectors is not None:
+            for doc, (entry_id, changed) in zip(docs, results, strict=True):
+                if changed or entry_id not in vectors:
+                    self.attach_vector(entry_id, doc.kind, doc.text.embed_hash)
+                else:
+                    vectors.set_kind(entry_id, KIND_CODE[doc.kind])
+        return results
 
     def delete(self, path: str) -> int | None:
         with self.db.write() as conn:
@@ -348,6 +330,31 @@ class Index:
 
     # ------------------------------------------------------------------ vectors
 
+    def gather(
+        self,
+        vector: Vector | None,
+        ids: set[int],
+        kinds: tuple[Kind, ...],
+        pool: int,
+        texts_of: set[int] | None,
+    ) -> Gathered:
+        """The rows of ``ids`` and of the ``pool`` nearest vectors, the cosines of all of
+        them (when there is a vector) and the texts of ``texts_of`` among them."""
+        cosines: dict[int, float] = {}
+        table = self.vectors
+        if vector is not None and table is not None:
+            cosines = dict(table.search(vector, [KIND_CODE[kind] for kind in kinds], pool))
+            cosines.update(table.cosines(vector, [i for i in ids if i not in cosines]))
+        rows = self.rows_by_id(ids | set(cosines))
+        texts = self.texts(i for i in rows if i in texts_of) if texts_of else {}
+        return Gathered(rows, cosines, texts)
+
+    def vectors_of(self, ids: Iterable[int]) -> dict[int, Vector]:
+        return {} if self.vectors is None else self.vectors.vectors_of(ids)
+
+    def vector_count(self) -> int:
+        return 0 if self.vectors is None else len(self.vectors)
+
     def use_model(self, model: str, dim: int) -> None:
         """Load every stored vector of ``model`` for the current entries into memory."""
         table = VectorTable(dim)
@@ -419,14 +426,6 @@ class Index:
                 return False
             table.put(entry_id, KIND_CODE[kind], np.frombuffer(found[0], dtype=np.float32))
             return True
-
-    def prune_vectors(self) -> int:
-        """Drop stored vectors no current entry uses (any model); returns how many."""
-        with self.db.write() as conn:
-            cursor = conn.execute(
-                "DELETE FROM vectors WHERE embed_hash NOT IN (SELECT embed_hash FROM entries)"
-            )
-            return int(cursor.rowcount)
 
     # ------------------------------------------------------------------ state
 

@@ -16,8 +16,8 @@ from somnid.errors import BrokenFile
 from somnid.memory.clock import Clock, to_datetime
 from somnid.memory.entry import Entry
 from somnid.memory.kinds import Kind
+from somnid.recall.backend import INDEXED_KINDS, Document, IndexBackend
 from somnid.recall.dates import memory_dates
-from somnid.recall.index import INDEXED_KINDS, KIND_CODE, Document, Index
 from somnid.recall.text import asks_question, indexed_text, related_names
 from somnid.store.memories import MemoryStore
 from somnid.store.reader import etag_of
@@ -73,7 +73,7 @@ def document_of(entry: Entry, tz: dt.tzinfo) -> Document:
 
 
 class Reconciler:
-    def __init__(self, store: MemoryStore, index: Index, clock: Clock) -> None:
+    def __init__(self, store: MemoryStore, index: IndexBackend, clock: Clock) -> None:
         self.store = store
         self.index = index
         self.clock = clock
@@ -84,16 +84,7 @@ class Reconciler:
 
     def _apply_many(self, entries: list[Entry]) -> list[bool]:
         docs = [document_of(entry, self.clock.tz) for entry in entries]
-        results = self.index.upsert_many(docs)
-        vectors = self.index.vectors
-        for entry, doc, (entry_id, changed) in zip(entries, docs, results, strict=True):
-            if vectors is None:
-                continue
-            if changed or entry_id not in vectors:
-                self.index.attach_vector(entry_id, entry.kind, doc.text.embed_hash)
-            else:
-                vectors.set_kind(entry_id, KIND_CODE[entry.kind])
-        return [changed for _, changed in results]
+        return [changed for _, changed in self.index.upsert_many(docs)]
 
     def path(self, path: Path) -> None:
         """Bring the index in line with one file (absolute path), whatever happened to it."""

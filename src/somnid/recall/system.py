@@ -13,6 +13,7 @@ import contextlib
 import datetime as dt
 import enum
 import logging
+import socket
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -20,16 +21,20 @@ from typing import Literal
 
 from somnid.config import Settings
 from somnid.embed.base import Embedder
+from somnid.errors import IndexUnavailable, InvalidInput
 from somnid.memory.clock import Clock
 from somnid.memory.entry import Entry
 from somnid.memory.kinds import Kind
 from somnid.metrics import Histogram
 from somnid.recall.assoc import Associator
+from somnid.recall.backend import INDEXED_KINDS as INDEXED_KINDS  # the kinds it holds
+from somnid.recall.backend import BackendInfo, IndexBackend
 from somnid.recall.dates import warm_up
 from somnid.recall.embedding import EmbedState, EmbedWorker
 from somnid.recall.engine import Hit, Outcome, Recall
-from somnid.recall.index import INDEXED_KINDS as INDEXED_KINDS  # the kinds it holds
 from somnid.recall.index import Index
+from somnid.recall.pg_db import PgDatabase
+from somnid.recall.pg_index import PgIndex
 from somnid.recall.reconcile import Reconciler, SyncReport
 from somnid.recall.scorer import Weights
 from somnid.recall.vectors import Vector
@@ -80,6 +85,30 @@ class IndexStatus:
 
 MODEL_FIRST_S = 10.0  # the longest start-up waits for a model at hand
 SETTLE_S = 0.5  # after start-up, before the watcher and the first sync begin
+HEAL_FIRST_S, HEAL_MAX_S = 0.2, 5.0  # retries of a full sync while the index is unreachable
+
+
+def open_index(settings: Settings, index_dir: Path) -> IndexBackend:
+    """The index the settings name: the SQLite file in ``index_dir``, or PostgreSQL (its
+    schema is made on first use, so a server that is down does not stop the daemon)."""
+    recall = settings.recall
+    weights = (
+        recall.name_weight,
+        recall.description_weight,
+        recall.tags_weight,
+        recall.body_weight,
+        recall.context_weight,
+    )
+    config = settings.index
+    if config.backend == "sqlite":
+        return Index(index_dir / INDEX_FILE, weights)
+    if config.dsn is None:
+        raise InvalidInput("index.backend = postgres needs index.dsn (SOMNID_INDEX__DSN)")
+    source = config.source or f"{socket.gethostname()}:{settings.data_dir.resolve()}"
+    db = PgDatabase(
+        config.dsn, connect_timeout=config.connect_timeout_s, ef_search=config.ef_search
+    )
+    return PgIndex(db, source, weights)
 
 
 class RecallSystem:
@@ -95,16 +124,7 @@ class RecallSystem:
         self.clock = clock
         layout = store.layout
         recall = settings.recall
-        self._index = Index(
-            layout.index_dir / INDEX_FILE,
-            (
-                recall.name_weight,
-                recall.description_weight,
-                recall.tags_weight,
-                recall.body_weight,
-                recall.context_weight,
-            ),
-        )
+        self._index = open_index(settings, layout.index_dir)
         self._worker = EmbedWorker(settings.embed, layout.models_dir, self._index, embedder)
         self._reconciler = Reconciler(store, self._index, clock)
         self._engine = Recall(self._index, self._worker, recall, today=self._today)
@@ -124,6 +144,9 @@ class RecallSystem:
         self._rebuild: RebuildStatus | None = None
         self._rebuild_task: asyncio.Task[SyncReport] | None = None
         self._warm: asyncio.Task[None] | None = None
+        self._heal: asyncio.Task[None] | None = None
+        self.index_error: str | None = None
+        """Why the index missed a change, until a full sync after it succeeds."""
 
     async def start(self, *, sync: bool = True) -> None:
         """Start the model and, behind, the watcher and the first sync. ``sync=False`` (an
@@ -149,7 +172,7 @@ class RecallSystem:
     async def stop(self) -> None:
         if self._watcher is not None:
             await self._watcher.stop()
-        for task in (self._warm, self._initial, self._rebuild_task):
+        for task in (self._warm, self._initial, self._rebuild_task, self._heal):
             if task is not None:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -170,6 +193,8 @@ class RecallSystem:
             log.warning("removed %d temp files left by an interrupted write", len(removed))
         try:
             await self.sync()  # reads every changed file: broken ones get reported on the way
+        except IndexUnavailable as exc:
+            self._missed(exc)
         finally:
             self._worker.sync_done.set()
         # Profiles are not indexed; read them once so a broken one shows in health too.
@@ -315,20 +340,56 @@ class RecallSystem:
 
     async def entry_changed(self, entry: Entry | None, path: str) -> None:
         """Listener for writes through the API: reconcile the path now."""
-        await asyncio.to_thread(self._reconciler.path, self._store.layout.root / path)
-        self._worker.wake()
+        await self._file_changed(self._store.layout.root / path)
 
     async def _file_changed(self, path: Path) -> None:
-        await asyncio.to_thread(self._reconciler.path, path)
+        try:
+            await asyncio.to_thread(self._reconciler.path, path)
+        except IndexUnavailable as exc:
+            self._missed(exc)
         self._worker.wake()
 
     async def _folder_changed(self, folder: Path) -> None:
-        await asyncio.to_thread(self._reconciler.folder, folder)
+        try:
+            await asyncio.to_thread(self._reconciler.folder, folder)
+        except IndexUnavailable as exc:
+            self._missed(exc)
         self._worker.wake()
+
+    def _missed(self, exc: IndexUnavailable) -> None:
+        """The index missed a change (its server is down): the file is written, and a
+        full sync catches up once the server answers again."""
+        if self.index_error is None:
+            log.warning("the index missed a change, catching up when it is back: %s", exc)
+        self.index_error = exc.detail
+        if self._heal is None or self._heal.done():
+            self._heal = asyncio.create_task(self._catch_up(), name="somnid-index-heal")
+
+    async def _catch_up(self) -> None:
+        delay = HEAL_FIRST_S
+        while True:
+            await asyncio.sleep(delay)
+            try:
+                await self.sync()
+            except IndexUnavailable as exc:
+                self.index_error = exc.detail
+                delay = min(HEAL_MAX_S, delay * 2)
+                continue
+            log.info("the index is back and caught up with the files")
+            self.index_error = None
+            return
+
+    def describe_index(self) -> BackendInfo:
+        """The backend, its server's version, its extension, and whether it answers
+        (blocking: one query on PostgreSQL)."""
+        info = self._index.describe()
+        if info.reachable and self.index_error is not None:
+            return replace(info, error=f"catching up after: {self.index_error}")
+        return info
 
     def status(self) -> IndexStatus:
         counts = self._index.counts()
-        vectors = len(self._index.vectors) if self._index.vectors is not None else 0
+        vectors = self._index.vector_count()
         pending = self._index.count_missing_vectors() if self._worker.ready else 0
         return IndexStatus(
             entries=sum(counts.values()),
@@ -341,7 +402,7 @@ class RecallSystem:
             sync_state=self.sync_state.value,
             last_sync=self._index.get_state("last_sync"),
             last_report=self.last_report,
-            size_bytes=self._index.db.size_bytes(),
+            size_bytes=self._index.size_bytes(),
             rebuild=self._rebuild_status(),
         )
 

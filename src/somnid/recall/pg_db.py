@@ -1,0 +1,249 @@
+"""The PostgreSQL server behind the ``postgres`` index: schema, connections, outages.
+
+One writer connection behind a lock and a reader connection per thread, like the SQLite
+file (``recall/db.py``). A connection that fails is dropped and made again on next use, so
+the index heals by itself when the server comes back; meanwhile every call raises
+:class:`~somnid.errors.IndexUnavailable`. The DSN's password is never logged nor shown:
+keep it in a pgpass file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from somnid.errors import IndexUnavailable, StorageError, Unavailable
+
+try:  # the ``postgres`` extra
+    import psycopg
+    from psycopg import conninfo
+except ImportError:  # pragma: no cover - checked at open
+    psycopg = None  # type: ignore[assignment]
+
+SCHEMA_VERSION = 1
+SCHEMA_LOCK = 0x534F4D4E  # an advisory lock: two daemons creating the schema at once
+
+# Every table in one schema; rows carry the daemons (sources) that derived them.
+SCHEMA = """
+CREATE EXTENSION IF NOT EXISTS vector;
+CREATE SCHEMA IF NOT EXISTS somnid;
+CREATE TABLE IF NOT EXISTS somnid.meta (key text PRIMARY KEY, value text NOT NULL);
+CREATE TABLE IF NOT EXISTS somnid.entries (
+    id          bigserial PRIMARY KEY,
+    path        text NOT NULL,
+    file_hash   text NOT NULL,
+    kind        text NOT NULL,
+    name        text NOT NULL,
+    text_hash   text NOT NULL,
+    embed_hash  text NOT NULL,
+    embed_text  text NOT NULL,
+    score       real NOT NULL,
+    project     text,
+    related     text[] NOT NULL DEFAULT '{}',
+    session     text,
+    day         integer,
+    asks        boolean NOT NULL DEFAULT false,
+    search_text text NOT NULL,
+    body        text NOT NULL,
+    terms_len   integer NOT NULL,
+    sources     text[] NOT NULL,
+    UNIQUE (path, file_hash)
+);
+CREATE INDEX IF NOT EXISTS entries_session ON somnid.entries (session, id);
+CREATE INDEX IF NOT EXISTS entries_name ON somnid.entries (name);
+CREATE INDEX IF NOT EXISTS entries_embed_hash ON somnid.entries (embed_hash);
+CREATE INDEX IF NOT EXISTS entries_sources ON somnid.entries USING gin (sources);
+CREATE TABLE IF NOT EXISTS somnid.terms (
+    term      text NOT NULL,
+    entry_id  bigint NOT NULL REFERENCES somnid.entries (id) ON DELETE CASCADE,
+    n0 smallint NOT NULL, n1 smallint NOT NULL, n2 smallint NOT NULL,
+    n3 smallint NOT NULL, n4 smallint NOT NULL, n5 smallint NOT NULL,
+    PRIMARY KEY (term, entry_id)
+);
+CREATE INDEX IF NOT EXISTS terms_entry ON somnid.terms (entry_id);
+CREATE TABLE IF NOT EXISTS somnid.dates (
+    entry_id  bigint NOT NULL REFERENCES somnid.entries (id) ON DELETE CASCADE,
+    first_day integer NOT NULL,
+    last_day  integer NOT NULL
+);
+CREATE INDEX IF NOT EXISTS dates_entry ON somnid.dates (entry_id);
+CREATE INDEX IF NOT EXISTS dates_days ON somnid.dates (first_day, last_day);
+CREATE TABLE IF NOT EXISTS somnid.vectors (
+    embed_hash text NOT NULL,
+    model      text NOT NULL,
+    vec        halfvec NOT NULL,
+    PRIMARY KEY (embed_hash, model)
+);
+CREATE TABLE IF NOT EXISTS somnid.state (
+    source text NOT NULL,
+    key    text NOT NULL,
+    value  text NOT NULL,
+    PRIMARY KEY (source, key)
+);
+"""
+Params = Sequence[object] | Mapping[str, object]
+TABLES = ("entries", "terms", "dates", "vectors", "state", "meta")
+
+
+def redact(dsn: str) -> str:
+    """The DSN without its password: for health, doctor and the log."""
+    if psycopg is None:
+        return "(psycopg is not installed)"
+    try:
+        params = conninfo.conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError:
+        return "(an unreadable DSN)"
+    params.pop("password", None)
+    return conninfo.make_conninfo("", **{k: v for k, v in params.items() if v is not None})
+
+
+def _unreachable(exc: BaseException) -> IndexUnavailable:
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return IndexUnavailable(
+        f"the PostgreSQL index is unreachable ({first}); recall answers again once it is"
+        " back, and writes still land in the files",
+    )
+
+
+class PgDatabase:
+    """Connections to one server; every use maps a lost server to IndexUnavailable."""
+
+    def __init__(self, dsn: str, *, connect_timeout: float = 3.0, ef_search: int = 100) -> None:
+        if psycopg is None:
+            raise Unavailable(
+                "index.backend = postgres needs psycopg: pip install 'somnid[postgres]'",
+                code="index_unavailable",
+            )
+        self.dsn = dsn
+        self.location = redact(dsn)
+        self._timeout = max(1, round(connect_timeout))
+        self._ef_search = ef_search
+        self._write_lock = threading.Lock()
+        self._writer: psycopg.Connection[Any] | None = None
+        self._local = threading.local()
+        self._all: list[psycopg.Connection[Any]] = []
+        self._all_lock = threading.Lock()
+        self._closed = False
+        self._migrated = False
+
+    def _connect(self) -> psycopg.Connection[Any]:
+        if self._closed:
+            raise Unavailable("the index is closed (somnid is shutting down)")
+        try:
+            conn = psycopg.connect(self.dsn, autocommit=True, connect_timeout=self._timeout)
+            conn.execute(f"SET hnsw.ef_search = {int(self._ef_search)}")
+            conn.execute("SET hnsw.iterative_scan = relaxed_order")
+        except psycopg.OperationalError as exc:
+            raise _unreachable(exc) from exc
+        except psycopg.errors.UndefinedObject:  # no pgvector yet: the schema makes it
+            pass
+        with self._all_lock:
+            self._all.append(conn)
+        if not self._migrated:
+            with self._guard(conn, lambda: None):
+                self._migrate(conn)
+            self._migrated = True
+        return conn
+
+    def _drop(self, conn: psycopg.Connection[Any]) -> None:
+        with contextlib.suppress(Exception):
+            conn.close()
+        with self._all_lock, contextlib.suppress(ValueError):
+            self._all.remove(conn)
+
+    @contextlib.contextmanager
+    def _guard(self, conn: psycopg.Connection[Any], forget: Any) -> Iterator[None]:
+        try:
+            yield
+        except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+            self._drop(conn)
+            forget()
+            if isinstance(exc, psycopg.errors.DiskFull):
+                raise StorageError(
+                    "the index's server has no space left", code="disk_full"
+                ) from exc
+            raise _unreachable(exc) from exc
+
+    @contextlib.contextmanager
+    def write(self) -> Iterator[psycopg.Connection[Any]]:
+        """A transaction on the writer connection, serialised across threads."""
+        with self._write_lock:
+            if self._writer is None or self._writer.closed:
+                self._writer = self._connect()
+            conn = self._writer
+
+            def forget() -> None:
+                self._writer = None
+
+            with self._guard(conn, forget), conn.transaction():
+                yield conn
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[psycopg.Connection[Any]]:
+        """This thread's reader connection (autocommit)."""
+        conn: psycopg.Connection[Any] | None = getattr(self._local, "conn", None)
+        if conn is None or conn.closed:
+            conn = self._local.conn = self._connect()
+
+        def forget() -> None:
+            self._local.conn = None
+
+        with self._guard(conn, forget):
+            yield conn
+
+    def fetchall(self, sql: str, params: Params = ()) -> list[tuple[Any, ...]]:
+        with self.reading() as conn:
+            return conn.execute(sql, params, prepare=True).fetchall()
+
+    def fetchone(self, sql: str, params: Params = ()) -> tuple[Any, ...] | None:
+        with self.reading() as conn:
+            row: tuple[Any, ...] | None = conn.execute(sql, params, prepare=True).fetchone()
+            return row
+
+    def count(self, sql: str, params: Params = ()) -> int:
+        row = self.fetchone(sql, params)
+        return 0 if row is None or row[0] is None else int(row[0])
+
+    def _migrate(self, conn: psycopg.Connection[Any]) -> None:
+        """Create the schema (once, whoever comes first); a newer schema version drops the
+        tables: they are derived, every daemon fills them again from its files."""
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
+            exists = conn.execute("SELECT to_regclass('somnid.meta')").fetchone()
+            if exists is not None and exists[0] is not None:
+                found = conn.execute(
+                    "SELECT value FROM somnid.meta WHERE key = 'schema'"
+                ).fetchone()
+                if found is not None and found[0] != str(SCHEMA_VERSION):
+                    for table in TABLES:
+                        conn.execute(f"DROP TABLE IF EXISTS somnid.{table} CASCADE")
+            try:
+                conn.execute(SCHEMA)
+            except psycopg.errors.FeatureNotSupported as exc:  # pragma: no cover
+                raise Unavailable(
+                    f"the PostgreSQL server has no pgvector: {exc}", code="index_unavailable"
+                ) from exc
+            conn.execute(
+                "INSERT INTO somnid.meta (key, value) VALUES ('schema', %s)"
+                " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (str(SCHEMA_VERSION),),
+            )
+
+    def server(self) -> tuple[str, str | None]:
+        """(server version, pgvector version)."""
+        found = self.fetchone(
+            "SELECT current_setting('server_version'),"
+            " (SELECT extversion FROM pg_extension WHERE extname = 'vector')"
+        )
+        assert found is not None
+        return str(found[0]), None if found[1] is None else str(found[1])
+
+    def close(self) -> None:
+        self._closed = True
+        with self._all_lock:
+            conns, self._all = list(self._all), []
+        for conn in conns:
+            with contextlib.suppress(Exception):
+                conn.close()

@@ -1,0 +1,434 @@
+"""The PostgreSQL index (``index.backend = "postgres"``): for a large memory, or several
+daemons sharing one index.
+
+* Keywords: each row's term counts per column (:mod:`somnid.recall.terms`) in
+  ``somnid.terms``; a query is ranked with FTS5's own BM25 in one statement, so both
+  backends rank alike (``ts_rank`` has no IDF).
+* Vectors: ``halfvec`` in the row, under an HNSW index; a recall pass (vector neighbours,
+  the keyword hits' rows, cosines and texts) is one statement. Vectors are kept by content
+  in ``somnid.vectors`` too, so a moved or re-derived entry is never embedded again.
+* Sharing: a row is keyed by its path and file hash and lists the daemons (``sources``)
+  that derived it; a daemon sees and deletes only its own, and a row goes when its last
+  source lets go of it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+from somnid.errors import IndexUnavailable, Unavailable
+from somnid.memory.kinds import Kind
+from somnid.recall.backend import (
+    DEFAULT_FIELD_WEIGHTS,
+    BackendInfo,
+    Document,
+    Gathered,
+    Row,
+    column_weights,
+)
+from somnid.recall.pg_db import TABLES, PgDatabase
+from somnid.recall.pg_write import MINE, let_go, upsert
+from somnid.recall.terms import K1, B, query_tokens
+from somnid.recall.vectors import Vector
+
+_COLUMNS = (
+    "id, path, kind, name, file_hash, text_hash, embed_hash, score, project, related,"
+    " session, day, asks"
+)
+_MINE = MINE  # this daemon's rows
+STATS_TTL_S = 10.0  # N and the mean row length for BM25: a little stale ranks the same
+
+
+def _row(v: tuple[Any, ...]) -> Row:
+    return Row(
+        id=int(v[0]),
+        path=str(v[1]),
+        kind=Kind(str(v[2])),
+        name=str(v[3]),
+        file_hash=str(v[4]),
+        text_hash=str(v[5]),
+        embed_hash=str(v[6]),
+        score=float(v[7]),
+        project=v[8],
+        related=tuple(v[9] or ()),
+        session=v[10],
+        day=v[11],
+        asks=bool(v[12]),
+    )
+
+
+def _vec_text(vector: Vector) -> str:
+    return "[" + ",".join(f"{float(x):.6g}" for x in vector) + "]"
+
+
+def _vec_of(text: str) -> Vector:
+    return np.array(text.strip("[]").split(","), dtype=np.float32)
+
+
+# FTS5's bm25(): IDF (floored at 1e-6) × the column-weighted count, saturated, over the
+# row's length in terms against the mean. %(w0)s..%(w5)s are this daemon's column weights.
+_BM25 = f"""
+WITH q AS (SELECT unnest(%(terms)s::text[]) AS term),
+idf AS (
+    SELECT t.term, greatest(ln((%(n)s - count(*) + 0.5) / (count(*) + 0.5)), 1e-6) AS w
+    FROM somnid.terms t JOIN q USING (term) GROUP BY t.term
+),
+hits AS (
+    SELECT t.entry_id, idf.w,
+        t.n0 * %(w0)s + t.n1 * %(w1)s + t.n2 * %(w2)s + t.n3 * %(w3)s
+        + t.n4 * %(w4)s + t.n5 * %(w5)s AS tf
+    FROM somnid.terms t JOIN idf USING (term)
+)
+SELECT e.id, sum(h.w * h.tf * {K1 + 1}
+    / (h.tf + {K1} * (1 - {B} + {B} * e.terms_len / %(avg)s))) AS rank
+FROM hits h JOIN somnid.entries e ON e.id = h.entry_id
+WHERE e.kind = ANY(%(kinds)s) AND e.{_MINE}
+GROUP BY e.id HAVING sum(h.tf) > 0 ORDER BY rank DESC LIMIT %(limit)s
+"""
+
+
+class PgIndex:
+    """:class:`~somnid.recall.backend.IndexBackend` on a PostgreSQL server with pgvector."""
+
+    def __init__(
+        self,
+        db: PgDatabase,
+        source: str,
+        field_weights: tuple[float, ...] = DEFAULT_FIELD_WEIGHTS,
+    ) -> None:
+        self.db = db
+        self.source = source
+        self._me = {"me": [source]}
+        weights = column_weights(field_weights)
+        self._weights = {f"w{i}": w for i, w in enumerate(weights)}
+        self.model: str | None = None
+        self.dim: int | None = None
+        self._stats: tuple[float, float, float] | None = None  # (when, N, mean length)
+        self._vectors: tuple[float, int] | None = None  # (when, count)
+
+    def close(self) -> None:
+        self.db.close()
+
+    def describe(self) -> BackendInfo:
+        try:
+            version, vector = self.db.server()
+        except Unavailable as exc:
+            return BackendInfo("postgres", None, None, self.db.location, False, exc.detail)
+        extension = f"vector {vector}" if vector else None
+        return BackendInfo("postgres", version, extension, self.db.location)
+
+    # ------------------------------------------------------------------ rows
+
+    def _rows(self, where: str, params: dict[str, Any]) -> list[Row]:
+        sql = f"SELECT {_COLUMNS} FROM somnid.entries WHERE {_MINE} AND {where}"
+        return [_row(v) for v in self.db.fetchall(sql, self._me | params)]
+
+    def rows(self) -> list[Row]:
+        return self._rows("true", {})
+
+    def row_by_path(self, path: str) -> Row | None:
+        found = self._rows("path = %(path)s", {"path": path})
+        return found[0] if found else None
+
+    def rows_under(self, prefix: str) -> list[Row]:
+        return self._rows("starts_with(path, %(prefix)s)", {"prefix": prefix})
+
+    def rows_by_id(self, ids: Iterable[int]) -> dict[int, Row]:
+        wanted = list(ids)
+        if not wanted:
+            return {}
+        return {r.id: r for r in self._rows("id = ANY(%(ids)s)", {"ids": wanted})}
+
+    def ids_by_name(self, names: Iterable[str]) -> dict[str, int]:
+        wanted = list(dict.fromkeys(names))
+        if not wanted:
+            return {}
+        found: dict[str, int] = {}
+        for row in sorted(self._rows("name = ANY(%(names)s)", {"names": wanted}), key=_kind):
+            found.setdefault(row.name, row.id)
+        return found
+
+    def texts(self, ids: Iterable[int]) -> dict[int, str]:
+        wanted = list(ids)
+        if not wanted:
+            return {}
+        cursor = self.db.fetchall(
+            "SELECT id, search_text FROM somnid.entries WHERE id = ANY(%s)", (wanted,)
+        )
+        return {int(i): str(t) for i, t in cursor}
+
+    def upsert_many(self, docs: list[Document]) -> list[tuple[int, bool]]:
+        """Each entry as this daemon derived it: a row another daemon made from the same
+        file (path and hash) is shared, not copied; this daemon's older row is let go."""
+        with self.db.write() as conn:
+            results = [upsert(conn, doc, self.source, self.model) for doc in docs]
+        self._stats = None
+        return results
+
+    def delete(self, path: str) -> int | None:
+        with self.db.write() as conn:
+            found = conn.execute(
+                f"SELECT id FROM somnid.entries WHERE path = %(path)s AND {_MINE}",
+                self._me | {"path": path},
+            ).fetchall()
+            for (entry_id,) in found:
+                let_go(conn, int(entry_id), self.source)
+        self._stats = self._vectors = None
+        return int(found[0][0]) if found else None
+
+    def forget_deleted(self) -> None:
+        """Deleted rows' text stays in dead tuples until a vacuum: run one now."""
+        with self.db.reading() as conn:
+            conn.execute("VACUUM " + ", ".join(f"somnid.{t}" for t in TABLES))
+
+    def invalidate(self, *, vectors: bool = False) -> None:
+        """Let go of every row, so the next full sync derives each again (a row another
+        daemon holds stays, and is taken up again unchanged)."""
+        with self.db.write() as conn:
+            conn.execute(
+                f"UPDATE somnid.entries SET sources = array_remove(sources, %(src)s) WHERE {_MINE}",
+                self._me | {"src": self.source},
+            )
+            conn.execute("DELETE FROM somnid.entries WHERE sources = '{}'")
+            if vectors:
+                conn.execute("DELETE FROM somnid.vectors")
+                if self.dim is not None:
+                    conn.execute("UPDATE somnid.entries SET vec = NULL")
+        self._stats = self._vectors = None
+
+    def count_invalidated(self) -> int:
+        return 0  # invalidated rows are gone: total() counts those derived again
+
+    # ------------------------------------------------------------------ time and sessions
+
+    def dates_of(self, ids: Iterable[int]) -> dict[int, list[tuple[int, int]]]:
+        found: dict[int, list[tuple[int, int]]] = {}
+        cursor = self.db.fetchall(
+            "SELECT entry_id, first_day, last_day FROM somnid.dates WHERE entry_id = ANY(%s)",
+            (list(ids),),
+        )
+        for entry_id, first, last in cursor:
+            found.setdefault(int(entry_id), []).append((int(first), int(last)))
+        return found
+
+    def ids_in_time(self, first: int, last: int, kinds: tuple[Kind, ...], limit: int) -> list[int]:
+        cursor = self.db.fetchall(
+            "SELECT d.entry_id FROM somnid.dates d JOIN somnid.entries e ON e.id = d.entry_id"
+            " WHERE d.first_day <= %(last)s AND d.last_day >= %(first)s"
+            f" AND e.kind = ANY(%(kinds)s) AND e.{_MINE} GROUP BY d.entry_id"
+            " ORDER BY min(d.last_day - d.first_day) LIMIT %(limit)s",
+            self._me
+            | {"first": first, "last": last, "kinds": [k.value for k in kinds], "limit": limit},
+        )
+        return [int(v[0]) for v in cursor]
+
+    def neighbours(self, rows: Iterable[Row]) -> dict[int, tuple[int | None, int | None]]:
+        """For entries of a session: the ids just before and after each, in one statement."""
+        seeds = [row for row in rows if row.session is not None]
+        if not seeds:
+            return {}
+        near = "(SELECT id FROM somnid.entries e WHERE e.session = r.session AND e.id {} r.id"
+        cursor = self.db.fetchall(
+            f"SELECT r.id, {near.format('<')} AND e.{_MINE} ORDER BY e.id DESC LIMIT 1),"
+            f" {near.format('>')} AND e.{_MINE} ORDER BY e.id LIMIT 1)"
+            " FROM unnest(%(ids)s::bigint[], %(sessions)s::text[]) AS r(id, session)",
+            self._me | {"ids": [r.id for r in seeds], "sessions": [r.session for r in seeds]},
+        )
+        return {int(i): (b, a) for i, b, a in cursor}
+
+    # ------------------------------------------------------------------ search
+
+    def _bm25_stats(self) -> tuple[float, float]:
+        stats = self._stats
+        if stats is None or time.monotonic() - stats[0] > STATS_TTL_S:
+            found = self.db.fetchone(
+                "SELECT count(*), coalesce(avg(terms_len), 0) FROM somnid.entries"
+            )
+            count, mean = (0, 0.0) if found is None else (int(found[0]), float(found[1]))
+            stats = self._stats = (time.monotonic(), float(count), max(mean, 1.0))
+        return stats[1], stats[2]
+
+    def keyword_search(
+        self, terms: list[str], kinds: tuple[Kind, ...], limit: int
+    ) -> list[tuple[int, float]]:
+        """Best keyword matches: (entry id, BM25 > 0), best first, as FTS5 ranks them."""
+        tokens = query_tokens(terms)
+        if not tokens:
+            return []
+        count, mean = self._bm25_stats()
+        params = self._me | self._weights
+        params |= {"terms": tokens, "n": count, "avg": mean, "limit": limit}
+        params["kinds"] = [kind.value for kind in kinds]
+        cursor = self.db.fetchall(_BM25, params)
+        return [(int(i), float(rank)) for i, rank in cursor if rank > 0]
+
+    def gather(
+        self,
+        vector: Vector | None,
+        ids: set[int],
+        kinds: tuple[Kind, ...],
+        pool: int,
+        texts_of: set[int] | None,
+    ) -> Gathered:
+        """The HNSW neighbours and ``ids``: rows, cosines and texts in one statement."""
+        params = self._me | {"ids": list(ids), "kinds": [k.value for k in kinds], "pool": pool}
+        if vector is None or self.model is None:
+            cursor = self.db.fetchall(
+                f"SELECT {_COLUMNS}, NULL, search_text FROM somnid.entries"
+                f" WHERE id = ANY(%(ids)s) AND {_MINE}",
+                params,
+            )
+        else:
+            params["q"] = _vec_text(vector)
+            cursor = self.db.fetchall(
+                "WITH near AS MATERIALIZED (SELECT id FROM somnid.entries"
+                f" WHERE vec IS NOT NULL AND kind = ANY(%(kinds)s) AND {_MINE}"
+                " ORDER BY vec <=> %(q)s::halfvec LIMIT %(pool)s)"
+                f" SELECT {_COLUMNS}, 1 - (vec <=> %(q)s::halfvec), search_text"
+                " FROM somnid.entries WHERE id IN (SELECT id FROM near"
+                f" UNION ALL SELECT unnest(%(ids)s::bigint[])) AND {_MINE}",
+                params,
+            )
+        rows = {int(v[0]): _row(v) for v in cursor}
+        cosines = {int(v[0]): float(v[13]) for v in cursor if v[13] is not None}
+        texts = {int(v[0]): str(v[14]) for v in cursor}
+        return Gathered(rows, cosines, texts)
+
+    def vectors_of(self, ids: Iterable[int]) -> dict[int, Vector]:
+        if self.model is None:
+            return {}
+        cursor = self.db.fetchall(
+            "SELECT id, vec::text FROM somnid.entries WHERE id = ANY(%s) AND vec IS NOT NULL",
+            (list(ids),),
+        )
+        return {int(i): _vec_of(text) for i, text in cursor}
+
+    def vector_count(self) -> int:
+        cached = self._vectors
+        if self.model is None:
+            return 0
+        if cached is None or time.monotonic() - cached[0] > STATS_TTL_S:
+            count = self.db.count(
+                f"SELECT count(*) FROM somnid.entries WHERE vec IS NOT NULL AND {_MINE}", self._me
+            )
+            cached = self._vectors = (time.monotonic(), count)
+        return cached[1]
+
+    # ------------------------------------------------------------------ embedding
+
+    def use_model(self, model: str, dim: int) -> None:
+        """Make the vector column (``halfvec(dim)`` under HNSW) and give every row the
+        stored vector of its text for ``model``; a change of model drops the old ones."""
+        with self.db.write() as conn:
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (0x534F4D4F,))
+            found = conn.execute(
+                "SELECT atttypmod FROM pg_attribute WHERE attrelid = 'somnid.entries'::regclass"
+                " AND attname = 'vec' AND NOT attisdropped"
+            ).fetchone()
+            if found is None:
+                conn.execute(f"ALTER TABLE somnid.entries ADD COLUMN vec halfvec({int(dim)})")
+            elif int(found[0]) != dim:
+                raise IndexUnavailable(
+                    f"the shared index holds {found[0]}-dim vectors; this daemon's model"
+                    f" {model} makes {dim}: every daemon on one index needs the same model"
+                )
+            conn.execute(
+                "CREATE INDEX IF NOT EXISTS entries_vec ON somnid.entries"
+                " USING hnsw (vec halfvec_cosine_ops)"
+            )
+            state = conn.execute("SELECT value FROM somnid.meta WHERE key = 'model'").fetchone()
+            if state is not None and state[0] != model:
+                conn.execute("UPDATE somnid.entries SET vec = NULL")
+            conn.execute(
+                "INSERT INTO somnid.meta (key, value) VALUES ('model', %s)"
+                " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (model,),
+            )
+            conn.execute(
+                "UPDATE somnid.entries e SET vec = v.vec FROM somnid.vectors v"
+                " WHERE e.vec IS NULL AND v.embed_hash = e.embed_hash AND v.model = %s",
+                (model,),
+            )
+        self.model, self.dim, self._vectors = model, dim, None
+
+    def missing_vectors(self, limit: int) -> list[tuple[str, str]]:
+        if self.model is None:
+            return []
+        cursor = self.db.fetchall(
+            "SELECT DISTINCT embed_hash, embed_text FROM somnid.entries"
+            f" WHERE vec IS NULL AND {_MINE} LIMIT %(limit)s",
+            self._me | {"limit": limit},
+        )
+        return [(str(h), str(t)) for h, t in cursor]
+
+    def count_missing_vectors(self) -> int:
+        if self.model is None:
+            return 0
+        return self.db.count(
+            f"SELECT count(DISTINCT embed_hash) FROM somnid.entries WHERE vec IS NULL AND {_MINE}",
+            self._me,
+        )
+
+    def store_vectors(self, items: list[tuple[str, Vector]]) -> None:
+        """Keep vectors by text hash and give them to every row of those texts."""
+        if self.model is None or not items:
+            return
+        hashes = [h for h, _ in items]
+        texts = [_vec_text(v) for _, v in items]
+        with self.db.write() as conn:
+            conn.execute(
+                "INSERT INTO somnid.vectors (embed_hash, model, vec)"
+                " SELECT h, %s, v::halfvec FROM unnest(%s::text[], %s::text[]) AS u(h, v)"
+                " ON CONFLICT (embed_hash, model) DO UPDATE SET vec = excluded.vec",
+                (self.model, hashes, texts),
+            )
+            conn.execute(
+                "UPDATE somnid.entries e SET vec = u.v::halfvec"
+                " FROM unnest(%s::text[], %s::text[]) AS u(h, v) WHERE e.embed_hash = u.h",
+                (hashes, texts),
+            )
+        self._vectors = None
+
+    # ------------------------------------------------------------------ state
+
+    def get_state(self, key: str) -> str | None:
+        found = self.db.fetchone(
+            "SELECT value FROM somnid.state WHERE source = %s AND key = %s", (self.source, key)
+        )
+        return None if found is None else str(found[0])
+
+    def set_state(self, key: str, value: str) -> None:
+        with self.db.write() as conn:
+            conn.execute(
+                "INSERT INTO somnid.state (source, key, value) VALUES (%s, %s, %s)"
+                " ON CONFLICT (source, key) DO UPDATE SET value = excluded.value",
+                (self.source, key, value),
+            )
+
+    def total(self) -> int:
+        return sum(self.counts().values())
+
+    def counts(self) -> dict[str, int]:
+        cursor = self.db.fetchall(
+            f"SELECT kind, count(*) FROM somnid.entries WHERE {_MINE} GROUP BY kind", self._me
+        )
+        return {str(kind): int(count) for kind, count in cursor}
+
+    def size_bytes(self) -> int:
+        return self.db.count(
+            "SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c"
+            " JOIN pg_namespace n ON n.oid = c.relnamespace"
+            " WHERE n.nspname = 'somnid' AND c.relkind = 'r'"
+        )
+
+    def stamp_sync(self, when: dt.datetime) -> None:
+        self.set_state("last_sync", when.isoformat())
+
+
+def _kind(row: Row) -> str:
+    return row.kind.value

@@ -1,0 +1,134 @@
+"""The postgres index against a real PostgreSQL with pgvector: recall as on SQLite, two
+daemons sharing one index, and an outage that loses no write."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import shutil
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from somnid.config import Settings
+from somnid.embed.onnx import OnnxEmbedder
+from somnid.errors import IndexUnavailable
+from somnid.memory.clock import ManualClock
+from somnid.memory.kinds import Kind
+from somnid.runtime import Runtime
+from tests.recall.pg_server import PgServer
+from tests.recall.test_index_lifecycle import until
+from tests.recall.test_quality import CASES, MEMORIES
+
+NOW = dt.datetime(2026, 10, 3, tzinfo=dt.UTC)
+
+
+def pg_settings(data_dir: Path, dsn: str, **extra: Any) -> Settings:
+    return Settings(
+        data_dir=data_dir,
+        timezone="UTC",
+        embed={"provider": "off"},
+        index={"backend": "postgres", "dsn": dsn},
+        history={"enabled": False},
+        **extra,
+    )
+
+
+async def names_found(rt: Runtime, query: str) -> list[str]:
+    return [hit.name for hit in await rt.recall.search(query, limit=10)]
+
+
+@pytest.fixture
+async def pg_runtime(
+    tmp_path: Path, pg_dsn: str, int8_embedder: OnnxEmbedder
+) -> AsyncIterator[Runtime]:
+    settings = pg_settings(tmp_path / "data", pg_dsn)
+    async with Runtime.open(settings, clock=ManualClock(NOW), embedder=int8_embedder) as rt:
+        for name, description, body in MEMORIES:
+            await rt.memories.create(Kind.KNOWLEDGE, name, description=description, body=body)
+        await rt.index.wait_idle()
+        yield rt
+
+
+async def test_recall_on_postgres_finds_what_sqlite_finds(pg_runtime: Runtime) -> None:
+    status = pg_runtime.index.status()
+    assert (status.entries, status.vectors) == (len(MEMORIES), len(MEMORIES))
+    for query, expected in CASES:
+        outcome = await pg_runtime.recall.run(query, limit=3)
+        assert outcome.mode == "hybrid"
+        assert outcome.hits and outcome.hits[0].name == expected, (query, outcome.hits)
+    info = await asyncio.to_thread(pg_runtime.recall.describe_index)
+    assert info.backend == "postgres" and info.reachable
+    assert info.server_version and info.extension and info.extension.startswith("vector ")
+
+
+async def test_two_daemons_share_one_index(tmp_path: Path, pg_dsn: str) -> None:
+    clock = ManualClock(NOW)
+    a_dir, b_dir = tmp_path / "a", tmp_path / "b"
+    no_watch = {"watch": False}
+    names = [f"topic-{word}" for word in ("otter", "glacier", "violin", "saffron", "comet")]
+    async with Runtime.open(pg_settings(a_dir, pg_dsn, recall=no_watch), clock=clock) as a:
+        for name in names:
+            word = name.split("-")[1]
+            await a.memories.create(
+                Kind.KNOWLEDGE, name, description=f"all about the {word}", body=f"{word} notes"
+            )
+        await a.index.sync()
+        # The other machine holds the same files (as a git sync leaves them).
+        shutil.copytree(a_dir / "memory", b_dir / "memory")
+        async with Runtime.open(pg_settings(b_dir, pg_dsn, recall=no_watch), clock=clock) as b:
+            await b.index.wait_idle()
+            for rt in (a, b):
+                for name in names:
+                    assert name in await names_found(rt, name.split("-")[1]), name
+            assert a.index.status().entries == b.index.status().entries == len(names)
+
+            await a.memories.archive(Kind.KNOWLEDGE, "topic-otter")
+            assert "topic-otter" not in await names_found(a, "otter")
+            # B derived that row too, and still holds the file: A left it to B.
+            assert "topic-otter" in await names_found(b, "otter")
+            shutil.rmtree(b_dir / "memory" / "knowledge" / "topic-otter")  # as a sync would
+            await b.index.sync()
+            assert "topic-otter" not in await names_found(b, "otter")
+            for rt in (a, b):
+                for name in names[1:]:
+                    assert name in await names_found(rt, name.split("-")[1]), name
+
+
+async def test_a_postgres_restart_mid_write_loses_nothing(
+    tmp_path: Path, pg_dsn: str, pg_server: PgServer
+) -> None:
+    settings = pg_settings(tmp_path / "data", pg_dsn)
+    async with Runtime.open(settings, clock=ManualClock(NOW)) as rt:
+        await rt.index.wait_idle()
+        written: list[str] = []
+
+        async def write(count: int) -> None:
+            for _ in range(count):
+                name = f"note-{len(written):03d}"
+                await rt.memories.create(
+                    Kind.KNOWLEDGE, name, description=f"marker{len(written):03d} note", body="x"
+                )
+                written.append(name)
+
+        await write(5)
+        writer = asyncio.create_task(write(20))
+        await until(lambda: len(written) >= 8)
+        try:
+            await asyncio.to_thread(pg_server.stop, "immediate")
+            await writer  # every write lands in its file while the index is down
+            with pytest.raises(IndexUnavailable) as raised:
+                await rt.recall.search("marker001")
+            assert raised.value.code == "index_unavailable"
+            assert rt.recall.index_error is not None
+            info = await asyncio.to_thread(rt.recall.describe_index)
+            assert not info.reachable and info.error
+        finally:
+            await asyncio.to_thread(pg_server.start)
+        assert len(written) == 25
+        await until(lambda: rt.recall.index_error is None, 30)
+        for number, name in enumerate(written):
+            assert name in await names_found(rt, f"marker{number:03d}"), name
+        assert rt.index.status().entries == 25

@@ -201,6 +201,25 @@ class HistorySettings(_Section):
     batch_window_s: float = Field(2.0, ge=0.0, le=60.0)
 
 
+class SyncSettings(_Section):
+    """One memory on several machines: the history repository synced through a git remote."""
+
+    remote: str | None = None
+    """A git URL (ssh, https or a path) of a repository all machines share; None: no sync.
+    Credentials stay with git (an ssh agent, a credential helper), never in logs."""
+    interval_s: float = Field(300.0, ge=1.0, le=86_400.0)
+    """A sync (fetch, merge, push) every this many seconds, and before each dream."""
+    timeout_s: float = Field(120.0, ge=1.0, le=3600.0)
+    """A fetch or push that has not ended after this long is stopped (a hung remote)."""
+
+    @field_validator("remote", mode="after")
+    @classmethod
+    def _check_remote(cls, value: str | None) -> str | None:
+        if value is not None and (not value.strip() or value.startswith("-")):
+            raise ValueError("sync.remote must be a git URL or a path")
+        return value or None
+
+
 class Settings(BaseSettings):
     """Every setting somnid has. See ``docs/configuration.md``."""
 
@@ -239,6 +258,7 @@ class Settings(BaseSettings):
     index: IndexSettings = IndexSettings()
     memory: MemorySettings = MemorySettings()
     history: HistorySettings = HistorySettings()
+    sync: SyncSettings = SyncSettings()
 
     @field_validator("data_dir", mode="after")
     @classmethod

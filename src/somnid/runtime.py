@@ -40,6 +40,8 @@ from somnid.store.atomic import ensure_dir
 from somnid.store.layout import Layout
 from somnid.store.lock import DataDirLock
 from somnid.store.memories import MemoryStore
+from somnid.sync.remote import machine_id
+from somnid.sync.service import SyncService
 from somnid.tools.memory_tools import MemoryTools, ToolContext
 from somnid.tools.registry import ToolRegistry
 from somnid.tools.seen import SeenTracker
@@ -120,6 +122,7 @@ class Runtime:
     dreamer: Dreamer
     scheduler: SleepScheduler
     history: History
+    sync: SyncService
     version: str = __version__
     _closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
 
@@ -144,7 +147,9 @@ class Runtime:
     ) -> AsyncIterator[Runtime]:
         """Open everything; ``embedder`` replaces the configured one (tests, benchmarks)."""
         clock = clock or SystemClock(resolve_timezone(settings.timezone))
-        layout = Layout(settings.data_dir)
+        machine = machine_id(settings.data_dir)
+        # Synced, the files this machine adds carry its id (two machines, two names).
+        layout = Layout(settings.data_dir, machine if settings.sync.remote else None)
         ensure_dir(layout.root)
         lock = lock or DataDirLock(layout.root)
         owns_lock = not lock.held
@@ -187,12 +192,18 @@ class Runtime:
                 stems = await asyncio.to_thread(processed_logs_of, layout, dream_id)
                 return await sessions.reopen_processed(stems)
 
+            sync = SyncService(
+                settings.sync, layout, memories, clock, history, machine,
+                lambda: dreamer.sleeping,
+            )  # fmt: skip
             history.reopen_logs = reopen
             history.forget_deleted = lambda: asyncio.to_thread(recall.forget_deleted)
             if history.committer is not None:
                 dreamer.on_finished.append(history.committer.dream_finished)
                 if recall.watcher is not None:
                     history.committer.follow(recall.watcher)
+            dreamer.before.append(sync.before_dream)
+            dreamer.on_finished.append(sync.after_dream)
             awake = AwakeHooks(settings, layout, clock, sessions, dreamer)
             tools = ToolRegistry(
                 MemoryTools(
@@ -202,12 +213,14 @@ class Runtime:
             runtime = cls(
                 settings, clock, layout, lock, store, memories, maintenance, recall, recaller,
                 status, sessions, intentions, prompt, seen, tools, bridge, dreamer, scheduler,
-                history,
+                history, sync,
             )  # fmt: skip
             await recall.start()
             runtime._closers.append(recall.stop)
             await history.start()  # commits behind: a write never waits for its commit
             runtime._closers.append(history.stop)
+            await sync.start()  # after history: it syncs history's repository
+            runtime._closers.append(sync.stop)
             # Closers run in reverse: the scheduler stops first, then the dream and the
             # bridge, then open session logs are finalised, and recall stops last.
             runtime._closers.append(sessions.stop)

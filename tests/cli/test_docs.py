@@ -23,5 +23,5 @@ def commands(parser: argparse.ArgumentParser, prefix: str = "somnid") -> list[st
 def test_every_command_is_in_the_operations_doc() -> None:
     doc = (ROOT / "docs/operations.md").read_text()
     names = commands(_parser())
-    assert len(names) == 15
+    assert len(names) == 17
     assert [name for name in names if f"`{name}" not in doc] == []

@@ -17,7 +17,7 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "somnid"
 
-OUTER = ("api", "tools", "dream", "history", "cli")
+OUTER = ("api", "tools", "dream", "history", "sync", "cli")
 """The rooms that must go through the services' doors."""
 
 STORE_OPEN = {

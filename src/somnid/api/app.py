@@ -32,6 +32,7 @@ from somnid.api.routes import (
     recall,
     sessions,
     sleep,
+    sync,
     ui,
 )
 from somnid.api.schemas import ERROR_RESPONSES
@@ -104,6 +105,7 @@ def create_app(
         app.include_router(module.router, responses=ERROR_RESPONSES)
     app.include_router(metrics.router, responses=ERROR_RESPONSES)
     app.include_router(history.router, responses=ERROR_RESPONSES)
+    app.include_router(sync.router, responses=ERROR_RESPONSES)
     app.router.routes.append(mcp.route())
     docs.install(app)
     ui.install(app)  # the memory browser at /ui

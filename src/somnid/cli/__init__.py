@@ -1,7 +1,7 @@
 """The ``somnid`` command. Each subcommand is a module here with ``add_parser`` and ``run``:
 
-serve, status, recall, sleep run|cancel|status, reindex, doctor, openapi, model install,
-token, install-service.
+serve, status, recall, sleep run|cancel|status, history, revert, purge, sync,
+merge-driver, reindex, doctor, openapi, model install, token, install-service.
 
 Commands that need the daemon talk to it over HTTP (``_client``); ``reindex`` and ``token``
 work on the data dir themselves when no daemon runs. Exit statuses are in ``_common``:
@@ -30,6 +30,7 @@ from somnid.cli import (
     service,
     sleep,
     status,
+    sync,
     token,
 )
 from somnid.cli._common import EXIT_FAILED, EXIT_USAGE, CliError
@@ -40,7 +41,7 @@ from somnid.errors import SomnidError
 __all__ = ["main", "openapi_document", "render_openapi"]
 
 _COMMANDS = (
-    serve, status, recall, sleep, history, reindex, doctor, openapi, model, token, service,
+    serve, status, recall, sleep, history, sync, reindex, doctor, openapi, model, token, service,
 )  # fmt: skip
 
 

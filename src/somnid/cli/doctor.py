@@ -24,7 +24,7 @@ from somnid.cli.doctor_checks import (
     model_check,
     modes_check,
 )
-from somnid.cli.doctor_history import history_check
+from somnid.cli.doctor_history import history_check, sync_check
 from somnid.cli.doctor_process import daemon_check, lock_check, service_check, token_check
 from somnid.config import Settings, default_config_path
 
@@ -46,7 +46,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         ctx = Context(settings, client)
         checks = (
             data_dir_check, modes_check, lock_check, daemon_check, token_check,
-            broken_check, model_check, index_check, history_check, service_check,
+            broken_check, model_check, index_check, history_check, sync_check, service_check,
         )  # fmt: skip
         for check in checks:
             findings.extend(check(ctx))

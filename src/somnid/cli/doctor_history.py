@@ -1,9 +1,11 @@
-"""``somnid doctor``'s history check: is git there, is the repository whole."""
+"""``somnid doctor``'s history checks: is git there, is the repository whole, how sync goes."""
 
 from __future__ import annotations
 
+from somnid.cli._common import CliError
 from somnid.cli.doctor_checks import Context, Finding
 from somnid.history.git import Git, find_git
+from somnid.sync.remote import redact
 
 
 def history_check(ctx: Context) -> list[Finding]:
@@ -35,3 +37,54 @@ def history_check(ctx: Context) -> list[Finding]:
         ]
     count = git.text("rev-list", "--count", "HEAD").strip() if git.has_head() else "0"
     return [Finding("OK", "history", f"{count} commits in {git.git_dir}, fsck clean")]
+
+
+def sync_check(ctx: Context) -> list[Finding]:
+    """Sync's state from the running daemon (last error, conflicts); without one, only
+    whether it is set up (reaching the remote is the daemon's job)."""
+    settings = ctx.settings
+    if settings.sync.remote is None:
+        return [Finding("OK", "sync", "off (sync.remote is not set)")]
+    shown = redact(settings.sync.remote)
+    if not settings.history.enabled or find_git() is None:
+        return [
+            Finding(
+                "WARN",
+                "sync",
+                f"sync.remote is {shown}, but sync needs history, which is off",
+                fix="set history.enabled = true and install git, then restart somnid",
+            )
+        ]
+    if ctx.health is None or not ctx.token_ok:
+        return [Finding("OK", "sync", f"with {shown} (no daemon running to ask how it goes)")]
+    try:
+        status = ctx.client.get("/v1/sync/status")
+    except CliError as exc:
+        return [Finding("WARN", "sync", f"the daemon did not say how sync goes: {exc.message}")]
+    found = []
+    if status.get("lastError"):
+        found.append(
+            Finding(
+                "WARN",
+                "sync",
+                f"the last sync with {shown} failed: {status['lastError']}",
+                fix="writes go on locally; fix the remote (network, credentials), then "
+                "`somnid sync`",
+            )
+        )
+    conflicts = status.get("conflicts") or []
+    if conflicts:
+        found.append(
+            Finding(
+                "WARN",
+                "sync",
+                f"{len(conflicts)} conflict(s) kept beside their entry",
+                fix="take what you want of each into its entry, then remove the conflict file "
+                "(DELETE /v1/sync/conflicts?path=...)",
+                details=[c["path"] for c in conflicts[:10]],
+            )
+        )
+    ahead, behind = status.get("ahead"), status.get("behind")
+    return found or [
+        Finding("OK", "sync", f"with {shown}: {ahead} ahead, {behind} behind, no conflict")
+    ]

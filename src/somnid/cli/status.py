@@ -8,6 +8,7 @@ from typing import Any
 
 from somnid.cli._client import DaemonClient, not_running
 from somnid.cli._common import fields, size
+from somnid.cli.sync import rows as sync_rows
 from somnid.config import Settings
 
 
@@ -28,11 +29,18 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             raise not_running(settings)
         index = client.get("/v1/index/status")
         sleep = client.get("/v1/sleep/status")
+        sync = client.get("/v1/sync/status")
         health = client.get("/v1/health")  # with the token: its paths and broken files
     if args.json:
-        print(json.dumps({"url": client.url, "health": health, "index": index, "sleep": sleep}))
+        print(
+            json.dumps(
+                {"url": client.url, "health": health, "index": index, "sleep": sleep, "sync": sync}
+            )
+        )
     else:
         print(render(client.url, health, index, sleep))
+        print("sync")
+        print(fields(sync_rows(sync)))
     return 0
 
 

@@ -59,7 +59,7 @@ def next_journal_path(layout: Layout, day: dt.date) -> Path:
             match = JOURNAL_NAME.match(path.name)
             if match and match.group(1) == day.isoformat():
                 highest = max(highest, int(match.group(2)))
-    return folder / journal_file_name(day, highest + 1)
+    return folder / journal_file_name(day, highest + 1, layout.machine)
 
 
 def _section(title: str, items: list[str]) -> str:
@@ -117,8 +117,11 @@ def write_journal(layout: Layout, entry: JournalEntry) -> Path:
 def processed_logs_of(layout: Layout, dream_id: str) -> list[str]:
     """The logs the dream ``dream_id`` marked processed, from its journal ([] when the
     journal is gone or unreadable: then nothing is known to reopen)."""
-    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}_dream_\d{3,}", dream_id):
+    found = JOURNAL_NAME.match(f"{dream_id}.md")
+    if found is None:
         return []
+    if found["machine"] and found["machine"] != layout.machine:
+        return []  # another machine's dream (synced here): its logs are not ours to reopen
     try:
         doc = frontmatter.parse((layout.dream_log_dir / f"{dream_id}.md").read_text("utf-8"))
     except (OSError, UnicodeDecodeError, BrokenFile):

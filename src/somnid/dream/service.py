@@ -140,6 +140,8 @@ class Dreamer:
         self._probed: str | None = None  # why the last probe failed ("" once it worked)
         # Told of each finished dream, after its journal (the history commits it).
         self.on_finished: list[Callable[[DreamRecord], Awaitable[None]]] = []
+        self.before: list[Callable[[], Awaitable[None]]] = []
+        """Run before a dream reads anything (sync: pull what other machines learnt)."""
 
     @property
     def sleeping(self) -> bool:
@@ -200,6 +202,8 @@ class Dreamer:
     async def _dream(self, trigger: str) -> DreamResult:
         # Every write of the dream's task is the dream's, whoever started it (the task
         # would otherwise inherit the actor of the request that did).
+        for hook in self.before:
+            await hook()
         with acting(DREAM):
             return await self._dream_as_dreamer(trigger)
 

@@ -101,18 +101,40 @@ class Git:
         return done.stdout
 
     def call(
-        self, *args: str, input: bytes | None = None, env: dict[str, str] | None = None
+        self,
+        *args: str,
+        input: bytes | None = None,
+        env: dict[str, str] | None = None,
+        timeout: float | None = None,
     ) -> subprocess.CompletedProcess[bytes]:
+        """Run git; ``timeout`` (seconds) kills a git that hangs (a remote that never
+        answers) and raises :class:`GitError`."""
         command = [self.binary, "-c", "core.quotePath=false", "-c", "core.hooksPath=/dev/null"]
-        return subprocess.run(
-            [*command, *args],
-            input=input,
-            stdin=None if input is not None else subprocess.DEVNULL,
-            capture_output=True,
-            cwd=self.root,
-            env={**self._env, **(env or {})},
-            check=False,
-        )
+        try:
+            return subprocess.run(
+                [*command, *args],
+                input=input,
+                stdin=None if input is not None else subprocess.DEVNULL,
+                capture_output=True,
+                cwd=self.root,
+                env={**self._env, **(env or {})},
+                check=False,
+                timeout=timeout,
+            )
+        except subprocess.TimeoutExpired:
+            raise GitError(f"git {args[0]} did not end within {timeout:g} s") from None
+
+    def register_merge_driver(self, name: str, command: str, attributes: str) -> None:
+        """Name somnid's merge driver in the repository's config and say which files it
+        merges in ``.git/info/attributes`` (drivers live in a clone's config, never in the
+        repository; attributes there apply from the first merge, shared history or not)."""
+        if self.call("config", f"merge.{name}.driver").stdout.decode().strip() != command:
+            self.run("config", f"merge.{name}.name", f"somnid's {name} merge")
+            self.run("config", f"merge.{name}.driver", command)
+        info = self.git_dir / "info" / "attributes"
+        if not info.is_file() or info.read_text("utf-8") != attributes:
+            info.parent.mkdir(exist_ok=True)
+            write_atomic(info, attributes.encode("utf-8"))
 
     def text(self, *args: str, env: dict[str, str] | None = None) -> str:
         return self.run(*args, env=env).decode("utf-8", "replace")

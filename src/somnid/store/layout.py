@@ -13,7 +13,8 @@
     intentions/archived/<id>/INTENT.md      closed intention
     session-log/<date>_<NNN>.md             session log, pending
     session-log/archived/<date>_<NNN>.md    session log, processed
-    dream-log/<date>_dream_<NNN>.md         dream journal
+    dream-log/<date>_dream_<NNN>.md         dream journal (<date>_dream_<NNN>-<machine>.md
+                                            when synced: two machines never take one name)
   skills/
     agent_learned_skills/<name>/SKILL.md    skill
     archived/agent_learned_skills/<name>/   archived skill
@@ -57,19 +58,24 @@ FOLDER_FILES = frozenset(name for kind, name in _FILE_NAMES.items() if kind is n
 """The names of the file in an entry's folder (its folder is the entry: history's unit)."""
 ENTRY_FILES = FOLDER_FILES | {"about_me.md", _FILE_NAMES[Kind.PROFILE]}
 """The name of every entry file, profiles' included: what the watcher reads again."""
-JOURNAL_NAME = re.compile(r"^(?P<day>\d{4}-\d{2}-\d{2})_dream_(?P<number>\d{3,})\.md$")
+JOURNAL_NAME = re.compile(
+    r"^(?P<day>\d{4}-\d{2}-\d{2})_dream_(?P<number>\d{3,})(?:-(?P<machine>[0-9a-f]{6}))?\.md$"
+)
 """A dream journal's file name in ``memory/dream-log/``; its stem is the dream's id."""
-DREAM_ID = re.compile(r"\d{4}-\d{2}-\d{2}_dream_\d{3,}")
+DREAM_ID = re.compile(r"\d{4}-\d{2}-\d{2}_dream_\d{3,}(?:-[0-9a-f]{6})?")
 
 
-def journal_file_name(day: dt.date, number: int) -> str:
-    """The name of a day's ``number``-th dream journal: ``2026-10-10_dream_001.md``."""
-    return f"{day.isoformat()}_dream_{number:03d}.md"
+def journal_file_name(day: dt.date, number: int, machine: str | None = None) -> str:
+    """The name of a day's ``number``-th dream journal: ``2026-10-10_dream_001.md``, with
+    the machine's id when the data dir is synced (``2026-10-10_dream_001-3fa9c2.md``)."""
+    return f"{day.isoformat()}_dream_{number:03d}{f'-{machine}' if machine else ''}.md"
 
 
 @dataclass(frozen=True, slots=True)
 class Layout:
     root: Path
+    machine: str | None = None
+    """This machine's id when the data dir is synced (names of the files it adds)."""
 
     @property
     def memory_dir(self) -> Path:

@@ -801,6 +801,68 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/sync": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Run sync
+         * @description Fetch, merge and push now; 503 with the reason when sync is off or the remote could
+         *     not be reached or refused (writes go on; the next round catches up).
+         */
+        post: operations["runSync"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sync/status": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get sync status
+         * @description Last pull and push, commits ahead and behind, the last error, the open conflicts.
+         */
+        get: operations["getSyncStatus"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sync/conflicts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Resolve sync conflict
+         * @description Settle a conflict: its file goes (history keeps it); take what you want of its text
+         *     into the entry first.
+         */
+        delete: operations["resolveSyncConflict"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1796,6 +1858,28 @@ export interface components {
             /** Eligibility */
             eligibility: string;
         };
+        /** SyncConflictOut */
+        SyncConflictOut: {
+            /**
+             * Path
+             * @description The conflict file: the other machine's whole version.
+             */
+            path: string;
+            /**
+             * Entry
+             * @description The entry file beside it, which kept this machine's.
+             */
+            entry: string;
+            /** Kind */
+            kind?: string | null;
+            /** Name */
+            name?: string | null;
+            /**
+             * Text
+             * @description The conflict file's text (its first 20,000 characters).
+             */
+            text: string;
+        };
         /** SyncReportOut */
         SyncReportOut: {
             /** Scanned */
@@ -1818,6 +1902,62 @@ export interface components {
              * @default manual
              */
             reason: string;
+        };
+        /** SyncStatusOut */
+        SyncStatusOut: {
+            /** Enabled */
+            enabled: boolean;
+            /**
+             * Detail
+             * @description Why sync is off.
+             */
+            detail?: string | null;
+            /**
+             * Remote
+             * @description The remote's URL, its password masked.
+             */
+            remote?: string | null;
+            /**
+             * Machine
+             * @description This data dir's machine id.
+             */
+            machine?: string | null;
+            /**
+             * State
+             * @enum {string}
+             */
+            state: "off" | "idle" | "running" | "failed";
+            /** Intervals */
+            intervalS?: number | null;
+            /** Lastpull */
+            lastPull?: string | null;
+            /** Lastpush */
+            lastPush?: string | null;
+            /**
+             * Lasterror
+             * @description Why the last round failed, if it did.
+             */
+            lastError?: string | null;
+            /** Lasterrorat */
+            lastErrorAt?: string | null;
+            /**
+             * Ahead
+             * @description Local commits the remote has not got yet.
+             */
+            ahead?: number | null;
+            /**
+             * Behind
+             * @description Fetched commits not merged here yet.
+             */
+            behind?: number | null;
+            /**
+             * Changed
+             * @description Files the last round's merge changed here.
+             * @default 0
+             */
+            changed: number;
+            /** Conflicts */
+            conflicts: components["schemas"]["SyncConflictOut"][];
         };
         /** ThoughtRequest */
         ThoughtRequest: {
@@ -3643,6 +3783,121 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["PurgeOut"];
                 };
+            };
+            /** @description The request was refused; the body says why. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description somnid could not serve the request (storage or a dependency). */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+        };
+    };
+    runSync: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SyncStatusOut"];
+                };
+            };
+            /** @description The request was refused; the body says why. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description somnid could not serve the request (storage or a dependency). */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+        };
+    };
+    getSyncStatus: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SyncStatusOut"];
+                };
+            };
+            /** @description The request was refused; the body says why. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description somnid could not serve the request (storage or a dependency). */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+        };
+    };
+    resolveSyncConflict: {
+        parameters: {
+            query: {
+                /** @description Its path. */
+                path: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description The request was refused; the body says why. */
             "4XX": {

@@ -1,0 +1,186 @@
+"""somnid's merge driver: one entry edited on two machines becomes one entry.
+
+git runs it (``python -m somnid.sync.merge %O %A %B %P``, registered by
+:mod:`somnid.sync.service`) for every entry file both sides changed: ``%O`` the common
+ancestor, ``%A`` ours (the merged result is written back there), ``%B`` theirs, ``%P`` the
+path. The rules (docs/memory-model.md, "Merging two machines' memory"):
+
+- front-matter keys merge three-way: a key one side changed takes that side's value; a key
+  both changed takes, for a list, the union (less what either side removed); for a mapping,
+  the same rules key by key; for ``created``, the earlier; for ``last_used``,
+  ``last_decay``, ``updated`` and ``*_at``, the later; for ``stability``, the larger; for
+  anything else (``score``, text), the value of the side used or decayed most recently
+  (ours on a tie);
+- the body merges line by line with ``git merge-file``; a body both sides changed on the
+  same lines cannot merge: the entry keeps ours, and theirs (the whole file) is noted in
+  ``$SOMNID_MERGE_NOTES`` so the sync stores it beside the entry as a conflict. The result
+  never holds conflict markers.
+
+The result is written with somnid's front-matter writer (canonical bytes). Exit 0 always,
+except when a side cannot be read at all: then 1, and the sync keeps ours and stores theirs.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from somnid.errors import BrokenFile
+from somnid.store import frontmatter
+
+NOTES_ENV = "SOMNID_MERGE_NOTES"
+"""A folder where the driver notes each body it could not merge (theirs, whole)."""
+EARLIER = frozenset({"created"})
+LATER = frozenset({"last_used", "last_decay", "updated", "when_updated"})
+LARGER = frozenset({"stability"})
+RECENCY = ("updated", "last_used", "last_decay")
+_MISSING: Any = object()
+
+
+@dataclass(frozen=True, slots=True)
+class Merged:
+    text: str
+    theirs_kept_aside: bool
+    """True when the bodies could not merge: ``text`` has ours, theirs goes beside it."""
+
+
+def merge_entry(base: str, ours: str, theirs: str) -> Merged:
+    """Merge one entry file three ways (see the module's rules). BrokenFile when ours or
+    theirs does not parse (the caller keeps ours and stores theirs aside)."""
+    if ours == theirs:
+        return Merged(ours, False)
+    mine, other = frontmatter.parse(ours), frontmatter.parse(theirs)
+    try:
+        old = frontmatter.parse(base)
+    except BrokenFile:
+        old = frontmatter.Document(frontmatter.new_meta({}), "")
+    theirs_newer = _stamp(other.meta) > _stamp(mine.meta)
+    meta = _merge_map(old.meta or {}, mine.meta, other.meta, theirs_newer)
+    body, clean = _merge_body(old.body, mine.body, other.body)
+    text = frontmatter.render(frontmatter.Document(meta, body))
+    return Merged(text, not clean)
+
+
+def _stamp(meta: Any) -> str:
+    """The latest of an entry's recency keys, as sortable text ('' when it has none)."""
+    found = [_as_text(meta.get(key)) for key in RECENCY if meta.get(key) is not None]
+    return max(found, default="")
+
+
+def _as_text(value: Any) -> str:
+    if isinstance(value, dt.datetime):
+        if value.tzinfo is not None:
+            value = value.astimezone(dt.UTC).replace(tzinfo=None)
+        return str(value.isoformat())
+    if isinstance(value, dt.date):
+        return str(value.isoformat())
+    return str(value)
+
+
+def _merge_map(base: Any, ours: Any, theirs: Any, theirs_newer: bool) -> Any:
+    out = frontmatter.as_commented(ours)
+    for key in [*ours.keys(), *(k for k in theirs if k not in ours)]:
+        b, o, t = base.get(key, _MISSING), ours.get(key, _MISSING), theirs.get(key, _MISSING)
+        value = _merge_value(key, b, o, t, theirs_newer)
+        if value is _MISSING:
+            out.pop(key, None)
+        else:
+            out[key] = value
+    return out
+
+
+def _merge_value(key: Any, b: Any, o: Any, t: Any, theirs_newer: bool) -> Any:
+    if o == t:
+        return o
+    if o == b:
+        return t
+    if t == b:
+        return o
+    if o is _MISSING or t is _MISSING:  # one side changed it, the other removed it
+        return t if o is _MISSING else o
+    if isinstance(o, list) and isinstance(t, list):
+        gone = [
+            item for item in (b if isinstance(b, list) else []) if item not in o or item not in t
+        ]
+        kept = [item for item in o if item not in gone]
+        return kept + [item for item in t if item not in kept and item not in gone]
+    if isinstance(o, dict) and isinstance(t, dict):
+        return _merge_map(b if isinstance(b, dict) else {}, o, t, theirs_newer)
+    if key in EARLIER or key in LATER:
+        try:
+            later = _as_text(t) > _as_text(o)
+        except TypeError:
+            later = theirs_newer
+        return (o if later else t) if key in EARLIER else (t if later else o)
+    if key in LARGER and _number(o) and _number(t):
+        return max(o, t)
+    return t if theirs_newer else o
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _merge_body(base: str, ours: str, theirs: str) -> tuple[str, bool]:
+    """(merged body, True) or (ours, False) when both sides changed the same lines."""
+    if ours == theirs or theirs == base:
+        return ours, True
+    if ours == base:
+        return theirs, True
+    with tempfile.TemporaryDirectory(prefix="somnid-merge-") as folder:
+        paths = []
+        for name, text in (("ours", ours), ("base", base), ("theirs", theirs)):
+            path = Path(folder) / name
+            path.write_text(text, "utf-8")
+            paths.append(str(path))
+        done = subprocess.run(
+            ["git", "merge-file", "-p", "-q", *paths],
+            capture_output=True,
+            check=False,
+            env={**os.environ, "LC_ALL": "C"},
+        )
+    if done.returncode != 0:  # > 0: conflicting hunks; < 0: git failed
+        return ours, False
+    return done.stdout.decode("utf-8"), True
+
+
+def _note(path: str, theirs: str) -> None:
+    folder = os.environ.get(NOTES_ENV)
+    if not folder:
+        return
+    note = Path(folder) / f"{uuid.uuid4().hex}.json"
+    note.write_text(json.dumps({"path": path, "theirs": theirs}), "utf-8")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``%O %A %B [%P]``: merge into ``%A``; 0 when it holds a clean result."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) not in (3, 4):
+        print("usage: somnid merge-driver BASE OURS THEIRS [PATH]", file=sys.stderr)
+        return 2
+    base_path, ours_path, theirs_path = (Path(arg) for arg in args[:3])
+    where = args[3] if len(args) == 4 else ours_path.name
+    try:
+        base = base_path.read_text("utf-8") if base_path.is_file() else ""
+        ours, theirs = ours_path.read_text("utf-8"), theirs_path.read_text("utf-8")
+        merged = merge_entry(base, ours, theirs)
+    except (OSError, UnicodeDecodeError, BrokenFile) as exc:
+        print(f"somnid merge-driver: {where}: {exc}", file=sys.stderr)
+        return 1
+    ours_path.write_text(merged.text, "utf-8")
+    if merged.theirs_kept_aside:
+        _note(where, theirs)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,188 @@
+"""Merging the remote's history into ours without git touching the work tree.
+
+Blocking; the caller holds the committer's lock. ``git merge-tree --write-tree`` merges the
+two commits into a tree (somnid's merge driver merges the entry files both sides changed);
+what could still not merge is settled here (ours stays, theirs is stored beside it as a
+conflict file; an edit beats a delete); the merge commit is written; then every file the
+merge changed is put in place through ``MemoryService.put_raw`` (the store, the one writer
+of memory files) before HEAD moves. A SIGKILL anywhere leaves either the old HEAD with
+some merged files on disk (committed at the next start, merged again cleanly) or the new
+HEAD: never a repository git refuses.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from somnid.history.committer import Committer
+from somnid.history.git import BRANCH, Git, GitError
+from somnid.provenance import Actor
+from somnid.store.layout import FOLDER_FILES
+from somnid.sync.merge import NOTES_ENV
+
+SYNC = Actor("sync", "somnid sync")
+APPLIED = ("memory/", "skills/")
+SKIPPED = ("memory/session-log/",)
+CONFLICT_MARK = ".conflict-"
+"""A conflict file is its entry file's name with ``.conflict-<commit>`` before ``.md``."""
+_REGULAR = ("100644", "100755")
+
+
+@dataclass(slots=True)
+class Merge:
+    head: str | None
+    """The commit HEAD is at after the merge (None: the repository has none yet)."""
+    changed: list[str] = field(default_factory=list)
+    """Files the merge wrote or removed in the work tree (relative paths)."""
+    conflicts: list[str] = field(default_factory=list)
+    """Conflict files it stored (relative paths)."""
+
+
+def conflict_path(path: str, commit: str) -> str:
+    pure = PurePosixPath(path)
+    return str(pure.with_name(f"{pure.stem}{CONFLICT_MARK}{commit[:12]}{pure.suffix or '.md'}"))
+
+
+def merge_remote(committer: Committer, theirs: str | None, machine: str) -> Merge:
+    """Bring ``theirs`` (a fetched commit) into HEAD: nothing, a fast-forward or a merge
+    (its message names this ``machine``; never the remote's URL, which may hold a secret)."""
+    git = committer.git
+    head = _head(git)
+    if theirs is None or theirs == head or (head and _ancestor(git, theirs, head)):
+        return Merge(head)
+    # Local writes not yet committed (they came after the caller's flush) go first, so a
+    # merged file never overwrites one; the last round holds the lock throughout.
+    dirty = [path for path in committer.changed_paths() if path.startswith(APPLIED)]
+    if dirty:
+        committer.commit_paths(dirty, "Local changes before a sync", SYNC)
+        head = _head(git)
+    if head is None or _ancestor(git, head, theirs):
+        new, conflicts = theirs, list[str]()
+    else:
+        new, conflicts = _merge_commit(git, head, theirs, machine)
+    changed = _apply(committer, head, new)
+    git.run("read-tree", new)
+    git.run(
+        "update-ref", "-m", "somnid sync", f"refs/heads/{BRANCH}", new, *([head] if head else [])
+    )
+    return Merge(new, changed, conflicts)
+
+
+def _head(git: Git) -> str | None:
+    done = git.call("rev-parse", "--verify", "-q", "HEAD")
+    return done.stdout.decode().strip() or None if done.returncode == 0 else None
+
+
+def _ancestor(git: Git, older: str, newer: str) -> bool:
+    return git.call("merge-base", "--is-ancestor", older, newer).returncode == 0
+
+
+def _merge_commit(git: Git, head: str, theirs: str, machine: str) -> tuple[str, list[str]]:
+    with tempfile.TemporaryDirectory(prefix="somnid-sync-") as scratch:
+        notes = Path(scratch) / "notes"
+        notes.mkdir()
+        done = git.call(
+            "merge-tree", "--write-tree", "--allow-unrelated-histories", "-z", head, theirs,
+            env={NOTES_ENV: str(notes)},
+        )  # fmt: skip
+        if done.returncode not in (0, 1):
+            said = done.stderr.decode("utf-8", "replace").strip()[-500:]
+            raise GitError(f"git merge-tree failed ({done.returncode}): {said}")
+        tree, stages = _parse_merge_tree(done.stdout)
+        aside: dict[str, bytes] = {}
+        fixed: dict[str, str] = {}
+        for path, by_stage in stages.items():
+            ours, other = by_stage.get(2), by_stage.get(3)
+            if ours and other:  # both kept it and it would not merge: ours, theirs aside
+                fixed[path] = ours[1]
+                aside[conflict_path(path, theirs)] = _blob(git, other[1])
+            elif ours or other:  # modify/delete: the edit wins
+                fixed[path] = (ours or other or ("", ""))[1]
+        for note in sorted(notes.glob("*.json")):
+            said = json.loads(note.read_text("utf-8"))
+            aside[conflict_path(str(said["path"]), theirs)] = str(said["theirs"]).encode("utf-8")
+        if fixed or aside:
+            tree = _amend_tree(git, Path(scratch) / "index", tree, stages, fixed, aside)
+    kept = len(aside)
+    message = f"Sync: the remote's memory merged on {machine}" + (
+        f" ({kept} conflict(s) kept beside their entry)" if kept else ""
+    )
+    commit = git.text(
+        "commit-tree", tree, "-p", head, "-p", theirs, "-m", message,
+        env={"GIT_AUTHOR_NAME": SYNC.name, "GIT_AUTHOR_EMAIL": f"{SYNC.source}@somnid"},
+    ).strip()  # fmt: skip
+    return commit, sorted(aside)
+
+
+def _parse_merge_tree(out: bytes) -> tuple[str, dict[str, dict[int, tuple[str, str]]]]:
+    """The tree id and, per conflicted path, {stage: (mode, blob)} (1 base, 2 ours, 3 theirs)."""
+    fields = out.split(b"\0")
+    tree = fields[0].decode().strip()
+    stages: dict[str, dict[int, tuple[str, str]]] = {}
+    for raw in fields[1:]:
+        if not raw:
+            break  # the conflicted files end with an empty field; messages follow
+        info, _, path = raw.decode("utf-8").partition("\t")
+        mode, blob, stage = info.split()
+        stages.setdefault(path, {})[int(stage)] = (mode, blob)
+    return tree, stages
+
+
+def _blob(git: Git, blob: str) -> bytes:
+    return git.run("cat-file", "blob", blob)
+
+
+def _amend_tree(
+    git: Git,
+    index: Path,
+    tree: str,
+    stages: dict[str, dict[int, tuple[str, str]]],
+    fixed: dict[str, str],
+    aside: dict[str, bytes],
+) -> str:
+    """``tree`` with each settled path's blob and each conflict file put in."""
+    env = {"GIT_INDEX_FILE": str(index)}  # a scratch index: the repository's stays as is
+    git.run("read-tree", tree, env=env)
+    lines = []
+    for path, blob in fixed.items():
+        mode = (stages[path].get(2) or stages[path].get(3) or ("100644", ""))[0]
+        lines.append(f"{mode} {blob}\t{path}")
+    for path, data in aside.items():
+        blob = git.run("hash-object", "-w", "--stdin", input=data).decode().strip()
+        lines.append(f"100644 {blob}\t{path}")
+    listed = "".join(line + "\0" for line in lines).encode("utf-8")
+    git.run("update-index", "-z", "--index-info", input=listed, env=env)
+    return git.text("write-tree", env=env).strip()
+
+
+def _apply(committer: Committer, head: str | None, new: str) -> list[str]:
+    """Put every memory file that differs between ``head`` and ``new`` as ``new`` has it."""
+    git, layout = committer.git, committer.layout
+    if head is None:
+        out = git.run("ls-tree", "-r", "-z", "--name-only", new)
+        changes = [("A", p) for p in out.decode("utf-8").split("\0") if p]
+    else:
+        out = git.run("diff-tree", "-r", "-z", "--no-renames", "--name-status", head, new)
+        fields = [f for f in out.decode("utf-8").split("\0") if f]
+        changes = list(zip(fields[::2], fields[1::2], strict=True))
+    changed = []
+    # Entry files last: an entry's folder is whole before its file makes it an entry.
+    ordered = sorted(changes, key=lambda c: PurePosixPath(c[1]).name in FOLDER_FILES)
+    for status, path in ordered:
+        if not path.startswith(APPLIED) or path.startswith(SKIPPED):
+            continue
+        target = layout.root / PurePosixPath(path)
+        if status == "D":
+            own_folder = layout.classify(target) is not None and target.name in FOLDER_FILES
+            committer.memories.put_raw(target, None, prune_folder=own_folder)
+        else:
+            listed = git.text("ls-tree", "-z", new, "--", path).split("\0")[0]
+            mode, _kind, blob = listed.partition("\t")[0].split()
+            if mode not in _REGULAR:
+                continue  # a link or a submodule: never written into the data dir
+            committer.memories.put_raw(target, _blob(git, blob))
+        changed.append(path)
+    return changed

@@ -1,0 +1,294 @@
+"""Sync: the history repository shared with other machines through one git remote.
+
+A round is: commit what is pending; fetch the remote's branch; merge it into HEAD (see
+:mod:`somnid.sync.merging`: somnid's merge driver for entry files, conflicts kept beside
+their entry, edits beating deletes); put the merged files in place through the store and
+reconcile the index; push, fast-forward only (never forced); when the remote moved on
+meanwhile, fetch and merge again (a few times). Rounds run one at a time: on the interval,
+before each dream, after each dream (its commit goes out), and on ``POST /v1/sync``.
+
+A remote that is down or refuses is never fatal: writes go on (they are local commits),
+the status says why, and the next round catches up. The remote's URL is shown and logged
+with its password masked (:func:`somnid.sync.remote.redact`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import shlex
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+
+from somnid.config import SyncSettings
+from somnid.errors import Conflict, NotFound, SomnidError, Unavailable
+from somnid.history.committer import Committer
+from somnid.history.service import History
+from somnid.memory.clock import Clock
+from somnid.provenance import DreamRecord
+from somnid.services.memories import MemoryService
+from somnid.store.layout import Layout
+from somnid.sync.merging import APPLIED, CONFLICT_MARK, merge_remote
+from somnid.sync.remote import Remote, SyncError, redact
+
+log = logging.getLogger(__name__)
+
+DRIVER = "somnid"
+ATTRIBUTES = """\
+# Written by somnid (docs/memory-model.md): entry files merge with somnid's own driver.
+SKILL.md merge=somnid
+INTENT.md merge=somnid
+about_user.md merge=somnid
+about_me.md merge=somnid
+"""
+PUSH_ROUNDS = 3
+"""A push the remote refuses because it moved on is retried after a new fetch and merge."""
+MAX_CONFLICT_CHARS = 20_000
+
+
+@dataclass(frozen=True, slots=True)
+class SyncConflict:
+    path: str
+    """The conflict file (relative to the data dir): the other machine's whole version."""
+    entry: str
+    """The entry file beside it, which kept this machine's version."""
+    kind: str | None
+    name: str | None
+    text: str
+
+
+@dataclass(slots=True)
+class SyncStatus:
+    enabled: bool
+    detail: str | None = None
+    remote: str | None = None
+    machine: str | None = None
+    state: str = "off"
+    """off | idle | running | failed"""
+    interval_s: float | None = None
+    last_pull: str | None = None
+    last_push: str | None = None
+    last_error: str | None = None
+    last_error_at: str | None = None
+    ahead: int | None = None
+    behind: int | None = None
+    changed: int = 0
+    """Files the last round's merge changed here."""
+    conflicts: list[SyncConflict] = field(default_factory=list)
+
+
+class SyncService:
+    def __init__(
+        self,
+        settings: SyncSettings,
+        layout: Layout,
+        memories: MemoryService,
+        clock: Clock,
+        history: History,
+        machine: str,
+        dreaming: Callable[[], bool],
+    ) -> None:
+        self.settings = settings
+        self.layout = layout
+        self.memories = memories
+        self.clock = clock
+        self.history = history
+        self.machine = machine
+        self.dreaming = dreaming
+        self.committer: Committer | None = None
+        self.remote: Remote | None = None
+        self.reason: str | None = "sync.remote is not set"
+        self._state = "off"
+        self._last_pull: str | None = None
+        self._last_push: str | None = None
+        self._last_error: str | None = None
+        self._last_error_at: str | None = None
+        self._changed = 0
+        self._round = asyncio.Lock()
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    # --- start, stop -------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """After history has started (sync needs its repository)."""
+        committer = self.history.committer
+        if self.settings.remote is None:
+            return
+        if committer is None:
+            self.reason = f"sync needs history, which is off: {self.history.reason}"
+            log.warning("sync is off: %s", self.reason)
+            return
+        remote = Remote(committer.git, self.settings.remote, self.settings.timeout_s)
+        command = f"{shlex.quote(sys.executable)} -m somnid.sync.merge %O %A %B %P"
+
+        def register() -> None:
+            with committer.lock:
+                committer.git.register_merge_driver(DRIVER, command, ATTRIBUTES)
+
+        await asyncio.to_thread(register)
+        self.committer, self.remote, self.reason, self._state = committer, remote, None, "idle"
+        log.info("sync: with %s every %g s", remote.shown, self.settings.interval_s)
+        self._task = asyncio.create_task(self._loop(), name="somnid-sync")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    async def before_dream(self) -> None:
+        """Dreamer hook: pull what other machines learnt before dreaming over it. A remote
+        that fails does not hold the dream back (the status says why)."""
+        if self.remote is None:
+            return
+        with contextlib.suppress(SomnidError):
+            await self.run(during_dream=True)
+
+    async def after_dream(self, _record: DreamRecord) -> None:
+        """Dreamer hook: the dream's commit goes out at once."""
+        self._wake.set()
+
+    async def _loop(self) -> None:
+        while True:
+            if not self.dreaming():  # a dream's writes wait for its commit: then a round
+                with contextlib.suppress(SomnidError):
+                    await self.run()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self.settings.interval_s)
+            self._wake.clear()
+
+    # --- a round -----------------------------------------------------------------------
+
+    async def run(self, *, during_dream: bool = False) -> SyncStatus:
+        """One round now (or wait for the one running). Raises Unavailable when sync is
+        off, Conflict while a dream runs (its writes are not committed yet), SyncError
+        when the remote could not be reached or refused (also kept in the status)."""
+        remote, committer = self.remote, self.committer
+        if remote is None or committer is None:
+            raise Unavailable(f"sync is off: {self.reason}", code="sync_off")
+        if self.dreaming() and not during_dream:
+            raise Conflict(
+                "a dream is running: its changes go out when it ends", code="dream_running"
+            )
+        async with self._round:
+            self._state = "running"
+            try:
+                await committer.flush()
+                changed = await asyncio.to_thread(self._round_blocking, remote, committer)
+            except SomnidError as exc:
+                self._failed(exc.detail)
+                if isinstance(exc, SyncError):
+                    raise
+                raise SyncError(f"sync failed: {exc.detail}") from None
+            except Exception as exc:  # never take the daemon down
+                self._failed(redact(str(exc)))
+                raise SyncError(f"sync failed: {redact(str(exc))}") from None
+            self._state, self._last_error, self._last_error_at = "idle", None, None
+            self._changed = len(changed)
+            for path in changed:  # the one reconcile path: the index follows
+                await self.memories.notify(None, str(self.layout.root / PurePosixPath(path)))
+        return await self.status()
+
+    def _failed(self, detail: str) -> None:
+        self._state, self._last_error = "failed", redact(detail)
+        self._last_error_at = self.clock.now().isoformat()
+        log.warning("sync: %s", self._last_error)
+
+    def _round_blocking(self, remote: Remote, committer: Committer) -> list[str]:
+        changed: list[str] = []
+        for _ in range(PUSH_ROUNDS):
+            theirs = remote.fetch()
+            with committer.lock:
+                merged = merge_remote(committer, theirs, self.machine)
+            self._last_pull = self.clock.now().isoformat()
+            changed += merged.changed
+            if merged.conflicts:
+                log.warning("sync: kept %d conflict(s) beside their entry", len(merged.conflicts))
+            if merged.head is None or merged.head == theirs:
+                return changed
+            if remote.push(merged.head):
+                self._last_push = self.clock.now().isoformat()
+                return changed
+        raise SyncError(f"{remote.shown} kept moving on: push again at the next round")
+
+    # --- reading -----------------------------------------------------------------------
+
+    async def status(self) -> SyncStatus:
+        if self.remote is None:
+            return SyncStatus(False, self.reason, machine=self.machine)
+        ahead, behind = await asyncio.to_thread(self._counts)
+        return SyncStatus(
+            True,
+            None,
+            remote=self.remote.shown,
+            machine=self.machine,
+            state=self._state,
+            interval_s=self.settings.interval_s,
+            last_pull=self._last_pull,
+            last_push=self._last_push,
+            last_error=self._last_error,
+            last_error_at=self._last_error_at,
+            ahead=ahead,
+            behind=behind,
+            changed=self._changed,
+            conflicts=await self.conflicts(),
+        )
+
+    def _counts(self) -> tuple[int | None, int | None]:
+        assert self.remote is not None
+        theirs = self.remote.tracking()
+        git = self.remote.git
+        if not git.has_head():
+            return 0, None
+        if theirs is None:
+            return int(git.text("rev-list", "--count", "HEAD").strip()), 0
+        counts = git.text("rev-list", "--left-right", "--count", f"HEAD...{theirs}").split()
+        return int(counts[0]), int(counts[1])
+
+    async def conflicts(self) -> list[SyncConflict]:
+        return await asyncio.to_thread(self._conflicts)
+
+    def _conflicts(self) -> list[SyncConflict]:
+        found = []
+        for top in APPLIED:
+            folder = self.layout.root / top
+            if not folder.is_dir():
+                continue
+            for path in sorted(folder.rglob(f"*{CONFLICT_MARK}*")):
+                if not path.is_file() or path.is_symlink():
+                    continue
+                rel = str(self.layout.relative(path))
+                stem, _, rest = path.name.partition(CONFLICT_MARK)
+                entry = path.with_name(stem + PurePosixPath(rest).suffix)
+                what = self.layout.classify(entry)
+                try:
+                    text = path.read_text("utf-8", "replace")[:MAX_CONFLICT_CHARS]
+                except OSError:
+                    continue
+                found.append(
+                    SyncConflict(
+                        rel,
+                        str(self.layout.relative(entry)),
+                        what[0].value if what else None,
+                        what[1] if what else None,
+                        text,
+                    )
+                )
+        return found
+
+    async def resolve(self, path: str) -> None:
+        """The conflict file at ``path`` is settled (its text taken into the entry or
+        dismissed by the user): it goes, through the store; history keeps it."""
+        if CONFLICT_MARK not in PurePosixPath(path).name:
+            raise NotFound(f"no conflict file {path!r}")
+        known = {c.path for c in await self.conflicts()}
+        if path not in known:
+            raise NotFound(f"no conflict file {path!r}")
+        target = self.layout.root / PurePosixPath(path)
+        await asyncio.to_thread(self.memories.put_raw, target, None)
+        await self.memories.notify(None, str(target))

@@ -1,0 +1,88 @@
+"""Two daemons on two data dirs and one bare remote (issue 23's bar): each writes through
+the API, both sync, both hold every entry; edits of different keys of one entry merge; the
+same body line edited on both sides leaves one entry and one listed conflict."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.sync.helpers import (
+    bare_remote,
+    fsck,
+    indexed,
+    machine,
+    memory_files,
+    no_markers,
+    patch,
+    read,
+    status,
+    sync,
+    wait_for,
+    write,
+)
+
+BODY = "line one\nline two\nline three\n"
+
+
+def test_two_machines_share_one_memory(tmp_path: Path) -> None:
+    remote = bare_remote(tmp_path / "remote.git")
+    with (
+        machine(tmp_path / "a" / "data", remote) as a,
+        machine(tmp_path / "b" / "data", remote) as b,
+    ):
+        # Each writes its own entries; after a round each way both hold all of them.
+        write(a, "kites", BODY, tags=["wind"])
+        write(b, "boats", "sails\n")
+        sync(a)
+        sync(b)  # two histories that share nothing yet: merged, not refused
+        sync(a)
+        assert read(a, "boats") is not None and read(b, "kites") is not None
+        wait_for(lambda: indexed(a) == 2 and indexed(b) == 2, "both indexes follow the merge")
+
+        # Different keys of one entry, changed on each side: merged, no conflict.
+        patch(a, "kites", description="kites fly in the wind")
+        patch(b, "kites", fields={"tags": ["wind", "sky"], "project": "garden"})
+        sync(a)
+        sync(b)
+        sync(a)
+        for daemon in (a, b):
+            kites = read(daemon, "kites")
+            assert kites is not None
+            assert kites["meta"]["description"] == "kites fly in the wind"
+            assert kites["meta"]["tags"] == ["wind", "sky"]
+            assert kites["meta"]["project"] == "garden"
+            assert kites["body"] == BODY
+            assert status(daemon)["conflicts"] == []
+
+        # The same body line on both sides: one entry, the other text kept as a conflict.
+        patch(a, "kites", body=BODY.replace("line two", "line two, as A says"))
+        patch(b, "kites", body=BODY.replace("line two", "line two, as B says"))
+        sync(a)
+        merged = sync(b)
+        assert [c["entry"] for c in merged["conflicts"]] == ["memory/knowledge/kites/SKILL.md"], (
+            merged
+        )
+        conflict = merged["conflicts"][0]
+        assert conflict["kind"] == "knowledge" and conflict["name"] == "kites"
+        assert "line two, as A says" in conflict["text"]
+        kites_b = read(b, "kites")
+        assert kites_b is not None and "line two, as B says" in kites_b["body"]
+        after = sync(a)
+        assert [c["path"] for c in after["conflicts"]] == [conflict["path"]]
+        assert (after["ahead"], after["behind"]) == (0, 0)
+
+        # Nothing lost, nothing half-merged: both data dirs hold the same memory.
+        for daemon in (a, b):
+            no_markers(daemon.data_dir)
+            fsck(daemon.data_dir)
+        assert memory_files(a.data_dir) == memory_files(b.data_dir)
+
+        # Settling the conflict removes its file (history keeps it); the other follows.
+        with a.client() as client:
+            missing = client.delete("/v1/sync/conflicts", params={"path": "memory/nope.md"})
+            assert missing.status_code == 404
+            assert missing.headers["content-type"].startswith("application/problem+json")
+            done = client.delete("/v1/sync/conflicts", params={"path": conflict["path"]})
+            assert done.status_code == 204, done.text
+        sync(a)
+        assert sync(b)["conflicts"] == []

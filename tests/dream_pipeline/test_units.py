@@ -16,6 +16,7 @@ from somnid.dream.pipeline.checks import (
     grounded_share,
 )
 from somnid.dream.pipeline.dates import absolutise
+from somnid.dream.pipeline.runner import asked
 from somnid.dream.pipeline.schemas import (
     AnswerError,
     extraction_schema,
@@ -148,6 +149,17 @@ def test_an_extraction_answer_is_checked_against_its_window() -> None:
     assert (memories["minItems"], memories["maxItems"]) == (2, 4)
     evidence = memories["items"]["properties"]["evidence"]["items"]
     assert evidence == {"type": "integer", "enum": [1, 2, 3]}
+
+
+def test_a_window_asks_for_memories_by_what_it_shows() -> None:
+    # One person's window shows only their own news: a memory a line, three quarters of
+    # that at least once it has four lines; a shared window, one per four lines, half.
+    assert asked(8, True, 8) == (8, 6)
+    assert asked(3, True, 8) == (3, 0)
+    assert asked(12, True, 8) == (8, 6)
+    assert asked(16, False, 8) == (4, 2)
+    assert asked(3, False, 8) == (1, 0)
+    assert asked(40, False, 8) == (8, 4)
 
 
 def test_a_decision_needs_a_target_and_a_text_to_merge() -> None:

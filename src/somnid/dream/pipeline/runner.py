@@ -63,6 +63,20 @@ thing worth keeping more often than not. When every line was shown, one per two 
 three measured no better on 5 conversations: coverage 0.405 against 0.39, for 2,131 tokens
 a log against 1,849)."""
 MIN_OWN_LINES = 4
+MIN_OWN_SHARE = 0.75
+"""A one-person window of four lines or more is asked for at least three quarters of its
+limit: its lines are that person's own news (nothing else is shown), and the 1.5B model
+stopped at the floor when it was half (3.5 memories a window for about 8 lines shown)."""
+
+
+def asked(spoken: int, one_person: bool, max_candidates: int) -> tuple[int, int]:
+    """How many memories a window may propose, and how many it is asked for at least."""
+    if one_person:
+        limit = min(max_candidates, max(1, -(-spoken // LINES_PER_OWN_MEMORY)))
+        return limit, math.ceil(limit * MIN_OWN_SHARE) if spoken >= MIN_OWN_LINES else 0
+    short = max(1, min(2, spoken // 2))
+    limit = min(max_candidates, max(short, spoken // LINES_PER_MEMORY))
+    return limit, math.ceil(limit * MIN_SHARE) if spoken >= MIN_LINES else 0
 
 
 class PipelineDream:
@@ -161,25 +175,18 @@ class PipelineDream:
         spoken = sum(1 for line in window.lines if line.role != "tool")
         ids = window.ids
         lines = render(window, self.clock.tz)
+        limit, floor = asked(spoken, window.speaker is not None, self.settings.max_candidates)
         if window.speaker is not None:
-            # One person's lines: a memory per two lines at most (what they said is all
-            # about them), at least half of that from a window of four lines or more.
-            own = -(-spoken // LINES_PER_OWN_MEMORY)
-            limit = min(self.settings.max_candidates, max(1, own))
             prompt = prompts.focus(
                 self.lang, part=window.number, parts=parts, speaker=window.speaker,
                 others=list(window.others), lines=lines, limit=limit,
             )  # fmt: skip
             system = prompts.focus_system(self.lang)
-            floor = math.ceil(limit * MIN_SHARE) if spoken >= MIN_OWN_LINES else 0
         else:
-            short = max(1, min(2, spoken // 2))
-            limit = min(self.settings.max_candidates, max(short, spoken // LINES_PER_MEMORY))
             prompt = prompts.extraction(
                 self.lang, part=window.number, parts=parts, user=user, lines=lines, limit=limit
             )
             system = prompts.extraction_system(self.lang)
-            floor = math.ceil(limit * MIN_SHARE) if spoken >= MIN_LINES else 0
         return await asker.ask(
             "extract",
             prompt,

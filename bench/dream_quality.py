@@ -18,7 +18,9 @@ by this script itself:
   a memory containing the answer (the answer's words at token F1 >= 0.5 in some span, or the
   answer string; dates compared as ISO days), beside the same figure for the raw turns,
   stored one per episode in a store of their own (the reference); also the figure for the
-  memories' own words without their quoted evidence;
+  memories' own words without their quoted evidence; and after dreams, what one recall
+  finds as the agent makes it: the memories plus the archived conversation lines the
+  answer lists after them (``answer_share_after_dreams``, against the raw turns);
 - tokens and seconds per log.
 
 Run from the repo root, with a model served on loopback (``../shared/llm/serve``)::
@@ -301,12 +303,15 @@ def written(daemon: Daemon) -> list[dict[str, Any]]:
     return entries
 
 
-def search(daemon: Daemon, query: str) -> list[dict[str, Any]]:
+def search(daemon: Daemon, query: str) -> tuple[list[dict[str, Any]], list[str]]:
+    """One recall as the agent makes it: the memories, and the archived conversation
+    lines that come after them (recall.archive, on by default)."""
     with daemon.client() as client:
         answer = client.post("/v1/recall", json={"query": query, "limit": TOP})
         answer.raise_for_status()
         body = answer.json()
-        return list(body.get("items") or [])
+        lines = [str(line.get("text", "")) for line in body.get("lines") or []]
+        return list(body.get("items") or []), lines
 
 
 # ---------------------------------------------------------------------- raw-turn reference
@@ -535,9 +540,9 @@ def run_mode(
             with daemon.client() as client:
                 run.logs_pending = client.get("/v1/sleep/status").json()["pendingLogs"]
             entries = written(daemon)
-            found, found_own = [], []
+            found, found_own, found_after = [], [], []
             for question in questions:
-                results = search(daemon, question["question"])
+                results, lines = search(daemon, question["question"])
                 texts, owns = [], []
                 for item in results:
                     kind, name = item.get("kind"), item.get("name")
@@ -550,6 +555,7 @@ def run_mode(
                         owns.append(f"{entry.get('description', '')} {own_words(entry['body'])}")
                 found.append(any(answer_in(question["answer"], t) for t in texts))
                 found_own.append(any(answer_in(question["answer"], t) for t in owns))
+                found_after.append(any(answer_in(question["answer"], t) for t in texts + lines))
         finally:
             daemon.stop()
         measured = measure_entries(entries, stems, sessions, embedder)
@@ -566,6 +572,7 @@ def run_mode(
                 "questions": len(questions),
                 "answer_found": sum(found),
                 "answer_found_own_words": sum(found_own),
+                "answer_found_after_dreams": sum(found_after),
                 "raw_answer_found": sum(reference[conv.sample_id]),
                 "tokens": tokens,
                 "seconds": round(seconds, 1),
@@ -627,6 +634,9 @@ def summarise(mode: str, per_conv: list[dict[str, Any]]) -> dict[str, Any]:
         "questions": questions,
         "answer_share": round(found_share, 3),
         "answer_share_own_words": round(total("answer_found_own_words") / questions, 3)
+        if questions
+        else 0.0,
+        "answer_share_after_dreams": round(total("answer_found_after_dreams") / questions, 3)
         if questions
         else 0.0,
         "raw_answer_share": round(raw_share, 3),
@@ -717,8 +727,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             "units", "misattributed_share", "vague_share", "observation_coverage",
             "entries_updated_by_later_session", "identical_texts", "duplicate_share",
             "example_copies",
-            "answer_share", "answer_share_own_words", "raw_answer_share", "answer_ratio",
-            "tokens_per_log", "seconds_per_log")  # fmt: skip
+            "answer_share", "answer_share_own_words", "answer_share_after_dreams",
+            "raw_answer_share", "answer_ratio", "tokens_per_log", "seconds_per_log")  # fmt: skip
     print(f"{'':24}" + "".join(f"{mode:>12}" for mode in results))
     for key in keys:
         row = "".join(f"{results[mode].get(key)!s:>12}" for mode in results)

@@ -1,0 +1,159 @@
+"""A remote that is down or refuses the push never stops writes: the status says why and
+the next sync catches up. A SIGKILL in the middle of a sync leaves a repository git fsck
+accepts, and a daemon that starts and syncs."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import httpx
+
+from tests.daemon import Daemon
+from tests.sync.helpers import (
+    bare_remote,
+    fsck,
+    git,
+    machine,
+    memory_files,
+    no_markers,
+    read,
+    status,
+    sync,
+    write,
+)
+
+
+def _refused(daemon: Daemon) -> dict[str, object]:
+    with daemon.client(timeout=120.0) as client:
+        response = client.post("/v1/sync")
+    assert response.status_code == 503, response.text
+    assert response.headers["content-type"].startswith("application/problem+json")
+    problem: dict[str, object] = response.json()
+    assert problem["code"] == "sync_failed", problem
+    return problem
+
+
+def test_a_remote_that_is_down_or_refuses_only_delays(tmp_path: Path) -> None:
+    missing = tmp_path / "not-yet.git"
+    with machine(tmp_path / "a" / "data", missing) as a:
+        write(a, "written-while-down", "still here\n")
+        problem = _refused(a)
+        assert str(missing) in str(problem["detail"])
+        said = status(a)
+        assert said["state"] == "failed" and said["lastError"], said
+        assert read(a, "written-while-down") is not None  # writes go on
+        write(a, "also-while-down", "and this\n")
+
+        bare_remote(missing)  # the remote comes back: the next round catches up
+        done = sync(a)
+        assert done["state"] == "idle" and (done["ahead"], done["behind"]) == (0, 0)
+        names = git(missing, "ls-tree", "-r", "--name-only", "main")
+        assert "memory/knowledge/written-while-down/SKILL.md" in names
+        assert "memory/knowledge/also-while-down/SKILL.md" in names
+
+
+def test_a_remote_that_refuses_the_push(tmp_path: Path) -> None:
+    # A non-bare repository with main checked out refuses pushes to main (git's default).
+    remote = tmp_path / "checked-out"
+    subprocess.run(["git", "init", "-q", "-b", "main", str(remote)], check=True)
+    git(remote, "config", "user.name", "tests")
+    git(remote, "config", "user.email", "tests@localhost")
+    git(remote, "commit", "-q", "--allow-empty", "-m", "the remote's start")
+    with machine(tmp_path / "a" / "data", remote) as a:
+        write(a, "refused", "kept locally\n")
+        problem = _refused(a)
+        assert "refused" in str(problem["detail"])
+        assert status(a)["ahead"] > 0
+        git(remote, "config", "receive.denyCurrentBranch", "updateInstead")
+        assert sync(a)["ahead"] == 0
+        assert (remote / "memory/knowledge/refused/SKILL.md").read_text().endswith("locally\n")
+
+
+def test_a_password_in_the_remote_url_is_never_shown(tmp_path: Path) -> None:
+    url = "http://me:s3cret-pw@127.0.0.1:9/memory.git"  # port 9: nothing listens
+    with machine(tmp_path / "a" / "data", url) as a:
+        problem = _refused(a)
+        said = status(a)
+        assert said["remote"] == "http://me:***@127.0.0.1:9/memory.git"
+        for text in (str(problem), str(said), a.log()):
+            assert "s3cret-pw" not in text
+
+
+SYNC_GIT = (
+    " fetch ", " push ", " merge-tree ", " merge-base ", " commit-tree ", " read-tree ",
+    " diff-tree ", " ls-tree ", " cat-file ", " update-ref ", " update-index ", "somnid.sync",
+)  # fmt: skip
+"""What a sync runs (the committer runs status, add, diff, commit, rev-parse, ls-files)."""
+
+
+def _git_children(pid: int) -> list[str]:
+    """The command lines of ``pid``'s children that are a sync's git (or merge driver)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        parent = int(stat.rsplit(")", 1)[1].split()[1])
+        if parent == pid and any(verb in f" {cmdline}" for verb in SYNC_GIT):
+            found.append(cmdline)
+    return found
+
+
+def _post_sync(daemon: Daemon) -> None:
+    with daemon.client(timeout=120.0) as client, contextlib.suppress(httpx.HTTPError):
+        client.post("/v1/sync")
+
+
+def test_sigkill_during_a_sync_leaves_a_repository_that_syncs(tmp_path: Path) -> None:
+    remote = bare_remote(tmp_path / "remote.git")
+    a_data, b_data = tmp_path / "a" / "data", tmp_path / "b" / "data"
+    with machine(b_data, remote) as b:  # the other machine pushes a lot to pull
+        for number in range(40):
+            write(b, f"from-b-{number}", f"entry {number}\n")
+        sync(b)
+    caught = 0
+    for round_ in range(6):
+        with machine(a_data, remote, preexec=os.setsid) as a:
+            write(a, f"from-a-{round_}", "mine\n")
+            worker = threading.Thread(target=_post_sync, args=(a,))
+            worker.start()
+            # Kill somnid and its git child together the moment a sync's git runs.
+            deadline = time.monotonic() + 120.0
+            while worker.is_alive() and not _git_children(a.process.pid):
+                assert time.monotonic() < deadline, "the sync never ended"
+                time.sleep(0.001)
+            if worker.is_alive():
+                os.killpg(a.process.pid, signal.SIGKILL)
+                a.process.wait(timeout=60)
+                caught += 1
+            worker.join(timeout=120)
+        fsck(a_data)
+        if caught:
+            break
+        # Push more from the other machine, so the next round has something to pull.
+        with machine(b_data, remote) as b:
+            write(b, f"more-from-b-{round_}", "more\n")
+            sync(b)
+    assert caught, "no sync was caught with a git running"
+    with machine(a_data, remote) as a:
+        sync(a)
+        fsck(a_data)
+        no_markers(a_data)
+        assert read(a, "from-b-39") is not None and read(a, "from-a-0") is not None
+    with machine(b_data, remote) as b:
+        sync(b)
+        for name in ("from-a-0", "from-a-1"):
+            assert read(b, name) is not None
+    assert memory_files(a_data).keys() - memory_files(b_data).keys() <= {
+        path for path in memory_files(a_data) if path.startswith("memory/dream-log")
+    }

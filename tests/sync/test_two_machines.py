@@ -33,11 +33,16 @@ def test_two_machines_share_one_memory(tmp_path: Path) -> None:
         # Each writes its own entries; after a round each way both hold all of them.
         write(a, "kites", BODY, tags=["wind"])
         write(b, "boats", "sails\n")
+        write(a, "shared", "one name, two machines\n", tags=["from-a"])
+        write(b, "shared", "one name, two machines\n", tags=["from-b"])
         sync(a)
         sync(b)  # two histories that share nothing yet: merged, not refused
         sync(a)
         assert read(a, "boats") is not None and read(b, "kites") is not None
-        wait_for(lambda: indexed(a) == 2 and indexed(b) == 2, "both indexes follow the merge")
+        for daemon in (a, b):  # the same new name on both: one entry, keys merged
+            shared = read(daemon, "shared")
+            assert shared is not None and shared["meta"]["tags"] == ["from-b", "from-a"]
+        wait_for(lambda: indexed(a) == 3 and indexed(b) == 3, "both indexes follow the merge")
 
         # Different keys of one entry, changed on each side: merged, no conflict.
         patch(a, "kites", description="kites fly in the wind")

@@ -47,6 +47,8 @@ about_me.md merge=somnid
 PUSH_ROUNDS = 3
 """A push the remote refuses because it moved on is retried after a new fetch and merge."""
 MAX_CONFLICT_CHARS = 20_000
+DREAM_POLL_S = 1.0
+"""While a dream runs, the loop looks this often whether it has ended (then a round)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,9 +157,11 @@ class SyncService:
 
     async def _loop(self) -> None:
         while True:
-            if not self.dreaming():  # a dream's writes wait for its commit: then a round
-                with contextlib.suppress(SomnidError):
-                    await self.run()
+            if self.dreaming():  # a dream's writes wait for its commit: then a round
+                await asyncio.sleep(DREAM_POLL_S)
+                continue
+            with contextlib.suppress(SomnidError):
+                await self.run()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), self.settings.interval_s)
             self._wake.clear()

@@ -5,6 +5,7 @@ machine, and both end with the same memory, no conflict."""
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 from tests.dream.test_http_backend_dreams import backend_env, consolidating, llm_server
@@ -26,6 +27,10 @@ TURNS = [
 ]
 
 
+def _pushed(remote: Path, journal: str) -> bool:
+    return journal in git(remote, "ls-tree", "-r", "--name-only", "main")
+
+
 def test_two_machines_dream_and_sync(tmp_path: Path) -> None:
     remote = bare_remote(tmp_path / "remote.git")
     with llm_server(consolidating) as llm:
@@ -45,14 +50,10 @@ def test_two_machines_dream_and_sync(tmp_path: Path) -> None:
                     assert result["status"] == "deep_sleep", result
                     created.append(result["created"])
                     machine_id = client.get("/v1/sync/status").json()["machine"]
-                journal = next((daemon.data_dir / "memory/dream-log").glob("*.md")).name
-                assert journal.endswith(f"-{machine_id}.md")
-                journals.append(journal)
+                [own] = (daemon.data_dir / "memory/dream-log").glob(f"*-{machine_id}.md")
+                journals.append(own.name)
                 # The dream's commit goes out by itself once the dream has ended.
-                wait_for(
-                    lambda j=journal: j in git(remote, "ls-tree", "-r", "--name-only", "main"),
-                    "the dream pushed",
-                )
+                wait_for(functools.partial(_pushed, remote, own.name), "the dream pushed")
             assert journals[0] != journals[1]
             assert created[1] < created[0], created  # b dreamt over what a had learnt
             sync(a)

@@ -18,7 +18,7 @@ from somnid.history.git import BRANCH, Git
 
 TRACKING = "refs/somnid-sync/remote"
 """Where the remote's branch is fetched to (a ref of somnid's own, never a branch)."""
-_SECRET = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<user>[^/@\s:]*):[^/@\s]*@")
+_USERINFO = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<info>[^/@\s]*)@")
 _PASSED = ("GIT_SSH", "GIT_SSH_COMMAND", "GIT_ASKPASS", "GIT_PROXY_COMMAND")
 
 
@@ -29,8 +29,17 @@ class SyncError(Unavailable):
 
 
 def redact(text: str) -> str:
-    """``https://me:secret@host/x`` -> ``https://me:***@host/x`` wherever it appears."""
-    return _SECRET.sub(lambda m: f"{m['scheme']}{m['user']}:***@", text)
+    """``https://me:secret@host/x`` -> ``https://me:***@host/x`` wherever it appears; an
+    http(s) user without a password is a token (``https://ghp_x@host``): ``***@host``."""
+
+    def mask(found: re.Match[str]) -> str:
+        scheme, info = found["scheme"], found["info"]
+        user, colon, _secret = info.partition(":")
+        if colon:
+            return f"{scheme}{user}:***@"
+        return f"{scheme}***@" if scheme.lower().startswith("http") else found[0]
+
+    return _USERINFO.sub(mask, text)
 
 
 def machine_id(root: Path) -> str:

@@ -70,8 +70,10 @@ class PgServer:
 
     def start(self) -> None:
         options = (
+            # fsync off: a crash of the server (an immediate stop) loses nothing, only one of
+            # the machine would; synchronous_commit stays on, as a user's server has it.
             f"-k {self.root} -c listen_addresses='' -c fsync=off -c full_page_writes=off"
-            " -c synchronous_commit=off -c shared_buffers=64MB -c max_connections=200"
+            " -c shared_buffers=64MB -c max_connections=200"
         )
         self._run(
             str(self.bin / "pg_ctl"), "-D", str(self.data), "-l", str(self.log), "-w",

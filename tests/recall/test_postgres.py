@@ -5,19 +5,25 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import json
 import shutil
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from fastapi.testclient import TestClient
 
+from somnid.api.app import create_app
 from somnid.config import Settings
 from somnid.embed.onnx import OnnxEmbedder
 from somnid.errors import IndexUnavailable
 from somnid.memory.clock import ManualClock
 from somnid.memory.kinds import Kind
 from somnid.runtime import Runtime
+from tests.cli.runner import cli_env, somnid
+from tests.clients import app_client
 from tests.recall.pg_server import PgServer
 from tests.recall.test_index_lifecycle import until
 from tests.recall.test_quality import CASES, MEMORIES
@@ -132,3 +138,52 @@ async def test_a_postgres_restart_mid_write_loses_nothing(
         for number, name in enumerate(written):
             assert name in await names_found(rt, f"marker{number:03d}"), name
         assert rt.index.status().entries == 25
+
+
+def test_health_and_recall_say_when_postgres_is_down(
+    tmp_path: Path, pg_dsn: str, pg_server: PgServer
+) -> None:
+    settings = pg_settings(tmp_path / "data", pg_dsn)
+    with app_client(create_app(settings, clock=ManualClock(NOW)), settings) as client:
+        index = client.get("/v1/health").json()["index"]
+        assert index["status"] == "ok" and index["backend"] == "postgres"
+        assert index["extension"].startswith("vector ") and "password" not in index["detail"]
+        try:
+            pg_server.stop("immediate")
+            made = client.post("/v1/memories/knowledge", json={"name": "kept", "body": "quokka"})
+            assert made.status_code == 201, made.text  # the file is the truth
+            down = client.post("/v1/recall", json={"query": "quokka"})
+            assert down.status_code == 503
+            assert down.headers["content-type"].startswith("application/problem+json")
+            assert down.json()["code"] == "index_unavailable"
+            health = client.get("/v1/health").json()
+            assert health["status"] == "degraded" and health["index"]["status"] == "unavailable"
+        finally:
+            pg_server.start()
+        deadline = time.monotonic() + 30
+        while "kept" not in [h["name"] for h in recall_hits(client, "quokka")]:
+            assert time.monotonic() < deadline, "the index did not catch up"
+            time.sleep(0.05)
+        assert client.get("/v1/health").json()["index"]["status"] == "ok"
+
+
+def recall_hits(client: TestClient, query: str) -> list[dict[str, Any]]:
+    answer = client.post("/v1/recall", json={"query": query})
+    return list(answer.json()["items"]) if answer.status_code == 200 else []
+
+
+def test_doctor_names_the_backend_and_what_to_do_when_it_is_down(
+    tmp_path: Path, pg_dsn: str
+) -> None:
+    def doctor(dsn: str) -> dict[str, Any]:
+        env = cli_env(tmp_path / "data", 9, SOMNID_INDEX__BACKEND="postgres")
+        env["SOMNID_INDEX__DSN"] = dsn
+        done = somnid(env, "doctor", "--json")
+        findings = json.loads(done.stdout)["findings"]
+        return next(f for f in findings if f["check"] == "backend")
+
+    found = doctor(pg_dsn)
+    assert found["level"] == "OK" and "vector 0.8.6" in found["message"], found
+    down = doctor(f"host={tmp_path / 'nowhere'} user=postgres password=hunter2 dbname=x")
+    assert down["level"] == "FAIL" and "cannot be reached" in down["message"], down
+    assert "index.dsn" in down["fix"] and "hunter2" not in json.dumps(down)

@@ -190,6 +190,22 @@ class ComponentStatus(Schema):
     detail: str | None = None
 
 
+class IndexComponent(Schema):
+    status: Literal["ok", "unavailable"]
+    backend: Literal["sqlite", "postgres"]
+    server_version: str | None = Field(
+        None, description="SQLite's library version, or the PostgreSQL server's; with the token"
+    )
+    extension: str | None = Field(
+        None, description="fts5, or pgvector's version (vector 0.8.6); with the token"
+    )
+    detail: str | None = Field(
+        None,
+        description="where the index is (the server without its password) and, when it "
+        "cannot be reached, why; only with the token",
+    )
+
+
 class HealthOut(Schema):
     status: Literal["ok", "degraded"]
     version: str
@@ -201,6 +217,11 @@ class HealthOut(Schema):
     storage: ComponentStatus = Field(
         description="degraded while the data dir is read-only or (nearly) full, or since a "
         "write failed for that reason (until one succeeds or the space is back)"
+    )
+    index: IndexComponent = Field(
+        description="unavailable while the index's server (PostgreSQL) cannot be reached: "
+        "recall answers 503 index_unavailable, writes still land in the files and are "
+        "indexed once it is back"
     )
     pending_logs: int
     counts: dict[str, int]

@@ -220,16 +220,59 @@ def index_check(ctx: Context) -> list[Finding]:
     from somnid.recall.offline import INDEX_FILE, INDEXED_KINDS, indexed_files
     from somnid.store.layout import Layout
 
+    backend, kind = index_backend_finding(ctx)
     if not ctx.settings.data_dir.is_dir():
-        return []
+        return [backend]
     layout = Layout(ctx.settings.data_dir)
     files = indexed_files(layout, _clock(ctx.settings))
     located = (layout.classify(layout.root / path) for path in ctx.broken)
     broken = sum(1 for where in located if where is not None and where[0] in INDEXED_KINDS)
     expected = files - broken
     if ctx.index_status is not None:
-        return [_index_online(ctx.index_status, expected)]
-    return [_index_offline(layout.index_dir / INDEX_FILE, expected, ctx.settings)]
+        return [backend, _index_online(ctx.index_status, expected)]
+    if kind == "postgres":
+        return [backend]  # counted per daemon: the daemon's own status says how many
+    return [backend, _index_offline(layout.index_dir / INDEX_FILE, expected, ctx.settings)]
+
+
+def index_backend_finding(ctx: Context) -> tuple[Finding, str]:
+    """Which backend holds the index, its server's version and extension, and what to do
+    when the server cannot be reached: the daemon's view when one runs, else our own."""
+    from somnid.recall.offline import describe_index
+
+    seen = (ctx.health or {}).get("index")
+    if seen is None:
+        info = describe_index(ctx.settings)
+        backend, version, extension = info.backend, info.server_version, info.extension
+        reachable, detail = info.reachable, "; ".join(filter(None, (info.location, info.error)))
+    else:
+        backend, version, extension = seen["backend"], seen["serverVersion"], seen["extension"]
+        reachable, detail = seen["status"] == "ok", seen["detail"] or "see the daemon's log"
+    return _backend_finding(backend, version, extension, reachable, detail), backend
+
+
+def _backend_finding(
+    backend: str, version: str | None, extension: str | None, reachable: bool, detail: str
+) -> Finding:
+    if not reachable:
+        return Finding(
+            "FAIL",
+            "backend",
+            f"{backend}: the server cannot be reached ({detail})",
+            "start the PostgreSQL server, or check index.dsn and ~/.pgpass; meanwhile recall "
+            "answers 503 index_unavailable, writes still land in the files and are indexed "
+            "when it is back",
+        )
+    if backend == "postgres" and not extension:
+        return Finding(
+            "FAIL",
+            "backend",
+            f"postgres {version}: no pgvector extension in this database",
+            "install pgvector on the server and run CREATE EXTENSION vector as its owner "
+            "(somnid creates it itself when its role may)",
+        )
+    shown = ", ".join(filter(None, (version, extension)))
+    return Finding("OK", "backend", f"{backend} index ({shown})" if shown else backend)
 
 
 def _index_online(index: dict[str, Any], expected: int) -> Finding:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Literal, Protocol
 
 from somnid.memory.kinds import Kind
 from somnid.recall.text import IndexedText
@@ -82,7 +82,7 @@ class Gathered:
 class BackendInfo:
     """What health and doctor say of the index: where it is and what serves it."""
 
-    backend: str  # "sqlite" or "postgres"
+    backend: Literal["sqlite", "postgres"]
     server_version: str | None
     extension: str | None  # "fts5", "vector 0.8.6"
     location: str  # the file, or the server without its password

@@ -7,9 +7,11 @@ import sqlite3
 from collections.abc import Callable
 
 from somnid.config import Settings
+from somnid.errors import Unavailable
 from somnid.memory.clock import Clock
+from somnid.recall.backend import INDEXED_KINDS, BackendInfo
 from somnid.recall.db import SCHEMA_VERSION, FileReport, inspect_file
-from somnid.recall.index import INDEXED_KINDS
+from somnid.recall.pg_db import PgDatabase
 from somnid.recall.system import INDEX_FILE, RecallSystem
 from somnid.store.layout import Layout
 from somnid.store.memories import MemoryStore
@@ -18,7 +20,9 @@ __all__ = [
     "INDEXED_KINDS",
     "INDEX_FILE",
     "SCHEMA_VERSION",
+    "BackendInfo",
     "FileReport",
+    "describe_index",
     "indexed_files",
     "inspect_file",
     "open_for_rebuild",
@@ -29,6 +33,28 @@ def indexed_files(layout: Layout, clock: Clock) -> int:
     """How many entry files the index should hold (broken ones included)."""
     store = MemoryStore(layout, clock)
     return sum(1 for kind in INDEXED_KINDS for _ in store.files(kind))
+
+
+def describe_index(settings: Settings) -> BackendInfo:
+    """The configured index's backend, server and extension, read without changing
+    anything (no file made, no schema made)."""
+    config = settings.index
+    if config.backend == "sqlite":
+        path = Layout(settings.data_dir).index_dir / INDEX_FILE
+        return BackendInfo("sqlite", sqlite3.sqlite_version, "fts5", str(path))
+    if config.dsn is None:
+        return BackendInfo("postgres", None, None, "(no index.dsn)", False, "index.dsn is unset")
+    try:
+        db = PgDatabase(config.dsn, connect_timeout=config.connect_timeout_s, migrate=False)
+    except Unavailable as exc:
+        return BackendInfo("postgres", None, None, "(psycopg missing)", False, exc.detail)
+    try:
+        version, vector = db.server()
+    except Unavailable as exc:
+        return BackendInfo("postgres", None, None, db.location, False, exc.detail)
+    finally:
+        db.close()
+    return BackendInfo("postgres", version, f"vector {vector}" if vector else None, db.location)
 
 
 def open_for_rebuild(settings: Settings, clock: Clock, tell: Callable[[str], None]) -> RecallSystem:

@@ -110,7 +110,15 @@ def _unreachable(exc: BaseException) -> IndexUnavailable:
 class PgDatabase:
     """Connections to one server; every use maps a lost server to IndexUnavailable."""
 
-    def __init__(self, dsn: str, *, connect_timeout: float = 3.0, ef_search: int = 100) -> None:
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        connect_timeout: float = 3.0,
+        ef_search: int = 100,
+        migrate: bool = True,
+    ) -> None:
+        """``migrate=False`` (doctor) leaves the server as it is: no schema is made."""
         if psycopg is None:
             raise Unavailable(
                 "index.backend = postgres needs psycopg: pip install 'somnid[postgres]'",
@@ -126,7 +134,8 @@ class PgDatabase:
         self._all: list[psycopg.Connection[Any]] = []
         self._all_lock = threading.Lock()
         self._closed = False
-        self._migrated = False
+        self._migrates = migrate
+        self._migrated = not migrate
 
     def _connect(self) -> psycopg.Connection[Any]:
         if self._closed:
@@ -160,6 +169,8 @@ class PgDatabase:
         except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
             self._drop(conn)
             forget()
+            # A server that crashed may have lost its last commits, the schema's included.
+            self._migrated = not self._migrates
             if isinstance(exc, psycopg.errors.DiskFull):
                 raise StorageError(
                     "the index's server has no space left", code="disk_full"
@@ -232,10 +243,12 @@ class PgDatabase:
             )
 
     def server(self) -> tuple[str, str | None]:
-        """(server version, pgvector version)."""
+        """(server version, pgvector's version; ``… available`` while not yet created)."""
         found = self.fetchone(
-            "SELECT current_setting('server_version'),"
-            " (SELECT extversion FROM pg_extension WHERE extname = 'vector')"
+            "SELECT current_setting('server_version'), coalesce("
+            " (SELECT extversion FROM pg_extension WHERE extname = 'vector'),"
+            " (SELECT default_version || ' available' FROM pg_available_extensions"
+            "  WHERE name = 'vector'))"
         )
         assert found is not None
         return str(found[0]), None if found[1] is None else str(found[1])

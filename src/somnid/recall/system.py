@@ -278,7 +278,7 @@ class RecallSystem:
         limit: int = 10,
         project: str | None = None,
     ) -> list[Hit]:
-        return await self._engine.search(query, kinds=kinds, limit=limit, project=project)
+        return (await self.run(query, kinds=kinds, limit=limit, project=project)).hits
 
     async def run(
         self,
@@ -288,8 +288,14 @@ class RecallSystem:
         limit: int = 10,
         project: str | None = None,
     ) -> Outcome:
-        """A search with the mode it ran in and the dates it read from the query."""
-        return await self._engine.run(query, kinds=kinds, limit=limit, project=project)
+        """A search with the mode it ran in and the dates it read from the query. An
+        unreachable index raises IndexUnavailable, and a full sync follows its return (a
+        server that crashed may have lost its last commits)."""
+        try:
+            return await self._engine.run(query, kinds=kinds, limit=limit, project=project)
+        except IndexUnavailable as exc:
+            self._missed(exc)
+            raise
 
     @property
     def recall(self) -> Recall:

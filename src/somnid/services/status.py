@@ -10,6 +10,7 @@ from somnid.errors import BrokenFile, StorageError
 from somnid.memory.clock import Clock
 from somnid.memory.kinds import Kind
 from somnid.metrics import HistogramSnapshot
+from somnid.recall.backend import BackendInfo
 from somnid.recall.system import IndexStatus, RecallSystem
 from somnid.services.memories import MemoryService
 from somnid.sessions.records import is_pending
@@ -80,6 +81,10 @@ class StatusService:
     def read_now(self) -> tuple[IndexStatus, Status]:
         """The index's and the files' state together (blocking: SQLite, the data dir)."""
         return self._recall.status(), collect_status(self._memories)
+
+    async def index(self) -> BackendInfo:
+        """The index's backend, its server and extension, and whether it answers."""
+        return await asyncio.to_thread(self._recall.describe_index)
 
     @property
     def vector(self) -> tuple[Literal["ok", "off", "starting", "unavailable"], str | None]:

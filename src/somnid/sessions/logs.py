@@ -25,9 +25,10 @@
   any log it opens after a close, start with ``dream: false``. A dream archives such logs
   unread.
 - A line may carry the client's ``id``: a line whose id this session already wrote is
-  skipped (``duplicate``), so a client that re-sends after a lost answer writes it once.
-  The ids are remembered while the daemon runs (the last :data:`.seen.MAX_SEEN_IDS`), not across
-  a restart.
+  skipped (``duplicate``), so a client that re-sends after a lost answer writes it once. The
+  id is written in the log with its block (an HTML comment line, in the same append), and
+  read back from the recent logs at start (:meth:`SessionLogs.recall`): a re-send that spans
+  a restart, or a crash, is still written once (see :mod:`.seen`).
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ from somnid.sessions.records import (
     is_pending,
     wants_dream,
 )
-from somnid.sessions.seen import SeenIds
+from somnid.sessions.seen import SeenIds, written_id
 from somnid.store import frontmatter
 from somnid.store.atomic import append_durably, write_atomic
 from somnid.store.layout import Layout
@@ -129,8 +130,11 @@ class SessionLogs:
             truncated += was_cut
             opener = opener or message
             when = self._moment(message.timestamp) or now
-            block = transcript.message_block(message.role, text, when, message.speaker)
-            prepared.append((index, message.id, block))
+            line_id = self._written_id(message.id)
+            block = transcript.message_block(
+                message.role, text, when, message.speaker, line_id=line_id
+            )
+            prepared.append((index, line_id, block))
         if opener is None:
             return Appended(None, 0, 0, skipped, 0)
         user, chat_type = opener.user_id, opener.chat_type
@@ -154,17 +158,24 @@ class SessionLogs:
             return self._disabled(1)
         limit = self.capture.max_message_chars
         when = self._moment(tool.timestamp) or self._now()
+        line_id = self._written_id(tool.id)
         block = transcript.tool_block(
-            tool.call, tool.result, when, error=tool.error, reason=tool.reason, limit=limit
+            tool.call,
+            tool.result,
+            when,
+            error=tool.error,
+            reason=tool.reason,
+            limit=limit,
+            line_id=line_id,
         )
         with self._session(session_id, writing=True) as session:
-            blocks, duplicates = self._seen.fresh(session_id, [(0, tool.id, block)])
+            blocks, duplicates = self._seen.fresh(session_id, [(0, line_id, block)])
             if not blocks:
                 current = session.log
                 path = self.layout.relative(current.path) if current else None
                 return Appended(path, 0, 0, duplicates, current.count if current else 0)
             written = self._write(session, blocks, None, None)
-            self._seen.remember(session_id, [tool.id])
+            self._seen.remember(session_id, [line_id])
             return Appended(self.layout.relative(written.path), 1, 0, [], written.count)
 
     def close(self, session_id: str) -> Closed:
@@ -212,9 +223,10 @@ class SessionLogs:
                     marked.append(self.layout.relative(path))
             return NoDream(marked, self.layout.relative(current.path) if current else None)
 
-    def recall_no_dream(self) -> int:
-        """At start: remember as "never dream this" every session with a pending log marked
-        ``dream: false`` (the flag survives a restart). Answers how many sessions."""
+    def recall(self) -> tuple[int, int]:
+        """At start, before any capture: remember as "never dream this" every session with a
+        pending log marked ``dream: false`` (the flag survives a restart), and the line ids
+        of the recent logs (:meth:`.seen.SeenIds.recall`). Answers how many of each."""
         found: list[str] = []
         for path in transcript.live_files(self.layout):
             meta = rewrite.read_meta(self.layout.root, path)
@@ -229,7 +241,7 @@ class SessionLogs:
                 self._no_dream[session_id] = None
             while len(self._no_dream) > MAX_NO_DREAM_SESSIONS:
                 del self._no_dream[next(iter(self._no_dream))]
-        return len(set(found))
+        return len(set(found)), self._seen.recall(self.layout)
 
     def stop(self) -> list[Closed]:
         """Refuse further entries, then close every open log."""
@@ -284,6 +296,9 @@ class SessionLogs:
         if when.tzinfo is None:
             when = when.replace(tzinfo=self.clock.tz)
         return when.astimezone(self.clock.tz).replace(microsecond=0)
+
+    def _written_id(self, line_id: str | None) -> str | None:
+        return None if line_id is None else written_id(line_id, self.capture.scrub_patterns)
 
     def _disabled(self, count: int) -> Appended:
         return Appended(None, 0, 0, [(index, "disabled") for index in range(count)], 0)

@@ -38,11 +38,13 @@ class SessionService:
         self._archive: tuple[tuple[tuple[str, int, int], ...], list[Turn]] = ((), [])
 
     async def start(self) -> None:
-        """Read back which sessions are never to be dreamed (see
-        :meth:`SessionLogs.recall_no_dream`)."""
-        count = await self._run(self.logs.recall_no_dream)
+        """Read back which sessions are never to be dreamed and the line ids already
+        written (see :meth:`SessionLogs.recall`); before any capture."""
+        count, ids = await self._run(self.logs.recall)
         if count:
             log.info("%d sessions are marked never to dream", count)
+        if ids:
+            log.info("%d line ids read back from the recent session logs", ids)
 
     async def append_messages(self, session_id: str, messages: Sequence[Message]) -> Appended:
         async with self._gate(session_id):

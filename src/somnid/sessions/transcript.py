@@ -13,11 +13,14 @@ blank line::
     reason: why the agent called it            (optional)
     call: search(query="deploy")
     result: 3 matches ⏎ deploy-window …        (or error: …)
+    <!-- id: e:42 -->                          (the client's line id, when it sent one)
 
-A text line that would read as a block header is written with one more leading backslash
-(``\\[user] …``) and read back without it, so a message can never forge a turn. Inside a
-tool field a newline is shown as `` ⏎ ``. The original plugin's logs (naive local times,
-no escaping) read the same way.
+A text line that would read as a block header, or as an id line, is written with one more
+leading backslash (``\\[user] …``) and read back without it, so a message can never forge a
+turn or an id. Inside a tool field a newline is shown as `` ⏎ ``. The id line is an HTML
+comment (Markdown viewers hide it); readers keep it out of the turn's text and hand it over
+as :attr:`Turn.line_id`. The original plugin's logs (naive local times, no escaping, no
+ids) read the same way.
 """
 
 from __future__ import annotations
@@ -45,6 +48,8 @@ MAX_READ_BYTES = 8 * 1024 * 1024
 
 _HEADER = re.compile(r"^\[(?P<tag>[^\[\]\n]+)\] (?P<ts>\S+)[ \t]*$")
 _ESCAPED_HEADER = re.compile(r"^\\+\[[^\[\]\n]+\] \S+[ \t]*$")
+_ID_LINE = re.compile(r"^<!-- id: (?P<id>\S+) -->$")
+_ESCAPED_ID_LINE = re.compile(r"^\\+<!-- id: \S+ -->$")
 _TOOL_FIELDS = ("reason", "call", "result", "error")
 _DROPPED_CONTROLS = {code: None for code in range(32) if chr(code) not in "\t\n"} | {0x7F: None}
 
@@ -107,6 +112,11 @@ def _md_files(folder: Path) -> Iterator[Path]:
             yield Path(entry.path)
 
 
+def archived_files(layout: Layout) -> list[Path]:
+    """Every ``*.md`` directly in ``session-log/archived/`` (any name), in no order."""
+    return list(_md_files(layout.session_log_archive))
+
+
 def live_files(layout: Layout) -> list[Path]:
     """Every ``*.md`` directly in ``session-log/`` (odd names too: the original treated any
     such file as a log), oldest first."""
@@ -150,17 +160,34 @@ def _stamp(when: dt.datetime) -> str:
 
 
 def _escape_line(line: str) -> str:
-    if _HEADER.match(line) or _ESCAPED_HEADER.match(line):
+    if any(rule.match(line) for rule in (_HEADER, _ESCAPED_HEADER, _ID_LINE, _ESCAPED_ID_LINE)):
         return "\\" + line
     return line
 
 
-def message_block(role: str, text: str, when: dt.datetime, speaker: str | None = None) -> str:
+def _id_line(line_id: str | None) -> str:
+    """The block's last line when it has an id: ``line_id`` is already in its written form
+    (:func:`somnid.sessions.seen.written_id`: no spaces, no ``>``)."""
+    if line_id is None:
+        return ""
+    if not _ID_LINE.match(f"<!-- id: {line_id} -->") or ">" in line_id:
+        raise ValueError(f"not a written line id: {line_id!r}")
+    return f"<!-- id: {line_id} -->\n"
+
+
+def message_block(
+    role: str,
+    text: str,
+    when: dt.datetime,
+    speaker: str | None = None,
+    *,
+    line_id: str | None = None,
+) -> str:
     """One message as a block; ``text`` is already cleaned and cut, and not empty."""
     tag = speaker_tag(speaker)
     header = f"[{role}:{tag}]" if tag else f"[{role}]"
     body = "\n".join(_escape_line(line) for line in text.split("\n"))
-    return f"{header} {_stamp(when)}\n{body}\n\n"
+    return f"{header} {_stamp(when)}\n{body}\n{_id_line(line_id)}\n"
 
 
 def _field(value: str, limit: int | None) -> str:
@@ -176,9 +203,11 @@ def tool_block(
     error: str | None = None,
     reason: str | None = None,
     limit: int,
+    line_id: str | None = None,
 ) -> str:
     """One tool call as a block: ``reason`` and ``call`` cut at ``limit`` characters,
-    ``result`` and ``error`` at :data:`TOOL_FIELD_CHARS`, each on one line."""
+    ``result`` and ``error`` at :data:`TOOL_FIELD_CHARS`, each on one line (every line
+    starts with its field's name, so none can pose as a header or an id line)."""
     lines = [f"[tool] {_stamp(when)}"]
     if reason and reason.strip():
         lines.append(f"reason: {_field(reason, limit)}")
@@ -188,7 +217,7 @@ def tool_block(
         lines.append(f"result: {_field(result, min(limit, TOOL_FIELD_CHARS))}")
     if error is not None and has_error:
         lines.append(f"error: {_field(error, min(limit, TOOL_FIELD_CHARS))}")
-    return "\n".join(lines) + "\n\n"
+    return "\n".join(lines) + "\n" + _id_line(line_id) + "\n"
 
 
 # ---------------------------------------------------------------------- reading
@@ -206,7 +235,8 @@ class ToolBlock:
 class Turn:
     """One block of a log. ``role`` is the tag before ``:`` (``user``, ``agent``, ``tool``,
     or whatever else a file holds); ``text`` is the block's text as written (for a tool
-    call, its field lines); ``tool`` is set for ``[tool]`` blocks; ``log`` is the file stem."""
+    call, its field lines); ``tool`` is set for ``[tool]`` blocks; ``log`` is the file stem;
+    ``line_id`` is the client's id for the line as written (None in logs without ids)."""
 
     role: str
     speaker: str | None
@@ -214,6 +244,7 @@ class Turn:
     text: str
     tool: ToolBlock | None = None
     log: str = ""
+    line_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,10 +261,12 @@ class Transcript:
 
 def parse_turns(body: str, tz: dt.tzinfo, *, log: str = "") -> list[Turn]:
     """The blocks of a log body, in file order. Text before the first header is ignored;
-    blocks whose text is empty are dropped (as the original did); naive times get ``tz``."""
+    blocks whose text is empty are dropped (as the original did); naive times get ``tz``.
+    A block's id line is never part of its text (the last one counts)."""
     turns: list[Turn] = []
     header: re.Match[str] | None = None
     lines: list[str] = []
+    line_id: str | None = None
 
     def flush() -> None:
         if header is None:
@@ -244,15 +277,20 @@ def parse_turns(body: str, tz: dt.tzinfo, *, log: str = "") -> list[Turn]:
         role, _, speaker = header["tag"].partition(":")
         when = to_datetime(header["ts"], tz)
         tool = _tool_of(text) if role == "tool" else None
-        turns.append(Turn(role, speaker or None, when, text, tool, log))
+        turns.append(Turn(role, speaker or None, when, text, tool, log, line_id))
 
     for line in body.split("\n"):
         match = _HEADER.match(line)
+        marked = None if match else _ID_LINE.match(line)
         if match:
             flush()
-            header, lines = match, []
+            header, lines, line_id = match, [], None
+        elif marked:
+            line_id = marked["id"]
+        elif _ESCAPED_HEADER.match(line) or _ESCAPED_ID_LINE.match(line):
+            lines.append(line[1:])
         else:
-            lines.append(line[1:] if _ESCAPED_HEADER.match(line) else line)
+            lines.append(line)
     flush()
     return turns
 

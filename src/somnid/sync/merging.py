@@ -29,6 +29,7 @@ SKIPPED = ("memory/session-log/",)
 CONFLICT_MARK = ".conflict-"
 """A conflict file is its entry file's name with ``.conflict-<commit>`` before ``.md``."""
 _REGULAR = ("100644", "100755")
+_GONE = "000000"
 
 
 @dataclass(slots=True)
@@ -161,28 +162,58 @@ def _amend_tree(
 def _apply(committer: Committer, head: str | None, new: str) -> list[str]:
     """Put every memory file that differs between ``head`` and ``new`` as ``new`` has it."""
     git, layout = committer.git, committer.layout
-    if head is None:
-        out = git.run("ls-tree", "-r", "-z", "--name-only", new)
-        changes = [("A", p) for p in out.decode("utf-8").split("\0") if p]
-    else:
-        out = git.run("diff-tree", "-r", "-z", "--no-renames", "--name-status", head, new)
-        fields = [f for f in out.decode("utf-8").split("\0") if f]
-        changes = list(zip(fields[::2], fields[1::2], strict=True))
+    changes = [
+        (mode, blob, path)
+        for mode, blob, path in _changes(git, head, new)
+        if path.startswith(APPLIED) and not path.startswith(SKIPPED)
+    ]
+    wanted = [blob for mode, blob, _ in changes if mode in _REGULAR]
+    blobs = _blobs(git, wanted)
     changed = []
     # Entry files last: an entry's folder is whole before its file makes it an entry.
-    ordered = sorted(changes, key=lambda c: PurePosixPath(c[1]).name in FOLDER_FILES)
-    for status, path in ordered:
-        if not path.startswith(APPLIED) or path.startswith(SKIPPED):
-            continue
+    for mode, blob, path in sorted(changes, key=lambda c: PurePosixPath(c[2]).name in FOLDER_FILES):
         target = layout.root / PurePosixPath(path)
-        if status == "D":
+        if mode == _GONE:
             own_folder = layout.classify(target) is not None and target.name in FOLDER_FILES
             committer.memories.put_raw(target, None, prune_folder=own_folder)
+        elif mode in _REGULAR:
+            committer.memories.put_raw(target, blobs[blob])
         else:
-            listed = git.text("ls-tree", "-z", new, "--", path).split("\0")[0]
-            mode, _kind, blob = listed.partition("\t")[0].split()
-            if mode not in _REGULAR:
-                continue  # a link or a submodule: never written into the data dir
-            committer.memories.put_raw(target, _blob(git, blob))
+            continue  # a link or a submodule: never written into the data dir
         changed.append(path)
     return changed
+
+
+def _changes(git: Git, head: str | None, new: str) -> list[tuple[str, str, str]]:
+    """(new mode, new blob, path) of every file ``new`` changes from ``head``; mode
+    ``000000`` for a file it removes."""
+    if head is None:
+        out = git.run("ls-tree", "-r", "-z", new).decode("utf-8")
+        found = []
+        for record in filter(None, out.split("\0")):
+            info, _, path = record.partition("\t")
+            mode, _kind, blob = info.split()
+            found.append((mode, blob, path))
+        return found
+    out = git.run("diff-tree", "-r", "-z", "--no-renames", "--raw", head, new).decode("utf-8")
+    fields = [f for f in out.split("\0") if f]
+    found = []
+    for info, path in zip(fields[::2], fields[1::2], strict=True):
+        _old_mode, mode, _old, blob, _status = info.lstrip(":").split()
+        found.append((mode, blob, path))
+    return found
+
+
+def _blobs(git: Git, ids: list[str]) -> dict[str, bytes]:
+    """The contents of ``ids``, read by one ``git cat-file --batch``."""
+    if not ids:
+        return {}
+    out = git.run("cat-file", "--batch", input="".join(f"{i}\n" for i in ids).encode())
+    found, at = {}, 0
+    while at < len(out):
+        end = out.index(b"\n", at)
+        blob, _kind, size = out[at:end].decode().split()
+        start = end + 1
+        found[blob] = out[start : start + int(size)]
+        at = start + int(size) + 1
+    return found

@@ -1245,6 +1245,8 @@ export interface components {
             vector: components["schemas"]["ComponentStatus"];
             /** @description degraded while the data dir is read-only or (nearly) full, or since a write failed for that reason (until one succeeds or the space is back) */
             storage: components["schemas"]["ComponentStatus"];
+            /** @description unavailable while the index's server (PostgreSQL) cannot be reached: recall answers 503 index_unavailable, writes still land in the files and are indexed once it is back */
+            index: components["schemas"]["IndexComponent"];
             /** Pendinglogs */
             pendingLogs: number;
             /** Counts */
@@ -1276,6 +1278,34 @@ export interface components {
             offset: number;
             /** Limit */
             limit: number;
+        };
+        /** IndexComponent */
+        IndexComponent: {
+            /**
+             * Status
+             * @enum {string}
+             */
+            status: "ok" | "unavailable";
+            /**
+             * Backend
+             * @enum {string}
+             */
+            backend: "sqlite" | "postgres";
+            /**
+             * Serverversion
+             * @description SQLite's library version, or the PostgreSQL server's; with the token
+             */
+            serverVersion?: string | null;
+            /**
+             * Extension
+             * @description fts5, or pgvector's version (vector 0.8.6); with the token
+             */
+            extension?: string | null;
+            /**
+             * Detail
+             * @description where the index is (the server without its password) and, when it cannot be reached, why; only with the token
+             */
+            detail?: string | null;
         };
         /** IndexStatusOut */
         IndexStatusOut: {

@@ -3,7 +3,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Request
 
 from somnid.api.deps import RuntimeDep, answer_challenge
-from somnid.api.schemas import BrokenFileOut, ComponentStatus, HealthOut
+from somnid.api.schemas import BrokenFileOut, ComponentStatus, HealthOut, IndexComponent
 from somnid.security import bearer, data_dir_id, token_matches
 
 router = APIRouter(tags=["health"])
@@ -25,7 +25,9 @@ async def health(runtime: RuntimeDep, request: Request) -> HealthOut:
     vector, vector_detail = runtime.status.vector
     llm, llm_detail = runtime.dreamer.llm_status()
     storage, storage_detail = await runtime.status.storage()
+    index = await runtime.status.index()
     degraded = status.broken or vector == "unavailable" or storage == "degraded"
+    degraded = degraded or not index.reachable
     layout = runtime.layout
     return HealthOut(
         status="degraded" if degraded else "ok",
@@ -36,6 +38,13 @@ async def health(runtime: RuntimeDep, request: Request) -> HealthOut:
         llm=ComponentStatus(status=llm, detail=llm_detail if full else None),
         vector=ComponentStatus(status=vector, detail=vector_detail if full else None),
         storage=ComponentStatus(status=storage, detail=storage_detail if full else None),
+        index=IndexComponent(
+            status="ok" if index.reachable else "unavailable",
+            backend=index.backend,
+            server_version=index.server_version if full else None,
+            extension=index.extension if full else None,
+            detail="; ".join(filter(None, (index.location, index.error))) if full else None,
+        ),
         pending_logs=status.pending_logs,
         counts=status.counts,
         broken_files=[BrokenFileOut(path=item.path, reason=item.reason) for item in status.broken]

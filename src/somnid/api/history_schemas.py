@@ -8,6 +8,7 @@ from pydantic import Field
 
 from somnid.api.schemas import Schema
 from somnid.history.log import Change, Commit, EntryDiff
+from somnid.history.purge import Progress
 from somnid.history.revert import Reverted
 from somnid.history.service import Purged
 
@@ -126,6 +127,12 @@ class PurgeOut(Schema):
     history: bool = Field(description="Whether past versions were removed from history too.")
     rewritten_commits: int
     commit: str | None = Field(None, description="The purge's commit (none when rewritten).")
+    estimated_seconds: float | None = Field(
+        None,
+        description="How long the history rewrite was estimated to take before it started "
+        "(commits to rewrite × one commit's rebuild, timed); null without a rewrite.",
+    )
+    seconds: float = Field(description="How long the purge took.")
 
     @classmethod
     def of(cls, done: Purged) -> PurgeOut:
@@ -136,4 +143,51 @@ class PurgeOut(Schema):
             history=done.history,
             rewritten_commits=done.rewritten,
             commit=done.commit,
+            estimated_seconds=_round(done.estimated_s),
+            seconds=done.seconds,
         )
+
+
+class PurgeStatusOut(Schema):
+    running: bool = Field(description="Whether a purge runs now (one at a time).")
+    kind: str | None = None
+    name: str | None = None
+    history: bool = Field(False, description="Whether it rewrites history.")
+    started_at: str | None = None
+    phase: Literal["starting", "rewriting", "pruning", "finishing"] | None = Field(
+        None,
+        description="starting (the entry's files, the purge's commit), rewriting (commit by "
+        "commit), pruning (the branch moved, old objects pruned: history reads wait for "
+        "this step only), finishing (the index).",
+    )
+    commits: int = Field(0, description="Commits the rewrite goes through.")
+    done: int = Field(0, description="Of those, how many are done.")
+    estimated_seconds: float | None = Field(
+        None, description="The whole rewrite's estimate, made before it started."
+    )
+    remaining_seconds: float | None = Field(
+        None, description="What is left, at the pace of the commits done so far."
+    )
+    elapsed_seconds: float = 0.0
+
+    @classmethod
+    def of(cls, progress: Progress | None) -> PurgeStatusOut:
+        if progress is None:
+            return cls(running=False)
+        return cls(
+            running=True,
+            kind=progress.kind,
+            name=progress.name,
+            history=progress.history,
+            started_at=progress.started_at,
+            phase=progress.phase,
+            commits=progress.commits,
+            done=progress.done,
+            estimated_seconds=_round(progress.estimated_s),
+            remaining_seconds=_round(progress.remaining_s()),
+            elapsed_seconds=round(progress.elapsed_s(), 3),
+        )
+
+
+def _round(seconds: float | None) -> float | None:
+    return None if seconds is None else round(seconds, 3)

@@ -48,6 +48,7 @@ HAND = Actor("hand", "hand edit")
 START = Actor("somnid", "somnid start")
 SOMNID = Actor("somnid", "somnid")
 START_SWEEP_S = 2.0
+POLL_S = 0.05  # how often a read that must not wait on a purge looks again
 MIN_SPARE_FDS = 24  # a git child and its pipes, with room for the server to accept
 
 
@@ -79,6 +80,9 @@ class Committer:
         self.window_s = window_s
         self.dreaming = dreaming
         self.lock = threading.Lock()  # one git operation at a time (commits, revert, purge)
+        self.held_long = False
+        """True while a long operation holds :attr:`lock` (a purge's rewrite: minutes on a
+        long history); reads then do not wait to commit what is pending."""
         self.commits = 0
         self.last_error: str | None = None
         self._queue: list[_Item] = []
@@ -179,14 +183,28 @@ class Committer:
 
     # --- committing --------------------------------------------------------------------
 
-    async def flush(self) -> None:
-        """Commit everything noted so far, now (before a revert, a purge, a history read)."""
+    async def flush(self, *, wait: bool = True) -> None:
+        """Commit everything noted so far, now (before a revert, a purge, a history read).
+        ``wait=False`` (a read): waits for a commit under way, never for a long hold of git
+        (:attr:`held_long`, a purge's rewrite); then it commits nothing and the noted writes
+        stay queued for the next commit."""
+        if not wait:
+            while self._order.locked():  # a commit under way: seconds at most
+                if self.held_long:
+                    return
+                await asyncio.sleep(POLL_S)
+            if self.held_long:
+                return
         async with self._order:
             items, self._queue = self._queue, []
             hand, self._hand = self._hand, False
             held = set(self._dream)
             if items or hand:
-                await asyncio.to_thread(self._commit, items, hand, held)
+                done = await asyncio.to_thread(self._commit, items, hand, held, wait)
+                if not done:  # a purge took git meanwhile: back in the queue, in order
+                    self._queue[:0] = items
+                    self._hand = self._hand or hand
+                    self._wake.set()
 
     async def _run(self) -> None:
         async with self._order:
@@ -213,14 +231,22 @@ class Committer:
                 self.last_error = str(exc)
                 log.warning("history: could not commit: %s", exc)
 
-    def _commit(self, items: list[_Item], hand: bool, held: set[str]) -> None:
-        with self.lock:
+    def _commit(self, items: list[_Item], hand: bool, held: set[str], wait: bool = True) -> bool:
+        """Commit ``items`` (and the hand edits); False, committing nothing, when ``wait`` is
+        False and git is busy."""
+        while not self.lock.acquire(timeout=POLL_S):
+            if not wait and self.held_long:
+                return False
+        try:
             for item in items:
                 message = dream_message(item.dream) if item.dream else self._write_message(item)
                 self.commit_paths(list(item.paths), message, item.actor)
             if hand:
                 self._commit_loose(HAND, "Hand edit", exclude=held)
+        finally:
+            self.lock.release()
         self.last_error = None
+        return True
 
     def _commit_loose(self, actor: Actor, subject: str, exclude: Iterable[str] = ()) -> None:
         """Commit every change git sees that parses (caller holds the lock)."""

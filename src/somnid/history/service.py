@@ -1,8 +1,11 @@
 """History use-cases for the API and the CLI: list, show, revert a commit or a dream, purge.
 
-Every read or change first commits what is pending (so it sees every acknowledged write),
-then runs git in a worker thread under the committer's lock. After a revert or a purge the
-files it rewrote go through the one reconcile path (``MemoryService.notify``).
+Every change first commits what is pending (so it sees every acknowledged write), then runs
+git in a worker thread under the committer's lock. A read commits what is pending too, unless
+git is busy (a purge's rewrite may take minutes): then it reads what is committed, at once,
+beside the rewrite; only a purge's last step, the prune, keeps reads out for its moment
+(:mod:`somnid.history.gate`). After a revert or a purge the files it rewrote go through the
+one reconcile path (``MemoryService.notify``).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from somnid.history import log as history_log
 from somnid.history import purge as purging
 from somnid.history.audit import audit
 from somnid.history.committer import Committer
+from somnid.history.gate import PruneGate
 from somnid.history.git import Git, find_git
 from somnid.history.revert import Entry, Reverted, revert
 from somnid.memory.clock import Clock
@@ -49,6 +53,8 @@ class Purged:
     history: bool
     rewritten: int
     commit: str | None
+    estimated_s: float | None = None
+    seconds: float = 0.0
 
 
 @dataclass(slots=True)
@@ -97,6 +103,9 @@ class History:
         """Set by the composition root: put a dream's processed logs back as pending."""
         self.forget_deleted: Callable[[], Awaitable[None]] | None = None
         """Set by the composition root: leave no copy of a purged entry in the index files."""
+        self.gate = PruneGate()
+        self.purging: purging.Progress | None = None
+        """The purge running now, if any (one at a time: it holds the committer's lock)."""
 
     @classmethod
     def build(
@@ -139,10 +148,25 @@ class History:
             return HistoryStatus(False, self.reason)
         return HistoryStatus(True, None, self.committer.commits, self.committer.last_error)
 
+    def purge_status(self) -> purging.Progress | None:
+        """The purge running now (what, how far, how long it should still take), if any."""
+        return self.purging
+
     def _need(self) -> Committer:
         if self.committer is None:
             raise Unavailable(f"history is off: {self.reason}", code="history_off")
         return self.committer
+
+    async def _read(self, call: Callable[[Committer], T]) -> T:
+        """Run a read of the repository: never behind a purge or a long commit."""
+        committer = self._need()
+        await committer.flush(wait=False)
+
+        def run() -> T:
+            with self.gate.reading():
+                return call(committer)
+
+        return await asyncio.to_thread(run)
 
     async def _locked(self, call: Callable[[Committer], T]) -> T:
         committer = self._need()
@@ -159,7 +183,7 @@ class History:
     async def commits(
         self, *, offset: int, limit: int, dreams: bool = False, path: str | None = None
     ) -> tuple[list[history_log.Commit], int]:
-        return await self._locked(
+        return await self._read(
             lambda c: history_log.commits(
                 c.git, self.layout, offset=offset, limit=limit, dreams=dreams, path=path
             )
@@ -167,7 +191,7 @@ class History:
 
     async def show(self, commit: str) -> tuple[history_log.Commit, list[history_log.EntryDiff]]:
         history_log.check_commit(commit)
-        return await self._locked(lambda c: history_log.diffs(c.git, self.layout, commit))
+        return await self._read(lambda c: history_log.diffs(c.git, self.layout, commit))
 
     async def entry_history(
         self, kind: Kind, name: str, *, offset: int, limit: int
@@ -175,7 +199,7 @@ class History:
         """The commits that touched one entry (live or archived), newest first, each with
         that entry's diffs: API writes, hand edits, dreams and reverts alike."""
         specs = self._entry(kind, name).specs
-        return await self._locked(
+        return await self._read(
             lambda c: history_log.entry_log(c.git, self.layout, specs, offset=offset, limit=limit)
         )
 
@@ -205,8 +229,7 @@ class History:
     async def revert_dream(self, dream_id: str) -> Reverted:
         """Undo a dream whole: its commit reverted, and the logs it consolidated pending
         again (through :attr:`reopen_logs`), so the next dream reads them anew."""
-        committer = self._need()
-        sha = await asyncio.to_thread(history_log.find_dream, committer.git, dream_id)
+        sha = await self._read(lambda c: history_log.find_dream(c.git, dream_id))
         done = await self.revert(sha)
         if self.reopen_logs is None:
             return done
@@ -226,14 +249,19 @@ class History:
             self._need()
         specs = purging.entry_specs(self.layout, kind, name)
         actor = current_actor() or SYSTEM
+        progress = purging.Progress(kind.value, name, self.clock.now().isoformat(), history)
         if self.committer is None:
             removed = await asyncio.to_thread(self.memories.remove_paths, specs)
             rewritten, commit = 0, None
         else:
-            removed, rewritten, commit = await self._locked(
-                lambda c: self._purge(c, kind, name, specs, history, actor)
-            )
-        if not removed and not rewritten:
+            try:
+                removed, rewritten, commit = await self._locked(
+                    lambda c: self._purge(c, kind, name, specs, progress, actor)
+                )
+            finally:
+                self.purging = None
+        seconds = round(progress.elapsed_s(), 3)
+        if not removed and not progress.commits:  # nothing live, archived or in history
             raise NotFound(f"no {kind.value} named {name!r}, live, archived or in history")
         record = {
             "at": self.clock.now().isoformat(),
@@ -243,6 +271,8 @@ class History:
             "paths": removed,
             "history": history,
             "rewritten_commits": rewritten,
+            "estimated_seconds": progress.estimated_s,
+            "seconds": seconds,
             "by": actor.name,
             "agent": actor.agent,
             "session": actor.session,
@@ -261,7 +291,9 @@ class History:
                 await self.forget_deleted()
             except StorageError as exc:  # the purge stands; the copy goes at the next one
                 log.warning("purge: the index files may keep a copy until later: %s", exc.detail)
-        return Purged(kind.value, name, removed, history, rewritten, commit)
+        return Purged(
+            kind.value, name, removed, history, rewritten, commit, progress.estimated_s, seconds
+        )
 
     def _purge(
         self,
@@ -269,16 +301,33 @@ class History:
         kind: Kind,
         name: str,
         specs: list[str],
-        history: bool,
+        progress: purging.Progress,
+        actor: Actor,
+    ) -> tuple[list[str], int, str | None]:
+        self.purging, committer.held_long = progress, True
+        try:
+            return self._purge_held(committer, kind, name, specs, progress, actor)
+        finally:
+            committer.held_long = False
+
+    def _purge_held(
+        self,
+        committer: Committer,
+        kind: Kind,
+        name: str,
+        specs: list[str],
+        progress: purging.Progress,
         actor: Actor,
     ) -> tuple[list[str], int, str | None]:
         known = purging.in_history(committer.git, specs)
         removed = self.memories.remove_paths(specs)
-        if not removed and not (history and known):
+        if not removed and not (progress.history and known):
             return [], 0, None
         commit = committer.commit_paths(specs, f"Purge {kind.value}/{name}", actor)
-        rewritten = purging.rewrite(committer.git, specs) if history else 0
-        return removed, rewritten, None if rewritten else commit
+        if not (progress.history and purging.in_history(committer.git, specs)):
+            return removed, 0, commit
+        # The purge's own commit goes with the rest (it changed nothing but the entry).
+        return removed, purging.rewrite(committer.git, specs, progress, self.gate.pruning), None
 
     async def _reindex(self, paths: list[str]) -> None:
         for path in paths:

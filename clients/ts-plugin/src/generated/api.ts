@@ -720,6 +720,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/history/purge": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get purge status
+         * @description The purge running now, if any: what it purges, how many commits its history rewrite
+         *     goes through, how many are done, and how long it should take.
+         */
+        get: operations["getPurgeStatus"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/history/{commit}": {
         parameters: {
             query?: never;
@@ -1653,6 +1674,68 @@ export interface components {
              * @description The purge's commit (none when rewritten).
              */
             commit?: string | null;
+            /**
+             * Estimatedseconds
+             * @description How long the history rewrite was estimated to take before it started (commits to rewrite × one commit's rebuild, timed); null without a rewrite.
+             */
+            estimatedSeconds?: number | null;
+            /**
+             * Seconds
+             * @description How long the purge took.
+             */
+            seconds: number;
+        };
+        /** PurgeStatusOut */
+        PurgeStatusOut: {
+            /**
+             * Running
+             * @description Whether a purge runs now (one at a time).
+             */
+            running: boolean;
+            /** Kind */
+            kind?: string | null;
+            /** Name */
+            name?: string | null;
+            /**
+             * History
+             * @description Whether it rewrites history.
+             * @default false
+             */
+            history: boolean;
+            /** Startedat */
+            startedAt?: string | null;
+            /**
+             * Phase
+             * @description starting (the entry's files, the purge's commit), rewriting (commit by commit), pruning (the branch moved, old objects pruned: history reads wait for this step only), finishing (the index).
+             */
+            phase?: ("starting" | "rewriting" | "pruning" | "finishing") | null;
+            /**
+             * Commits
+             * @description Commits the rewrite goes through.
+             * @default 0
+             */
+            commits: number;
+            /**
+             * Done
+             * @description Of those, how many are done.
+             * @default 0
+             */
+            done: number;
+            /**
+             * Estimatedseconds
+             * @description The whole rewrite's estimate, made before it started.
+             */
+            estimatedSeconds?: number | null;
+            /**
+             * Remainingseconds
+             * @description What is left, at the pace of the commits done so far.
+             */
+            remainingSeconds?: number | null;
+            /**
+             * Elapsedseconds
+             * @default 0
+             */
+            elapsedSeconds: number;
         };
         /** RebuildOut */
         RebuildOut: {
@@ -3645,6 +3728,44 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RevertOut"];
+                };
+            };
+            /** @description The request was refused; the body says why. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description somnid could not serve the request (storage or a dependency). */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+        };
+    };
+    getPurgeStatus: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PurgeStatusOut"];
                 };
             };
             /** @description The request was refused; the body says why. */

@@ -13,6 +13,7 @@ from somnid.api.history_schemas import (
     EntryHistoryPage,
     HistoryPage,
     PurgeOut,
+    PurgeStatusOut,
     RevertOut,
 )
 from somnid.memory.kinds import Kind
@@ -80,6 +81,13 @@ async def revert_entry_change(
     """Undo what one commit changed of this entry only (the rest of the commit stays); 409
     if a later change touched the entry."""
     return RevertOut.of(await runtime.history.revert_entry(kind, name, commit))
+
+
+@router.get("/v1/history/purge", name="getPurgeStatus", response_model=PurgeStatusOut)
+async def get_purge_status(runtime: RuntimeDep) -> PurgeStatusOut:
+    """The purge running now, if any: what it purges, how many commits its history rewrite
+    goes through, how many are done, and how long it should take."""
+    return PurgeStatusOut.of(runtime.history.purge_status())
 
 
 @router.get("/v1/history/{commit}", name="getHistoryCommit", response_model=CommitDetail)

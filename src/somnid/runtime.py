@@ -198,6 +198,7 @@ class Runtime:
             )  # fmt: skip
             history.reopen_logs = reopen
             history.forget_deleted = lambda: asyncio.to_thread(recall.forget_deleted)
+            history.scrub_logs = sessions.scrub
             if history.committer is not None:
                 dreamer.on_finished.append(history.committer.dream_finished)
                 if recall.watcher is not None:

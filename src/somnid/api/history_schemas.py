@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, StringConstraints
 
 from somnid.api.schemas import Schema
 from somnid.history.log import Change, Commit, EntryDiff
@@ -120,6 +120,26 @@ class RevertOut(Schema):
         )
 
 
+class PurgeIn(Schema):
+    scrub_logs: bool = Field(
+        False,
+        description="Also replace the entry's text (its description and each line of its "
+        "body) and `phrases` by [REDACTED] in every session log, live and archived, so "
+        "search_recent_conversation and recall's conversation lines no longer serve it.",
+    )
+    phrases: list[Annotated[str, StringConstraints(min_length=4, max_length=2000)]] = Field(
+        default_factory=list,
+        max_length=50,
+        description="More text to scrub from the logs (needs scrubLogs): what the user said, "
+        "which the entry put in other words. Never written to the audit log.",
+    )
+
+
+class ScrubbedLogOut(Schema):
+    path: str
+    replaced: int = Field(description="Occurrences replaced in this log.")
+
+
 class PurgeOut(Schema):
     kind: str
     name: str
@@ -133,6 +153,11 @@ class PurgeOut(Schema):
         "(commits to rewrite × one commit's rebuild, timed); null without a rewrite.",
     )
     seconds: float = Field(description="How long the purge took.")
+    scrubbed_logs: list[ScrubbedLogOut] = Field(
+        default_factory=list,
+        description="With scrubLogs: the session logs (live and archived) the text was "
+        "replaced in by [REDACTED], and how many times in each.",
+    )
 
     @classmethod
     def of(cls, done: Purged) -> PurgeOut:
@@ -145,6 +170,10 @@ class PurgeOut(Schema):
             commit=done.commit,
             estimated_seconds=_round(done.estimated_s),
             seconds=done.seconds,
+            scrubbed_logs=[
+                ScrubbedLogOut(path=str(item.path), replaced=item.replaced)
+                for item in done.scrubbed
+            ],
         )
 
 

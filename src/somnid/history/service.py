@@ -38,6 +38,7 @@ from somnid.memory.kinds import Kind
 from somnid.memory.names import check_name, slugify
 from somnid.provenance import Actor, current_actor
 from somnid.services.memories import MemoryService
+from somnid.sessions.redact import Scrubbed
 from somnid.store.layout import Layout
 
 log = logging.getLogger(__name__)
@@ -55,6 +56,8 @@ class Purged:
     commit: str | None
     estimated_s: float | None = None
     seconds: float = 0.0
+    scrubbed: list[Scrubbed] = dataclasses.field(default_factory=list)
+    """Session logs the purged text was scrubbed from (on request)."""
 
 
 @dataclass(slots=True)
@@ -103,6 +106,8 @@ class History:
         """Set by the composition root: put a dream's processed logs back as pending."""
         self.forget_deleted: Callable[[], Awaitable[None]] | None = None
         """Set by the composition root: leave no copy of a purged entry in the index files."""
+        self.scrub_logs: Callable[[list[str]], Awaitable[list[Scrubbed]]] | None = None
+        """Set by the composition root: scrub text from the session logs (SessionService)."""
         self.gate = PruneGate()
         self.purging: purging.Progress | None = None
         """The purge running now, if any (one at a time: it holds the committer's lock)."""
@@ -238,15 +243,32 @@ class History:
 
     # --- forget ------------------------------------------------------------------------
 
-    async def purge(self, kind: Kind, name: str, *, confirm: str | None, history: bool) -> Purged:
+    async def purge(
+        self,
+        kind: Kind,
+        name: str,
+        *,
+        confirm: str | None,
+        history: bool,
+        scrub_logs: bool = False,
+        phrases: tuple[str, ...] = (),
+    ) -> Purged:
+        """Delete an entry for good (``history``: its past versions too). ``scrub_logs``:
+        its text (description and body lines) and ``phrases`` become ``[REDACTED]`` in
+        every session log, live and archived, so no tool serves them back verbatim."""
         check_name(name)
         if not _confirms(confirm, name):
             raise InvalidInput(
                 f"purging deletes {kind.value} {name!r} for good: repeat its name as confirm",
                 code="confirmation_required",
             )
+        if phrases and not scrub_logs:
+            raise InvalidInput("phrases are scrubbed from the session logs: set scrubLogs too")
         if history:
             self._need()
+        if scrub_logs and self.scrub_logs is None:
+            raise Unavailable("the session logs cannot be scrubbed here", code="scrub_off")
+        texts = [*(await self._texts(kind, name)), *phrases] if scrub_logs else []
         specs = purging.entry_specs(self.layout, kind, name)
         actor = current_actor() or SYSTEM
         progress = purging.Progress(kind.value, name, self.clock.now().isoformat(), history)
@@ -261,8 +283,15 @@ class History:
             finally:
                 self.purging = None
         seconds = round(progress.elapsed_s(), 3)
-        if not removed and not progress.commits:  # nothing live, archived or in history
+        if not removed and not progress.commits and not phrases:
             raise NotFound(f"no {kind.value} named {name!r}, live, archived or in history")
+        scrubbed: list[Scrubbed] = []
+        failed: SomnidError | None = None
+        if texts and self.scrub_logs is not None:
+            try:
+                scrubbed = await self.scrub_logs(texts)
+            except SomnidError as exc:  # the purge stands; the audit says the scrub failed
+                failed = exc
         record = {
             "at": self.clock.now().isoformat(),
             "action": "purge",
@@ -273,6 +302,10 @@ class History:
             "rewritten_commits": rewritten,
             "estimated_seconds": progress.estimated_s,
             "seconds": seconds,
+            "scrub_logs": scrub_logs,
+            "scrubbed_logs": [str(item.path) for item in scrubbed],
+            "scrubbed_count": sum(item.replaced for item in scrubbed),
+            "scrub_error": failed.detail if failed else None,
             "by": actor.name,
             "agent": actor.agent,
             "session": actor.session,
@@ -291,9 +324,30 @@ class History:
                 await self.forget_deleted()
             except StorageError as exc:  # the purge stands; the copy goes at the next one
                 log.warning("purge: the index files may keep a copy until later: %s", exc.detail)
+        if failed is not None:
+            raise failed
         return Purged(
-            kind.value, name, removed, history, rewritten, commit, progress.estimated_s, seconds
+            kind.value,
+            name,
+            removed,
+            history,
+            rewritten,
+            commit,
+            progress.estimated_s,
+            seconds,
+            scrubbed,
         )
+
+    async def _texts(self, kind: Kind, name: str) -> list[str]:
+        """The entry's description and body, live and archived (what a scrub looks for)."""
+        texts: list[str] = []
+        for archived in (False, True) if kind.archivable else (False,):
+            try:
+                entry = await self.memories.get(kind, name, archived=archived)
+            except SomnidError:  # not there, or broken: its phrases may be given instead
+                continue
+            texts += [entry.description, entry.body]
+        return texts
 
     def _purge(
         self,

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 from somnid.sessions.archive import restore_processed
 from somnid.sessions.logs import SessionLogs
 from somnid.sessions.records import Appended, Closed, Message, NoDream, PendingLog, ToolCall
+from somnid.sessions.redact import Scrubbed, phrases, redact_logs
 from somnid.sessions.transcript import Turn, archived_turns, list_logs
 
 ARCHIVE_ROLES = ("user", "agent")
@@ -104,6 +105,16 @@ class SessionService:
             if moved is not None:
                 reopened.append(stem)
         return reopened
+
+    async def scrub(self, texts: list[str]) -> list[Scrubbed]:
+        """Replace every line of ``texts`` (a phrase each, see
+        :func:`somnid.sessions.redact.phrases`) by ``[REDACTED]`` in every session log,
+        live and archived: the logs changed, and how many replacements each."""
+        wanted = phrases(texts)
+        try:
+            return await self._run(redact_logs, self.logs, wanted)
+        finally:
+            self._archive = ((), [])  # read the archive again
 
     async def stop(self) -> None:
         """Close every open log and refuse further entries; then release the pool."""

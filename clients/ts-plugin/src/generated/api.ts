@@ -813,7 +813,8 @@ export interface paths {
         put?: never;
         /**
          * Purge memory
-         * @description Delete an entry (live and archived) for good, optionally from history too; audited.
+         * @description Delete an entry (live and archived) for good, optionally from history and from the
+         *     session logs too; audited.
          */
         post: operations["purgeMemory"];
         delete?: never;
@@ -1651,6 +1652,20 @@ export interface components {
             /** @description Intentions the current message brings to mind: per-turn material for a message before the step, never for the (cached) system prompt. */
             cued: components["schemas"]["SectionOut"];
         };
+        /** PurgeIn */
+        PurgeIn: {
+            /**
+             * Scrublogs
+             * @description Also replace the entry's text (its description and each line of its body) and `phrases` by [REDACTED] in every session log, live and archived, so search_recent_conversation and recall's conversation lines no longer serve it.
+             * @default false
+             */
+            scrubLogs: boolean;
+            /**
+             * Phrases
+             * @description More text to scrub from the logs (needs scrubLogs): what the user said, which the entry put in other words. Never written to the audit log.
+             */
+            phrases?: string[];
+        };
         /** PurgeOut */
         PurgeOut: {
             /** Kind */
@@ -1684,6 +1699,11 @@ export interface components {
              * @description How long the purge took.
              */
             seconds: number;
+            /**
+             * Scrubbedlogs
+             * @description With scrubLogs: the session logs (live and archived) the text was replaced in by [REDACTED], and how many times in each.
+             */
+            scrubbedLogs?: components["schemas"]["ScrubbedLogOut"][];
         };
         /** PurgeStatusOut */
         PurgeStatusOut: {
@@ -1908,6 +1928,16 @@ export interface components {
              * @description A reverted dream's session logs, pending again: the next dream reads them anew.
              */
             reopenedLogs?: string[];
+        };
+        /** ScrubbedLogOut */
+        ScrubbedLogOut: {
+            /** Path */
+            path: string;
+            /**
+             * Replaced
+             * @description Occurrences replaced in this log.
+             */
+            replaced: number;
         };
         /** SectionOut */
         SectionOut: {
@@ -3924,7 +3954,11 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["PurgeIn"] | null;
+            };
+        };
         responses: {
             /** @description Successful Response */
             200: {

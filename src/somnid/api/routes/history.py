@@ -12,6 +12,7 @@ from somnid.api.history_schemas import (
     CommitOut,
     EntryHistoryPage,
     HistoryPage,
+    PurgeIn,
     PurgeOut,
     PurgeStatusOut,
     RevertOut,
@@ -119,7 +120,17 @@ async def purge_memory(
     runtime: RuntimeDep,
     confirm: Annotated[str | None, Query(max_length=200, description="The name again.")] = None,
     history: Annotated[bool, Query(description="Remove its past versions too.")] = False,
+    body: PurgeIn | None = None,
 ) -> PurgeOut:
-    """Delete an entry (live and archived) for good, optionally from history too; audited."""
-    done = await runtime.history.purge(kind, name, confirm=confirm, history=history)
+    """Delete an entry (live and archived) for good, optionally from history and from the
+    session logs too; audited."""
+    options = body or PurgeIn()
+    done = await runtime.history.purge(
+        kind,
+        name,
+        confirm=confirm,
+        history=history,
+        scrub_logs=options.scrub_logs,
+        phrases=tuple(options.phrases),
+    )
     return PurgeOut.of(done)

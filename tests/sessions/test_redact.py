@@ -1,0 +1,45 @@
+"""What a purge's scrub replaces in a session log, and what it leaves (sessions/redact.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from somnid.errors import InvalidInput
+from somnid.sessions.redact import MAX_PHRASES, phrases, redact_text
+
+LOG = """---
+session_id: 2026-11-01_001
+user: user
+status: pending
+---
+
+[user] 2026-11-01T10:00:05
+my code is Tango-Nine, and the user said so
+<!-- id: e:1 -->
+
+[agent] 2026-11-01T10:00:30
+\\[user] 2026-11-01T10:00:05
+TANGO-NINE 2026
+"""
+
+
+def test_only_the_turns_text_is_replaced() -> None:
+    text, count = redact_text(LOG, phrases(["- tango-nine", "user", "e:1", "status: pending"]))
+    head, _, body = text.partition("\n---\n")
+    assert head + "\n---\n" == LOG.partition("\n---\n")[0] + "\n---\n"  # front-matter as is
+    assert "[user] 2026-11-01T10:00:05\nmy code is [REDACTED], and the [REDACTED] said so" in body
+    assert "<!-- id: e:1 -->" in body  # an id line is no text
+    assert "\\[[REDACTED]] 2026-11-01T10:00:05" in body  # escaped before, still escaped
+    # A line the replacement made look like a header is escaped as the writer does.
+    assert "\n\\[REDACTED] 2026\n" in body
+    assert count == 4
+
+
+def test_phrases_are_lines_without_list_markers_longest_first() -> None:
+    assert phrases(["- a long line\n* abc\n1. another one here", "short\n"]) == [
+        "another one here",
+        "a long line",
+        "short",
+    ]
+    with pytest.raises(InvalidInput):
+        phrases([f"phrase number {n}" for n in range(MAX_PHRASES + 1)])

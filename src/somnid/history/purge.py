@@ -44,7 +44,9 @@ def entry_specs(layout: Layout, kind: Kind, name: str) -> list[str]:
 def in_history(git: Git, specs: list[str]) -> bool:
     if not git.has_head():
         return False
-    return bool(git.text("rev-list", "-1", "HEAD", "--", *specs).strip())
+    # --full-history: a merge (sync) that kept one side's tree hides the other side's
+    # commits from the default simplification, and with them an entry's past versions.
+    return bool(git.text("rev-list", "-1", "--full-history", "HEAD", "--", *specs).strip())
 
 
 @dataclass(slots=True)
@@ -84,7 +86,7 @@ def _plan(git: Git, specs: list[str]) -> tuple[list[str], int] | None:
     if not in_history(git, specs):
         return None
     order = git.text("rev-list", "--reverse", "--topo-order", "HEAD").split()
-    touching = set(git.text("rev-list", "HEAD", "--", *specs).split())
+    touching = set(git.text("rev-list", "--full-history", "HEAD", "--", *specs).split())
     return order, next(i for i, sha in enumerate(order) if sha in touching)
 
 

@@ -17,11 +17,14 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from somnid.history import purge as purging
 from somnid.history.committer import Committer
 from somnid.history.git import BRANCH, Git, GitError
 from somnid.provenance import Actor
 from somnid.store.layout import FOLDER_FILES
+from somnid.sync import purges
 from somnid.sync.merge import NOTES_ENV
+from somnid.sync.remote import TRACKING
 
 SYNC = Actor("sync", "somnid sync")
 APPLIED = ("memory/", "skills/")
@@ -40,6 +43,9 @@ class Merge:
     """Files the merge wrote or removed in the work tree (relative paths)."""
     conflicts: list[str] = field(default_factory=list)
     """Conflict files it stored (relative paths)."""
+    rewritten: bool = False
+    """A purge with ``history`` rewrote the merged history: the push replaces the remote's
+    branch (with a lease on what was fetched)."""
 
 
 def conflict_path(path: str, commit: str) -> str:
@@ -47,13 +53,23 @@ def conflict_path(path: str, commit: str) -> str:
     return str(pure.with_name(f"{pure.stem}{CONFLICT_MARK}{commit[:12]}{pure.suffix or '.md'}"))
 
 
-def merge_remote(committer: Committer, theirs: str | None, machine: str) -> Merge:
+def merge_remote(
+    committer: Committer, theirs: str | None, machine: str, pruning: purges.Pruning
+) -> Merge:
     """Bring ``theirs`` (a fetched commit) into HEAD: nothing, a fast-forward or a merge
-    (its message names this ``machine``; never the remote's URL, which may hold a secret)."""
+    (its message names this ``machine``; never the remote's URL, which may hold a secret).
+    Purges travel as :mod:`somnid.sync.purges` says; ``pruning`` guards a history rewrite."""
     git = committer.git
     head = _head(git)
+    forgotten: list[str] = []
+    base = _merge_base(git, head, theirs) if theirs and head else None
+    if theirs is not None and head is not None:  # a purge with history, received: forget
+        specs = purges.in_history(git, purges.fresh(git, theirs, base))
+        if specs:
+            forgotten = purges.forget_locally(committer, specs, pruning)
+            head = _head(git)
     if theirs is None or theirs == head or (head and _ancestor(git, theirs, head)):
-        return Merge(head)
+        return Merge(head, forgotten)
     # Local writes not yet committed (they came after the caller's flush) go first, so a
     # merged file never overwrites one; the last round holds the lock throughout.
     dirty = [path for path in committer.changed_paths() if path.startswith(APPLIED)]
@@ -69,7 +85,19 @@ def merge_remote(committer: Committer, theirs: str | None, machine: str) -> Merg
     git.run(
         "update-ref", "-m", "somnid sync", f"refs/heads/{BRANCH}", new, *([head] if head else [])
     )
-    return Merge(new, changed, conflicts)
+    # The purging machine: the merge brought the remote's old versions back as ancestors.
+    # (Only a purge new to this merge: an entry made again later keeps its history.)
+    again = purges.in_history(git, purges.fresh(git, new, base), new)
+    if not again:
+        return Merge(new, changed + forgotten, conflicts)
+    git.run("update-ref", "-d", TRACKING)  # nothing may keep the old versions reachable
+    purging.rewrite(git, again, pruning=pruning)
+    return Merge(_head(git), changed + forgotten, conflicts, rewritten=True)
+
+
+def _merge_base(git: Git, one: str, other: str) -> str | None:
+    done = git.call("merge-base", one, other)
+    return done.stdout.decode().strip() or None if done.returncode == 0 else None
 
 
 def _head(git: Git) -> str | None:
@@ -95,6 +123,7 @@ def _merge_commit(git: Git, head: str, theirs: str, machine: str) -> tuple[str, 
         tree, stages = _parse_merge_tree(done.stdout)
         aside: dict[str, bytes] = {}
         fixed: dict[str, str] = {}
+        decided = _decided_by_purges(git, head, theirs)
         for path, by_stage in stages.items():
             ours, other = by_stage.get(2), by_stage.get(3)
             if ours and other:  # both kept it and it would not merge: ours, theirs aside
@@ -105,8 +134,12 @@ def _merge_commit(git: Git, head: str, theirs: str, machine: str) -> tuple[str, 
         for note in sorted(notes.glob("*.json")):
             said = json.loads(note.read_text("utf-8"))
             aside[conflict_path(str(said["path"]), theirs)] = str(said["theirs"]).encode("utf-8")
-        if fixed or aside:
-            tree = _amend_tree(git, Path(scratch) / "index", tree, stages, fixed, aside)
+        if decided:  # the side that purged decides what is at its paths
+            fixed = {p: b for p, b in fixed.items() if not _under(p, decided)}
+            aside = {p: d for p, d in aside.items() if not _under(p, decided)}
+        if fixed or aside or decided:
+            index = Path(scratch) / "index"
+            tree = _amend_tree(git, index, tree, stages, fixed, aside, decided)
     kept = len(aside)
     message = f"Sync: the remote's memory merged on {machine}" + (
         f" ({kept} conflict(s) kept beside their entry)" if kept else ""
@@ -136,6 +169,21 @@ def _blob(git: Git, blob: str) -> bytes:
     return git.run("cat-file", "blob", blob)
 
 
+def _decided_by_purges(git: Git, head: str, theirs: str) -> dict[str, str]:
+    """{path: the commit whose version of it stands} for the paths of a purge one side
+    made since the merge base (ours when both did)."""
+    base = _merge_base(git, head, theirs)
+    decided: dict[str, str] = {}
+    for side in (theirs, head):
+        for purge in purges.fresh(git, side, base):
+            decided.update(dict.fromkeys(purge.specs, side))
+    return decided
+
+
+def _under(path: str, specs: dict[str, str]) -> bool:
+    return any(path == spec or path.startswith(spec + "/") for spec in specs)
+
+
 def _amend_tree(
     git: Git,
     index: Path,
@@ -143,11 +191,17 @@ def _amend_tree(
     stages: dict[str, dict[int, tuple[str, str]]],
     fixed: dict[str, str],
     aside: dict[str, bytes],
+    decided: dict[str, str],
 ) -> str:
-    """``tree`` with each settled path's blob and each conflict file put in."""
+    """``tree`` with each settled path's blob, each conflict file, and each purged path as
+    the side that purged has it."""
     env = {"GIT_INDEX_FILE": str(index)}  # a scratch index: the repository's stays as is
     git.run("read-tree", tree, env=env)
     lines = []
+    for spec, side in decided.items():
+        git.run("rm", "-r", "-q", "--cached", "--ignore-unmatch", "--", spec, env=env)
+        kept = git.text("ls-tree", "-r", "-z", side, "--", spec)  # the lines --index-info reads
+        lines += [record for record in kept.split("\0") if record]
     for path, blob in fixed.items():
         mode = (stages[path].get(2) or stages[path].get(3) or ("100644", ""))[0]
         lines.append(f"{mode} {blob}\t{path}")

@@ -22,6 +22,10 @@ _USERINFO = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<info>[^/@\s]*
 _PASSED = ("GIT_SSH", "GIT_SSH_COMMAND", "GIT_ASKPASS", "GIT_PROXY_COMMAND")
 
 
+_MOVED_ON = ("[rejected]", "non-fast-forward", "fetch first", "stale info")
+"""How git says the remote's branch is not where this push expected it."""
+
+
 class SyncError(Unavailable):
     """The remote could not be reached or refused: writes go on, the next sync retries."""
 
@@ -88,14 +92,21 @@ class Remote:
         done = self.git.call("rev-parse", "--verify", "-q", f"{TRACKING}^{{commit}}")
         return done.stdout.decode().strip() or None if done.returncode == 0 else None
 
-    def push(self, commit: str) -> bool:
+    def push(self, commit: str, *, replacing: str | None = None) -> bool:
         """Push ``commit`` as the remote's branch, fast-forward only: False when the remote
-        moved on meanwhile (fetch and merge again), SyncError when it refuses otherwise."""
-        code, said = self._call("push", "--porcelain", self.url, f"{commit}:refs/heads/{BRANCH}")
+        moved on meanwhile (fetch and merge again), SyncError when it refuses otherwise.
+        ``replacing`` (after a purge rewrote history, and only then): the remote's branch
+        is replaced if it is still at that commit (a lease: never what was not fetched)."""
+        lease = [f"--force-with-lease=refs/heads/{BRANCH}:{replacing}"] if replacing else []
+        code, said = self._call(
+            "push", "--porcelain", *lease, self.url, f"{commit}:refs/heads/{BRANCH}"
+        )
         if code == 0:
             self.git.run("update-ref", TRACKING, commit)
             return True
-        if "[rejected]" in said or "non-fast-forward" in said or "fetch first" in said:
+        if any(
+            why in said for why in ("[rejected]", "non-fast-forward", "fetch first", "stale info")
+        ):
             return False
         raise SyncError(f"{self.shown} refused the push: {_last_lines(said)}")
 

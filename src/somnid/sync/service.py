@@ -31,6 +31,7 @@ from somnid.memory.clock import Clock
 from somnid.provenance import DreamRecord
 from somnid.services.memories import MemoryService
 from somnid.store.layout import Layout
+from somnid.sync import purges
 from somnid.sync.merging import APPLIED, CONFLICT_MARK, merge_remote
 from somnid.sync.remote import Remote, SyncError, redact
 
@@ -43,6 +44,8 @@ SKILL.md merge=somnid
 INTENT.md merge=somnid
 about_user.md merge=somnid
 about_me.md merge=somnid
+# Purges to carry to the other machines: lines only ever added, by any machine.
+purged.jsonl merge=union
 """
 PUSH_ROUNDS = 3
 """A push the remote refuses because it moved on is retried after a new fetch and merge."""
@@ -205,17 +208,21 @@ class SyncService:
 
     def _round_blocking(self, remote: Remote, committer: Committer) -> list[str]:
         changed: list[str] = []
+        with committer.lock:
+            purges.record_local(committer, self.machine)
         for _ in range(PUSH_ROUNDS):
             theirs = remote.fetch()
             with committer.lock:
-                merged = merge_remote(committer, theirs, self.machine)
+                merged = merge_remote(committer, theirs, self.machine, self.history.gate.pruning)
             self._last_pull = self.clock.now().isoformat()
             changed += merged.changed
             if merged.conflicts:
                 log.warning("sync: kept %d conflict(s) beside their entry", len(merged.conflicts))
             if merged.head is None or merged.head == theirs:
                 return changed
-            if remote.push(merged.head):
+            if merged.rewritten:
+                log.warning("sync: a purge rewrote history: replacing the remote's branch")
+            if remote.push(merged.head, replacing=theirs if merged.rewritten else None):
                 self._last_push = self.clock.now().isoformat()
                 return changed
         raise SyncError(f"{remote.shown} kept moving on: push again at the next round")

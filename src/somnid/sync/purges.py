@@ -1,0 +1,158 @@
+"""A purge travels with sync: the record of it, and what each machine does on receiving it.
+
+A purge is local (history's :mod:`~somnid.history.purge`, recorded in ``audit.log``). For
+other machines to forget the entry too, a round first writes each purge this machine made
+into ``memory/purged.jsonl`` (one JSON line: kind, name, paths, history, when, machine),
+a tracked file that syncs like any other. Then:
+
+- in a merge, a purge one side has and the merge base has not wins over the other side's
+  versions of its paths (the side that purged decides what is there: nothing, or an entry
+  made again after the purge); an edit never brings a purged entry back;
+- a machine that receives a purge with ``history`` rewrites its own history without the
+  entry (as the purge did on the first machine) and deletes its files, before it merges;
+- the purging machine's next merge brings the remote's old versions back as ancestors: it
+  rewrites again after the merge and replaces the remote's branch, with a lease on what it
+  fetched (``--force-with-lease``): the only forced push somnid makes, after an explicit
+  purge with ``history``.
+
+Blocking; the caller holds the committer's lock.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from pathlib import Path
+
+from somnid.history import purge as purging
+from somnid.history.audit import AUDIT_FILE
+from somnid.history.committer import Committer
+from somnid.history.git import Git
+from somnid.memory.kinds import Kind
+from somnid.provenance import Actor
+
+RECORD = "memory/purged.jsonl"
+SYNC = Actor("sync", "somnid sync")
+Pruning = Callable[[], AbstractContextManager[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class Purge:
+    kind: str
+    name: str
+    specs: tuple[str, ...]
+    history: bool
+    at: str
+    machine: str
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return self.kind, self.name, self.at
+
+
+def at(git: Git, commit: str | None) -> list[Purge]:
+    """The purges recorded in ``commit``'s ``memory/purged.jsonl`` ([] without one)."""
+    if commit is None:
+        return []
+    done = git.call("cat-file", "blob", f"{commit}:{RECORD}")
+    return _parse(done.stdout.decode("utf-8", "replace")) if done.returncode == 0 else []
+
+
+def _parse(text: str) -> list[Purge]:
+    found = []
+    for line in text.splitlines():
+        try:
+            item = json.loads(line)
+            # Only entries' paths: a line edited by hand never makes a sync drop other files.
+            specs = tuple(
+                str(spec) for spec in item["specs"] if str(spec).startswith(("memory/", "skills/"))
+            )
+            found.append(
+                Purge(
+                    str(item["kind"]),
+                    str(item["name"]),
+                    specs,
+                    bool(item.get("history")),
+                    str(item.get("at") or ""),
+                    str(item.get("machine") or ""),
+                )
+            )
+        except (ValueError, KeyError, TypeError):
+            continue  # a line broken by hand: not a purge
+    return found
+
+
+def record_local(committer: Committer, machine: str) -> None:
+    """Write each purge of ``audit.log`` not yet in ``memory/purged.jsonl`` there, and
+    commit it (through the store: it is a file under memory/)."""
+    layout = committer.layout
+    target = layout.root / RECORD
+    try:
+        current = target.read_text("utf-8")
+    except FileNotFoundError:
+        current = ""
+    known = {purge.key for purge in _parse(current)}
+    lines = []
+    for item in _audited(layout.root / AUDIT_FILE):
+        try:
+            kind = Kind(str(item["kind"]))
+            key = (kind.value, str(item["name"]), str(item["at"]))
+        except (KeyError, ValueError):
+            continue
+        if key in known:
+            continue
+        specs = purging.entry_specs(layout, kind, key[1])
+        record = {
+            "kind": key[0], "name": key[1], "specs": specs, "history": bool(item.get("history")),
+            "at": key[2], "machine": machine,
+        }  # fmt: skip
+        lines.append(json.dumps(record, ensure_ascii=False, sort_keys=True))
+        known.add(key)
+    if lines:
+        text = current + ("" if not current or current.endswith("\n") else "\n")
+        committer.memories.put_raw(target, (text + "\n".join(lines) + "\n").encode("utf-8"))
+    if committer.changed_paths([RECORD]):
+        committer.commit_paths([RECORD], "Sync: purges to carry to the other machines", SYNC)
+
+
+def _audited(path: Path) -> list[dict[str, object]]:
+    try:
+        text = path.read_text("utf-8")
+    except (FileNotFoundError, UnicodeDecodeError):
+        return []
+    found = []
+    for line in text.splitlines():
+        try:
+            item = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(item, dict) and item.get("action") == "purge":
+            found.append(item)
+    return found
+
+
+def fresh(git: Git, side: str | None, base: str | None) -> list[Purge]:
+    """The purges ``side`` has that ``base`` has not."""
+    old = {purge.key for purge in at(git, base)}
+    return [purge for purge in at(git, side) if purge.key not in old]
+
+
+def in_history(git: Git, purges: list[Purge], commit: str = "HEAD") -> list[str]:
+    """The paths of ``purges`` with ``history`` that ``commit``'s history still holds."""
+    specs = sorted({spec for purge in purges if purge.history for spec in purge.specs})
+    if not specs:
+        return []
+    done = git.call("rev-list", "-1", "--full-history", commit, "--", *specs)
+    return specs if done.returncode == 0 and done.stdout.strip() else []
+
+
+def forget_locally(committer: Committer, specs: list[str], pruning: Pruning) -> list[str]:
+    """Received: this machine's files of the purged entries deleted (through the store)
+    and its history rewritten without them; the paths removed."""
+    removed = committer.memories.remove_paths(specs)
+    if removed:
+        committer.commit_paths(specs, "Sync: purged as another machine did", SYNC)
+    purging.rewrite(committer.git, specs, pruning=pruning)
+    return removed

@@ -1,0 +1,78 @@
+"""A purge travels: purged on one machine, the entry goes on every machine that syncs, an
+edit made meanwhile elsewhere does not bring it back, and with ``history`` no commit
+reachable on either machine or on the remote holds it any more."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.sync.helpers import (
+    bare_remote,
+    fsck,
+    git,
+    machine,
+    memory_files,
+    patch,
+    read,
+    sync,
+    write,
+)
+
+SECRET = "the door code is 4417"
+
+
+def _everywhere(repo: Path) -> str:
+    """Every reachable version of every file (all refs), as git log -p shows them."""
+    return git(repo, "log", "--all", "-p", "--format=%H")
+
+
+def test_a_purge_with_history_travels(tmp_path: Path) -> None:
+    remote = bare_remote(tmp_path / "remote.git")
+    with (
+        machine(tmp_path / "a" / "data", remote) as a,
+        machine(tmp_path / "b" / "data", remote) as b,
+    ):
+        write(a, "door", f"{SECRET}\n")
+        write(a, "garden", "roses\n")
+        sync(a)
+        sync(b)
+        assert read(b, "door") is not None
+        # Meanwhile on b: an edit of the entry a purges, and of another one.
+        patch(b, "door", body=f"{SECRET}, or 4418\n")
+        patch(b, "garden", body="roses and tulips\n")
+        with a.client() as client:
+            done = client.post(
+                "/v1/memories/knowledge/door/purge", params={"confirm": "door", "history": "true"}
+            )
+            assert done.status_code == 200, done.text
+        sync(a)  # replaces the remote's branch: the only forced push
+        assert SECRET not in _everywhere(remote)
+        sync(b)  # receives the purge: forgets the entry and its history, then merges
+        sync(a)
+        for daemon in (a, b):
+            assert read(daemon, "door") is None
+            garden = read(daemon, "garden")
+            assert garden is not None and garden["body"] == "roses and tulips\n"
+            assert SECRET not in _everywhere(daemon.data_dir)
+            fsck(daemon.data_dir)
+        assert SECRET not in _everywhere(remote)
+        assert memory_files(a.data_dir) == memory_files(b.data_dir)
+
+        # Without history too: the purge beats the edit b made meanwhile.
+        patch(b, "garden", body="roses, tulips and weeds\n")
+        with a.client() as client:
+            done = client.post("/v1/memories/knowledge/garden/purge", params={"confirm": "garden"})
+            assert done.status_code == 200, done.text
+        sync(a)
+        sync(b)
+        assert read(a, "garden") is None and read(b, "garden") is None
+
+        # A new entry of the purged name, made later, is an entry like any other.
+        write(b, "door", "painted blue\n")
+        sync(b)
+        sync(a)
+        door = read(a, "door")
+        assert door is not None and door["body"] == "painted blue\n"
+        # Its history is not purged again: a rewrote history once, after the purge.
+        assert a.log().count("a purge rewrote history") == 1
+        assert b.log().count("a purge rewrote history") == 0

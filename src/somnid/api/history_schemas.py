@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 from pydantic import Field, StringConstraints
 
 from somnid.api.schemas import Schema
+from somnid.history.identity import IdentityChange
 from somnid.history.log import Change, Commit, EntryDiff
 from somnid.history.purge import Progress
 from somnid.history.revert import Reverted
@@ -95,6 +96,41 @@ class EntryHistoryPage(Schema):
         description="The commits that touched this entry, newest first, each with this "
         "entry's diffs only (live and archived copies)."
     )
+    total: int
+    offset: int
+    limit: int
+
+
+class IdentityDiffOut(EntryDiffOut):
+    reverted_by: str | None = Field(
+        None, description="The commit that put this profile back as it was before, if any."
+    )
+
+
+class IdentityChangeOut(Schema):
+    commit: CommitOut
+    entries: list[IdentityDiffOut] = Field(
+        description="The profiles this commit changed, each with its diff (revert one with "
+        "POST /v1/history/entries/profile/{name}/{commit}/revert)."
+    )
+
+    @classmethod
+    def of(cls, item: IdentityChange) -> IdentityChangeOut:
+        return cls(
+            commit=CommitOut.of(item.commit),
+            entries=[
+                IdentityDiffOut(
+                    change=ChangeOut.of(diff.change),
+                    diff=diff.diff,
+                    reverted_by=item.reverted_by.get(diff.change.path),
+                )
+                for diff in item.diffs
+            ],
+        )
+
+
+class IdentityPage(Schema):
+    items: list[IdentityChangeOut]
     total: int
     offset: int
     limit: int

@@ -34,6 +34,7 @@ from typing import Any, Protocol
 from somnid.errors import BrokenFile, SomnidError
 from somnid.history.git import Git, spare_descriptors
 from somnid.memory.entry import Entry
+from somnid.memory.kinds import Kind
 from somnid.memory.text import one_line
 from somnid.provenance import DREAM, Actor, DreamRecord, current_actor
 from somnid.services.memories import MemoryService
@@ -239,7 +240,10 @@ class Committer:
                 return False
         try:
             for item in items:
-                message = dream_message(item.dream) if item.dream else self._write_message(item)
+                if item.dream:
+                    message = dream_message(item.dream, self._profiles(item.paths))
+                else:
+                    message = self._write_message(item)
                 self.commit_paths(list(item.paths), message, item.actor)
             if hand:
                 self._commit_loose(HAND, "Hand edit", exclude=held)
@@ -373,6 +377,16 @@ class Committer:
                 out[f"{kind.value}/{name}{' (archived)' if archived else ''}"] = None
         return list(out)
 
+    def _profiles(self, paths: Iterable[str]) -> list[str]:
+        """The profiles among ``paths`` that this commit changes (git's word, not the
+        dream's count): ``profile/about_me``, ``profile/ann``."""
+        wanted = []
+        for rel in paths:
+            what = self.layout.classify(self.layout.root / rel)
+            if what is not None and what[0] is Kind.PROFILE:
+                wanted.append(rel)
+        return self.labels(self.changed_paths(wanted)) if wanted else []
+
     def _write_message(self, item: _Item) -> str:
         return f"{item.actor.name}: {_listing(self.labels(item.paths))}"
 
@@ -386,18 +400,23 @@ class Committer:
         return candidate.as_posix()
 
 
-def dream_message(info: dict[str, Any]) -> str:
+def dream_message(info: dict[str, Any], profiles: list[str] | None = None) -> str:
+    """A dream's commit message; ``profiles``: the profiles its commit changes (counted
+    and named: an identity change is never left unsaid)."""
+    changed = len(profiles) if profiles is not None else info.get("profiles") or 0
     counts = (
         f"{info.get('created') or 0} created, {info.get('updated') or 0} updated, "
         f"{info.get('archived') or 0} archived, {info.get('decayed') or 0} decayed, "
         f"{info.get('retired') or 0} retired"
     )
-    if info.get("profiles") or info.get("profiles_refused"):  # identity: never left unsaid
+    if changed or info.get("profiles_refused"):  # identity: never left unsaid
         counts += (
-            f", {info.get('profiles') or 0} profiles changed, "
+            f", {changed} profiles changed, "
             f"{info.get('profiles_refused') or 0} profile lines refused"
         )
     lines = [f"Dream ({info.get('trigger') or 'dream'}, {info.get('status')}): {counts}", ""]
+    if profiles:
+        lines.append("Profiles changed: " + ", ".join(profiles))
     if info.get("reason"):
         lines.append(f"Reason: {info['reason']}")
     if info.get("processed"):

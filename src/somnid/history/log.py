@@ -171,11 +171,11 @@ def under(path: str, specs: list[str]) -> bool:
 
 
 def entry_log(
-    git: Git, layout: Layout, specs: list[str], *, offset: int, limit: int
+    git: Git, layout: Layout, specs: list[str], *, offset: int, limit: int, dreams: bool = False
 ) -> tuple[list[tuple[Commit, list[EntryDiff]]], int]:
     """A page of the commits that touched one entry (its ``specs``: live and archived
     folder, or a profile's file), newest first, each with the diffs of that entry only."""
-    page, total = commits(git, layout, offset=offset, limit=limit, paths=specs)
+    page, total = commits(git, layout, offset=offset, limit=limit, dreams=dreams, paths=specs)
     return [(info, _patches(git, info, specs)) for info in page], total
 
 

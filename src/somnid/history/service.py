@@ -32,6 +32,7 @@ from somnid.history.audit import audit
 from somnid.history.committer import Committer
 from somnid.history.gate import PruneGate
 from somnid.history.git import Git, find_git
+from somnid.history.identity import IdentityChange, identity_log
 from somnid.history.revert import Entry, Reverted, revert
 from somnid.memory.clock import Clock
 from somnid.memory.kinds import Kind
@@ -206,6 +207,15 @@ class History:
         specs = self._entry(kind, name).specs
         return await self._read(
             lambda c: history_log.entry_log(c.git, self.layout, specs, offset=offset, limit=limit)
+        )
+
+    async def identity_changes(
+        self, *, offset: int, limit: int, dreams: bool = False
+    ) -> tuple[list[IdentityChange], int]:
+        """The commits that changed a profile (the agent's about_me, a user's profile),
+        newest first, each with its profile diffs and what reverted them: for review."""
+        return await self._read(
+            lambda c: identity_log(c.git, self.layout, offset=offset, limit=limit, dreams=dreams)
         )
 
     # --- undo --------------------------------------------------------------------------

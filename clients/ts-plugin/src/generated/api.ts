@@ -720,6 +720,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/history/identity": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List identity changes
+         * @description Every change to a profile (the agent's about_me, a user's profile), newest first, with
+         *     who made it (a dream, its id), its diff per profile and what reverted it: for review.
+         */
+        get: operations["listIdentityChanges"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/history/purge": {
         parameters: {
             query?: never;
@@ -1294,6 +1315,40 @@ export interface components {
         HistoryPage: {
             /** Items */
             items: components["schemas"]["CommitOut"][];
+            /** Total */
+            total: number;
+            /** Offset */
+            offset: number;
+            /** Limit */
+            limit: number;
+        };
+        /** IdentityChangeOut */
+        IdentityChangeOut: {
+            commit: components["schemas"]["CommitOut"];
+            /**
+             * Entries
+             * @description The profiles this commit changed, each with its diff (revert one with POST /v1/history/entries/profile/{name}/{commit}/revert).
+             */
+            entries: components["schemas"]["IdentityDiffOut"][];
+        };
+        /** IdentityDiffOut */
+        IdentityDiffOut: {
+            change: components["schemas"]["ChangeOut"];
+            /**
+             * Diff
+             * @description The unified diff of this file in the commit.
+             */
+            diff: string;
+            /**
+             * Revertedby
+             * @description The commit that put this profile back as it was before, if any.
+             */
+            revertedBy?: string | null;
+        };
+        /** IdentityPage */
+        IdentityPage: {
+            /** Items */
+            items: components["schemas"]["IdentityChangeOut"][];
             /** Total */
             total: number;
             /** Offset */
@@ -3758,6 +3813,49 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RevertOut"];
+                };
+            };
+            /** @description The request was refused; the body says why. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description somnid could not serve the request (storage or a dependency). */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+        };
+    };
+    listIdentityChanges: {
+        parameters: {
+            query?: {
+                offset?: number;
+                limit?: number;
+                /** @description Only the dreams' changes. */
+                dreams?: boolean;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IdentityPage"];
                 };
             };
             /** @description The request was refused; the body says why. */

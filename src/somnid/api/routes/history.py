@@ -12,6 +12,8 @@ from somnid.api.history_schemas import (
     CommitOut,
     EntryHistoryPage,
     HistoryPage,
+    IdentityChangeOut,
+    IdentityPage,
     PurgeIn,
     PurgeOut,
     PurgeStatusOut,
@@ -82,6 +84,24 @@ async def revert_entry_change(
     """Undo what one commit changed of this entry only (the rest of the commit stays); 409
     if a later change touched the entry."""
     return RevertOut.of(await runtime.history.revert_entry(kind, name, commit))
+
+
+@router.get("/v1/history/identity", name="listIdentityChanges", response_model=IdentityPage)
+async def list_identity_changes(
+    runtime: RuntimeDep,
+    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
+    limit: Annotated[int, Query(ge=1, le=200)] = 20,
+    dreams: Annotated[bool, Query(description="Only the dreams' changes.")] = False,
+) -> IdentityPage:
+    """Every change to a profile (the agent's about_me, a user's profile), newest first, with
+    who made it (a dream, its id), its diff per profile and what reverted it: for review."""
+    items, total = await runtime.history.identity_changes(offset=offset, limit=limit, dreams=dreams)
+    return IdentityPage(
+        items=[IdentityChangeOut.of(item) for item in items],
+        total=total,
+        offset=offset,
+        limit=limit,
+    )
 
 
 @router.get("/v1/history/purge", name="getPurgeStatus", response_model=PurgeStatusOut)

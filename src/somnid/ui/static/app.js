@@ -23,6 +23,10 @@ const T = {
     revert_change: "Revert this change", no_history: "No history yet.",
     change_reverted: "Reverted: the entry is as it was before that change.",
     entry_gone: "Reverted: that change created the entry, so it is gone.",
+    identity: "Identity", only_dreams: "only dreams", reverted_by: "reverted by",
+    identity_intro: "Every change to a profile: who the agent is (about_me) and who each user is. Dreams write these from conversations; undo any you do not want.",
+    identity_reverted: "Reverted: the profile is as it was before that change.",
+    purge_logs: "also scrub its text from the conversation logs",
   },
   zh: {
     title: "somnid 记忆", memories: "记忆", search: "搜索", intentions: "待办意图",
@@ -43,6 +47,10 @@ const T = {
     revert_change: "撤销这次修改", no_history: "还没有历史。",
     change_reverted: "已撤销：条目已恢复到那次修改之前。",
     entry_gone: "已撤销：那次修改创建了这个条目，所以它已不存在。",
+    identity: "身份", only_dreams: "只看梦境", reverted_by: "已被撤销：",
+    identity_intro: "对档案的每一次修改：助手是谁（about_me）、每位用户是谁。梦境会根据对话写入这些内容；不想要的修改可以撤销。",
+    identity_reverted: "已撤销：档案已恢复到那次修改之前。",
+    purge_logs: "同时从对话记录中抹去其文字",
   },
 };
 const CORE = ["description", "stability", "score", "created", "last_used", "last_decay"];
@@ -160,7 +168,7 @@ function show(tab) {
   document.querySelectorAll("#tabs button").forEach((b) => b.classList.toggle("on", b.dataset.tab === tab));
   document.querySelectorAll(".view").forEach((v) => { v.hidden = v.id !== `view-${tab}`; });
   history.replaceState(null, "", `#${tab}`);
-  ({ memories: loadList, search: () => $("q").focus(), intentions: loadAgenda, dreams: loadDreams }[tab] || loadList)();
+  ({ memories: loadList, search: () => $("q").focus(), intentions: loadAgenda, dreams: loadDreams, identity: loadIdentity }[tab] || loadList)();
 }
 
 // --- memories --------------------------------------------------------------------------
@@ -183,6 +191,7 @@ async function openEntry(kind, name, archived) {
   say($("notice"), "");
   $("purge-confirm").value = "";
   $("purge-history").checked = false; // never carried over to the next entry
+  $("purge-logs").checked = false;
   say($("e-status"), "");
   $("e-history").hidden = true;
   const query = archived ? "?archived=true" : "";
@@ -241,7 +250,7 @@ async function act(what) {
       await api("POST", `${base}/restore`, {});
     } else {
       const params = new URLSearchParams({ confirm: $("purge-confirm").value, history: String($("purge-history").checked) });
-      await api("POST", `${base}/purge?${params}`);
+      await api("POST", `${base}/purge?${params}`, { scrubLogs: $("purge-logs").checked });
     }
     $("entry").hidden = true;
     say($("notice"), t({ archive: "archived_done", restore: "restored", purge: "purged" }[what]));
@@ -360,6 +369,43 @@ async function revertDream() {
   }
 }
 
+// --- identity: every profile change, for review -------------------------------------------
+
+async function loadIdentity() {
+  const params = new URLSearchParams({ limit: "100", dreams: String($("identity-dreams").checked) });
+  try {
+    const { data } = await api("GET", `/v1/history/identity?${params}`);
+    $("identity-changes").replaceChildren(...(data.items.length ? data.items.map(identityChange) : [el("p", { class: "muted" }, t("empty"))]));
+  } catch (error) {
+    say($("i-status"), error.message, true);
+  }
+}
+
+function identityChange({ commit, entries }) {
+  const who = commit.dreamId ? `${commit.author} ${commit.dreamId}` : commit.author;
+  return el("div", { class: "change identity-change", "data-commit": commit.id, "data-source": commit.source },
+    el("h4", {}, `${commit.date.slice(0, 19).replace("T", " ")} · ${who} · ${commit.subject}`),
+    ...entries.map((entry) => el("div", { class: "identity-entry", "data-name": entry.change.name || "" },
+      el("h5", {}, `${kindName("profile")} / ${entry.change.name} (${entry.change.status})`),
+      diffBlock(entry.diff),
+      entry.revertedBy
+        ? el("p", { class: "muted reverted" }, `${t("reverted_by")} ${entry.revertedBy.slice(0, 12)}`)
+        : el("button", { class: "revert-identity", onclick: () => revertIdentity(entry.change.name, commit.id) }, t("revert_change")))));
+}
+
+async function revertIdentity(name, commit) {
+  say($("i-status"), "");
+  try {
+    await api("POST", `/v1/history/entries/profile/${encodeURIComponent(name)}/${commit}/revert`);
+  } catch (error) {
+    const which = (error.body.entries || []).map((e) => `${e.label} (${e.commits.join(", ")})`).join("; ");
+    say($("i-status"), error.status === 409 ? `${t("revert_refused")}: ${which}` : error.message, true);
+    return;
+  }
+  await loadIdentity();
+  say($("i-status"), t("identity_reverted"));
+}
+
 // --- sleep, live ---------------------------------------------------------------------------
 
 let sleepState = { sleeping: false, extra: "" };
@@ -403,5 +449,6 @@ document.addEventListener("DOMContentLoaded", () => {
   $("show-history").addEventListener("click", () => { say($("h-status"), ""); loadEntryHistory(); });
   $("search-form").addEventListener("submit", search);
   $("revert").addEventListener("click", revertDream);
+  $("identity-dreams").addEventListener("change", () => { say($("i-status"), ""); loadIdentity(); });
   start();
 });

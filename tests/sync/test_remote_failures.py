@@ -5,6 +5,7 @@ accepts, and a daemon that starts and syncs."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -17,6 +18,7 @@ import pytest
 
 from somnid.history.git import Git
 from somnid.sync.remote import Remote, SyncError
+from tests.cli.runner import daemon_env, somnid
 from tests.daemon import Daemon
 from tests.sync.helpers import (
     bare_remote,
@@ -52,6 +54,17 @@ def test_a_remote_that_is_down_or_refuses_only_delays(tmp_path: Path) -> None:
         assert said["state"] == "failed" and said["lastError"], said
         assert read(a, "written-while-down") is not None  # writes go on
         write(a, "also-while-down", "and this\n")
+
+        # The command line says it too: `somnid sync` fails with git's reason, status and
+        # doctor show the last error.
+        env = daemon_env(a, SOMNID_SYNC__REMOTE=str(missing))
+        ran = somnid(env, "sync")
+        assert ran.returncode == 1 and "not-yet.git" in ran.stderr, ran
+        shown = somnid(env, "status")
+        assert shown.returncode == 0 and "failed: could not fetch" in shown.stdout, shown
+        doctor = somnid(env, "doctor", "--json")
+        [finding] = [f for f in json.loads(doctor.stdout)["findings"] if f["check"] == "sync"]
+        assert finding["level"] == "WARN" and "failed" in finding["message"], finding
 
         bare_remote(missing)  # the remote comes back: the next round catches up
         done = sync(a)

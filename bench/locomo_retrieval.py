@@ -13,6 +13,12 @@ Run from the repo root::
 
     .venv/bin/python bench/locomo_retrieval.py                  # whole split, local model
     .venv/bin/python bench/locomo_retrieval.py --conversations 1 --provider off
+    .venv/bin/python bench/locomo_retrieval.py --backend sqlite,postgres   # both, one run
+
+``--backend postgres`` uses ``--dsn`` (a fresh schema per conversation is not needed: each
+conversation gets its own database) or, without one, starts the embedded PostgreSQL the
+tests use (``tests/recall/pg_server.py``) for the run. The first backend's figures are the
+report's; the others' are under ``backends`` beside them.
 
 The table goes to stdout, progress to stderr, everything to ``bench/results/
 locomo_retrieval.json`` (or ``--out``).
@@ -108,13 +114,18 @@ class ConversationRun:
     turn_names: dict[str, str] = field(default_factory=dict)  # stored name -> ``d1-3``
 
 
-def make_settings(data_dir: Path, provider: str, model_dir: Path | None) -> Settings:
+def make_settings(
+    data_dir: Path, provider: str, model_dir: Path | None, dsn: str | None = None
+) -> Settings:
     embed: dict[str, Any] = {"provider": provider}
     if provider == "local" and model_dir is not None:
         embed["model_dir"] = model_dir
+    index: dict[str, Any] = {"backend": "postgres", "dsn": dsn} if dsn else {}
     # No dreams: the manual clock jumps months ahead between sessions, and a real-time tick
     # of the scheduler would run a maintenance sleep that retires episodes mid-run.
-    return Settings(data_dir=data_dir, timezone="UTC", embed=embed, dream={"enabled": False})
+    return Settings(
+        data_dir=data_dir, timezone="UTC", embed=embed, dream={"enabled": False}, index=index
+    )
 
 
 class IndexNotReady(RuntimeError):
@@ -466,6 +477,12 @@ def format_report(report: dict[str, Any]) -> str:
         f" {len(ev['missing_dropped'])} missing ids dropped",
     ]
     lines += [f"Note: {note}" for note in report["notes"]]
+    for backend, other in report.get("backends", {}).items():
+        every = other["results"]["all"]
+        lines.append(
+            f"Backend {backend}: R@10 {every['r@10']:.3f}, nDCG@10 {every['ndcg@10']:.3f};"
+            f" search p50 {_ms(other['search']['p50_ms'])}, p95 {_ms(other['search']['p95_ms'])}"
+        )
     return "\n".join(lines)
 
 
@@ -518,7 +535,23 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="a LoCoMo JSON file")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="where to write the JSON")
+    parser.add_argument(
+        "--backend",
+        type=_backends,
+        default=("sqlite",),
+        help="sqlite, postgres, or both comma-separated (each conversation on each in turn)",
+    )
+    parser.add_argument(
+        "--dsn", help="a PostgreSQL server for --backend postgres (default: an embedded one)"
+    )
     return parser.parse_args(argv)
+
+
+def _backends(text: str) -> tuple[str, ...]:
+    names = tuple(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
+    if not names or not set(names) <= {"sqlite", "postgres"}:
+        raise argparse.ArgumentTypeError("sqlite, postgres, or sqlite,postgres")
+    return names
 
 
 def _positive(text: str) -> int:
@@ -545,10 +578,53 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     conversations = load_conversations(data_path, notes, first=args.conversations)
     model_dir = resolve_model_dir(args.provider, args.model_dir)
 
-    def settings_for(data_dir: Path) -> Settings:
-        return make_settings(data_dir, args.provider, model_dir)
+    server = None
+    if "postgres" in args.backend and args.dsn is None:
+        from tests.recall.pg_server import PgServer
 
-    runs: list[ConversationRun] = []
+        server = PgServer()
+        server.init()
+    try:
+        runs = await run_backends(args, conversations, model_dir, server)
+    finally:
+        if server is not None:
+            server.destroy()
+    reports = {
+        backend: build_report(
+            done,
+            notes=notes,
+            data_path=data_path,
+            provider=args.provider,
+            model_dir=model_dir,
+            limit_questions=args.limit_questions,
+            settings=make_settings(Path(tempfile.gettempdir()), args.provider, model_dir),
+            wall_s=time.perf_counter() - wall,
+        )
+        for backend, done in runs.items()
+    }
+    first = args.backend[0]
+    report = reports[first]
+    if len(reports) > 1 or first != "sqlite":
+        report["backend"] = first
+        report["backends"] = {
+            backend: {
+                "results": other["results"]["somnid"],
+                "search": other["timings"]["search"],
+                "ingest_and_index_ms_per_turn": other["timings"]["ingest_and_index_ms_per_turn"],
+            }
+            for backend, other in reports.items()
+        }
+    return report
+
+
+async def run_backends(
+    args: argparse.Namespace,
+    conversations: Sequence[Conversation],
+    model_dir: Path | None,
+    server: Any,
+) -> dict[str, list[ConversationRun]]:
+    """Each conversation on each backend in turn (one machine state for both)."""
+    runs: dict[str, list[ConversationRun]] = {backend: [] for backend in args.backend}
     for conv in conversations:
         questions = conv.questions[: args.limit_questions]
         print(
@@ -556,24 +632,23 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             file=sys.stderr,
             flush=True,
         )
-        done = await run_conversation(conv, questions, settings_for, args.provider)
-        print(
-            f"  ingest {done.ingest_s:.1f} s, index {done.index_s:.1f} s,"
-            f" {len(done.results)} questions asked",
-            file=sys.stderr,
-            flush=True,
-        )
-        runs.append(done)
-    return build_report(
-        runs,
-        notes=notes,
-        data_path=data_path,
-        provider=args.provider,
-        model_dir=model_dir,
-        limit_questions=args.limit_questions,
-        settings=make_settings(Path(tempfile.gettempdir()), args.provider, model_dir),
-        wall_s=time.perf_counter() - wall,
-    )
+        for backend in args.backend:
+            dsn = None
+            if backend == "postgres":
+                dsn = args.dsn or server.new_database()
+
+            def settings_for(data_dir: Path, dsn: str | None = dsn) -> Settings:
+                return make_settings(data_dir, args.provider, model_dir, dsn)
+
+            done = await run_conversation(conv, questions, settings_for, args.provider)
+            print(
+                f"  {backend}: ingest {done.ingest_s:.1f} s, index {done.index_s:.1f} s,"
+                f" {len(done.results)} questions asked",
+                file=sys.stderr,
+                flush=True,
+            )
+            runs[backend].append(done)
+    return runs
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -22,7 +22,7 @@ try:  # the ``postgres`` extra
 except ImportError:  # pragma: no cover - checked at open
     psycopg = None  # type: ignore[assignment]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: terms carry their row's kind and length
 SCHEMA_LOCK = 0x534F4D4E  # an advisory lock: two daemons creating the schema at once
 
 # Every table in one schema; rows carry the daemons (sources) that derived them.
@@ -54,10 +54,11 @@ CREATE TABLE IF NOT EXISTS somnid.entries (
 CREATE INDEX IF NOT EXISTS entries_session ON somnid.entries (session, id);
 CREATE INDEX IF NOT EXISTS entries_name ON somnid.entries (name);
 CREATE INDEX IF NOT EXISTS entries_embed_hash ON somnid.entries (embed_hash);
-CREATE INDEX IF NOT EXISTS entries_sources ON somnid.entries USING gin (sources);
 CREATE TABLE IF NOT EXISTS somnid.terms (
     term      text NOT NULL,
     entry_id  bigint NOT NULL REFERENCES somnid.entries (id) ON DELETE CASCADE,
+    kind      smallint NOT NULL,
+    row_len   integer NOT NULL,
     n0 smallint NOT NULL, n1 smallint NOT NULL, n2 smallint NOT NULL,
     n3 smallint NOT NULL, n4 smallint NOT NULL, n5 smallint NOT NULL,
     PRIMARY KEY (term, entry_id)

@@ -25,6 +25,7 @@ from somnid.errors import IndexUnavailable, Unavailable
 from somnid.memory.kinds import Kind
 from somnid.recall.backend import (
     DEFAULT_FIELD_WEIGHTS,
+    KIND_CODE,
     BackendInfo,
     Document,
     Gathered,
@@ -71,25 +72,31 @@ def _vec_of(text: str) -> Vector:
 
 
 # FTS5's bm25(): IDF (floored at 1e-6) × the column-weighted count, saturated, over the
-# row's length in terms against the mean. %(w0)s..%(w5)s are this daemon's column weights.
+# row's length in terms against the mean; %(w0)s..%(w5)s are this daemon's column weights.
+# The postings of the query's terms are read once by the primary key (term first); each
+# carries its row's kind and length, so ranking needs no join: only the best few rows are
+# then checked to be this daemon's.
 _BM25 = f"""
-WITH q AS (SELECT unnest(%(terms)s::text[]) AS term),
-idf AS (
-    SELECT t.term, greatest(ln((%(n)s - count(*) + 0.5) / (count(*) + 0.5)), 1e-6) AS w
-    FROM somnid.terms t JOIN q USING (term) GROUP BY t.term
+WITH hits AS MATERIALIZED (
+    SELECT term, entry_id, kind, row_len,
+        n0 * %(w0)s + n1 * %(w1)s + n2 * %(w2)s + n3 * %(w3)s + n4 * %(w4)s + n5 * %(w5)s AS tf
+    FROM somnid.terms WHERE term = ANY(%(terms)s)
 ),
-hits AS (
-    SELECT t.entry_id, idf.w,
-        t.n0 * %(w0)s + t.n1 * %(w1)s + t.n2 * %(w2)s + t.n3 * %(w3)s
-        + t.n4 * %(w4)s + t.n5 * %(w5)s AS tf
-    FROM somnid.terms t JOIN idf USING (term)
+idf AS (
+    SELECT term, greatest(ln((%(n)s - count(*) + 0.5) / (count(*) + 0.5)), 1e-6) AS w
+    FROM hits GROUP BY term
+),
+ranked AS (
+    SELECT h.entry_id, sum(idf.w * h.tf * {K1 + 1}
+        / (h.tf + {K1} * (1 - {B} + {B} * h.row_len / %(avg)s))) AS rank
+    FROM hits h JOIN idf USING (term) WHERE h.kind = ANY(%(kinds)s)
+    GROUP BY h.entry_id HAVING sum(h.tf) > 0 ORDER BY rank DESC LIMIT %(over)s
 )
-SELECT e.id, sum(h.w * h.tf * {K1 + 1}
-    / (h.tf + {K1} * (1 - {B} + {B} * e.terms_len / %(avg)s))) AS rank
-FROM hits h JOIN somnid.entries e ON e.id = h.entry_id
-WHERE e.kind = ANY(%(kinds)s) AND e.{_MINE}
-GROUP BY e.id HAVING sum(h.tf) > 0 ORDER BY rank DESC LIMIT %(limit)s
+SELECT r.entry_id, r.rank FROM ranked r JOIN somnid.entries e ON e.id = r.entry_id
+WHERE e.{_MINE} ORDER BY r.rank DESC LIMIT %(limit)s
 """
+ANALYZE_AFTER = 500  # rows written by a sync before it takes the planner's statistics
+OVERFETCH = 2  # rows ranked per row wanted: some may be another daemon's only
 
 
 class PgIndex:
@@ -110,6 +117,7 @@ class PgIndex:
         self.dim: int | None = None
         self._stats: tuple[float, float, float] | None = None  # (when, N, mean length)
         self._vectors: tuple[float, int] | None = None  # (when, count)
+        self._written = 0  # rows written since the planner's statistics were last taken
 
     def close(self) -> None:
         self.db.close()
@@ -149,7 +157,8 @@ class PgIndex:
         if not wanted:
             return {}
         found: dict[str, int] = {}
-        for row in sorted(self._rows("name = ANY(%(names)s)", {"names": wanted}), key=_kind):
+        rows = self._rows("name = ANY(%(names)s)", {"names": wanted})
+        for row in sorted(rows, key=lambda row: row.kind.value):
             found.setdefault(row.name, row.id)
         return found
 
@@ -168,6 +177,7 @@ class PgIndex:
         with self.db.write() as conn:
             results = [upsert(conn, doc, self.source, self.model) for doc in docs]
         self._stats = None
+        self._written += len(docs)
         return results
 
     def delete(self, path: str) -> int | None:
@@ -261,9 +271,9 @@ class PgIndex:
         if not tokens:
             return []
         count, mean = self._bm25_stats()
-        params = self._me | self._weights
-        params |= {"terms": tokens, "n": count, "avg": mean, "limit": limit}
-        params["kinds"] = [kind.value for kind in kinds]
+        params: dict[str, object] = {**self._me, **self._weights, "terms": tokens, "n": count}
+        params |= {"avg": mean, "kinds": [KIND_CODE[kind] for kind in kinds]}
+        params |= {"limit": limit, "over": limit * OVERFETCH}
         cursor = self.db.fetchall(_BM25, params)
         return [(int(i), float(rank)) for i, rank in cursor if rank > 0]
 
@@ -286,8 +296,10 @@ class PgIndex:
         else:
             params["q"] = _vec_text(vector)
             cursor = self.db.fetchall(
+                # The HNSW index finds the neighbours; whose rows they are is checked
+                # after (filtering inside would make the planner sort every row instead).
                 "WITH near AS MATERIALIZED (SELECT id FROM somnid.entries"
-                f" WHERE vec IS NOT NULL AND kind = ANY(%(kinds)s) AND {_MINE}"
+                " WHERE kind = ANY(%(kinds)s)"
                 " ORDER BY vec <=> %(q)s::halfvec LIMIT %(pool)s)"
                 f" SELECT {_COLUMNS}, 1 - (vec <=> %(q)s::halfvec), search_text"
                 " FROM somnid.entries WHERE id IN (SELECT id FROM near"
@@ -427,8 +439,10 @@ class PgIndex:
         )
 
     def stamp_sync(self, when: dt.datetime) -> None:
+        """The end of a full sync; after many rows were written, the planner's statistics
+        are taken again (autovacuum would, later: until then its plans can be poor)."""
         self.set_state("last_sync", when.isoformat())
-
-
-def _kind(row: Row) -> str:
-    return row.kind.value
+        if self._written >= ANALYZE_AFTER:
+            with self.db.reading() as conn:
+                conn.execute("ANALYZE " + ", ".join(f"somnid.{t}" for t in TABLES))
+            self._written = 0

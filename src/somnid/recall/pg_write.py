@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from somnid.recall.backend import CONTEXT_CHARS, CONTEXT_TURNS, Document
+from somnid.recall.backend import CONTEXT_CHARS, CONTEXT_TURNS, KIND_CODE, Document
 from somnid.recall.terms import COLUMNS, term_counts
 
 MINE = "sources @> %(me)s"
@@ -55,11 +55,11 @@ def upsert(conn: Any, doc: Document, source: str, model: str | None) -> tuple[in
         terms = list(counts)
         columns = [[counts[t][c] for t in terms] for c in range(COLUMNS)]
         conn.execute(
-            "INSERT INTO somnid.terms (term, entry_id, n0, n1, n2, n3, n4, n5)"
-            " SELECT t, %s, a, b, c, d, e, f FROM unnest(%s::text[], %s::int2[],"
+            "INSERT INTO somnid.terms (term, entry_id, kind, row_len, n0, n1, n2, n3, n4, n5)"
+            " SELECT t, %s, %s, %s, a, b, c, d, e, f FROM unnest(%s::text[], %s::int2[],"
             " %s::int2[], %s::int2[], %s::int2[], %s::int2[], %s::int2[])"
             " AS u(t, a, b, c, d, e, f)",
-            (entry_id, terms, *columns),
+            (entry_id, KIND_CODE[doc.kind], length, terms, *columns),
         )
         if doc.dates:
             conn.execute(

@@ -20,6 +20,7 @@ Blocking; the caller holds the committer's lock.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from collections.abc import Callable
 from contextlib import AbstractContextManager
@@ -84,9 +85,10 @@ def _parse(text: str) -> list[Purge]:
     return found
 
 
-def record_local(committer: Committer, machine: str) -> None:
-    """Write each purge of ``audit.log`` not yet in ``memory/purged.jsonl`` there, and
-    commit it (through the store: it is a file under memory/)."""
+def record_local(committer: Committer, machine: str, since: dt.datetime) -> None:
+    """Write each purge of ``audit.log`` made ``since`` (sync was first set up) and not yet
+    in ``memory/purged.jsonl`` there, and commit it (through the store: it is a file under
+    memory/). A purge from before sync stays this machine's own."""
     layout = committer.layout
     target = layout.root / RECORD
     try:
@@ -99,9 +101,10 @@ def record_local(committer: Committer, machine: str) -> None:
         try:
             kind = Kind(str(item["kind"]))
             key = (kind.value, str(item["name"]), str(item["at"]))
+            when = dt.datetime.fromisoformat(key[2])
         except (KeyError, ValueError):
             continue
-        if key in known:
+        if key in known or when.tzinfo is None or when < since:
             continue
         specs = purging.entry_specs(layout, kind, key[1])
         record = {
@@ -131,6 +134,17 @@ def _audited(path: Path) -> list[dict[str, object]]:
         if isinstance(item, dict) and item.get("action") == "purge":
             found.append(item)
     return found
+
+
+def sync_since(git: Git, now: dt.datetime) -> dt.datetime:
+    """When sync was first set up on this repository (``somnid.syncSince`` in its config,
+    set to ``now`` the first time)."""
+    said = git.call("config", "somnid.syncSince").stdout.decode().strip()
+    try:
+        return dt.datetime.fromisoformat(said)
+    except ValueError:
+        git.run("config", "somnid.syncSince", now.astimezone(dt.UTC).isoformat())
+        return now
 
 
 def fresh(git: Git, side: str | None, base: str | None) -> list[Purge]:

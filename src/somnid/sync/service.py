@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime as dt
 import logging
 import shlex
 import sys
@@ -50,6 +51,7 @@ purged.jsonl merge=union
 PUSH_ROUNDS = 3
 """A push the remote refuses because it moved on is retried after a new fetch and merge."""
 MAX_CONFLICT_CHARS = 20_000
+STOP_WAIT_S = 10.0
 DREAM_POLL_S = 1.0
 """While a dream runs, the loop looks this often whether it has ended (then a round)."""
 
@@ -112,6 +114,8 @@ class SyncService:
         self._last_error: str | None = None
         self._last_error_at: str | None = None
         self._changed = 0
+        self._since = clock.now()
+        self._inflight: asyncio.Future[list[str]] | None = None
         self._round = asyncio.Lock()
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -130,21 +134,27 @@ class SyncService:
         remote = Remote(committer.git, self.settings.remote, self.settings.timeout_s)
         command = f"{shlex.quote(sys.executable)} -m somnid.sync.merge %O %A %B %P"
 
-        def register() -> None:
+        def register() -> dt.datetime:
             with committer.lock:
                 committer.git.register_merge_driver(DRIVER, command, ATTRIBUTES)
+                return purges.sync_since(committer.git, self.clock.now())
 
-        await asyncio.to_thread(register)
+        self._since = await asyncio.to_thread(register)
         self.committer, self.remote, self.reason, self._state = committer, remote, None, "idle"
         log.info("sync: with %s every %g s", remote.shown, self.settings.interval_s)
         self._task = asyncio.create_task(self._loop(), name="somnid-sync")
 
     async def stop(self) -> None:
+        """Stop the loop; a round's git in flight gets ``STOP_WAIT_S`` to end (its merge
+        holds the committer's lock, which history's stop waits for anyway)."""
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
+        if self._inflight is not None and not self._inflight.done():
+            with contextlib.suppress(Exception):  # the round says its own failure
+                await asyncio.wait_for(asyncio.shield(self._inflight), STOP_WAIT_S)
 
     async def before_dream(self) -> None:
         """Dreamer hook: pull what other machines learnt before dreaming over it. A remote
@@ -186,7 +196,10 @@ class SyncService:
             self._state = "running"
             try:
                 await committer.flush()
-                changed = await asyncio.to_thread(self._round_blocking, remote, committer)
+                self._inflight = asyncio.ensure_future(
+                    asyncio.to_thread(self._round_blocking, remote, committer)
+                )
+                changed = await asyncio.shield(self._inflight)
             except SomnidError as exc:
                 self._failed(exc.detail)
                 if isinstance(exc, SyncError):
@@ -209,7 +222,7 @@ class SyncService:
     def _round_blocking(self, remote: Remote, committer: Committer) -> list[str]:
         changed: list[str] = []
         with committer.lock:
-            purges.record_local(committer, self.machine)
+            purges.record_local(committer, self.machine, self._since)
         for _ in range(PUSH_ROUNDS):
             theirs = remote.fetch()
             with committer.lock:

@@ -7,12 +7,15 @@ goes on taking the session's lines; the answer and the audit line say which logs
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import httpx
 
 from tests.api.problems import assert_problem
+from tests.cli.runner import cli_env, somnid
 from tests.daemon import start_daemon
+from tests.history.helpers import git
 
 ADDRESS = "12 Rue des Lilas"
 KEY = "the spare key is under the blue flowerpot"
@@ -106,7 +109,24 @@ def test_purge_scrubs_the_text_from_live_and_archived_logs(tmp_path: Path) -> No
         assert said(api, "now", "what a nice day") == live
         assert "what a nice day" in (data / live).read_text()
 
-    [line] = (data / "audit.log").read_text().splitlines()
+        # The CLI: the same, from history too, and what it did in a few lines.
+        said(api, "now", "I only drink oolong from the Wuyi mountains")
+        body = "Drinks oolong from the Wuyi mountains\n"
+        api.post("/v1/memories/knowledge", json={"name": "tea", "body": body})
+        port = daemon.base_url.rsplit(":", 1)[1]
+        done_cli = somnid(
+            cli_env(data, int(port)), "purge", "knowledge", "tea", "--confirm", "tea",
+            "--history", "--scrub-logs", "--phrase", "oolong from the Wuyi mountains",
+        )  # fmt: skip
+        assert done_cli.returncode == 0, done_cli.stderr
+        out = done_cli.stdout
+        assert "purged knowledge tea and from history: memory/knowledge/tea" in out, out
+        assert re.search(r"^rewrote \d+ commits in [\d.]+ s$", out, re.M), out
+        assert f"scrubbed 1x from {live}" in out, out
+        assert "Wuyi" not in logs_text(data)
+        assert "knowledge/tea" not in git(data, "log", "--all", "--name-only", "--format=")
+
+    line, _cli = (data / "audit.log").read_text().splitlines()
     record = json.loads(line)
     assert record["scrub_logs"] is True and record["scrubbed_count"] == 4
     assert sorted(record["scrubbed_logs"]) == sorted(scrubbed)

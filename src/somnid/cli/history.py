@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
+import threading
 from urllib.parse import quote
+
+import httpx
 
 from somnid.cli._client import DaemonClient
 from somnid.cli._common import EXIT_USAGE, CliError
 from somnid.config import Settings
+
+POLL_S = 1.0
 
 
 def add_parser(
@@ -29,6 +35,17 @@ def add_parser(
     purge.add_argument("name")
     purge.add_argument("--confirm", help="the entry's name again (asked for when left out)")
     purge.add_argument("--history", action="store_true", help="remove its past versions too")
+    purge.add_argument(
+        "--scrub-logs",
+        action="store_true",
+        help="also replace its text by [REDACTED] in the session logs, live and archived",
+    )
+    purge.add_argument(
+        "--phrase",
+        action="append",
+        default=[],
+        help="more text to scrub from the logs (with --scrub-logs; again for more)",
+    )
     purge.set_defaults(run=run_purge)
 
 
@@ -77,8 +94,29 @@ def run_purge(args: argparse.Namespace, settings: Settings) -> int:
             raise CliError("nothing was typed: nothing purged", EXIT_USAGE) from None
     query = f"confirm={quote(confirm, safe='')}&history={str(args.history).lower()}"
     path = f"/v1/memories/{quote(args.kind, safe='')}/{quote(args.name, safe='')}/purge?{query}"
-    with DaemonClient(settings) as client:
-        done = client.post(path)
+    body = {"scrubLogs": args.scrub_logs, "phrases": args.phrase}
+    stop = threading.Event()
+    if args.history:  # a long history takes minutes: say how long, once the daemon knows
+        threading.Thread(target=_say_estimate, args=(settings, stop), daemon=True).start()
+    try:
+        with DaemonClient(settings, timeout=None) as client:  # as long as the purge takes
+            done = client.post(path, body)
+    finally:
+        stop.set()
     where = " and from history" if done["history"] else ""
     print(f"purged {done['kind']} {done['name']}{where}: {', '.join(done['removed']) or '-'}")
+    if done["history"]:
+        print(f"rewrote {done['rewrittenCommits']} commits in {done['seconds']:.1f} s")
+    for log in done.get("scrubbedLogs") or []:
+        print(f"scrubbed {log['replaced']}x from {log['path']}")
     return 0
+
+
+def _say_estimate(settings: Settings, stop: threading.Event) -> None:
+    with contextlib.suppress(CliError, httpx.HTTPError), DaemonClient(settings) as client:
+        while not stop.wait(POLL_S):
+            status = client.get("/v1/history/purge")
+            if status["running"] and status["phase"] == "rewriting":
+                seconds = status["estimatedSeconds"] or 0
+                print(f"rewriting {status['commits']} commits of history, about {seconds:.0f} s")
+                return

@@ -21,6 +21,11 @@ from somnid.embed.onnx import OnnxEmbedder
 from somnid.errors import IndexUnavailable
 from somnid.memory.clock import ManualClock
 from somnid.memory.kinds import Kind
+from somnid.recall.backend import Document
+from somnid.recall.index import Index
+from somnid.recall.pg_db import PgDatabase
+from somnid.recall.pg_index import PgIndex
+from somnid.recall.text import IndexedText, query_terms
 from somnid.runtime import Runtime
 from tests.cli.runner import cli_env, somnid
 from tests.clients import app_client
@@ -68,6 +73,69 @@ async def test_recall_on_postgres_finds_what_sqlite_finds(pg_runtime: Runtime) -
     info = await asyncio.to_thread(pg_runtime.recall.describe_index)
     assert info.backend == "postgres" and info.reachable
     assert info.server_version and info.extension and info.extension.startswith("vector ")
+
+
+KEYWORD_DOCS = [
+    (
+        "deploy-window",
+        "Deploys happen Tuesday to Thursday",
+        "deploy ops",
+        "Production deploys freeze on Mondays and Fridays; running deploys need a reviewer.",
+    ),
+    (
+        "alice-coffee",
+        "Alice drinks oat-milk flat whites",
+        "people",
+        "Bring Alice a flat white before the Monday review.",
+    ),
+    (
+        "backup",
+        "每天凌晨三点备份数据库",
+        "运维",
+        "备份脚本在 /opt/backup/pg.sh，保留七天。数据库 deploy 之前先备份。",
+    ),
+    (
+        "cat",
+        "The cat is called Xiaoju",
+        "pets",
+        "Xiaoju is an orange cat, three years old, afraid of the vacuum cleaner.",
+    ),
+    (
+        "rust",
+        "Borrow checker pitfalls",
+        "rust code",
+        "Collect into a Vec before mutating the map you are iterating over; reviews catch it.",
+    ),
+]
+
+
+def test_keywords_rank_as_fts5_does(tmp_path: Path, pg_dsn: str) -> None:
+    """BM25 from stored term counts: the same hits, in the same order, the same scores."""
+    docs = [
+        Document(
+            f"memory/knowledge/{name}/SKILL.md", Kind.KNOWLEDGE, name, f"h-{name}",
+            IndexedText(name, description, tags, body, body), 0.5, None, (),
+        )
+        for name, description, tags, body in KEYWORD_DOCS
+    ]  # fmt: skip
+    sqlite = Index(tmp_path / "index.sqlite", (3.0, 2.0, 2.0, 1.0, 0.5))
+    postgres = PgIndex(PgDatabase(pg_dsn), "test", (3.0, 2.0, 2.0, 1.0, 0.5))
+    try:
+        sqlite.upsert_many(docs)
+        postgres.upsert_many(docs)
+        kinds = (Kind.KNOWLEDGE,)
+        for query in ("deploys on friday", "flat white review", "数据库备份", "running reviewer"):
+            terms = query_terms(query)
+            want = sqlite.rows_by_id(i for i, _ in sqlite.keyword_search(terms, kinds, 10))
+            expected = [(want[i].name, s) for i, s in sqlite.keyword_search(terms, kinds, 10)]
+            got = postgres.rows_by_id(i for i, _ in postgres.keyword_search(terms, kinds, 10))
+            found = [(got[i].name, s) for i, s in postgres.keyword_search(terms, kinds, 10)]
+            assert [n for n, _ in found] == [n for n, _ in expected], query
+            for (_, mine), (_, theirs) in zip(found, expected, strict=True):
+                assert mine == pytest.approx(theirs, rel=1e-4), query
+    finally:
+        sqlite.close()
+        postgres.close()
 
 
 async def test_two_daemons_share_one_index(tmp_path: Path, pg_dsn: str) -> None:

@@ -194,7 +194,7 @@ class PgIndex:
     def forget_deleted(self) -> None:
         """Deleted rows' text stays in dead tuples until a vacuum: run one now."""
         with self.db.reading() as conn:
-            conn.execute("VACUUM " + ", ".join(f"somnid.{t}" for t in TABLES))
+            conn.execute("VACUUM FULL " + ", ".join(f"somnid.{t}" for t in TABLES))
 
     def invalidate(self, *, vectors: bool = False) -> None:
         """Let go of every row, so the next full sync derives each again (a row another

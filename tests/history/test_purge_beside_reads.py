@@ -167,8 +167,11 @@ def test_history_reads_answer_while_a_long_purge_runs(tmp_path: Path) -> None:
                 for change in item["changes"]
             )
         )
-    objects = git(data, "cat-file", "--batch-all-objects", "--batch-check=%(objectname)")
-    assert not any(SECRET in git(data, "cat-file", "-p", sha) for sha in objects.split())
+    every_object = subprocess.run(  # one git for all: a thousand `cat-file -p` take seconds
+        ["git", "-C", str(data), "cat-file", "--batch-all-objects", "--batch"],
+        capture_output=True, check=True,
+    ).stdout  # fmt: skip
+    assert b"edit 1\n" in every_object and SECRET.encode() not in every_object
     audit = (data / "audit.log").read_text()
     assert '"estimated_seconds":' in audit
     assert f'"rewritten_commits": {before - SECRET_AT + 1}' in audit

@@ -9,6 +9,7 @@ from pathlib import Path
 from tests.sync.helpers import (
     bare_remote,
     fsck,
+    git,
     indexed,
     machine,
     memory_files,
@@ -91,3 +92,15 @@ def test_two_machines_share_one_memory(tmp_path: Path) -> None:
             assert done.status_code == 204, done.text
         sync(a)
         assert sync(b)["conflicts"] == []
+
+        # A person's edit in progress (it does not parse yet) is never overwritten by a
+        # merge: the merged version is committed, the file on disk stays theirs.
+        half = "---\ndescription: [unclosed\n---\n\nhalf typed\n"
+        kites_file = b.data_dir / "memory/knowledge/kites/SKILL.md"
+        kites_file.write_text(half)
+        patch(a, "kites", description="changed on a meanwhile")
+        sync(a)
+        sync(b)
+        assert kites_file.read_text() == half
+        merged_text = git(b.data_dir, "show", "HEAD:memory/knowledge/kites/SKILL.md")
+        assert "changed on a meanwhile" in merged_text

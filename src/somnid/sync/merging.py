@@ -17,6 +17,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from somnid.errors import SomnidError
 from somnid.history import purge as purging
 from somnid.history.committer import Committer
 from somnid.history.git import BRANCH, Git, GitError
@@ -73,14 +74,19 @@ def merge_remote(
     # Local writes not yet committed (they came after the caller's flush) go first, so a
     # merged file never overwrites one; the last round holds the lock throughout.
     dirty = [path for path in committer.changed_paths() if path.startswith(APPLIED)]
-    if dirty:
-        committer.commit_paths(dirty, "Local changes before a sync", SYNC)
+    # A file a person is editing that does not parse yet is neither committed (as history
+    # never does) nor overwritten: the edit stays on disk, and is committed once it parses.
+    broken = {path for path in dirty if _broken(committer, path)}
+    if len(broken) < len(dirty):
+        committer.commit_paths(
+            [path for path in dirty if path not in broken], "Local changes before a sync", SYNC
+        )
         head = _head(git)
     if head is None or _ancestor(git, head, theirs):
         new, conflicts = theirs, list[str]()
     else:
         new, conflicts = _merge_commit(git, head, theirs, machine)
-    changed = _apply(committer, head, new)
+    changed = _apply(committer, head, new, keep=broken)
     git.run("read-tree", new)
     git.run(
         "update-ref", "-m", "somnid sync", f"refs/heads/{BRANCH}", new, *([head] if head else [])
@@ -213,13 +219,25 @@ def _amend_tree(
     return git.text("write-tree", env=env).strip()
 
 
-def _apply(committer: Committer, head: str | None, new: str) -> list[str]:
-    """Put every memory file that differs between ``head`` and ``new`` as ``new`` has it."""
+def _broken(committer: Committer, path: str) -> bool:
+    target = committer.layout.root / PurePosixPath(path)
+    if not target.is_file() or committer.layout.classify(target) is None:
+        return False
+    try:
+        committer.memories.read_path(target)
+    except (OSError, SomnidError):  # BrokenFile above all
+        return True
+    return False
+
+
+def _apply(committer: Committer, head: str | None, new: str, keep: set[str]) -> list[str]:
+    """Put every memory file that differs between ``head`` and ``new`` as ``new`` has it
+    (but those in ``keep``: a person's edit in progress)."""
     git, layout = committer.git, committer.layout
     changes = [
         (mode, blob, path)
         for mode, blob, path in _changes(git, head, new)
-        if path.startswith(APPLIED) and not path.startswith(SKIPPED)
+        if path.startswith(APPLIED) and not path.startswith(SKIPPED) and path not in keep
     ]
     wanted = [blob for mode, blob, _ in changes if mode in _REGULAR]
     blobs = _blobs(git, wanted)

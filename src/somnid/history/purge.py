@@ -90,12 +90,6 @@ def _plan(git: Git, specs: list[str]) -> tuple[list[str], int] | None:
     return order, next(i for i, sha in enumerate(order) if sha in touching)
 
 
-def to_rewrite(git: Git, specs: list[str]) -> int:
-    """How many commits a rewrite of ``specs`` goes through (0: none in history)."""
-    found = _plan(git, specs)
-    return 0 if found is None else len(found[0]) - found[1]
-
-
 def rewrite(
     git: Git,
     specs: list[str],

@@ -170,7 +170,10 @@ def test_recall_reads_back_only_the_recent_logs(tmp_path: Path) -> None:
     log(layout.session_log_archive, "2026-10-02_001.md", "b", "e:1", age=dt.timedelta(days=1))
     old = RECALL_WINDOW + dt.timedelta(days=1)
     log(layout.session_log_dir, "2026-01-01_001.md", "c", "e:1", age=old)
-    (layout.session_log_dir / "2026-10-03_002.md").write_text("---\nchat_id: [broken\n---\n")
+    broken = layout.session_log_dir / "2026-10-03_002.md"
+    broken.write_text("---\nchat_id: [broken\n---\n")
+    stamp = time.time() - 2 * 86400
+    os.utime(broken, (stamp, stamp))
 
     seen = SeenIds()
     assert seen.recall(layout) == 3
@@ -178,6 +181,11 @@ def test_recall_reads_back_only_the_recent_logs(tmp_path: Path) -> None:
     assert seen.fresh("a", prepared) == (["y"], [(0, "duplicate")])
     assert seen.fresh("b", prepared) == (["y"], [(0, "duplicate")])
     assert seen.fresh("c", prepared) == (["x", "y"], [])  # older than the window
+
+    newest = (layout.session_log_dir / "2026-10-03_001.md").stat().st_size
+    assert SeenIds().recall(layout, max_logs=1) == 2
+    assert SeenIds().recall(layout, max_bytes=newest + 10) == 2
+    assert SeenIds().recall(layout, max_bytes=1) == 2  # the newest log is always read
 
 
 def test_written_ids() -> None:

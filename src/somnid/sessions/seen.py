@@ -30,7 +30,10 @@ MAX_SEEN_IDS = 100_000
 RECALL_WINDOW = dt.timedelta(days=30)
 """At start, the ids of the logs (pending and archived) changed this recently are read back."""
 MAX_RECALLED_LOGS = 500
-"""…and of at most this many of them, the newest."""
+"""…and of at most this many of them, the newest…"""
+MAX_RECALLED_BYTES = 32 * 1024 * 1024
+"""…together at most this large (the start waits for the read: about 3 s for 32 MiB on a
+busy 2-core machine)."""
 
 # Kept as written: the plugin's ids (``e:42``, ``u:<uuid>``) stay legible; space, ``%``,
 # ``<``, ``>`` and the rest are percent-encoded, so an id line is one token and no id can
@@ -83,23 +86,38 @@ class SeenIds:
             while len(self._seen) > MAX_SEEN_IDS:
                 del self._seen[next(iter(self._seen))]
 
-    def recall(self, layout: Layout, *, now: float | None = None) -> int:
+    def recall(
+        self,
+        layout: Layout,
+        *,
+        now: float | None = None,
+        max_logs: int = MAX_RECALLED_LOGS,
+        max_bytes: int = MAX_RECALLED_BYTES,
+    ) -> int:
         """At start, before any capture: the ids written in the logs changed within
-        :data:`RECALL_WINDOW` (live and archived, the newest :data:`MAX_RECALLED_LOGS`),
-        read oldest first so that the newest are kept. Logs without ids, or without a
-        ``chat_id``, give none. Answers how many ids. Blocks: call it in a thread."""
+        :data:`RECALL_WINDOW` (live and archived; the newest ``max_logs``, and of those no
+        more than ``max_bytes`` together, but always the newest one), read oldest first so
+        that the newest are kept. Logs without ids, or without a ``chat_id``, give none.
+        Answers how many ids. Blocks: call it in a thread."""
         since = (time.time() if now is None else now) - RECALL_WINDOW.total_seconds()
-        recent: list[tuple[float, Path]] = []
+        recent: list[tuple[float, str, int, Path]] = []
         for path in [*transcript.live_files(layout), *transcript.archived_files(layout)]:
             try:
-                changed = path.stat().st_mtime
+                stat = path.stat()
             except OSError:
                 continue
-            if changed >= since:
-                recent.append((changed, path))
-        recent.sort(key=lambda item: (item[0], item[1].name))
+            if stat.st_mtime >= since:
+                recent.append((stat.st_mtime, path.name, stat.st_size, path))
+        recent.sort(reverse=True)  # newest first, to choose; read oldest first
+        chosen: list[Path] = []
+        total = 0
+        for _, _, size, path in recent[:max_logs]:
+            total += size
+            if total > max_bytes and chosen:
+                break
+            chosen.append(path)
         count = 0
-        for _, path in recent[-MAX_RECALLED_LOGS:]:
+        for path in reversed(chosen):
             try:  # the fast reader: only the chat_id and the id lines are wanted
                 doc = frontmatter.parse(rewrite.read(layout.root, path), round_trip=False)
             except (OSError, UnicodeError, BrokenFile):

@@ -25,6 +25,7 @@ from somnid.store.layout import Layout
 from tests.conftest import START
 from tests.daemon import Daemon, start_daemon
 from tests.dream.fakes import AGENTIC, ScriptedLLM, call, say
+from tests.dream_pipeline.fakes import ScriptedJSON
 
 FORGED = "<!-- id: m1 -->"
 """A message line that looks like an id line: written escaped, read back as text."""
@@ -136,6 +137,29 @@ async def test_the_reader_and_a_dream_never_see_the_ids(runtime: Runtime) -> Non
     assert "Lisbon" in seen
     assert not any(line_id in seen for line_id in ("line-7f3a", "line-8c1d", "line-9e2b"))
     assert seen.count("<!--") == 2  # the agent's two lines that only look like id lines
+
+
+async def test_a_pipeline_dream_never_sees_the_ids(tmp_path: Path) -> None:
+    settings = Settings(
+        data_dir=tmp_path / "data",
+        timezone="UTC",
+        embed={"provider": "off"},
+        dream={"by_speaker": False},
+    )
+    async with Runtime.open(settings, clock=ManualClock(START)) as rt:
+        said = [
+            Message("user", "I moved to Lisbon last week.", id="line-7f3a"),
+            Message("agent", "Noted, Lisbon it is.", id="line-8c1d"),
+        ]
+        await rt.sessions.append_messages("chat", said)
+        await rt.sessions.close("chat")
+        llm = ScriptedJSON(lambda request: json.dumps({"memories": []}))
+        rt.dreamer.backend = llm
+        result = await rt.dreamer.run("test")
+    assert result.mode == "pipeline" and len(result.processed) == 1, result
+    seen = json.dumps([request.messages for request in llm.requests], ensure_ascii=False)
+    assert "moved to Lisbon" in seen
+    assert "<!--" not in seen and "line-7f3a" not in seen and "line-8c1d" not in seen
 
 
 def test_old_logs_without_ids_still_read(original_data_dir: Path) -> None:

@@ -1,12 +1,17 @@
-"""Identity changes listed for review in the memory browser (issues 26, 27), in headless
-Debian chromium against a real daemon: a dream (a scripted host over the bridge) writes
-what the user said of themselves into their profile; the Identity tab lists it, with the
-dream that made it and its diff, beside a change made through the API; one click reverts
-the dream's change and the profile is gone again. The dream's commit names the profile."""
+"""The memory browser against a real daemon, in headless Debian chromium (issues 26, 27).
+
+Identity changes listed for review: a dream (a scripted host over the bridge) writes what
+the user said of themselves into their profile; the Identity tab lists it, with the dream
+that made it and its diff, beside a change made through the API; one click reverts the
+dream's change and the profile is gone again. The dream's commit names the profile.
+
+A purge from history says how long it will take while it runs (held at its first rebuilt
+commit by a git wrapper on the daemon's PATH, so the test never races it)."""
 
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -16,6 +21,7 @@ import pytest
 from tests.browser import CHROMIUM, FLAGS
 from tests.daemon import start_daemon
 from tests.dream.test_profile_gate_bridge import _dream
+from tests.history.test_purge_beside_reads import held_git, release
 from tests.ui.test_ui_history_browser import ARTEFACTS, GREEN
 
 playwright = pytest.importorskip("playwright.sync_api")
@@ -24,7 +30,12 @@ pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no chromium (scripts/d
 
 
 def test_a_dreams_profile_change_is_listed_and_reverted_in_one_click(tmp_path: Path) -> None:
-    env = (("SOMNID_DREAM__MODE", "agentic"), ("SOMNID_HISTORY__BATCH_WINDOW_S", "0.1"))
+    bin_dir, fifo, waiting = held_git(tmp_path / "gate")
+    env = (
+        ("SOMNID_DREAM__MODE", "agentic"),
+        ("SOMNID_HISTORY__BATCH_WINDOW_S", "0.1"),
+        ("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}"),
+    )
     turns = [
         {"role": "user", "text": "I moved to Lisbon last month, loving it.", "userId": "ann"},
         {"role": "agent", "text": "Lisbon, lovely. Noted."},
@@ -38,6 +49,8 @@ def test_a_dreams_profile_change_is_listed_and_reverted_in_one_click(tmp_path: P
         assert "The user moved to Lisbon" in profile.read_text()
         created = api.post("/v1/memories/profile", json={"name": "about_me", "body": "- helper\n"})
         assert created.status_code == 201, created.text
+        vpn = api.post("/v1/memories/knowledge", json={"name": "old-vpn", "body": "port 1194\n"})
+        assert vpn.status_code == 201, vpn.text
 
         # The API: the dream's change, its id, its diff; its commit names the profile.
         [dreamt] = api.get("/v1/history/identity", params={"dreams": "true"}).json()["items"]
@@ -84,6 +97,21 @@ def test_a_dreams_profile_change_is_listed_and_reverted_in_one_click(tmp_path: P
 
             page.check("#identity-dreams")
             expect(changes).to_have_count(1)
+
+            # A purge from history, held at its first rebuilt commit: it says how long.
+            page.click("button[data-tab=memories]")
+            page.click("#list li[data-name=old-vpn]")
+            page.fill("#purge-confirm", "old-vpn")
+            page.check("#purge-history")
+            try:
+                page.click("#purge")
+                expect(page.locator("#e-status")).to_have_text(
+                    re.compile(r"^Rewriting \d+ commits of history, about \d+ s \(\d+ done\)")
+                )
+                assert waiting.exists()
+            finally:
+                release(fifo)
+            expect(page.locator("#notice")).to_have_text("Purged.")
             browser.close()
 
     last = subprocess.run(

@@ -27,6 +27,7 @@ const T = {
     identity_intro: "Every change to a profile: who the agent is (about_me) and who each user is. Dreams write these from conversations; undo any you do not want.",
     identity_reverted: "Reverted: the profile is as it was before that change.",
     purge_logs: "also scrub its text from the conversation logs",
+    purging: "Rewriting {n} commits of history, about {s} s ({done} done)…",
   },
   zh: {
     title: "somnid 记忆", memories: "记忆", search: "搜索", intentions: "待办意图",
@@ -51,6 +52,7 @@ const T = {
     identity_intro: "对档案的每一次修改：助手是谁（about_me）、每位用户是谁。梦境会根据对话写入这些内容；不想要的修改可以撤销。",
     identity_reverted: "已撤销：档案已恢复到那次修改之前。",
     purge_logs: "同时从对话记录中抹去其文字",
+    purging: "正在改写 {n} 个历史提交，约 {s} 秒（已完成 {done}）…",
   },
 };
 const CORE = ["description", "stability", "score", "created", "last_used", "last_decay"];
@@ -250,7 +252,12 @@ async function act(what) {
       await api("POST", `${base}/restore`, {});
     } else {
       const params = new URLSearchParams({ confirm: $("purge-confirm").value, history: String($("purge-history").checked) });
-      await api("POST", `${base}/purge?${params}`, { scrubLogs: $("purge-logs").checked });
+      const watching = $("purge-history").checked ? watchPurge() : null;
+      try {
+        await api("POST", `${base}/purge?${params}`, { scrubLogs: $("purge-logs").checked });
+      } finally {
+        if (watching) watching.stop();
+      }
     }
     $("entry").hidden = true;
     say($("notice"), t({ archive: "archived_done", restore: "restored", purge: "purged" }[what]));
@@ -258,6 +265,24 @@ async function act(what) {
   } catch (error) {
     say($("e-status"), error.message, true);
   }
+}
+
+// A purge from history may take minutes on a long one: say how long, as the daemon knows.
+function watchPurge() {
+  let stopped = false;
+  let timer = null;
+  const tick = async () => {
+    try {
+      const { data } = await api("GET", "/v1/history/purge");
+      if (!stopped && data.running && data.phase === "rewriting") {
+        say($("e-status"), t("purging").replace("{n}", data.commits)
+          .replace("{s}", Math.ceil(data.remainingSeconds ?? data.estimatedSeconds ?? 0)).replace("{done}", data.done));
+      }
+    } catch { /* the purge's own answer says what went wrong */ }
+    if (!stopped) timer = setTimeout(tick, 1000);
+  };
+  timer = setTimeout(tick, 200);
+  return { stop: () => { stopped = true; clearTimeout(timer); } };
 }
 
 // --- one entry's history -------------------------------------------------------------------

@@ -50,6 +50,11 @@ def test_two_machines_dream_and_sync(tmp_path: Path) -> None:
                     assert result["status"] == "deep_sleep", result
                     created.append(result["created"])
                     machine_id = client.get("/v1/sync/status").json()["machine"]
+                # The log it dreamt over has a name of this machine's (an episode's source
+                # names one log everywhere).
+                assert result["processed"] and all(
+                    stem.endswith(f"-{machine_id}") for stem in result["processed"]
+                ), result["processed"]
                 [own] = (daemon.data_dir / "memory/dream-log").glob(f"*-{machine_id}.md")
                 journals.append(own.name)
                 # The dream's commit goes out by itself once the dream has ended.

@@ -390,7 +390,8 @@ class SessionLogs:
         meta["status"] = "pending"
         while True:
             number = self._next_number(day)
-            path = self.layout.session_log_dir / transcript.log_name(day, number)
+            name = transcript.log_name(day, number, self.layout.machine)
+            path = self.layout.session_log_dir / name
             meta["session_id"] = path.stem
             text = frontmatter.render(frontmatter.Document(frontmatter.new_meta(meta), ""))
             try:

@@ -40,7 +40,11 @@ from somnid.store import frontmatter
 from somnid.store.layout import Layout
 from somnid.store.safe import read_text
 
-LOG_NAME = re.compile(r"^(?P<day>\d{4}-\d{2}-\d{2})_(?P<number>\d{3,})\.md$")
+LOG_NAME = re.compile(
+    r"^(?P<day>\d{4}-\d{2}-\d{2})_(?P<number>\d{3,})(?:-(?P<machine>[0-9a-f]{6}))?\.md$"
+)
+"""``2026-12-02_001.md``; synced (store/layout's ``Layout.machine``), with the machine's
+id: ``2026-12-02_001-3fa9c2.md``, so an episode's ``source`` names one log everywhere."""
 NEWLINE_MARK = " ⏎ "
 TOOL_FIELD_CHARS = 300
 """``result`` and ``error`` of a tool call are cut here: the dreamer needs the gist only."""
@@ -71,8 +75,8 @@ class LogFile:
         return self.path.stem
 
 
-def log_name(day: dt.date, number: int) -> str:
-    return f"{day.isoformat()}_{number:03d}.md"
+def log_name(day: dt.date, number: int, machine: str | None = None) -> str:
+    return f"{day.isoformat()}_{number:03d}{f'-{machine}' if machine else ''}.md"
 
 
 def list_logs(layout: Layout, *, live: bool = True, archived: bool = True) -> list[LogFile]:

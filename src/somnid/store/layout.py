@@ -11,7 +11,8 @@
     episodes/archived/<name>/SKILL.md       archived episode
     intentions/<id>/INTENT.md               intention
     intentions/archived/<id>/INTENT.md      closed intention
-    session-log/<date>_<NNN>.md             session log, pending
+    session-log/<date>_<NNN>.md             session log, pending (<date>_<NNN>-<machine>.md
+                                            when synced)
     session-log/archived/<date>_<NNN>.md    session log, processed
     dream-log/<date>_dream_<NNN>.md         dream journal (<date>_dream_<NNN>-<machine>.md
                                             when synced: two machines never take one name)

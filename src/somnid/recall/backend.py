@@ -76,6 +76,7 @@ class Gathered:
     rows: dict[int, Row]
     cosines: dict[int, float] = field(default_factory=dict)
     texts: dict[int, str] = field(default_factory=dict)
+    keyword: dict[int, float] | None = None  # the keyword hits, when asked for ``terms``
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +94,10 @@ class BackendInfo:
 class IndexBackend(Protocol):
     """The operations on the derived index. Ids are the backend's row ids; a backend shared
     by several daemons shows each only the rows it derived itself."""
+
+    one_pass: bool
+    """True: :meth:`gather` is given the keyword terms too (a server a round trip away);
+    False: the keyword search runs beside the query's embedding, then ``gather``."""
 
     def close(self) -> None: ...
     def describe(self) -> BackendInfo: ...
@@ -128,6 +133,7 @@ class IndexBackend(Protocol):
         kinds: tuple[Kind, ...],
         pool: int,
         texts_of: set[int] | None,
+        terms: list[str] | None = None,
     ) -> Gathered: ...
     def vectors_of(self, ids: Iterable[int]) -> dict[int, Vector]: ...
     def vector_count(self) -> int: ...

@@ -125,6 +125,11 @@ class Recall:
             return Outcome([], mode)
         with self.latency.time():
             pool = max(self.settings.candidates, limit * 3)
+            if self.index.one_pass:  # the keyword search is part of the pass's statement
+                vector = await self.worker.embed_query(query) if self.vectors_ready else None
+                return await asyncio.to_thread(
+                    self._search, query, None, vector, kinds, limit, project
+                )
             # The keyword search runs while the query is embedded: two cores, two threads.
             keywords = asyncio.create_task(
                 asyncio.to_thread(self.index.keyword_search, query_terms(query), kinds, pool)
@@ -140,7 +145,7 @@ class Recall:
     def _search(
         self,
         query: str,
-        keyword: dict[int, float],
+        keyword: dict[int, float] | None,
         vector: Vector | None,
         kinds: tuple[Kind, ...],
         limit: int,
@@ -152,7 +157,9 @@ class Recall:
         when = query_time(query, self.today()) if settings.time_boost > 0 else TimeQuery(())
         dated = self._in_time(when, kinds, pool)
         seen: dict[int, str] = {}  # the texts read so far in this search, by entry id
-        scored, rows = self._pass(query, keyword, vector, kinds, project, pool, seen, dated)
+        scored, rows, keyword = self._pass(
+            query, keyword, vector, kinds, project, pool, seen, dated
+        )
         if settings.prf_weight > 0 and scored:
             scored, rows = self._bridge(
                 query, scored, rows, keyword, vector, kinds, project, pool, seen
@@ -188,26 +195,30 @@ class Recall:
     def _pass(
         self,
         query: str,
-        keyword: dict[int, float],
+        keyword: dict[int, float] | None,
         vector: Vector | None,
         kinds: tuple[Kind, ...],
         project: str | None,
         pool: int,
         seen: dict[int, str],
         extra: set[int] | None = None,
-    ) -> tuple[list[Scored], dict[int, Row]]:
-        """One fused pass: keyword hits, vector neighbours (and ``extra`` ids), scored."""
+    ) -> tuple[list[Scored], dict[int, Row], dict[int, float]]:
+        """One fused pass: keyword hits (searched here when ``keyword`` is None), vector
+        neighbours (and ``extra`` ids), scored; with the keyword hits."""
         needle = query.casefold()
         # A literal hit contains every word of the query, so it is among the keyword hits.
         literal_possible = len(needle) >= MIN_LITERAL_CHARS
+        known = keyword or {}
         got = self.index.gather(
             vector,
-            set(keyword) | (extra or set()),
+            set(known) | (extra or set()),
             kinds,
             pool,
-            set(keyword) if literal_possible else None,
+            set(known) if literal_possible else None,
+            terms=query_terms(query) if keyword is None else None,
         )
         cosines, texts = got.cosines, got.texts
+        keyword = got.keyword or {} if keyword is None else keyword
         seen.update(texts)
         rows = {i: r for i, r in got.rows.items() if _in_scope(r, kinds, project)}
         candidates = [
@@ -220,7 +231,7 @@ class Recall:
             )
             for i, row in rows.items()
         ]
-        return fuse(candidates, self.weights, vectors=vector is not None), rows
+        return fuse(candidates, self.weights, vectors=vector is not None), rows, keyword
 
     def _bridge(
         self,
@@ -246,7 +257,7 @@ class Recall:
         vector2 = vector
         if vector is not None:
             vector2 = rocchio(vector, list(self.index.vectors_of(seeds).values()))
-        second, rows2 = self._pass(query, keyword2, vector2, kinds, project, pool, seen)
+        second, rows2, _ = self._pass(query, keyword2, vector2, kinds, project, pool, seen)
         weight = settings.prf_weight
         merged = {s.entry_id: s for s in scored}
         for s in merged.values():

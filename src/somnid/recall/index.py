@@ -123,6 +123,8 @@ def _upsert(conn: sqlite3.Connection, doc: Document) -> tuple[int, bool]:
 
 
 class Index:
+    one_pass = False  # the keyword search runs beside the query's embedding
+
     def __init__(
         self, path: Path, field_weights: tuple[float, ...] = DEFAULT_FIELD_WEIGHTS
     ) -> None:
@@ -199,10 +201,6 @@ class Index:
             f"SELECT rowid, name, description, body FROM fts WHERE rowid IN ({marks})", wanted
         )
         return {int(r[0]): f"{r[1]}\n{r[2]}\n{r[3]}".casefold() for r in cursor}
-
-    def upsert(self, doc: Document) -> tuple[int, bool]:
-        """Insert or update one entry. Returns (id, whether its searchable text changed)."""
-        return self.upsert_many([doc])[0]
 
     def upsert_many(self, docs: list[Document]) -> list[tuple[int, bool]]:
         """Several entries in one transaction (a first sync writes thousands); each then
@@ -337,9 +335,12 @@ class Index:
         kinds: tuple[Kind, ...],
         pool: int,
         texts_of: set[int] | None,
+        terms: list[str] | None = None,
     ) -> Gathered:
-        """The rows of ``ids`` and of the ``pool`` nearest vectors, the cosines of all of
-        them (when there is a vector) and the texts of ``texts_of`` among them."""
+        """Rows of ``ids``, of ``terms``' hits and of the nearest vectors; cosines; texts."""
+        keyword = None if terms is None else dict(self.keyword_search(terms, kinds, pool))
+        ids = ids | set(keyword or ())
+        texts_of = None if texts_of is None else texts_of | set(keyword or ())
         cosines: dict[int, float] = {}
         table = self.vectors
         if vector is not None and table is not None:
@@ -347,7 +348,7 @@ class Index:
             cosines.update(table.cosines(vector, [i for i in ids if i not in cosines]))
         rows = self.rows_by_id(ids | set(cosines))
         texts = self.texts(i for i in rows if i in texts_of) if texts_of else {}
-        return Gathered(rows, cosines, texts)
+        return Gathered(rows, cosines, texts, keyword)
 
     def vectors_of(self, ids: Iterable[int]) -> dict[int, Vector]:
         return {} if self.vectors is None else self.vectors.vectors_of(ids)

@@ -23,6 +23,7 @@ import numpy as np
 
 from somnid.errors import IndexUnavailable, Unavailable
 from somnid.memory.kinds import Kind
+from somnid.recall import pg_sql
 from somnid.recall.backend import (
     DEFAULT_FIELD_WEIGHTS,
     KIND_CODE,
@@ -33,15 +34,11 @@ from somnid.recall.backend import (
     column_weights,
 )
 from somnid.recall.pg_db import TABLES, PgDatabase
-from somnid.recall.pg_write import MINE, let_go, upsert
-from somnid.recall.terms import K1, B, query_tokens
+from somnid.recall.pg_write import let_go, upsert
+from somnid.recall.terms import query_tokens
 from somnid.recall.vectors import Vector
 
-_COLUMNS = (
-    "id, path, kind, name, file_hash, text_hash, embed_hash, score, project, related,"
-    " session, day, asks"
-)
-_MINE = MINE  # this daemon's rows
+_COLUMNS, _MINE = pg_sql.COLUMNS, pg_sql.MINE
 STATS_TTL_S = 10.0  # N and the mean row length for BM25: a little stale ranks the same
 
 
@@ -71,36 +68,13 @@ def _vec_of(text: str) -> Vector:
     return np.array(text.strip("[]").split(","), dtype=np.float32)
 
 
-# FTS5's bm25(): IDF (floored at 1e-6) × the column-weighted count, saturated, over the
-# row's length in terms against the mean; %(w0)s..%(w5)s are this daemon's column weights.
-# The postings of the query's terms are read once by the primary key (term first); each
-# carries its row's kind and length, so ranking needs no join: only the best few rows are
-# then checked to be this daemon's.
-_BM25 = f"""
-WITH hits AS MATERIALIZED (
-    SELECT term, entry_id, kind, row_len,
-        n0 * %(w0)s + n1 * %(w1)s + n2 * %(w2)s + n3 * %(w3)s + n4 * %(w4)s + n5 * %(w5)s AS tf
-    FROM somnid.terms WHERE term = ANY(%(terms)s)
-),
-idf AS (
-    SELECT term, greatest(ln((%(n)s - count(*) + 0.5) / (count(*) + 0.5)), 1e-6) AS w
-    FROM hits GROUP BY term
-),
-ranked AS (
-    SELECT h.entry_id, sum(idf.w * h.tf * {K1 + 1}
-        / (h.tf + {K1} * (1 - {B} + {B} * h.row_len / %(avg)s))) AS rank
-    FROM hits h JOIN idf USING (term) WHERE h.kind = ANY(%(kinds)s)
-    GROUP BY h.entry_id HAVING sum(h.tf) > 0 ORDER BY rank DESC LIMIT %(over)s
-)
-SELECT r.entry_id, r.rank FROM ranked r JOIN somnid.entries e ON e.id = r.entry_id
-WHERE e.{_MINE} ORDER BY r.rank DESC LIMIT %(limit)s
-"""
 ANALYZE_AFTER = 500  # rows written by a sync before it takes the planner's statistics
-OVERFETCH = 2  # rows ranked per row wanted: some may be another daemon's only
 
 
 class PgIndex:
     """:class:`~somnid.recall.backend.IndexBackend` on a PostgreSQL server with pgvector."""
+
+    one_pass = True  # a recall pass is one statement, keywords included
 
     def __init__(
         self,
@@ -263,18 +237,20 @@ class PgIndex:
             stats = self._stats = (time.monotonic(), float(count), max(mean, 1.0))
         return stats[1], stats[2]
 
+    def _keyword_params(self, terms: list[str], kinds: tuple[Kind, ...]) -> dict[str, object]:
+        count, mean = self._bm25_stats()
+        params: dict[str, object] = {**self._me, **self._weights, "n": count, "avg": mean}
+        params |= {"terms": query_tokens(terms), "codes": [KIND_CODE[k] for k in kinds]}
+        return params
+
     def keyword_search(
         self, terms: list[str], kinds: tuple[Kind, ...], limit: int
     ) -> list[tuple[int, float]]:
         """Best keyword matches: (entry id, BM25 > 0), best first, as FTS5 ranks them."""
-        tokens = query_tokens(terms)
-        if not tokens:
+        params = self._keyword_params(terms, kinds)
+        if not params["terms"]:
             return []
-        count, mean = self._bm25_stats()
-        params: dict[str, object] = {**self._me, **self._weights, "terms": tokens, "n": count}
-        params |= {"avg": mean, "kinds": [KIND_CODE[kind] for kind in kinds]}
-        params |= {"limit": limit, "over": limit * OVERFETCH}
-        cursor = self.db.fetchall(_BM25, params)
+        cursor = self.db.fetchall(pg_sql.BM25, params | {"pool": limit})
         return [(int(i), float(rank)) for i, rank in cursor if rank > 0]
 
     def gather(
@@ -284,32 +260,26 @@ class PgIndex:
         kinds: tuple[Kind, ...],
         pool: int,
         texts_of: set[int] | None,
+        terms: list[str] | None = None,
     ) -> Gathered:
-        """The HNSW neighbours and ``ids``: rows, cosines and texts in one statement."""
-        params = self._me | {"ids": list(ids), "kinds": [k.value for k in kinds], "pool": pool}
-        if vector is None or self.model is None:
-            cursor = self.db.fetchall(
-                f"SELECT {_COLUMNS}, NULL, search_text FROM somnid.entries"
-                f" WHERE id = ANY(%(ids)s) AND {_MINE}",
-                params,
-            )
-        else:
+        """The keyword hits of ``terms`` (when given), the HNSW neighbours of ``vector``
+        and ``ids``: their rows, cosines, texts and BM25 in one statement."""
+        params: dict[str, object] = {**self._me, "ids": list(ids), "pool": pool}
+        params["kinds"] = [k.value for k in kinds]
+        keywords = terms is not None
+        if terms is not None:
+            params |= self._keyword_params(terms, kinds)
+            keywords = bool(params["terms"])
+        near = vector is not None and self.model is not None
+        if vector is not None and near:
             params["q"] = _vec_text(vector)
-            cursor = self.db.fetchall(
-                # The HNSW index finds the neighbours; whose rows they are is checked
-                # after (filtering inside would make the planner sort every row instead).
-                "WITH near AS MATERIALIZED (SELECT id FROM somnid.entries"
-                " WHERE kind = ANY(%(kinds)s)"
-                " ORDER BY vec <=> %(q)s::halfvec LIMIT %(pool)s)"
-                f" SELECT {_COLUMNS}, 1 - (vec <=> %(q)s::halfvec), search_text"
-                " FROM somnid.entries WHERE id IN (SELECT id FROM near"
-                f" UNION ALL SELECT unnest(%(ids)s::bigint[])) AND {_MINE}",
-                params,
-            )
+        cursor = self.db.fetchall(pg_sql.gather(keywords=keywords, vector=near), params)
         rows = {int(v[0]): _row(v) for v in cursor}
         cosines = {int(v[0]): float(v[13]) for v in cursor if v[13] is not None}
         texts = {int(v[0]): str(v[14]) for v in cursor}
-        return Gathered(rows, cosines, texts)
+        ranked = sorted(((float(v[15]), int(v[0])) for v in cursor if v[15]), reverse=True)
+        keyword = {i: rank for rank, i in ranked[:pool] if rank > 0} if terms is not None else None
+        return Gathered(rows, cosines, texts, keyword)
 
     def vectors_of(self, ids: Iterable[int]) -> dict[int, Vector]:
         if self.model is None:

@@ -6,10 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from somnid.recall.backend import CONTEXT_CHARS, CONTEXT_TURNS, KIND_CODE, Document
+from somnid.recall.pg_sql import MINE
 from somnid.recall.terms import COLUMNS, term_counts
-
-MINE = "sources @> %(me)s"
-"""The rows this daemon derived (``%(me)s`` is a one-element array of its source)."""
 
 
 def upsert(conn: Any, doc: Document, source: str, model: str | None) -> tuple[int, bool]:

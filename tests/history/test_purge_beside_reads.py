@@ -1,8 +1,9 @@
 """A purge that rewrites a long history keeps history reads answering (issue 26): a real
 daemon, a history of a few hundred commits, the purge's rewrite held at its first rebuilt
 commit by a ``git`` the test controls (a wrapper on the daemon's PATH that waits on a FIFO),
-and meanwhile ``GET /v1/history`` and the other reads answer. The purge said up front how
-many commits it goes through and how long they should take."""
+and meanwhile ``GET /v1/history`` and the other reads answer, and a revert or a second
+purge is refused at once (409) rather than left hanging. The purge said up front how many
+commits it goes through and how long they should take."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from tests.api.problems import assert_problem
 from tests.daemon import start_daemon
 from tests.history.helpers import git, wait_for
 
@@ -149,6 +151,10 @@ def test_history_reads_answer_while_a_long_purge_runs(tmp_path: Path) -> None:
             assert api.get(f"/v1/history/{newest}").status_code == 200
             notes = api.get("/v1/history/entries/knowledge/note", params={"limit": 3})
             assert notes.status_code == 200 and notes.json()["total"] == HISTORY
+            # A change would wait for git behind the rewrite: refused at once instead.
+            assert_problem(api.post(f"/v1/history/{newest}/revert"), 409, "purge_running")
+            again = api.post("/v1/memories/knowledge/note/purge", params={"confirm": "note"})
+            assert_problem(again, 409, "purge_running")
             assert worker.is_alive() and api.get("/v1/history/purge").json()["running"]
         finally:
             release(fifo)

@@ -235,9 +235,12 @@ class Committer:
     def _commit(self, items: list[_Item], hand: bool, held: set[str], wait: bool = True) -> bool:
         """Commit ``items`` (and the hand edits); False, committing nothing, when ``wait`` is
         False and git is busy."""
-        while not self.lock.acquire(timeout=POLL_S):
-            if not wait and self.held_long:
-                return False
+        if wait:
+            self.lock.acquire()
+        else:
+            while not self.lock.acquire(timeout=POLL_S):
+                if self.held_long:
+                    return False
         try:
             for item in items:
                 if item.dream:

@@ -19,6 +19,7 @@ from typing import TypeVar
 
 from somnid.config import Settings
 from somnid.errors import (
+    Conflict,
     InvalidInput,
     InvalidName,
     NotFound,
@@ -220,8 +221,19 @@ class History:
 
     # --- undo --------------------------------------------------------------------------
 
+    def _not_purging(self) -> None:
+        """A change waits for git behind a purge's rewrite (minutes on a long history):
+        409 at once rather than a request that hangs that long."""
+        if self.purging is not None:
+            raise Conflict(
+                f"a purge is rewriting the history ({self.purging.kind}/{self.purging.name}): "
+                "try again when it ends (GET /v1/history/purge says how long)",
+                code="purge_running",
+            )
+
     async def revert(self, commit: str) -> Reverted:
         history_log.check_commit(commit)
+        self._not_purging()
         actor = current_actor() or SYSTEM
         done = await self._locked(lambda c: revert(c, commit, actor))
         await self._reindex(done.paths)
@@ -232,6 +244,7 @@ class History:
         refused like any revert when a later change touched that entry."""
         history_log.check_commit(commit)
         entry = self._entry(kind, name)
+        self._not_purging()
         actor = current_actor() or SYSTEM
         done = await self._locked(lambda c: revert(c, commit, actor, entry))
         await self._reindex(done.paths)
@@ -276,6 +289,7 @@ class History:
             raise InvalidInput("phrases are scrubbed from the session logs: set scrubLogs too")
         if history:
             self._need()
+        self._not_purging()
         if scrub_logs and self.scrub_logs is None:
             raise Unavailable("the session logs cannot be scrubbed here", code="scrub_off")
         texts = [*(await self._texts(kind, name)), *phrases] if scrub_logs else []

@@ -209,6 +209,9 @@ class SyncSettings(_Section):
     Credentials stay with git (an ssh agent, a credential helper), never in logs."""
     interval_s: float = Field(300.0, ge=1.0, le=86_400.0)
     """A sync (fetch, merge, push) every this many seconds, and before each dream."""
+    push_after_s: float = Field(10.0, ge=0.0, le=3600.0)
+    """A write goes out this many seconds later (one round for the writes of that while);
+    0: only on the interval, before and after dreams, and when asked."""
     timeout_s: float = Field(120.0, ge=1.0, le=3600.0)
     """A fetch or push that has not ended after this long is stopped (a hung remote)."""
 

@@ -31,11 +31,13 @@ def bare_remote(path: Path) -> Path:
 
 
 def env(remote: Path | str, *more: tuple[str, str]) -> tuple[tuple[str, str], ...]:
-    """A daemon that syncs with ``remote`` only when asked (the interval is an hour)."""
+    """A daemon that syncs with ``remote`` only when asked (the interval is an hour, no
+    push after writes: each test says when a round runs); ``more`` overrides."""
     return (
         ("SOMNID_HISTORY__BATCH_WINDOW_S", "0.05"),
         ("SOMNID_SYNC__REMOTE", str(remote)),
         ("SOMNID_SYNC__INTERVAL_S", "3600"),
+        ("SOMNID_SYNC__PUSH_AFTER_S", "0"),
         ("SOMNID_SYNC__TIMEOUT_S", "60"),
         *more,
     )

@@ -19,16 +19,18 @@ from tests.sync.helpers import (
     read,
     sync,
     wait_for,
+    write,
 )
 
+PUSH_AFTER = ("SOMNID_SYNC__PUSH_AFTER_S", "0.2")
 TURNS = [
     {"role": "user", "text": "I only drink green tea, no sugar please."},
     {"role": "agent", "text": "Green tea without sugar, noted."},
 ]
 
 
-def _pushed(remote: Path, journal: str) -> bool:
-    return journal in git(remote, "ls-tree", "-r", "--name-only", "main")
+def _pushed(remote: Path, path_end: str) -> bool:
+    return path_end in git(remote, "ls-tree", "-r", "--name-only", "main")
 
 
 def test_two_machines_dream_and_sync(tmp_path: Path) -> None:
@@ -36,7 +38,7 @@ def test_two_machines_dream_and_sync(tmp_path: Path) -> None:
     with llm_server(consolidating) as llm:
         llm_env = backend_env("callback", llm.url)
         with (
-            machine(tmp_path / "a" / "data", remote, *llm_env) as a,
+            machine(tmp_path / "a" / "data", remote, *llm_env, PUSH_AFTER) as a,
             machine(tmp_path / "b" / "data", remote, *llm_env) as b,
         ):
             journals, created = [], []
@@ -73,3 +75,9 @@ def test_two_machines_dream_and_sync(tmp_path: Path) -> None:
                 no_markers(daemon.data_dir)
                 fsck(daemon.data_dir)
             assert memory_files(a.data_dir) == memory_files(b.data_dir)
+
+            # A write goes out by itself a moment later (sync.push_after_s), unasked.
+            write(a, "pushed-unasked", "no round was asked for\n")
+            wait_for(
+                functools.partial(_pushed, remote, "pushed-unasked/SKILL.md"), "pushed unasked"
+            )

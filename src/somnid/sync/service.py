@@ -29,6 +29,7 @@ from somnid.errors import Conflict, NotFound, SomnidError, Unavailable
 from somnid.history.committer import Committer
 from somnid.history.service import History
 from somnid.memory.clock import Clock
+from somnid.memory.entry import Entry
 from somnid.provenance import DreamRecord
 from somnid.services.memories import MemoryService
 from somnid.store.layout import Layout
@@ -116,6 +117,8 @@ class SyncService:
         self._changed = 0
         self._since = clock.now()
         self._inflight: asyncio.Future[list[str]] | None = None
+        self._applying = False
+        self._push_soon: asyncio.TimerHandle | None = None
         self._round = asyncio.Lock()
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -141,12 +144,16 @@ class SyncService:
 
         self._since = await asyncio.to_thread(register)
         self.committer, self.remote, self.reason, self._state = committer, remote, None, "idle"
+        if self.settings.push_after_s > 0:
+            self.memories.subscribe(self.entry_changed)
         log.info("sync: with %s every %g s", remote.shown, self.settings.interval_s)
         self._task = asyncio.create_task(self._loop(), name="somnid-sync")
 
     async def stop(self) -> None:
         """Stop the loop; a round's git in flight gets ``STOP_WAIT_S`` to end (its merge
         holds the committer's lock, which history's stop waits for anyway)."""
+        if self._push_soon is not None:
+            self._push_soon.cancel()
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -167,6 +174,18 @@ class SyncService:
     async def after_dream(self, _record: DreamRecord) -> None:
         """Dreamer hook: the dream's commit goes out at once."""
         self._wake.set()
+
+    async def entry_changed(self, _entry: Entry | None, _path: str) -> None:
+        """MemoryService listener: a write goes out ``sync.push_after_s`` later (one round
+        for the writes of that while; none for the files a round itself puts in place)."""
+        if self._applying or self._push_soon is not None:
+            return
+
+        def due() -> None:
+            self._push_soon = None
+            self._wake.set()
+
+        self._push_soon = asyncio.get_running_loop().call_later(self.settings.push_after_s, due)
 
     async def _loop(self) -> None:
         while True:
@@ -210,8 +229,12 @@ class SyncService:
                 raise SyncError(f"sync failed: {redact(str(exc))}") from None
             self._state, self._last_error, self._last_error_at = "idle", None, None
             self._changed = len(changed)
-            for path in changed:  # the one reconcile path: the index follows
-                await self.memories.notify(None, str(self.layout.root / PurePosixPath(path)))
+            self._applying = True
+            try:
+                for path in changed:  # the one reconcile path: the index follows
+                    await self.memories.notify(None, str(self.layout.root / PurePosixPath(path)))
+            finally:
+                self._applying = False
         return await self.status()
 
     def _failed(self, detail: str) -> None:

@@ -309,7 +309,7 @@ async function revertChange(base, commit) {
     await api("POST", `${base}/${commit}/revert`);
   } catch (error) {
     const which = (error.body.entries || []).map((e) => `${e.label} (${e.commits.join(", ")})`).join("; ");
-    say($("h-status"), error.status === 409 ? `${t("revert_refused")}: ${which}` : error.message, true);
+    say($("h-status"), error.body.code === "revert_conflict" ? `${t("revert_refused")}: ${which}` : error.message, true);
     return;
   }
   try {
@@ -390,7 +390,7 @@ async function revertDream() {
     say($("d-status"), t("reverted"));
   } catch (error) {
     const which = (error.body.entries || []).map((e) => e.label).join(", ");
-    say($("d-status"), error.status === 409 ? `${t("revert_refused")}: ${which}` : error.message, true);
+    say($("d-status"), error.body.code === "revert_conflict" ? `${t("revert_refused")}: ${which}` : error.message, true);
   }
 }
 
@@ -424,7 +424,7 @@ async function revertIdentity(name, commit) {
     await api("POST", `/v1/history/entries/profile/${encodeURIComponent(name)}/${commit}/revert`);
   } catch (error) {
     const which = (error.body.entries || []).map((e) => `${e.label} (${e.commits.join(", ")})`).join("; ");
-    say($("i-status"), error.status === 409 ? `${t("revert_refused")}: ${which}` : error.message, true);
+    say($("i-status"), error.body.code === "revert_conflict" ? `${t("revert_refused")}: ${which}` : error.message, true);
     return;
   }
   await loadIdentity();

@@ -40,6 +40,7 @@ from somnid.memory.kinds import Kind
 from somnid.memory.names import check_name, slugify
 from somnid.provenance import Actor, current_actor
 from somnid.services.memories import MemoryService
+from somnid.sessions import redact
 from somnid.sessions.redact import Scrubbed
 from somnid.store.layout import Layout
 
@@ -293,6 +294,7 @@ class History:
         if scrub_logs and self.scrub_logs is None:
             raise Unavailable("the session logs cannot be scrubbed here", code="scrub_off")
         texts = [*(await self._texts(kind, name)), *phrases] if scrub_logs else []
+        redact.phrases(texts)  # too many: 400 now, before anything is deleted
         specs = purging.entry_specs(self.layout, kind, name)
         actor = current_actor() or SYSTEM
         progress = purging.Progress(kind.value, name, self.clock.now().isoformat(), history)
@@ -309,13 +311,7 @@ class History:
         seconds = round(progress.elapsed_s(), 3)
         if not removed and not progress.commits and not phrases:
             raise NotFound(f"no {kind.value} named {name!r}, live, archived or in history")
-        scrubbed: list[Scrubbed] = []
-        failed: SomnidError | None = None
-        if texts and self.scrub_logs is not None:
-            try:
-                scrubbed = await self.scrub_logs(texts)
-            except SomnidError as exc:  # the purge stands; the audit says the scrub failed
-                failed = exc
+        scrubbed, failed = await self._scrub(texts)
         record = {
             "at": self.clock.now().isoformat(),
             "action": "purge",
@@ -361,6 +357,16 @@ class History:
             seconds,
             scrubbed,
         )
+
+    async def _scrub(self, texts: list[str]) -> tuple[list[Scrubbed], SomnidError | None]:
+        """Scrub ``texts`` from the session logs; a failure is returned, not raised: the
+        purge stands, and its audit line says the scrub failed."""
+        if not texts or self.scrub_logs is None:
+            return [], None
+        try:
+            return await self.scrub_logs(texts), None
+        except SomnidError as exc:
+            return [], exc
 
     async def _texts(self, kind: Kind, name: str) -> list[str]:
         """The entry's description and body, live and archived (what a scrub looks for)."""

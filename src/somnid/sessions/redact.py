@@ -28,7 +28,8 @@ log = logging.getLogger(__name__)
 REDACTED = "[REDACTED]"
 MIN_CHARS = 4
 """A shorter phrase would blank common words all over the conversation."""
-MAX_PHRASES = 200
+MAX_PHRASES = 2000
+"""Lines to scrub at most (an entry's and the phrases given): one pattern of more is slow."""
 
 
 @dataclass(frozen=True, slots=True)

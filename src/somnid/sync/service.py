@@ -116,7 +116,7 @@ class SyncService:
         self._last_error_at: str | None = None
         self._changed = 0
         self._since = clock.now()
-        self._inflight: asyncio.Future[list[str]] | None = None
+        self._inflight: asyncio.Future[None] | None = None
         self._applying = False
         self._push_soon: asyncio.TimerHandle | None = None
         self._round = asyncio.Lock()
@@ -213,12 +213,13 @@ class SyncService:
             )
         async with self._round:
             self._state = "running"
+            changed: list[str] = []  # filled as merges put files in place, even if one fails
             try:
                 await committer.flush()
                 self._inflight = asyncio.ensure_future(
-                    asyncio.to_thread(self._round_blocking, remote, committer)
+                    asyncio.to_thread(self._round_blocking, remote, committer, changed)
                 )
-                changed = await asyncio.shield(self._inflight)
+                await asyncio.shield(self._inflight)
             except SomnidError as exc:
                 self._failed(exc.detail)
                 if isinstance(exc, SyncError):
@@ -227,23 +228,30 @@ class SyncService:
             except Exception as exc:  # never take the daemon down
                 self._failed(redact(str(exc)))
                 raise SyncError(f"sync failed: {redact(str(exc))}") from None
-            self._state, self._last_error, self._last_error_at = "idle", None, None
-            self._changed = len(changed)
-            self._applying = True
-            try:
-                for path in changed:  # the one reconcile path: the index follows
-                    await self.memories.notify(None, str(self.layout.root / PurePosixPath(path)))
+            else:
+                self._state, self._last_error, self._last_error_at = "idle", None, None
+                self._changed = len(changed)
             finally:
-                self._applying = False
+                if self._state == "running":  # cancelled: the next round says more
+                    self._state = "idle"
+                await self._reconcile(changed)
         return await self.status()
+
+    async def _reconcile(self, changed: list[str]) -> None:
+        """The one reconcile path: the index follows the files a merge put in place."""
+        self._applying = True
+        try:
+            for path in changed:
+                await self.memories.notify(None, str(self.layout.root / PurePosixPath(path)))
+        finally:
+            self._applying = False
 
     def _failed(self, detail: str) -> None:
         self._state, self._last_error = "failed", redact(detail)
         self._last_error_at = self.clock.now().isoformat()
         log.warning("sync: %s", self._last_error)
 
-    def _round_blocking(self, remote: Remote, committer: Committer) -> list[str]:
-        changed: list[str] = []
+    def _round_blocking(self, remote: Remote, committer: Committer, changed: list[str]) -> None:
         with committer.lock:
             purges.record_local(committer, self.machine, self._since)
         for _ in range(PUSH_ROUNDS):
@@ -251,16 +259,16 @@ class SyncService:
             with committer.lock:
                 merged = merge_remote(committer, theirs, self.machine, self.history.gate.pruning)
             self._last_pull = self.clock.now().isoformat()
-            changed += merged.changed
+            changed.extend(merged.changed)
             if merged.conflicts:
                 log.warning("sync: kept %d conflict(s) beside their entry", len(merged.conflicts))
             if merged.head is None or merged.head == theirs:
-                return changed
+                return
             if merged.rewritten:
                 log.warning("sync: a purge rewrote history: replacing the remote's branch")
             if remote.push(merged.head, replacing=theirs if merged.rewritten else None):
                 self._last_push = self.clock.now().isoformat()
-                return changed
+                return
         raise SyncError(f"{remote.shown} kept moving on: push again at the next round")
 
     # --- reading -----------------------------------------------------------------------

@@ -255,3 +255,18 @@ def test_doctor_names_the_backend_and_what_to_do_when_it_is_down(
     down = doctor(f"host={tmp_path / 'nowhere'} user=postgres password=hunter2 dbname=x")
     assert down["level"] == "FAIL" and "cannot be reached" in down["message"], down
     assert "index.dsn" in down["fix"] and "hunter2" not in json.dumps(down)
+
+
+async def test_reindex_offline_rebuilds_the_postgres_index(tmp_path: Path, pg_dsn: str) -> None:
+    data = tmp_path / "data"
+    async with Runtime.open(pg_settings(data, pg_dsn), clock=ManualClock(NOW)) as rt:
+        for name in ("kiwi", "mango"):
+            await rt.memories.create(Kind.KNOWLEDGE, name, description=f"{name} facts", body="x")
+        await rt.index.sync()
+    env = cli_env(data, 9, SOMNID_INDEX__BACKEND="postgres", SOMNID_INDEX__DSN=pg_dsn)
+    done = await asyncio.to_thread(somnid, env, "reindex")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "2 entries" in done.stdout, done.stdout
+    async with Runtime.open(pg_settings(data, pg_dsn), clock=ManualClock(NOW)) as rt:
+        assert "mango" in await names_found(rt, "mango")
+        assert rt.index.status().entries == 2

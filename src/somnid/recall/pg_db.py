@@ -143,13 +143,20 @@ class PgDatabase:
             raise Unavailable("the index is closed (somnid is shutting down)")
         try:
             conn = psycopg.connect(self.dsn, autocommit=True, connect_timeout=self._timeout)
-            conn.execute(f"SET hnsw.ef_search = {int(self._ef_search)}")
-            conn.execute("SET hnsw.iterative_scan = relaxed_order")
         except psycopg.OperationalError as exc:
             raise _unreachable(exc) from exc
+        try:
+            conn.execute(f"SET hnsw.ef_search = {int(self._ef_search)}")
+            conn.execute("SET hnsw.iterative_scan = relaxed_order")
         except psycopg.errors.UndefinedObject:  # no pgvector yet: the schema makes it
             pass
+        except psycopg.OperationalError as exc:
+            conn.close()
+            raise _unreachable(exc) from exc
         with self._all_lock:
+            if self._closed:  # closed meanwhile (a thread left running at shutdown)
+                conn.close()
+                raise Unavailable("the index is closed (somnid is shutting down)")
             self._all.append(conn)
         if not self._migrated:
             with self._guard(conn, lambda: None):
@@ -255,8 +262,8 @@ class PgDatabase:
         return str(found[0]), None if found[1] is None else str(found[1])
 
     def close(self) -> None:
-        self._closed = True
         with self._all_lock:
+            self._closed = True
             conns, self._all = list(self._all), []
         for conn in conns:
             with contextlib.suppress(Exception):

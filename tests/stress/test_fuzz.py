@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,7 @@ NEED_AN_EXISTING_ONE = {
     "POST /v1/history/{commit}/revert",
     "POST /v1/history/entries/{kind}/{name}/{commit}/revert",  # an entry and a commit of it
     "POST /v1/dreams/{id}/revert",
+    "DELETE /v1/sync/conflicts",  # a conflict file, which only a merge of two machines makes
 }
 
 
@@ -48,7 +50,10 @@ def _documented() -> set[str]:
 
 @pytest.mark.timeout(300)
 def test_every_answer_keeps_the_contract(tmp_path: Path) -> None:
-    with start_daemon(tmp_path / "data") as daemon:
+    remote = tmp_path / "remote.git"  # sync on: POST /v1/sync answers 200, not sync_off
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(remote)], check=True)
+    sync = (("SOMNID_SYNC__REMOTE", str(remote)), ("SOMNID_SYNC__PUSH_AFTER_S", "0"))
+    with start_daemon(tmp_path / "data", *sync) as daemon:
         report = run_fuzz(daemon.base_url, daemon.headers, max_examples=EXAMPLES, seed=SEED)
         with daemon.client() as client:
             assert client.get("/v1/health").status_code == 200

@@ -77,6 +77,18 @@ def test_two_machines_share_one_memory(tmp_path: Path) -> None:
         assert [c["path"] for c in after["conflicts"]] == [conflict["path"]]
         assert (after["ahead"], after["behind"]) == (0, 0)
 
+        # History reads a synced history: the merges are commits like others.
+        with b.client() as client:
+            page = client.get("/v1/history", params={"limit": 50})
+            assert page.status_code == 200, page.text
+            merges = [c for c in page.json()["items"] if c["subject"].startswith("Sync:")]
+            assert merges, page.json()
+            for commit in merges:
+                shown = client.get(f"/v1/history/{commit['id']}")
+                assert shown.status_code == 200, shown.text
+            entry = client.get("/v1/history/entries/knowledge/kites")
+            assert entry.status_code == 200 and entry.json()["total"] >= 4, entry.text
+
         # Nothing lost, nothing half-merged: both data dirs hold the same memory.
         for daemon in (a, b):
             no_markers(daemon.data_dir)

@@ -33,9 +33,9 @@ from typing import Any, Protocol
 
 from somnid.errors import BrokenFile, SomnidError
 from somnid.history.git import Git, spare_descriptors
+from somnid.history.messages import dream_message, header_value, listing
 from somnid.memory.entry import Entry
 from somnid.memory.kinds import Kind
-from somnid.memory.text import one_line
 from somnid.provenance import DREAM, Actor, DreamRecord, current_actor
 from somnid.services.memories import MemoryService
 from somnid.store.layout import FOLDER_FILES, Layout
@@ -89,6 +89,7 @@ class Committer:
         self._queue: list[_Item] = []
         self._dream: dict[str, None] = {}
         self._hand = False
+        self._hand_deferred = False  # set in the worker thread: a write was under way
         self._said: set[str] = set()  # paths left out of history, said in the log once
         self._wake = asyncio.Event()
         self._order = asyncio.Lock()
@@ -206,6 +207,10 @@ class Committer:
                     self._queue[:0] = items
                     self._hand = self._hand or hand
                     self._wake.set()
+                elif self._hand_deferred:  # a write was under way: hand edits next time
+                    self._hand_deferred = False
+                    self._hand = True
+                    self._wake.set()
 
     async def _run(self) -> None:
         async with self._order:
@@ -249,20 +254,42 @@ class Committer:
                     message = self._write_message(item)
                 self.commit_paths(list(item.paths), message, item.actor)
             if hand:
-                self._commit_loose(HAND, "Hand edit", exclude=held)
+                self._commit_hand_edits(held)
         finally:
             self.lock.release()
         self.last_error = None
         return True
 
-    def _commit_loose(self, actor: Actor, subject: str, exclude: Iterable[str] = ()) -> None:
+    def _commit_hand_edits(self, held: set[str]) -> None:
+        """The loose changes as hand edits, unless a write of somnid's own was under way
+        meanwhile: its file may be on disk before its announcement, and would be taken for
+        a hand edit. Then the sweep waits for the next commit (caller holds the lock)."""
+        begun = self.memories.writes_begun
+        if self.memories.writing:
+            self._hand_deferred = True
+            return
+        self._commit_loose(
+            HAND, "Hand edit", exclude=held,
+            still=lambda: not self.memories.writing and self.memories.writes_begun == begun,
+        )  # fmt: skip
+
+    def _commit_loose(
+        self,
+        actor: Actor,
+        subject: str,
+        exclude: Iterable[str] = (),
+        still: Callable[[], bool] = lambda: True,
+    ) -> None:
         """Commit every change git sees that parses (caller holds the lock)."""
         skip = set(exclude)
         changed = [path for path in self.changed_paths() if path not in skip]
         whole = [path for path in changed if not self._kept_out(path) and self._whole(path)]
+        if whole and not still():
+            self._hand_deferred = True
+            return
         if whole:
             labels = self.labels(whole)
-            self._commit_specs(whole, f"{subject}: {_listing(labels)}", actor)
+            self._commit_specs(whole, f"{subject}: {listing(labels)}", actor)
 
     def changed_paths(self, specs: Iterable[str] = TRACKED) -> list[str]:
         out = self.git.run(
@@ -337,13 +364,13 @@ class Committer:
             return None
         trailers = [f"Somnid-Source: {actor.source}"]
         if actor.agent:
-            trailers.append(f"Somnid-Agent: {_one_line(actor.agent)}")
+            trailers.append(f"Somnid-Agent: {header_value(actor.agent)}")
         if actor.session:
-            trailers.append(f"Somnid-Session: {_one_line(actor.session)}")
+            trailers.append(f"Somnid-Session: {header_value(actor.session)}")
         body = message.rstrip("\n")
         text = body + ("\n" if "\n\n" in body else "\n\n") + "\n".join(trailers) + "\n"
         env = {
-            "GIT_AUTHOR_NAME": _one_line(actor.name),
+            "GIT_AUTHOR_NAME": header_value(actor.name),
             "GIT_AUTHOR_EMAIL": f"{actor.source}@somnid",
         }
         self.git.run("commit", "-q", "--no-verify", "-F", "-", input=text.encode(), env=env)
@@ -391,7 +418,7 @@ class Committer:
         return self.labels(self.changed_paths(wanted)) if wanted else []
 
     def _write_message(self, item: _Item) -> str:
-        return f"{item.actor.name}: {_listing(self.labels(item.paths))}"
+        return f"{item.actor.name}: {listing(self.labels(item.paths))}"
 
     def _relative(self, path: str) -> str | None:
         candidate = Path(path)
@@ -401,39 +428,3 @@ class Committer:
             except ValueError:
                 return None
         return candidate.as_posix()
-
-
-def dream_message(info: dict[str, Any], profiles: list[str] | None = None) -> str:
-    """A dream's commit message; ``profiles``: the profiles its commit changes (counted
-    and named: an identity change is never left unsaid)."""
-    changed = len(profiles) if profiles is not None else info.get("profiles") or 0
-    counts = (
-        f"{info.get('created') or 0} created, {info.get('updated') or 0} updated, "
-        f"{info.get('archived') or 0} archived, {info.get('decayed') or 0} decayed, "
-        f"{info.get('retired') or 0} retired"
-    )
-    if changed or info.get("profiles_refused"):  # identity: never left unsaid
-        counts += (
-            f", {changed} profiles changed, "
-            f"{info.get('profiles_refused') or 0} profile lines refused"
-        )
-    lines = [f"Dream ({info.get('trigger') or 'dream'}, {info.get('status')}): {counts}", ""]
-    if profiles:
-        lines.append("Profiles changed: " + ", ".join(profiles))
-    if info.get("reason"):
-        lines.append(f"Reason: {info['reason']}")
-    if info.get("processed"):
-        lines.append("Logs: " + ", ".join(info["processed"]))
-    if info.get("dream_id"):
-        lines += ["", f"Dream-Id: {info['dream_id']}"]
-    return "\n".join(lines)
-
-
-def _listing(labels: list[str], shown: int = 5) -> str:
-    head = ", ".join(labels[:shown])
-    return head + (f" and {len(labels) - shown} more" if len(labels) > shown else "")
-
-
-def _one_line(value: str) -> str:
-    """A git header's value: one line, no angle brackets (they end a name), 200 at most."""
-    return one_line(value.replace("<", "").replace(">", ""))[:200] or "?"

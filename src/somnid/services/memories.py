@@ -7,9 +7,10 @@ announced to the registered listeners (the index subscribes) after the file is o
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -98,6 +99,25 @@ class MemoryService:
         self.clock = clock
         self._listeners: list[ChangeListener] = []
         self._missed: dict[str, Entry | None] = {}  # path -> notice a listener failed
+        self._writing = 0
+        self.writes_begun = 0
+        """Writes started so far: with :attr:`writing`, how history tells a write of its
+        own (on disk, not yet announced) from a hand edit."""
+
+    @property
+    def writing(self) -> bool:
+        """A write is under way: its file may be on disk and not yet announced."""
+        return self._writing > 0
+
+    @contextlib.asynccontextmanager
+    async def _announced(self) -> AsyncIterator[None]:
+        """Around a write and its announcement (:attr:`writing`)."""
+        self._writing += 1
+        self.writes_begun += 1
+        try:
+            yield
+        finally:
+            self._writing -= 1
 
     def subscribe(self, listener: ChangeListener) -> None:
         self._listeners.append(listener)
@@ -139,9 +159,10 @@ class MemoryService:
     ) -> Entry:
         """Read, ``change`` the document in place, write it back; announced like any write,
         unless the entry still has ``unless_etag`` (nothing changed)."""
-        entry = await asyncio.to_thread(self._store.mutate, kind, name, change)
-        if unless_etag is None or entry.etag != unless_etag:
-            await self.notify(entry, str(entry.path))
+        async with self._announced():
+            entry = await asyncio.to_thread(self._store.mutate, kind, name, change)
+            if unless_etag is None or entry.etag != unless_etag:
+                await self.notify(entry, str(entry.path))
         return entry
 
     # Blocking doors for code that already runs in a worker thread (history, status).
@@ -210,8 +231,9 @@ class MemoryService:
         check_fields(fields)
         now = self.clock.now()
         meta = new_entry_meta(kind, now, description, fields)
-        entry = await asyncio.to_thread(self._create, kind, name, meta, body, now)
-        await self.notify(entry, str(entry.path))
+        async with self._announced():
+            entry = await asyncio.to_thread(self._create, kind, name, meta, body, now)
+            await self.notify(entry, str(entry.path))
         return entry
 
     def _create(
@@ -242,18 +264,19 @@ class MemoryService:
     ) -> Entry:
         if fields and kind is Kind.INTENTION and fields.get("due") not in (None, ""):
             fields = {**fields, "due": parse_due(fields["due"], self.clock.tz)}
-        entry = await asyncio.to_thread(
-            lambda: self._store.update(
-                kind,
-                name,
-                description=description,
-                body=body,
-                fields=fields,
-                if_match=if_match,
-                archived=archived,
+        async with self._announced():
+            entry = await asyncio.to_thread(
+                lambda: self._store.update(
+                    kind,
+                    name,
+                    description=description,
+                    body=body,
+                    fields=fields,
+                    if_match=if_match,
+                    archived=archived,
+                )
             )
-        )
-        await self.notify(entry, str(entry.path))
+            await self.notify(entry, str(entry.path))
         return entry
 
     async def archive(
@@ -263,18 +286,22 @@ class MemoryService:
             raise InvalidInput(f"{kind.value} entries are not archived")
         before = await self.get(kind, name)
         stamp = {"status": _CLOSED_STATUS.get(reason, reason)} if kind is Kind.INTENTION else None
-        entry = await asyncio.to_thread(
-            lambda: self._store.archive(kind, name, reason=reason, if_match=if_match, stamp=stamp)
-        )
-        await self.notify(None, str(before.path))
-        await self.notify(entry, str(entry.path))
+        async with self._announced():
+            entry = await asyncio.to_thread(
+                lambda: self._store.archive(
+                    kind, name, reason=reason, if_match=if_match, stamp=stamp
+                )
+            )
+            await self.notify(None, str(before.path))
+            await self.notify(entry, str(entry.path))
         return entry
 
     async def restore(self, kind: Kind, archived_name: str) -> Entry:
         before = await self.get(kind, archived_name, archived=True)
-        entry = await asyncio.to_thread(self._store.restore, kind, archived_name)
-        await self.notify(None, str(before.path))
-        await self.notify(entry, str(entry.path))
+        async with self._announced():
+            entry = await asyncio.to_thread(self._store.restore, kind, archived_name)
+            await self.notify(None, str(before.path))
+            await self.notify(entry, str(entry.path))
         return entry
 
     async def record_usage(self, kind: Kind, name: str) -> Entry:

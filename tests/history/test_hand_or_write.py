@@ -1,0 +1,61 @@
+"""A write of somnid's own is never taken for a hand edit: its file is on disk a moment
+before the write is announced, and a sweep for hand edits in that moment (the watcher saw
+an earlier file) used to commit it as "Hand edit" (seen in CI: the UI's entry history
+showed an API edit under the hand edit's name)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from somnid.config import Settings
+from somnid.memory.clock import ManualClock
+from somnid.memory.entry import Entry
+from somnid.memory.kinds import Kind
+from somnid.runtime import Runtime
+from tests.clients import TEST_TOKEN
+from tests.conftest import START
+from tests.history.helpers import subjects
+
+
+async def test_a_write_on_disk_before_its_announcement_is_not_a_hand_edit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = tmp_path / "data"
+    settings = Settings(
+        data_dir=data, timezone="UTC", embed={"provider": "off"}, token=TEST_TOKEN,
+        history={"batch_window_s": 0.3},
+    )  # fmt: skip
+    async with Runtime.open(settings, clock=ManualClock(START)) as rt:
+        memories, committer = rt.memories, rt.history.committer
+        assert committer is not None
+        await committer.flush()  # after the commit of what changed while somnid was down
+        await memories.create(Kind.KNOWLEDGE, "vpn", body="port 1194\n")
+        await committer.flush()
+
+        on_disk, go_on = asyncio.Event(), asyncio.Event()
+        announce = memories.notify
+
+        async def held(entry: Entry | None, path: str) -> None:
+            on_disk.set()
+            await go_on.wait()
+            await announce(entry, path)
+
+        monkeypatch.setattr(memories, "notify", held)
+        write = asyncio.create_task(memories.update(Kind.KNOWLEDGE, "vpn", body="port 443\n"))
+        await on_disk.wait()
+        assert (data / "memory/knowledge/vpn/SKILL.md").read_text().endswith("port 443\n")
+        committer.hand_edited()  # the watcher heard a file change
+        await committer.flush()  # a sweep while the write is on disk and unannounced
+        go_on.set()
+        await write
+        monkeypatch.undo()
+        await committer.flush()  # the write's own commit
+        committer.hand_edited()
+        await committer.flush()  # the sweep put off: nothing is left for it
+
+    made = subjects(data)
+    assert not any(subject.startswith("Hand edit") for subject in made), made
+    assert made[:2] == ["somnid: knowledge/vpn"] * 2, made  # the update, the create

@@ -171,7 +171,7 @@ class Runtime:
             sessions = SessionService(SessionLogs(layout, clock, settings.capture))
             await sessions.start()
             recaller = RecallService(recall, sessions.archived_lines)
-            status = StatusService(memories, recall)
+            status = StatusService(memories, recall, sessions)
             intentions = Intentions(memories, clock)
             prompt = PromptBuilder(store, intentions, clock, settings.inject, settings.prompt_lang)
             seen = SeenTracker(settings.assoc.max_sessions)

@@ -70,6 +70,10 @@ class SessionService:
         """See :meth:`SessionLogs.pending_logs`; ``logs.is_open(path)`` needs no thread."""
         return await self._run(self.logs.pending_logs)
 
+    def pending_count(self) -> int:
+        """How many logs wait for a dream (:meth:`SessionLogs.pending_logs`). Blocking."""
+        return len(self.logs.pending_logs())
+
     async def mark_processed(self, path: Path, *, skipped: bool = False) -> tuple[Path, str]:
         """Archive a consolidated (or, ``skipped``, a ``dream: false``) log: see
         :meth:`SessionLogs.mark_processed`."""

@@ -255,7 +255,7 @@ async def ask(
     decision = await rt.assoc.thought(f"{conv.sample_id}#q{question.index}", question.text)
     run.hint_s.append(time.perf_counter() - started)
     # The bare gate over this search's top 3 must agree whenever the daemon may speak.
-    if rt.recall.recall.vectors_ready:
+    if rt.recall.vectors_ready:
         bare = rt.assoc.evaluate(hits[:HINT_TOP_K])
         if [hit.path for hit in bare.items] != [hit.path for hit in decision.items]:
             run.gate_disagreements += 1

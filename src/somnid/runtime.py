@@ -107,7 +107,6 @@ class Runtime:
     clock: Clock
     layout: Layout
     lock: DataDirLock
-    store: MemoryStore
     memories: MemoryService
     maintenance: Maintenance
     recall: RecallSystem
@@ -212,7 +211,7 @@ class Runtime:
                 )
             )
             runtime = cls(
-                settings, clock, layout, lock, store, memories, maintenance, recall, recaller,
+                settings, clock, layout, lock, memories, maintenance, recall, recaller,
                 status, sessions, intentions, prompt, seen, tools, bridge, dreamer, scheduler,
                 history, sync,
             )  # fmt: skip

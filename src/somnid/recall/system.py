@@ -298,12 +298,6 @@ class RecallSystem:
             raise
 
     @property
-    def recall(self) -> Recall:
-        """The engine itself, for bench/locomo_retrieval.py only (it reads
-        ``vectors_ready``); everything else asks this object (:meth:`run`, ...)."""
-        return self._engine
-
-    @property
     def vectors_ready(self) -> bool:
         return self._engine.vectors_ready
 

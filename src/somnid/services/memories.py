@@ -11,6 +11,7 @@ import contextlib
 import datetime as dt
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -171,6 +172,11 @@ class MemoryService:
         """The live entry in the file at ``path`` (absolute), None if it is no live entry;
         BrokenFile for a broken one. Blocking."""
         return self._store.read_path(path)
+
+    def exclusive(self) -> AbstractContextManager[bool]:
+        """No write through the store while held (sync checks, then writes, the files of a
+        merge with none landing in between). Blocking; keep it short."""
+        return self._store.exclusive()
 
     def put_raw(self, path: Path, data: bytes | None, *, prune_folder: bool = False) -> None:
         """:meth:`MemoryStore.put_raw`: a file of the data dir back as ``data`` (None:

@@ -15,6 +15,7 @@ import os
 import shutil
 import threading
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -370,6 +371,11 @@ class MemoryStore(EntryReader):
         ):
             number += 1
         return f"{stem}{number:03d}"
+
+    def exclusive(self) -> AbstractContextManager[bool]:
+        """The write lock, held by the caller across several writes (sync's merge: no write
+        lands between its check of the files and its writes). Re-entrant: put_raw inside."""
+        return self._write_lock
 
     def put_raw(self, path: Path, data: bytes | None, *, prune_folder: bool = False) -> None:
         """Put a file of the data dir back as ``data`` (None: remove it; with

@@ -12,6 +12,8 @@ HEAD: never a repository git refuses.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import tempfile
 from dataclasses import dataclass, field
@@ -34,6 +36,7 @@ CONFLICT_MARK = ".conflict-"
 """A conflict file is its entry file's name with ``.conflict-<commit>`` before ``.md``."""
 _REGULAR = ("100644", "100755")
 _GONE = "000000"
+MERGE_ATTEMPTS = 3
 
 
 @dataclass(slots=True)
@@ -71,26 +74,28 @@ def merge_remote(
             head = _head(git)
     if theirs is None or theirs == head or (head and _ancestor(git, theirs, head)):
         return Merge(head, forgotten)
-    # Local writes not yet committed (they came after the caller's flush) go first, so a
-    # merged file never overwrites one; the last round holds the lock throughout.
-    dirty = [path for path in committer.changed_paths() if path.startswith(APPLIED)]
-    # A file a person is editing that does not parse yet is neither committed (as history
-    # never does) nor overwritten: the edit stays on disk, and is committed once it parses.
-    broken = {path for path in dirty if _broken(committer, path)}
-    if len(broken) < len(dirty):
-        committer.commit_paths(
-            [path for path in dirty if path not in broken], "Local changes before a sync", SYNC
-        )
-        head = _head(git)
-    if head is None or _ancestor(git, head, theirs):
-        new, conflicts = theirs, list[str]()
-    else:
-        new, conflicts = _merge_commit(git, head, theirs, machine)
-    changed = _apply(committer, head, new, keep=broken)
-    git.run("read-tree", new)
-    git.run(
-        "update-ref", "-m", "somnid sync", f"refs/heads/{BRANCH}", new, *([head] if head else [])
-    )
+    # Local writes not yet committed go first, so a merged file never overwrites one; the
+    # merge is computed without holding up writes, then put in place under the store's lock
+    # if no write landed meanwhile (else again; the last attempt holds the lock throughout).
+    for attempt in range(MERGE_ATTEMPTS):
+        last = attempt == MERGE_ATTEMPTS - 1
+        with committer.memories.exclusive() if last else contextlib.nullcontext():
+            head, broken = _commit_local(committer)
+            if head is None or _ancestor(git, head, theirs):
+                new, conflicts = theirs, list[str]()
+            else:
+                new, conflicts = _merge_commit(git, head, theirs, machine)
+            plan = _plan(committer, head, new, keep=broken)
+            with committer.memories.exclusive():
+                if not last and _written_since(committer, head, plan):
+                    continue
+                changed = _apply(committer, plan)
+                git.run("read-tree", new)
+                git.run(
+                    "update-ref", "-m", "somnid sync", f"refs/heads/{BRANCH}", new,
+                    *([head] if head else []),
+                )  # fmt: skip
+            break
     # The purging machine: the merge brought the remote's old versions back as ancestors.
     # (Only a purge new to this merge: an entry made again later keeps its history.)
     again = purges.in_history(git, purges.fresh(git, new, base), new)
@@ -230,20 +235,69 @@ def _broken(committer: Committer, path: str) -> bool:
     return False
 
 
-def _apply(committer: Committer, head: str | None, new: str, keep: set[str]) -> list[str]:
-    """Put every memory file that differs between ``head`` and ``new`` as ``new`` has it
-    (but those in ``keep``: a person's edit in progress)."""
-    git, layout = committer.git, committer.layout
-    changes = [
+def _commit_local(committer: Committer) -> tuple[str | None, set[str]]:
+    """Commit what was written since the last commit (a file a person is editing that does
+    not parse yet stays out, as history always leaves it, and is never overwritten: the
+    second value); HEAD after it."""
+    dirty = [path for path in committer.changed_paths() if path.startswith(APPLIED)]
+    broken = {path for path in dirty if _broken(committer, path)}
+    if len(broken) < len(dirty):
+        whole = [path for path in dirty if path not in broken]
+        committer.commit_paths(whole, "Local changes before a sync", SYNC)
+    return _head(committer.git), broken
+
+
+Plan = list[tuple[str, str, str]]
+"""(mode, blob, path) of each memory file a merge changes; mode ``000000``: removed."""
+
+
+def _plan(committer: Committer, head: str | None, new: str, keep: set[str]) -> Plan:
+    """What differs between ``head`` and ``new`` under memory/ and skills/ (but ``keep``:
+    a person's edit in progress)."""
+    return [
         (mode, blob, path)
-        for mode, blob, path in _changes(git, head, new)
+        for mode, blob, path in _changes(committer.git, head, new)
         if path.startswith(APPLIED) and not path.startswith(SKIPPED) and path not in keep
     ]
-    wanted = [blob for mode, blob, _ in changes if mode in _REGULAR]
-    blobs = _blobs(git, wanted)
+
+
+def _written_since(committer: Committer, head: str | None, plan: Plan) -> bool:
+    """Whether a file the merge would write no longer holds what ``head`` has (a write
+    landed after the local changes were committed)."""
+    if not plan:
+        return False
+    held: dict[str, str] = {}
+    if head is not None:
+        out = committer.git.run("ls-tree", "-r", "-z", head).decode("utf-8")
+        for record in filter(None, out.split("\0")):
+            info, _, path = record.partition("\t")
+            held[path] = info.split()[2]
+    for _mode, _blob, path in plan:
+        target = committer.layout.root / PurePosixPath(path)
+        try:
+            data: bytes | None = target.read_bytes()
+        except FileNotFoundError:
+            data = None
+        except OSError:
+            return True
+        if _blob_id(data) != held.get(path):
+            return True
+    return False
+
+
+def _blob_id(data: bytes | None) -> str | None:
+    if data is None:
+        return None
+    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+
+
+def _apply(committer: Committer, plan: Plan) -> list[str]:
+    """Put each file of ``plan`` in place, through the store (caller holds its lock)."""
+    git, layout = committer.git, committer.layout
+    blobs = _blobs(git, [blob for mode, blob, _ in plan if mode in _REGULAR])
     changed = []
     # Entry files last: an entry's folder is whole before its file makes it an entry.
-    for mode, blob, path in sorted(changes, key=lambda c: PurePosixPath(c[2]).name in FOLDER_FILES):
+    for mode, blob, path in sorted(plan, key=lambda c: PurePosixPath(c[2]).name in FOLDER_FILES):
         target = layout.root / PurePosixPath(path)
         if mode == _GONE:
             own_folder = layout.classify(target) is not None and target.name in FOLDER_FILES

@@ -22,8 +22,12 @@ _USERINFO = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<info>[^/@\s]*
 _PASSED = ("GIT_SSH", "GIT_SSH_COMMAND", "GIT_ASKPASS", "GIT_PROXY_COMMAND")
 
 
-_MOVED_ON = ("[rejected]", "non-fast-forward", "fetch first", "stale info")
-"""How git says the remote's branch is not where this push expected it."""
+_MOVED_ON = (
+    "[rejected]", "non-fast-forward", "fetch first", "stale info",
+    "failed to update ref", "cannot lock ref",
+)  # fmt: skip
+"""How git says the remote's branch is not where this push expected it (the last two:
+another machine's push landed between the remote's answer and this one's update)."""
 
 
 class SyncError(Unavailable):

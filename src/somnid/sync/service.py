@@ -1,11 +1,13 @@
 """Sync: the history repository shared with other machines through one git remote.
 
-A round is: commit what is pending; fetch the remote's branch; merge it into HEAD (see
-:mod:`somnid.sync.merging`: somnid's merge driver for entry files, conflicts kept beside
-their entry, edits beating deletes); put the merged files in place through the store and
-reconcile the index; push, fast-forward only (never forced); when the remote moved on
-meanwhile, fetch and merge again (a few times). Rounds run one at a time: on the interval,
-before each dream, after each dream (its commit goes out), and on ``POST /v1/sync``.
+A round is: record this machine's new purges (:mod:`somnid.sync.purges`); commit what is
+pending; fetch the remote's branch; merge it into HEAD (see :mod:`somnid.sync.merging`:
+somnid's merge driver for entry files, conflicts kept beside their entry, edits beating
+deletes, purges beating edits); put the merged files in place through the store and
+reconcile the index; push, fast-forward only (forced only after a purge with history,
+with a lease); when the remote moved on meanwhile, fetch and merge again (a few times).
+Rounds run one at a time: at start, on the interval, ``sync.push_after_s`` after a write,
+before and after each dream, and on ``POST /v1/sync``.
 
 A remote that is down or refuses is never fatal: writes go on (they are local commits),
 the status says why, and the next round catches up. The remote's URL is shown and logged

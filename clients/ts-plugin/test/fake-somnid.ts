@@ -121,8 +121,10 @@ export class FakeSomnid {
   }
 }
 
+/** Wait for a condition. ``ms`` caps a hang, never bounds speed: a busy 2-core CI machine
+ * is slow, not broken, so no cap is under 20 s. */
 export async function until(cond: () => boolean | Promise<boolean>, ms = 3000, what = 'condition'): Promise<void> {
-  const end = Date.now() + ms
+  const end = Date.now() + Math.max(ms, 20_000)
   while (!(await cond())) {
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
     await new Promise((r) => setTimeout(r, 10))

@@ -264,23 +264,36 @@ def replay(daemon: Daemon, conv: Conversation, sessions: dict[int, list[Turn]]) 
     return stems
 
 
+def sleep_status(daemon: Daemon) -> dict[str, Any]:
+    """GET /v1/sleep/status on a connection of its own, tried again on a dropped one: a
+    daemon starved of CPU for seconds (a dream beside a model on 2 cores) may close a
+    kept-alive connection just as the next poll goes out (seen twice at load 10)."""
+    for attempt in range(5):
+        try:
+            with daemon.client(timeout=60) as client:
+                now = client.get("/v1/sleep/status")
+        except httpx.TransportError as exc:
+            log(f"  GET /v1/sleep/status failed ({exc!r}); again")
+            time.sleep(2 * (attempt + 1))
+            continue
+        if now.status_code != 200:
+            raise RuntimeError(f"GET /v1/sleep/status: {now.status_code} {now.text[:500]}")
+        status: dict[str, Any] = now.json()
+        return status
+    raise RuntimeError("GET /v1/sleep/status failed 5 times")
+
+
 def dream_until_done(daemon: Daemon, run: ModeRun, max_dreams: int) -> None:
     with daemon.client(timeout=30) as client:
         for _ in range(max_dreams):
-            status = client.get("/v1/sleep/status").json()
-            if status["pendingLogs"] == 0:
+            if sleep_status(daemon)["pendingLogs"] == 0:
                 return
             started = time.monotonic()
             client.post("/v1/sleep/run", json={"trigger": "bench"}).raise_for_status()
             time.sleep(1)
-            while True:
-                now = client.get("/v1/sleep/status")
-                if now.status_code != 200:
-                    raise RuntimeError(f"GET /v1/sleep/status: {now.status_code} {now.text[:500]}")
-                if not now.json()["sleeping"]:
-                    break
+            while sleep_status(daemon)["sleeping"]:
                 time.sleep(2)
-            last = client.get("/v1/sleep/status").json()["lastDream"]
+            last = sleep_status(daemon)["lastDream"]
             last["wall_s"] = round(time.monotonic() - started, 1)
             run.dreams.append(last)
             log(

@@ -124,6 +124,10 @@ def test_the_command_git_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     assert Path(paths[1]).read_text() == ours
     [note] = notes.glob("*.json")
     assert "line two, theirs" in note.read_text()
+    monkeypatch.delenv(NOTES_ENV)  # a person's own git merge: git keeps it unmerged
+    paths = _files(tmp_path, BASE, ours, theirs)
+    assert main(["merge-driver", *paths]) == 1
+    assert "<<<<<<<" not in Path(paths[1]).read_text()
     broken = _files(tmp_path, BASE, ours, "---\nkey: [unclosed\n---\nbody\n")
     assert main(["merge-driver", *broken]) == 1  # git marks it: the sync keeps ours
     assert main(["merge-driver", "only-one"]) == 2

@@ -16,8 +16,10 @@ path. The rules (docs/memory-model.md, "Merging two machines' memory"):
   ``$SOMNID_MERGE_NOTES`` so the sync stores it beside the entry as a conflict. The result
   never holds conflict markers.
 
-The result is written with somnid's front-matter writer (canonical bytes). Exit 0 always,
-except when a side cannot be read at all: then 1, and the sync keeps ours and stores theirs.
+The result is written with somnid's front-matter writer (canonical bytes). Exit 0, or 1
+when a side cannot be read at all, or when bodies would not merge and nobody asked for
+notes (a person's own ``git merge``: git then leaves the file unmerged for them). Sync
+itself merges in process with :func:`merge_entry` (a Python start a file was too slow).
 """
 
 from __future__ import annotations
@@ -37,8 +39,11 @@ from typing import Any
 from somnid.errors import BrokenFile
 from somnid.store import frontmatter
 
+DRIVER = "somnid"
+"""The driver's name in ``.git/config`` (``merge.somnid.driver``) and the attributes."""
 NOTES_ENV = "SOMNID_MERGE_NOTES"
-"""A folder where the driver notes each body it could not merge (theirs, whole)."""
+"""A folder where the driver notes each body it could not merge (theirs, whole); without
+it (a person's own ``git merge``), such a file is left to git as a conflict (exit 1)."""
 EARLIER = frozenset({"created"})
 LATER = frozenset({"last_used", "last_decay", "updated", "when_updated"})
 LARGER = frozenset({"stability"})
@@ -178,6 +183,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     ours_path.write_text(merged.text, "utf-8")
     if merged.theirs_kept_aside:
+        if not os.environ.get(NOTES_ENV):
+            return 1  # git marks it unmerged: theirs is in git's stage 3, for the person
         _note(where, theirs)
     return 0
 

@@ -14,19 +14,18 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from somnid.errors import SomnidError
+from somnid.errors import BrokenFile, SomnidError
 from somnid.history import purge as purging
 from somnid.history.committer import Committer
 from somnid.history.git import BRANCH, Git, GitError
 from somnid.provenance import Actor
-from somnid.store.layout import FOLDER_FILES
+from somnid.store.layout import ENTRY_FILES, FOLDER_FILES
 from somnid.sync import purges
-from somnid.sync.merge import NOTES_ENV
+from somnid.sync.merge import DRIVER, merge_entry
 from somnid.sync.remote import TRACKING
 
 SYNC = Actor("sync", "somnid sync")
@@ -122,11 +121,12 @@ def _ancestor(git: Git, older: str, newer: str) -> bool:
 
 def _merge_commit(git: Git, head: str, theirs: str, machine: str) -> tuple[str, list[str]]:
     with tempfile.TemporaryDirectory(prefix="somnid-sync-") as scratch:
-        notes = Path(scratch) / "notes"
-        notes.mkdir()
+        # Entry files both sides changed are left unmerged by git (the driver is "false"
+        # here, a fork instead of a Python start a file) and merged below, in process, by
+        # the same rules as somnid's driver (somnid.sync.merge).
         done = git.call(
+            "-c", f"merge.{DRIVER}.driver=false",
             "merge-tree", "--write-tree", "--allow-unrelated-histories", "-z", head, theirs,
-            env={NOTES_ENV: str(notes)},
         )  # fmt: skip
         if done.returncode not in (0, 1):
             said = done.stderr.decode("utf-8", "replace").strip()[-500:]
@@ -135,31 +135,48 @@ def _merge_commit(git: Git, head: str, theirs: str, machine: str) -> tuple[str, 
         aside: dict[str, bytes] = {}
         fixed: dict[str, str] = {}
         decided = _decided_by_purges(git, head, theirs)
+        texts = _blobs(git, [blob for by in stages.values() for _mode, blob in by.values()])
         for path, by_stage in stages.items():
             ours, other = by_stage.get(2), by_stage.get(3)
-            if ours and other:  # both kept it and it would not merge: ours, theirs aside
-                fixed[path] = ours[1]
-                aside[conflict_path(path, theirs)] = _blob(git, other[1])
+            if ours and other:
+                base = by_stage.get(1)
+                merged, aside_theirs = _merge_file(
+                    path, texts[base[1]] if base else b"", texts[ours[1]], texts[other[1]]
+                )
+                fixed[path] = (
+                    ours[1]
+                    if merged is None
+                    else git.run("hash-object", "-w", "--stdin", input=merged).decode().strip()
+                )
+                if aside_theirs:  # would not merge: ours stays, theirs beside it
+                    aside[conflict_path(path, theirs)] = texts[other[1]]
             elif ours or other:  # modify/delete: the edit wins
                 fixed[path] = (ours or other or ("", ""))[1]
-        for note in sorted(notes.glob("*.json")):
-            said = json.loads(note.read_text("utf-8"))
-            aside[conflict_path(str(said["path"]), theirs)] = str(said["theirs"]).encode("utf-8")
         if decided:  # the side that purged decides what is at its paths
             fixed = {p: b for p, b in fixed.items() if not _under(p, decided)}
             aside = {p: d for p, d in aside.items() if not _under(p, decided)}
         if fixed or aside or decided:
             index = Path(scratch) / "index"
             tree = _amend_tree(git, index, tree, stages, fixed, aside, decided)
-    kept = len(aside)
     message = f"Sync: the remote's memory merged on {machine}" + (
-        f" ({kept} conflict(s) kept beside their entry)" if kept else ""
+        f" ({len(aside)} conflict(s) kept beside their entry)" if aside else ""
     )
     commit = git.text(
         "commit-tree", tree, "-p", head, "-p", theirs, "-m", message,
         env={"GIT_AUTHOR_NAME": SYNC.name, "GIT_AUTHOR_EMAIL": f"{SYNC.source}@somnid"},
     ).strip()  # fmt: skip
     return commit, sorted(aside)
+
+
+def _merge_file(path: str, base: bytes, ours: bytes, theirs: bytes) -> tuple[bytes | None, bool]:
+    """(the merged file, or None to keep ours as it is; whether theirs goes beside it)."""
+    if PurePosixPath(path).name not in ENTRY_FILES:
+        return None, True  # not an entry: git could not merge it, so both are kept
+    try:
+        merged = merge_entry(base.decode("utf-8"), ours.decode("utf-8"), theirs.decode("utf-8"))
+    except (UnicodeDecodeError, BrokenFile):
+        return None, True
+    return merged.text.encode("utf-8"), merged.theirs_kept_aside
 
 
 def _parse_merge_tree(out: bytes) -> tuple[str, dict[str, dict[int, tuple[str, str]]]]:
@@ -174,10 +191,6 @@ def _parse_merge_tree(out: bytes) -> tuple[str, dict[str, dict[int, tuple[str, s
         mode, blob, stage = info.split()
         stages.setdefault(path, {})[int(stage)] = (mode, blob)
     return tree, stages
-
-
-def _blob(git: Git, blob: str) -> bytes:
-    return git.run("cat-file", "blob", blob)
 
 
 def _decided_by_purges(git: Git, head: str, theirs: str) -> dict[str, str]:

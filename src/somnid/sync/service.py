@@ -36,12 +36,12 @@ from somnid.provenance import DreamRecord
 from somnid.services.memories import MemoryService
 from somnid.store.layout import Layout
 from somnid.sync import purges
+from somnid.sync.merge import DRIVER
 from somnid.sync.merging import APPLIED, CONFLICT_MARK, merge_remote
 from somnid.sync.remote import Remote, SyncError, redact
 
 log = logging.getLogger(__name__)
 
-DRIVER = "somnid"
 ATTRIBUTES = """\
 # Written by somnid (docs/memory-model.md): entry files merge with somnid's own driver.
 SKILL.md merge=somnid

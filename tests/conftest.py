@@ -28,11 +28,21 @@ STRESS = ("tests/stress/", "tests/history/test_crash.py")
 """Whole folders and modules of stress tests; single ones elsewhere carry the mark."""
 
 
+FIRST = (*STRESS, "tests/sync/", "tests/dsh/", "tests/ui/", "tests/e2e/")
+"""The folders of the longest test files: collected first, so that on two workers
+(``scripts/dev check``) they start early instead of running alone at the end."""
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     root = config.rootpath
     for item in items:
         if item.path.relative_to(root).as_posix().startswith(STRESS):
             item.add_marker(pytest.mark.stress)
+    items.sort(key=lambda item: _rank(item.path.relative_to(root).as_posix()))
+
+
+def _rank(path: str) -> int:
+    return next((i for i, prefix in enumerate(FIRST) if path.startswith(prefix)), len(FIRST))
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import random
 import signal
 import time
@@ -38,7 +39,9 @@ from tests.stress.workload import (
     stress_seed,
 )
 
-KILLS = 20
+KILLS = int(os.environ.get("SOMNID_STRESS_KILLS") or 10)
+"""Kills in one run: 10 in the check (each start, sweep and first sync is a kill point a
+fifth of the time); SOMNID_STRESS_KILLS=50 for a longer hunt."""
 SESSIONS = 3
 CAPTURE_WRITERS = 5
 MEMORY_WRITERS = 3

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,8 @@ from fastapi.testclient import TestClient
 from tests.api.problems import assert_problem
 from tests.daemon import start_daemon
 
-EXAMPLES = 40
+EXAMPLES = int(os.environ.get("SOMNID_FUZZ_EXAMPLES") or 20)
+"""Examples per operation in the check; bench/fuzz.py runs the same driver with many more."""
 SEED = 20261129
 NEED_AN_EXISTING_ONE = {
     "POST /v1/memories/{kind}/{name}/archive",

@@ -66,6 +66,7 @@ from somnid.embed.onnx import OnnxEmbedder
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO / "bench" / "results" / "latency.json"
+BACKENDS_OUT = REPO / "bench" / "results" / "latency_backends.json"
 MODEL_CACHE = REPO / "bench" / ".cache" / "models"
 HOST = "127.0.0.1"
 BATCH = 32
@@ -281,7 +282,14 @@ class Daemon:
     spawned: float  # time.perf_counter() at spawn
 
     @classmethod
-    def spawn(cls, data_dir: Path, model_dir: Path, work: Path, label: str) -> Daemon:
+    def spawn(
+        cls,
+        data_dir: Path,
+        model_dir: Path,
+        work: Path,
+        label: str,
+        extra_env: dict[str, str] | None = None,
+    ) -> Daemon:
         port = free_port()
         token = secrets.token_urlsafe(32)
         xdg = work / "xdg-config"  # empty: no user config file is read
@@ -296,6 +304,7 @@ class Daemon:
             "SOMNID_LOG_LEVEL": "info",
             "SOMNID_EMBED__MODEL_DIR": str(model_dir),
             "XDG_CONFIG_HOME": str(xdg),
+            **(extra_env or {}),
         }
         log_path = work / f"somnid-{label}.log"
         with log_path.open("ab") as log:
@@ -982,7 +991,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--sample", type=int, default=1024, help="texts for the model's own batch throughput"
     )
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument(
+        "--backend",
+        default=None,
+        help="index backends to compare, comma-separated (sqlite,postgres): one daemon each on"
+        " the same store, recall cues interleaved; writes latency_backends.json",
+    )
+    parser.add_argument("--dsn", help="a PostgreSQL server (default: an embedded one)")
+    parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--fresh", action="store_true", help="drop results of other sizes")
     parser.add_argument("--work-dir", type=Path, default=None, help="where stores are written")
     parser.add_argument("--keep", action="store_true", help="keep the generated data dirs")
@@ -1002,11 +1018,21 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         parser.error("--sizes needs positive sizes")
     if args.queries < 1 or args.warmup < 0 or args.sample < 1:
         parser.error("--queries and --sample must be positive, --warmup not negative")
+    if args.backend is not None:
+        args.backends = tuple(dict.fromkeys(p.strip() for p in args.backend.split(",") if p))
+        if not args.backends or not set(args.backends) <= {"sqlite", "postgres"}:
+            parser.error("--backend takes sqlite, postgres or both")
+    if args.out is None:
+        args.out = DEFAULT_OUT if args.backend is None else BACKENDS_OUT
     return args
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.backend is not None:
+        from bench._backends import compare_backends
+
+        return compare_backends(args)
     options = Options(
         queries=args.queries,
         warmup=args.warmup,

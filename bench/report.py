@@ -41,6 +41,7 @@ LATENCY_JSON = "latency.json"
 VARIANTS_JSON = "recall_variants.json"
 ZH_JSON = "zh_assistant.json"
 DREAM_JSON = "dream_quality.json"
+BACKENDS_JSON = "latency_backends.json"
 
 # LoCoMo's categories in the reference tables' order, then the pooled groups.
 CATEGORIES = ("single-hop", "multi-hop", "temporal", "open-domain", "adversarial")
@@ -59,6 +60,7 @@ def load(results: Path) -> dict[str, Doc | None]:
         ("variants", VARIANTS_JSON),
         ("zh", ZH_JSON),
         ("dream", DREAM_JSON),
+        ("backends", BACKENDS_JSON),
     ):
         path = results / name
         docs[key] = json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
@@ -488,7 +490,41 @@ def tables(docs: Mapping[str, Doc | None]) -> dict[str, str]:
         **zh_tables(docs.get("zh")),
         **variants_tables(docs.get("variants")),
         **dream_tables(docs.get("dream")),
+        **backend_tables(docs.get("locomo"), docs.get("backends")),
     }
+
+
+def backend_tables(locomo: Doc | None, latency: Doc | None) -> dict[str, str]:
+    """The index backends side by side: LoCoMo quality in one run, latency interleaved."""
+    rows: list[list[str]] = []
+    for backend, figures in (get(locomo, "backends") or {}).items():
+        every = get(figures, "results", "all") or {}
+        rows.append(
+            [backend, num(every.get("r@10"), 3), num(every.get("ndcg@10"), 3)]
+            + [num(get(figures, "search", key), 1) for key in ("p50_ms", "p95_ms")]
+        )
+    quality = (
+        table(["LoCoMo (one run)", "R@10", "nDCG@10", "search p50 ms", "p95 ms"], rows)
+        if rows
+        else "_No result yet: run `bench/locomo_retrieval.py --backend sqlite,postgres`._"
+    )
+    rows = []
+    for size, result in (get(latency, "results") or {}).items():
+        for backend, figures in (get(result, "backends") or {}).items():
+            rss = get(figures, "daemon", "peak_rss_bytes")
+            rows.append(
+                [size_label(int(size)), backend]
+                + [num(get(figures, "recall", key), 1) for key in ("p50_ms", "p95_ms")]
+                + [num(figures.get("p50_ratio"), 2), num(figures.get("p95_ratio"), 2)]
+                + [num(rss, 0, 1 / MB), num(figures.get("build_s"), 0)]
+            )
+    head = ["entries", "backend", "recall p50 ms", "p95 ms", "× p50", "× p95"]
+    speed = (
+        table([*head, "peak RSS MB", "build s"], rows)
+        if rows
+        else "_No result yet: run `bench/latency.py --backend sqlite,postgres`._"
+    )
+    return {"backends-quality": quality, "backends-latency": speed}
 
 
 # ----------------------------------------------------------------------------- the README

@@ -179,6 +179,8 @@ def test_missing_results_say_how_to_get_them(tmp_path: Path) -> None:
     assert "bench/zh_assistant.py" in blocks["zh-assistant"]
     assert "bench/recall_variants.py" in blocks["recall-variants"]
     assert "bench/dream_quality.py" in blocks["dream-quality"]
+    assert "--backend sqlite,postgres" in blocks["backends-quality"]
+    assert "--backend sqlite,postgres" in blocks["backends-latency"]
     assert charts(load(tmp_path), tmp_path / "charts") == []
 
 
@@ -211,6 +213,7 @@ def test_main_fills_the_readme_and_check_tells_when_stale(results: Path, tmp_pat
     readme = tmp_path / "README.md"
     names = ["locomo-overall", "locomo-categories", "locomo-hints", "latency", "latency-targets"]
     names += ["zh-assistant", "recall-variants", "dream-quality"]
+    names += ["backends-quality", "backends-latency"]
     readme.write_text(
         "".join(f"<!-- report:{n} -->\n<!-- /report:{n} -->\n" for n in names), encoding="utf-8"
     )

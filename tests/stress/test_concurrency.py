@@ -1,7 +1,8 @@
 """32 clients at once against the real daemon: capture on shared sessions, memory writes,
 If-Match writers racing on one entry, blind writers on another, recall, reads, and dreams
 back to back over a scripted LLM. Nothing acknowledged is lost, no update is lost, every
-conflict is answered 412, and each operation's latency is reported and bounded.
+conflict is answered 412, and each operation's latency is reported (its speed is measured
+in bench/latency.py, not here: only a hang fails this test).
 """
 
 from __future__ import annotations
@@ -45,12 +46,11 @@ CONTENDERS = 4
 BLIND_WRITERS = 2
 RECALLERS = 4
 # + one client dreaming back to back, + one reading lists, health and sleep status = 32
-P95_BOUND_S = 2.0
-MAX_BOUND_S = 10.0
+HANG_S = 60.0  # a request this long is stuck, whatever the machine's load
 
 
 @pytest.mark.timeout(240)
-async def test_32_clients_lose_nothing_and_stay_fast(tmp_path: Path) -> None:
+async def test_32_clients_lose_nothing_and_none_hangs(tmp_path: Path) -> None:
     seed = stress_seed()
     print(f"load from seed {seed} (SOMNID_STRESS_SEED={seed})")
     rng = random.Random(seed)
@@ -114,7 +114,8 @@ async def test_32_clients_lose_nothing_and_stay_fast(tmp_path: Path) -> None:
                 if op == "dream":
                     continue  # long by nature: reported, bounded by its own timeouts
                 p50, p95, top = percentiles(values)
-                assert p95 < P95_BOUND_S and top < MAX_BOUND_S, (op, p50, p95, top)
+                print(f"{op}: p50 {p50 * 1000:.0f} ms, p95 {p95 * 1000:.0f} ms, max {top:.1f} s")
+                assert top < HANG_S, (op, p50, p95, top)
 
             # The entries several clients wrote are what the last acknowledged write left.
             contended = (await client.get(f"/v1/memories/knowledge/{CONTENDED}")).json()

@@ -21,7 +21,8 @@ MINE = "sources @> %(me)s"
 
 OVERFETCH = 2  # keyword rows ranked per row wanted: some may be another daemon's only
 
-# FTS5's bm25(): IDF (floored at 1e-6) × the column-weighted count, saturated, over the
+# FTS5's bm25(): IDF (floored at 1e-6; the row count is cached, and a term may meanwhile be
+# in more rows than it counted) × the column-weighted count, saturated, over the
 # row's length in terms against the mean. The postings of the query's terms are read once
 # by the primary key (term first); each carries its row's kind and length, so ranking
 # needs no join: only the best rows are then checked to be this daemon's.
@@ -32,7 +33,8 @@ hits AS MATERIALIZED (
     FROM somnid.terms WHERE term = ANY(%(terms)s)
 ),
 idf AS (
-    SELECT term, greatest(ln((%(n)s - count(*) + 0.5) / (count(*) + 0.5)), 1e-6) AS w
+    SELECT term,
+        greatest(ln((greatest(%(n)s, count(*)) - count(*) + 0.5) / (count(*) + 0.5)), 1e-6) AS w
     FROM hits GROUP BY term
 ),
 ranked AS MATERIALIZED (

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, TypeVar
 
 from somnid.errors import IndexUnavailable, StorageError, Unavailable
 
@@ -85,6 +85,7 @@ CREATE TABLE IF NOT EXISTS somnid.state (
 );
 """
 Params = Sequence[object] | Mapping[str, object]
+T = TypeVar("T")
 TABLES = ("entries", "terms", "dates", "vectors", "state", "meta")
 
 
@@ -213,13 +214,24 @@ class PgDatabase:
             yield conn
 
     def fetchall(self, sql: str, params: Params = ()) -> list[tuple[Any, ...]]:
-        with self.reading() as conn:
-            return conn.execute(sql, params, prepare=True).fetchall()
+        return self._read(lambda conn: conn.execute(sql, params, prepare=True).fetchall())
 
     def fetchone(self, sql: str, params: Params = ()) -> tuple[Any, ...] | None:
+        return self._read(lambda conn: conn.execute(sql, params, prepare=True).fetchone())
+
+    def _read(self, run: Callable[[psycopg.Connection[Any]], T]) -> T:
+        """``run`` on this thread's reader; once more on a new connection if the one it had
+        was lost (a server restarted since this thread last read: every thread's old
+        connection fails once, and a read is safe to repeat)."""
+        reused = getattr(self._local, "conn", None) is not None
+        try:
+            with self.reading() as conn:
+                return run(conn)
+        except IndexUnavailable:
+            if not reused:
+                raise
         with self.reading() as conn:
-            row: tuple[Any, ...] | None = conn.execute(sql, params, prepare=True).fetchone()
-            return row
+            return run(conn)
 
     def count(self, sql: str, params: Params = ()) -> int:
         row = self.fetchone(sql, params)

@@ -147,7 +147,8 @@ async def dreamer(
         result = answer.json()["result"]
         if result["status"] != "skipped":
             dreams.append(result)
-        await asyncio.sleep(0.2)
+        with contextlib.suppress(TimeoutError):  # a breath between dreams, none after the end
+            await asyncio.wait_for(stop.wait(), 0.2)
 
 
 async def reader(client: httpx.AsyncClient, ledger: Ledger, stop: asyncio.Event) -> None:

@@ -26,14 +26,19 @@ SAID = dt.datetime(2026, 10, 3, 11, 0, tzinfo=dt.UTC)
 
 
 @pytest.fixture
-def client(data_dir: Path, clock: ManualClock) -> Iterator[TestClient]:
+def window_s() -> float:
+    return 0.1
+
+
+@pytest.fixture
+def client(data_dir: Path, clock: ManualClock, window_s: float) -> Iterator[TestClient]:
     settings = Settings(
         data_dir=data_dir,
         timezone="UTC",
         embed={"provider": "off"},
         dream={"by_speaker": False},
         token=TEST_TOKEN,
-        history={"batch_window_s": 0.1},
+        history={"batch_window_s": window_s},
     )
     with app_client(create_app(settings, clock=clock), settings) as test_client:
         yield test_client
@@ -103,6 +108,7 @@ def test_an_entry_lists_its_api_and_hand_edits_and_reverts_the_hand_edit(
     )
 
 
+@pytest.mark.parametrize("window_s", [60.0])  # both writes in one commit (the longest window)
 def test_reverting_a_commit_for_one_entry_leaves_the_rest_of_it(
     client: TestClient, data_dir: Path
 ) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from somnid.config import Settings
+from somnid.history.committer import Committer
 from somnid.memory.clock import ManualClock
 from somnid.memory.entry import Entry
 from somnid.memory.kinds import Kind
@@ -59,3 +60,50 @@ async def test_a_write_on_disk_before_its_announcement_is_not_a_hand_edit(
     made = subjects(data)
     assert not any(subject.startswith("Hand edit") for subject in made), made
     assert made[:2] == ["somnid: knowledge/vpn"] * 2, made  # the update, the create
+
+
+async def test_a_write_under_way_at_start_is_not_in_the_start_commit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The start's commit (what changed while somnid was down) ran in the background and
+    could meet a first write on disk before its announcement: CI saw the create committed
+    as "Changes not yet in history when somnid started". It waits the write out; a flush
+    waits for it."""
+    data = tmp_path / "data"
+    settings = Settings(
+        data_dir=data, timezone="UTC", embed={"provider": "off"}, token=TEST_TOKEN,
+        history={"batch_window_s": 0.3},
+    )  # fmt: skip
+    may_start, on_disk, go_on = asyncio.Event(), asyncio.Event(), asyncio.Event()
+    commit_start = Committer._commit_start
+
+    async def held_start(self: Committer) -> None:
+        await may_start.wait()
+        await commit_start(self)
+
+    monkeypatch.setattr(Committer, "_commit_start", held_start)
+    async with Runtime.open(settings, clock=ManualClock(START)) as rt:
+        memories, committer = rt.memories, rt.history.committer
+        assert committer is not None
+        announce = memories.notify
+
+        async def held(entry: Entry | None, path: str) -> None:
+            on_disk.set()
+            await go_on.wait()
+            await announce(entry, path)
+
+        monkeypatch.setattr(memories, "notify", held)
+        write = asyncio.create_task(memories.create(Kind.KNOWLEDGE, "vpn", body="port 1194\n"))
+        await on_disk.wait()
+        may_start.set()  # the start's commit runs while the write is on disk, unannounced
+        flushed = asyncio.create_task(committer.flush())
+        await asyncio.sleep(0)
+        assert not flushed.done()  # a flush waits for the start's commit
+        go_on.set()
+        await write
+        await flushed
+        await committer.flush()
+
+    made = subjects(data)
+    assert made[0] == "somnid: knowledge/vpn", made
+    assert all("knowledge/vpn" not in subject for subject in made[1:]), made

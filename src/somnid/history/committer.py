@@ -33,7 +33,7 @@ from typing import Any, Protocol
 
 from somnid.errors import BrokenFile, SomnidError
 from somnid.history.git import Git, spare_descriptors
-from somnid.history.messages import dream_message, header_value, listing
+from somnid.history.messages import commit_message, dream_message, listing
 from somnid.memory.entry import Entry
 from somnid.memory.kinds import Kind
 from somnid.provenance import DREAM, Actor, DreamRecord, current_actor
@@ -93,6 +93,7 @@ class Committer:
         self._said: set[str] = set()  # paths left out of history, said in the log once
         self._wake = asyncio.Event()
         self._order = asyncio.Lock()
+        self._caught_up = asyncio.Event()  # the start's commit is made (or failed)
         self._task: asyncio.Task[None] | None = None
 
     # --- start, stop -------------------------------------------------------------------
@@ -106,9 +107,11 @@ class Committer:
         with self.lock:
             self.git.open()
 
-    def _catch_up(self, exclude: set[str]) -> None:
+    def _catch_up(self, exclude: set[str], still: Callable[[], bool]) -> bool:
         with self.lock:
-            self._commit_loose(START, "Changes not yet in history when somnid started", exclude)
+            return self._commit_loose(
+                START, "Changes not yet in history when somnid started", exclude, still
+            )
 
     async def stop(self) -> None:
         if self._task is not None:
@@ -190,6 +193,8 @@ class Committer:
         ``wait=False`` (a read): waits for a commit under way, never for a long hold of git
         (:attr:`held_long`, a purge's rewrite); then it commits nothing and the noted writes
         stay queued for the next commit."""
+        if self._task is not None:  # what changed while somnid was down comes first
+            await self._caught_up.wait()
         if not wait:
             while self._order.locked():  # a commit under way: seconds at most
                 if self.held_long:
@@ -213,13 +218,10 @@ class Committer:
                     self._wake.set()
 
     async def _run(self) -> None:
-        async with self._order:
-            noted = {path for item in self._queue for path in item.paths} | set(self._dream)
-            try:  # what was written since start is left to its own commit
-                await asyncio.to_thread(self._catch_up, noted)
-            except Exception as exc:
-                self.last_error = str(exc)
-                log.warning("history: could not commit the changes found at start: %s", exc)
+        try:
+            await self._commit_start()
+        finally:
+            self._caught_up.set()
         # Hand edits made before the watcher runs (it starts after the index settles) are
         # seen by one sweep a moment later.
         asyncio.get_running_loop().call_later(START_SWEEP_S, self.hand_edited)
@@ -236,6 +238,29 @@ class Committer:
             except Exception as exc:  # never take the daemon down; the next commit retries
                 self.last_error = str(exc)
                 log.warning("history: could not commit: %s", exc)
+
+    async def _commit_start(self) -> None:
+        """Commit what changed while somnid was down. What was written since start is left
+        to its own commit: the noted writes, and a write under way (its file may be on disk
+        before its announcement), which the catch-up waits out."""
+        while True:
+            async with self._order:
+                noted = {path for item in self._queue for path in item.paths} | set(self._dream)
+                begun = self.memories.writes_begun
+                if not self.memories.writing:
+                    try:
+                        done = await asyncio.to_thread(self._catch_up, noted, self._quiet(begun))
+                    except Exception as exc:
+                        self.last_error = str(exc)
+                        log.warning("history: could not commit the changes found at start: %s", exc)
+                        return
+                    if done:
+                        return
+            await asyncio.sleep(POLL_S)
+
+    def _quiet(self, begun: int) -> Callable[[], bool]:
+        """Whether no write of somnid's own began since ``begun`` nor is under way."""
+        return lambda: not self.memories.writing and self.memories.writes_begun == begun
 
     def _commit(self, items: list[_Item], hand: bool, held: set[str], wait: bool = True) -> bool:
         """Commit ``items`` (and the hand edits); False, committing nothing, when ``wait`` is
@@ -268,10 +293,8 @@ class Committer:
         if self.memories.writing:
             self._hand_deferred = True
             return
-        self._commit_loose(
-            HAND, "Hand edit", exclude=held,
-            still=lambda: not self.memories.writing and self.memories.writes_begun == begun,
-        )  # fmt: skip
+        if not self._commit_loose(HAND, "Hand edit", held, self._quiet(begun)):
+            self._hand_deferred = True
 
     def _commit_loose(
         self,
@@ -279,17 +302,18 @@ class Committer:
         subject: str,
         exclude: Iterable[str] = (),
         still: Callable[[], bool] = lambda: True,
-    ) -> None:
-        """Commit every change git sees that parses (caller holds the lock)."""
+    ) -> bool:
+        """Commit every change git sees that parses (caller holds the lock); False, committing
+        nothing, when ``still`` says a write of somnid's own began meanwhile."""
         skip = set(exclude)
         changed = [path for path in self.changed_paths() if path not in skip]
         whole = [path for path in changed if not self._kept_out(path) and self._whole(path)]
         if whole and not still():
-            self._hand_deferred = True
-            return
+            return False
         if whole:
             labels = self.labels(whole)
             self._commit_specs(whole, f"{subject}: {listing(labels)}", actor)
+        return True
 
     def changed_paths(self, specs: Iterable[str] = TRACKED) -> list[str]:
         out = self.git.run(
@@ -362,17 +386,7 @@ class Committer:
         )  # fmt: skip
         if self.git.call("diff", "--cached", "--quiet").returncode == 0:
             return None
-        trailers = [f"Somnid-Source: {actor.source}"]
-        if actor.agent:
-            trailers.append(f"Somnid-Agent: {header_value(actor.agent)}")
-        if actor.session:
-            trailers.append(f"Somnid-Session: {header_value(actor.session)}")
-        body = message.rstrip("\n")
-        text = body + ("\n" if "\n\n" in body else "\n\n") + "\n".join(trailers) + "\n"
-        env = {
-            "GIT_AUTHOR_NAME": header_value(actor.name),
-            "GIT_AUTHOR_EMAIL": f"{actor.source}@somnid",
-        }
+        text, env = commit_message(message, actor)
         self.git.run("commit", "-q", "--no-verify", "-F", "-", input=text.encode(), env=env)
         self.commits += 1
         return self.git.text("rev-parse", "HEAD").strip()

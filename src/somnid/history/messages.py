@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from somnid.memory.text import one_line
+from somnid.provenance import Actor
 
 
 def dream_message(info: dict[str, Any], profiles: list[str] | None = None) -> str:
@@ -42,3 +43,20 @@ def listing(labels: list[str], shown: int = 5) -> str:
 def header_value(value: str) -> str:
     """A git header's value: one line, no angle brackets (they end a name), 200 at most."""
     return one_line(value.replace("<", "").replace(">", ""))[:200] or "?"
+
+
+def commit_message(message: str, actor: Actor) -> tuple[str, dict[str, str]]:
+    """A commit's text with somnid's trailers (who wrote it, through which agent and
+    session), and the environment that names its author."""
+    trailers = [f"Somnid-Source: {actor.source}"]
+    if actor.agent:
+        trailers.append(f"Somnid-Agent: {header_value(actor.agent)}")
+    if actor.session:
+        trailers.append(f"Somnid-Session: {header_value(actor.session)}")
+    body = message.rstrip("\n")
+    text = body + ("\n" if "\n\n" in body else "\n\n") + "\n".join(trailers) + "\n"
+    env = {
+        "GIT_AUTHOR_NAME": header_value(actor.name),
+        "GIT_AUTHOR_EMAIL": f"{actor.source}@somnid",
+    }
+    return text, env

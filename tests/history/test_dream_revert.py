@@ -14,8 +14,8 @@ from somnid.errors import Conflict
 from somnid.memory.clock import ManualClock
 from somnid.memory.kinds import Kind
 from somnid.runtime import Runtime
-from tests.dream_pipeline.fakes import ScriptedJSON, by_stage, extraction
-from tests.dream_pipeline.test_pipeline import BOSTON, conversation
+from tests.dream.pipeline.fakes import ScriptedJSON, by_stage, extraction
+from tests.dream.pipeline.test_pipeline import BOSTON, conversation
 from tests.history.helpers import git, tree_files
 
 NOW = dt.datetime(2026, 10, 10, 22, 0, tzinfo=dt.UTC)

@@ -18,8 +18,8 @@ from somnid.config import Settings
 from somnid.memory.clock import ManualClock
 from tests.api.problems import assert_problem
 from tests.clients import TEST_TOKEN, app_client
-from tests.dream_pipeline.fakes import ScriptedJSON, by_stage, extraction
-from tests.dream_pipeline.test_pipeline import BOSTON
+from tests.dream.pipeline.fakes import ScriptedJSON, by_stage, extraction
+from tests.dream.pipeline.test_pipeline import BOSTON
 from tests.history.helpers import git, wait_for
 
 SAID = dt.datetime(2026, 10, 3, 11, 0, tzinfo=dt.UTC)

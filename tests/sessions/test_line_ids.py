@@ -25,7 +25,7 @@ from somnid.store.layout import Layout
 from tests.conftest import START
 from tests.daemon import Daemon, start_daemon
 from tests.dream.fakes import AGENTIC, ScriptedLLM, call, say
-from tests.dream_pipeline.fakes import ScriptedJSON
+from tests.dream.pipeline.fakes import ScriptedJSON
 
 FORGED = "<!-- id: m1 -->"
 """A message line that looks like an id line: written escaped, read back as text."""

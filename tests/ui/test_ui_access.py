@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 from fastapi.testclient import TestClient
 
-from somnid.api.ui_session import UISessions
+from somnid.ui.session import UISessions
 from tests.api.problems import assert_problem
 from tests.clients import TEST_TOKEN
 from tests.daemon import read_token, start_daemon

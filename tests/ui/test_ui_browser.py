@@ -17,8 +17,8 @@ from somnid.api.app import create_app
 from somnid.config import Settings
 from tests.browser import CHROMIUM, FLAGS
 from tests.clients import TEST_TOKEN
-from tests.dream_pipeline.fakes import ScriptedJSON, by_stage, extraction
-from tests.dream_pipeline.test_pipeline import BOSTON
+from tests.dream.pipeline.fakes import ScriptedJSON, by_stage, extraction
+from tests.dream.pipeline.test_pipeline import BOSTON
 from tests.ui.server import serve
 
 playwright = pytest.importorskip("playwright.sync_api")

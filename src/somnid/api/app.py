@@ -33,10 +33,8 @@ from somnid.api.routes import (
     sessions,
     sleep,
     sync,
-    ui,
 )
-from somnid.api.schemas import ERROR_RESPONSES
-from somnid.api.ui_session import UISessions
+from somnid.api.schemas.common import ERROR_RESPONSES
 from somnid.config import Settings
 from somnid.embed.base import Embedder
 from somnid.logs import redact_secret
@@ -44,6 +42,8 @@ from somnid.memory.clock import Clock
 from somnid.runtime import Runtime
 from somnid.security import HostPolicy, load_or_create_token
 from somnid.store.lock import DataDirLock
+from somnid.ui import routes as ui_routes
+from somnid.ui.session import UISessions
 
 DESCRIPTION = """\
 somnid keeps an agent's memory as Markdown files with YAML front-matter and serves it here.
@@ -108,7 +108,7 @@ def create_app(
     app.include_router(sync.router, responses=ERROR_RESPONSES)
     app.router.routes.append(mcp.route())
     docs.install(app)
-    ui.install(app)  # the memory browser at /ui
+    ui_routes.install(app)  # the memory browser at /ui
     _openapi_contract(app)
     return app
 

@@ -3,7 +3,7 @@ memory.
 
 Starlette's ``StaticFiles`` keeps a file open for as long as its answer takes to send. An
 answer to a client that does not read takes until the write deadline (see
-:mod:`somnid.api.connections`), so each such connection held two descriptors, not one:
+:mod:`somnid.server.connections`), so each such connection held two descriptors, not one:
 sixteen of them asking for the Swagger bundle (1.5 MB) under a file limit of 64 made
 accepting fail for want of a descriptor. Here a file is read once (they are the package's
 own, a few MB in all) and sent from memory in the same 64 KB pieces, with the same

@@ -9,7 +9,7 @@ guarded like every route). Refusals use the one problem shape:
 - 401 ``unauthorized``: no token or the wrong one. ``GET /v1/health`` and the API
   documentation (``/docs``, ``/redoc``, ``/openapi.json`` and ``/docs/assets/``) need none,
   nor the memory browser's page, assets and login (``/ui``), whose cookie then stands for
-  the token (see :mod:`somnid.api.ui_session`).
+  the token (see :mod:`somnid.ui.session`).
 
 Websockets may also present the token as ``?access_token=`` (browsers cannot set headers
 on a websocket); a refused handshake is answered with the same problem body where the
@@ -25,8 +25,8 @@ from urllib.parse import parse_qs
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from somnid.api.errors import send_problem
-from somnid.api.ui_session import UISessions, cookie_matches
 from somnid.security import HostPolicy, bearer, token_matches
+from somnid.ui.session import UISessions, cookie_matches
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from somnid import __version__, daemon_file
+from somnid import __version__
 from somnid.cli import (
     doctor,
     history,
@@ -37,6 +37,7 @@ from somnid.cli._common import EXIT_FAILED, EXIT_USAGE, CliError
 from somnid.cli.openapi import openapi_document, render_openapi
 from somnid.config import ConfigFileError, Settings, load_settings
 from somnid.errors import SomnidError
+from somnid.server import daemon_file
 
 __all__ = ["main", "openapi_document", "render_openapi"]
 

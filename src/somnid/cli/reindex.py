@@ -152,7 +152,7 @@ def _offline(settings: Settings, args: argparse.Namespace) -> int:
 
 
 async def _rebuild_offline(settings: Settings, *, vectors: bool) -> Status:
-    from somnid.api.recall_schemas import IndexStatusOut
+    from somnid.api.schemas.recall import IndexStatusOut
     from somnid.memory.clock import SystemClock, resolve_timezone
     from somnid.recall.offline import open_for_rebuild
 

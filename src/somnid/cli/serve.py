@@ -26,9 +26,9 @@ def add_parser(
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
     from somnid import logs
-    from somnid.daemon import serve
     from somnid.errors import DataDirLocked, InvalidInput
     from somnid.security import check_bind
+    from somnid.server.daemon import serve
 
     try:
         check_bind(settings)

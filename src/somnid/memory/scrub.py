@@ -34,7 +34,7 @@ Kept on purpose: hashes, UUIDs and other ids in prose (a commit or an order numb
 remembering and is no credential; scanners that flag every high-entropy string flag these),
 placeholders (``${TOKEN}``, ``<password>``, ``none``, ``xxxx``), and names without a value
 ("the token ring", "my password manager"). Which shapes are scrubbed and which are kept is
-pinned by a corpus of cases in English and Chinese (``tests/unit/test_secret_shapes.py``).
+pinned by a corpus of cases in English and Chinese (``tests/memory/test_secret_shapes.py``).
 
 ``capture.scrub_patterns`` adds regular expressions of one's own (the whole match goes).
 """

@@ -4,7 +4,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, status
 
-from somnid.api.awake_schemas import (
+from somnid.api.deps import RuntimeDep
+from somnid.api.schemas.awake import (
     CompactedResponse,
     IntentionIn,
     IntentionList,
@@ -17,7 +18,6 @@ from somnid.api.awake_schemas import (
     ToolOut,
     ToolResult,
 )
-from somnid.api.deps import RuntimeDep
 from somnid.memory.intentions import Intention
 from somnid.services.prompt import Section
 from somnid.tools.memory_tools import ToolContext

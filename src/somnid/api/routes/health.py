@@ -3,7 +3,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Request
 
 from somnid.api.deps import RuntimeDep, answer_challenge
-from somnid.api.schemas import BrokenFileOut, ComponentStatus, HealthOut, IndexComponent
+from somnid.api.schemas.common import BrokenFileOut, ComponentStatus, HealthOut, IndexComponent
 from somnid.security import bearer, data_dir_id, token_matches
 
 router = APIRouter(tags=["health"])

@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query
 
 from somnid.api.deps import RuntimeDep
-from somnid.api.history_schemas import (
+from somnid.api.schemas.history import (
     CommitDetail,
     CommitOut,
     EntryHistoryPage,

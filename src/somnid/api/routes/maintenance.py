@@ -3,7 +3,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from somnid.api.deps import RuntimeDep
-from somnid.api.schemas import Change, DecayOut
+from somnid.api.schemas.common import Change, DecayOut
 
 router = APIRouter(prefix="/v1/maintenance", tags=["maintenance"])
 

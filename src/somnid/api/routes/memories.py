@@ -6,7 +6,7 @@ from urllib.parse import quote
 from fastapi import APIRouter, Query, Response, status
 
 from somnid.api.deps import IfMatchDep, RuntimeDep
-from somnid.api.schemas import (
+from somnid.api.schemas.common import (
     ArchiveRequest,
     MemoryCreate,
     MemoryOut,

@@ -5,7 +5,7 @@ import asyncio
 from fastapi import APIRouter
 
 from somnid.api.deps import RuntimeDep
-from somnid.api.recall_schemas import (
+from somnid.api.schemas.recall import (
     IndexStatusOut,
     RebuildRequest,
     RebuildResponse,

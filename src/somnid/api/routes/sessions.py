@@ -5,7 +5,7 @@ from typing import Annotated
 from fastapi import APIRouter, Path
 
 from somnid.api.deps import RuntimeDep
-from somnid.api.session_schemas import (
+from somnid.api.schemas.session import (
     CaptureOut,
     CloseAllOut,
     CloseOut,

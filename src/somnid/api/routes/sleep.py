@@ -9,7 +9,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
 
 from somnid.api.deps import RuntimeDep
-from somnid.api.sleep_schemas import (
+from somnid.api.schemas.sleep import (
     ActivityReport,
     ActivityResponse,
     CancelResponse,

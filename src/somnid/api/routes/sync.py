@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Response
 
 from somnid.api.deps import RuntimeDep
-from somnid.api.sync_schemas import SyncStatusOut
+from somnid.api.schemas.sync import SyncStatusOut
 
 router = APIRouter(tags=["sync"])
 

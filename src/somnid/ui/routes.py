@@ -2,7 +2,7 @@
 
 The page and assets are public (they hold no data); everything it shows comes from the
 ``/v1`` routes, authorised by the cookie ``POST /ui/login`` sets (see
-:mod:`somnid.api.ui_session`). Not part of the API contract (no OpenAPI entries).
+:mod:`somnid.ui.session`). Not part of the API contract (no OpenAPI entries).
 """
 
 from __future__ import annotations
@@ -13,16 +13,16 @@ from pydantic import BaseModel, Field
 
 from somnid.api.assets import HeldStaticFiles
 from somnid.api.errors import problem
-from somnid.api.ui_session import (
+from somnid.errors import InvalidInput
+from somnid.security import token_matches
+from somnid.ui import static_dir
+from somnid.ui.session import (
     UI_HEADER,
     UISessions,
     clear_cookie_header,
     cookie_value,
     set_cookie_header,
 )
-from somnid.errors import InvalidInput
-from somnid.security import token_matches
-from somnid.ui import static_dir
 
 router = APIRouter(include_in_schema=False)
 _NO_STORE = {"Cache-Control": "no-store"}

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from somnid.api.schemas import Schema
+from somnid.api.schemas.common import Schema
 from somnid.sessions.records import Appended, Closed, NoDream
 
 MAX_BATCH = 500

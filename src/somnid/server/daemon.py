@@ -25,12 +25,12 @@ from types import FrameType
 import uvicorn
 from fastapi import FastAPI
 
-from somnid import daemon_file
 from somnid.api.app import create_app
-from somnid.api.connections import GuardedH11, accept_backlog
 from somnid.config import Settings
 from somnid.errors import Conflict
 from somnid.notify import Watchdog, notify
+from somnid.server import daemon_file
+from somnid.server.connections import GuardedH11, accept_backlog
 from somnid.store.lock import DataDirLock
 from somnid.store.modes import PRIVATE_UMASK, make_private
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import Field
 
-from somnid.api.schemas import Schema
+from somnid.api.schemas.common import Schema
 
 MAX_ID = 200
 

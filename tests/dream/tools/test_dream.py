@@ -20,7 +20,7 @@ from somnid.memory.clock import ManualClock
 from somnid.memory.kinds import Kind
 from somnid.runtime import Runtime
 from somnid.store import frontmatter
-from tests.dream_tools import START, dreaming, make_log
+from tests.dream.tools import START, dreaming, make_log
 
 Env = tuple[Runtime, DreamTools]
 

@@ -13,7 +13,7 @@ from somnid.dream.tools import DreamTools
 from somnid.memory.clock import ManualClock
 from somnid.runtime import Runtime
 from somnid.store import frontmatter
-from tests.dream_tools import dreaming, make_log
+from tests.dream.tools import dreaming, make_log
 
 Env = tuple[Runtime, DreamTools]
 

@@ -20,7 +20,7 @@ from somnid.memory.kinds import Kind
 from somnid.runtime import Runtime
 from somnid.sessions.records import Message
 from somnid.store import frontmatter
-from tests.dream_pipeline.fakes import Request, ScriptedJSON, by_stage, decision, extraction
+from tests.dream.pipeline.fakes import Request, ScriptedJSON, by_stage, decision, extraction
 
 NOW = dt.datetime(2026, 10, 10, 22, 0, tzinfo=dt.UTC)
 WHOLE = {"by_speaker": False}

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ValidationError
 
 from somnid.config import DEFAULT_PORT, ConfigFileError, Settings, load_settings
 
-DOCS = Path(__file__).parents[2] / "docs" / "configuration.md"
+DOCS = Path(__file__).parents[1] / "docs" / "configuration.md"
 
 
 @pytest.fixture(autouse=True)

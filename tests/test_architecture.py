@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-SRC = Path(__file__).resolve().parents[2] / "src" / "somnid"
+SRC = Path(__file__).resolve().parents[1] / "src" / "somnid"
 
-OUTER = ("api", "tools", "dream", "history", "sync", "cli")
+OUTER = ("api", "ui", "server", "tools", "dream", "history", "sync", "cli")
 """The rooms that must go through the services' doors."""
 
 STORE_OPEN = {
@@ -67,7 +67,7 @@ OWNERS = {
     "somnid/recall/": "index/",
     "somnid/embed/": "models/",
     "somnid/security.py": "the token",
-    "somnid/daemon_file.py": "daemon.json",
+    "somnid/server/daemon_file.py": "daemon.json",
     "somnid/cli/serve.py": "a write probe of its own before the daemon starts",
 }
 """Each file of the data dir and the one room that writes or deletes it."""

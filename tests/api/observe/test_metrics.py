@@ -17,10 +17,10 @@ from somnid.api.app import create_app
 from somnid.config import Settings
 from somnid.embed.base import HashEmbedder, Matrix
 from somnid.runtime import Runtime
+from tests.api.observe.scrape import Scrape, scrape
 from tests.api.problems import assert_problem
 from tests.clients import TEST_TOKEN, app_client
 from tests.dream.fakes import ScriptedLLM, tea_steps
-from tests.observe.scrape import Scrape, scrape
 
 HTTP = "somnid_http_request_duration_seconds"
 CUE = "Install packages with the venv's pip"

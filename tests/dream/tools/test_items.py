@@ -17,7 +17,7 @@ from somnid.memory.clock import ManualClock
 from somnid.memory.kinds import Kind
 from somnid.runtime import Runtime
 from somnid.store import frontmatter
-from tests.dream_tools import dreaming
+from tests.dream.tools import dreaming
 
 Env = tuple[Runtime, DreamTools]
 

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from somnid import __version__
+from tests.api.observe.scrape import scrape
 from tests.daemon import Daemon, start_daemon
-from tests.observe.scrape import scrape
 
 
 def json_lines(daemon: Daemon) -> list[dict[str, Any]]:

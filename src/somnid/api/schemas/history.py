@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, StringConstraints
 
-from somnid.api.schemas import Schema
+from somnid.api.schemas.common import Schema
 from somnid.history.identity import IdentityChange
 from somnid.history.log import Change, Commit, EntryDiff
 from somnid.history.purge import Progress

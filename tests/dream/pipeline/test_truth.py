@@ -23,8 +23,8 @@ from somnid.memory.clock import ManualClock
 from somnid.memory.kinds import Kind
 from somnid.runtime import Runtime
 from somnid.sessions.records import Message
-from tests.dream_pipeline.fakes import Request, ScriptedJSON, by_stage, decision, extraction
-from tests.dream_pipeline.test_pipeline import WHOLE, conversation, entries, use
+from tests.dream.pipeline.fakes import Request, ScriptedJSON, by_stage, decision, extraction
+from tests.dream.pipeline.test_pipeline import WHOLE, conversation, entries, use
 
 NOW = dt.datetime(2026, 10, 10, 22, 0, tzinfo=dt.UTC)
 

@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
+
+from fastapi.testclient import TestClient
+
+from somnid.api.app import create_app
+from somnid.config import Settings
+from somnid.memory.clock import ManualClock
+from tests.clients import TEST_TOKEN, app_client
 
 
 def git(data_dir: Path, *args: str) -> str:
@@ -41,3 +50,17 @@ def tree_files(data_dir: Path) -> dict[str, bytes]:
             if path.is_file() and not rel.startswith(("memory/session-log", "memory/dream-log")):
                 out[rel] = path.read_bytes()
     return out
+
+
+@contextlib.contextmanager
+def history_client(
+    data_dir: Path, clock: ManualClock, window_s: float, **settings: Any
+) -> Iterator[TestClient]:
+    """The real app on ``data_dir`` with history on (a batch window of ``window_s``), no
+    embeddings, and a client that sends the token."""
+    config = Settings(
+        data_dir=data_dir, timezone="UTC", embed={"provider": "off"}, token=TEST_TOKEN,
+        history={"batch_window_s": window_s}, **settings,
+    )  # fmt: skip
+    with app_client(create_app(config, clock=clock), config) as client:
+        yield client

@@ -13,14 +13,11 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from somnid.api.app import create_app
-from somnid.config import Settings
 from somnid.memory.clock import ManualClock
 from tests.api.problems import assert_problem
-from tests.clients import TEST_TOKEN, app_client
 from tests.dream.pipeline.fakes import ScriptedJSON, by_stage, extraction
 from tests.dream.pipeline.test_pipeline import BOSTON
-from tests.history.helpers import git, wait_for
+from tests.history.helpers import git, history_client, wait_for
 
 SAID = dt.datetime(2026, 10, 3, 11, 0, tzinfo=dt.UTC)
 
@@ -32,15 +29,7 @@ def window_s() -> float:
 
 @pytest.fixture
 def client(data_dir: Path, clock: ManualClock, window_s: float) -> Iterator[TestClient]:
-    settings = Settings(
-        data_dir=data_dir,
-        timezone="UTC",
-        embed={"provider": "off"},
-        dream={"by_speaker": False},
-        token=TEST_TOKEN,
-        history={"batch_window_s": window_s},
-    )
-    with app_client(create_app(settings, clock=clock), settings) as test_client:
+    with history_client(data_dir, clock, window_s, dream={"by_speaker": False}) as test_client:
         yield test_client
 
 

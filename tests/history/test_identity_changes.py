@@ -9,23 +9,14 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from somnid.api.app import create_app
-from somnid.config import Settings
 from somnid.memory.clock import ManualClock
 from tests.api.problems import assert_problem
-from tests.clients import TEST_TOKEN, app_client
+from tests.history.helpers import history_client
 
 
 @pytest.fixture
 def client(data_dir: Path, clock: ManualClock) -> Iterator[TestClient]:
-    settings = Settings(
-        data_dir=data_dir,
-        timezone="UTC",
-        embed={"provider": "off"},
-        token=TEST_TOKEN,
-        history={"batch_window_s": 0.1},
-    )
-    with app_client(create_app(settings, clock=clock), settings) as test_client:
+    with history_client(data_dir, clock, 0.1) as test_client:
         yield test_client
 
 

@@ -4,8 +4,14 @@ same body line edited on both sides leaves one entry and one listed conflict."""
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
+import pytest
+
+from somnid.cli import main
+from tests.cli.runner import daemon_env
 from tests.sync.helpers import (
     bare_remote,
     fsck,
@@ -25,7 +31,9 @@ from tests.sync.helpers import (
 BODY = "line one\nline two\nline three\n"
 
 
-def test_two_machines_share_one_memory(tmp_path: Path) -> None:
+def test_two_machines_share_one_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     remote = bare_remote(tmp_path / "remote.git")
     with (
         machine(tmp_path / "a" / "data", remote) as a,
@@ -76,6 +84,24 @@ def test_two_machines_share_one_memory(tmp_path: Path) -> None:
         after = sync(a)
         assert [c["path"] for c in after["conflicts"]] == [conflict["path"]]
         assert (after["ahead"], after["behind"]) == (0, 0)
+        assert after["lastPull"] and after["lastPush"]
+        assert after["conflicts"][0]["entryText"] == (a.data_dir / conflict["entry"]).read_text()
+
+        # The command line says the same: `somnid status` and `somnid doctor` (in process:
+        # a child's start costs more than both commands).
+        for key, value in daemon_env(a, SOMNID_SYNC__REMOTE=str(remote)).items():
+            monkeypatch.setenv(key, value)
+        assert main(["status"]) == 0
+        said = capsys.readouterr().out.split("\nsync\n", 1)[1]
+        assert re.search(r"ahead/behind +0 / 0", said) and re.search(r"conflicts +1", said)
+        assert re.search(r"last pull +\d{4}-", said) and re.search(r"last push +\d{4}-", said)
+        assert f"{conflict['path']} (beside {conflict['entry']})" in said, said
+        main(["doctor", "--json"])
+        findings = json.loads(capsys.readouterr().out)["findings"]
+        [finding] = [f for f in findings if f["check"] == "sync"]
+        assert finding["level"] == "WARN" and finding["details"] == [conflict["path"]], finding
+        how = r"0 ahead, 0 behind, last pull \d{4}-.*, last push \d{4}-"
+        assert re.search(how, finding["message"]), finding
 
         # History reads a synced history: the merges are commits like others.
         with b.client() as client:
@@ -100,6 +126,8 @@ def test_two_machines_share_one_memory(tmp_path: Path) -> None:
             missing = client.delete("/v1/sync/conflicts", params={"path": "memory/nope.md"})
             assert missing.status_code == 404
             assert missing.headers["content-type"].startswith("application/problem+json")
+            odd = {"path": conflict["path"], "keep": "both"}
+            assert client.delete("/v1/sync/conflicts", params=odd).status_code == 422
             done = client.delete("/v1/sync/conflicts", params={"path": conflict["path"]})
             assert done.status_code == 204, done.text
         sync(a)

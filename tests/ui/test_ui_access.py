@@ -77,6 +77,10 @@ def test_the_cookie_reads_and_writes_only_with_the_ui_header(client: TestClient)
     assert_problem(client.get("/metrics", headers=cookie), 401, "unauthorized")
     forged = {"Cookie": "somnid_ui=" + "0" * 64}
     assert_problem(client.get("/v1/memories", headers=forged), 401, "unauthorized")
+    # The Sync tab's routes (sync is off here, and says so), a round only with the header.
+    assert client.get("/v1/sync/status", headers=cookie).json()["enabled"] is False
+    assert_problem(client.post("/v1/sync", headers=cookie), 401, "unauthorized")
+    assert_problem(client.post("/v1/sync", headers={**cookie, **UI}), 503, "sync_off")
     out = client.post("/ui/logout", headers=UI)
     assert "Max-Age=0" in out.headers["set-cookie"]
 

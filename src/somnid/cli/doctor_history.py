@@ -61,13 +61,18 @@ def sync_check(ctx: Context) -> list[Finding]:
         status = ctx.client.get("/v1/sync/status")
     except CliError as exc:
         return [Finding("WARN", "sync", f"the daemon did not say how sync goes: {exc.message}")]
+    how = (
+        f"{status.get('ahead')} ahead, {status.get('behind')} behind, "
+        f"last pull {status.get('lastPull') or 'never'}, "
+        f"last push {status.get('lastPush') or 'never'}"
+    )
     found = []
     if status.get("lastError"):
         found.append(
             Finding(
                 "WARN",
                 "sync",
-                f"the last sync with {shown} failed: {status['lastError']}",
+                f"the last sync with {shown} failed: {status['lastError']} ({how})",
                 fix="writes go on locally; fix the remote (network, credentials), then "
                 "`somnid sync`",
             )
@@ -78,13 +83,10 @@ def sync_check(ctx: Context) -> list[Finding]:
             Finding(
                 "WARN",
                 "sync",
-                f"{len(conflicts)} conflict(s) kept beside their entry",
-                fix="take what you want of each into its entry, then remove the conflict file "
-                "(DELETE /v1/sync/conflicts?path=...)",
+                f"{len(conflicts)} conflict(s) kept beside their entry ({how})",
+                fix="settle each in the memory browser's Sync tab: keep this machine's "
+                "version or take the other's (DELETE /v1/sync/conflicts?path=...&keep=other)",
                 details=[c["path"] for c in conflicts[:10]],
             )
         )
-    ahead, behind = status.get("ahead"), status.get("behind")
-    return found or [
-        Finding("OK", "sync", f"with {shown}: {ahead} ahead, {behind} behind, no conflict")
-    ]
+    return found or [Finding("OK", "sync", f"with {shown}: {how}, no conflict")]

@@ -1,4 +1,4 @@
-"""``somnid status``: the running daemon's health, index and sleep, in one view."""
+"""``somnid status``: the running daemon's health, index, sleep and sync, in one view."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 from somnid.cli._client import DaemonClient, not_running
 from somnid.cli._common import fields, size
-from somnid.cli.sync import rows as sync_rows
+from somnid.cli.sync import render as render_sync
 from somnid.config import Settings
 
 
@@ -16,7 +16,7 @@ def add_parser(
     commands: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
 ) -> None:
     status = commands.add_parser(
-        "status", parents=[common], help="health, index and sleep of the running daemon"
+        "status", parents=[common], help="health, index, sleep and sync of the running daemon"
     )
     status.add_argument("--json", action="store_true", help="one JSON object for machines")
     status.set_defaults(run=run)
@@ -40,7 +40,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     else:
         print(render(client.url, health, index, sleep))
         print("sync")
-        print(fields(sync_rows(sync)))
+        print(render_sync(sync))
     return 0
 
 

@@ -35,9 +35,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         print(json.dumps(status, ensure_ascii=False))
     else:
-        print(fields(rows(status)))
-        for conflict in status["conflicts"]:
-            print(f"    {conflict['path']} (beside {conflict['entry']})")
+        print(render(status))
     return 0
 
 
@@ -45,8 +43,15 @@ def run_driver(args: argparse.Namespace, settings: Settings) -> int:
     return merge.main(args.paths)
 
 
+def render(status: dict[str, Any]) -> str:
+    """The sync's state as rows, then each conflict (``somnid sync`` and ``somnid status``)."""
+    lines = [fields(rows(status))]
+    lines += [f"    {c['path']} (beside {c['entry']})" for c in status["conflicts"]]
+    return "\n".join(lines)
+
+
 def rows(status: dict[str, Any]) -> list[tuple[str, object]]:
-    """The sync's state as rows (``somnid sync`` and ``somnid status``)."""
+    """The sync's state as rows."""
     if not status["enabled"]:
         return [("sync", f"off ({status['detail']})")]
     state = status["state"] + (f": {status['lastError']}" if status["lastError"] else "")

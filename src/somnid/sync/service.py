@@ -24,7 +24,7 @@ import shlex
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 
 from somnid.config import SyncSettings
 from somnid.errors import Conflict, NotFound, SomnidError, Unavailable
@@ -68,6 +68,8 @@ class SyncConflict:
     kind: str | None
     name: str | None
     text: str
+    entry_text: str | None = None
+    """The entry file's text (this machine's version); None when it is gone."""
 
 
 @dataclass(slots=True)
@@ -334,18 +336,38 @@ class SyncService:
                         what[0].value if what else None,
                         what[1] if what else None,
                         text,
+                        _text_of(entry),
                     )
                 )
         return found
 
-    async def resolve(self, path: str) -> None:
-        """The conflict file at ``path`` is settled (its text taken into the entry or
-        dismissed by the user): it goes, through the store; history keeps it."""
+    async def resolve(self, path: str, *, take_other: bool = False) -> None:
+        """The conflict file at ``path`` is settled: it goes, through the store; history
+        keeps it. With ``take_other`` the entry first takes its text (the other machine's
+        whole version) in place of this machine's, which history keeps too (what is
+        pending is committed before)."""
         if CONFLICT_MARK not in PurePosixPath(path).name:
             raise NotFound(f"no conflict file {path!r}")
-        known = {c.path for c in await self.conflicts()}
+        known = {c.path: c for c in await self.conflicts()}
         if path not in known:
             raise NotFound(f"no conflict file {path!r}")
         target = self.layout.root / PurePosixPath(path)
+        if take_other:
+            entry = self.layout.root / PurePosixPath(known[path].entry)
+            try:
+                data = await asyncio.to_thread(target.read_bytes)
+            except OSError:
+                raise NotFound(f"no conflict file {path!r}") from None
+            if self.history.committer is not None:
+                await self.history.committer.flush()  # this machine's version into history
+            await asyncio.to_thread(self.memories.put_raw, entry, data)
+            await self.memories.notify(None, str(entry))
         await asyncio.to_thread(self.memories.put_raw, target, None)
         await self.memories.notify(None, str(target))
+
+
+def _text_of(path: Path) -> str | None:
+    try:
+        return path.read_text("utf-8", "replace")[:MAX_CONFLICT_CHARS]
+    except OSError:  # gone (or unreadable): the conflict file is all there is
+        return None

@@ -9,10 +9,11 @@ else: it is not derived from the token, and a copy taken from one login is refus
 that session's logout.
 
 A session opens only what the memory browser uses (:data:`SCOPE`): browsing, searching,
-editing, history, revert, purge and sleep status. It is never a key to the agent's tools,
-capture, the bridge or MCP. A request that may change something (any method but GET,
-HEAD, OPTIONS) must also carry ``X-Somnid-UI: 1``, which no cross-site form can send, and
-which a cross-site script cannot send without a preflight the Origin check refuses.
+editing, history, revert, purge, sleep status, and sync (its status, a round now, settling
+its conflicts). It is never a key to the agent's tools, capture, the bridge or MCP. A
+request that may change something (any method but GET, HEAD, OPTIONS) must also carry
+``X-Somnid-UI: 1``, which no cross-site form can send, and which a cross-site script
+cannot send without a preflight the Origin check refuses.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ SCOPE = (
     "/v1/sleep/status",
     "/v1/sleep/events",
     "/v1/health",
+    "/v1/sync",  # POST /v1/sync, GET /v1/sync/status, DELETE /v1/sync/conflicts: the Sync tab
 )
 """What a memory-browser session may reach (path prefixes): what the browser uses."""
 

@@ -897,8 +897,8 @@ export interface paths {
         post?: never;
         /**
          * Resolve sync conflict
-         * @description Settle a conflict: its file goes (history keeps it); take what you want of its text
-         *     into the entry first.
+         * @description Settle a conflict: its file goes (history keeps it). ``keep=other``: the entry takes
+         *     the other machine's version first (this machine's stays in history).
          */
         delete: operations["resolveSyncConflict"];
         options?: never;
@@ -2077,6 +2077,11 @@ export interface components {
              * @description The conflict file's text (its first 20,000 characters).
              */
             text: string;
+            /**
+             * Entrytext
+             * @description The entry file's text, this machine's version (null: it is gone).
+             */
+            entryText?: string | null;
         };
         /** SyncReportOut */
         SyncReportOut: {
@@ -4168,6 +4173,8 @@ export interface operations {
             query: {
                 /** @description Its path. */
                 path: string;
+                /** @description Which version the entry keeps: this machine's, or the other's. */
+                keep?: "this" | "other";
             };
             header?: never;
             path?: never;

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query, Response
 
@@ -31,8 +31,12 @@ async def resolve_sync_conflict(
     path: Annotated[
         str, Query(max_length=400, pattern=r"^[^\x00-\x1f\x7f]*$", description="Its path.")
     ],
+    keep: Annotated[
+        Literal["this", "other"],
+        Query(description="Which version the entry keeps: this machine's, or the other's."),
+    ] = "this",
 ) -> Response:
-    """Settle a conflict: its file goes (history keeps it); take what you want of its text
-    into the entry first."""
-    await runtime.sync.resolve(path)
+    """Settle a conflict: its file goes (history keeps it). ``keep=other``: the entry takes
+    the other machine's version first (this machine's stays in history)."""
+    await runtime.sync.resolve(path, take_other=keep == "other")
     return Response(status_code=204)

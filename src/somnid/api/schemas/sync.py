@@ -16,6 +16,9 @@ class SyncConflictOut(Schema):
     kind: str | None = None
     name: str | None = None
     text: str = Field(description="The conflict file's text (its first 20,000 characters).")
+    entry_text: str | None = Field(
+        None, description="The entry file's text, this machine's version (null: it is gone)."
+    )
 
     @classmethod
     def of(cls, conflict: SyncConflict) -> SyncConflictOut:
@@ -25,6 +28,7 @@ class SyncConflictOut(Schema):
             kind=conflict.kind,
             name=conflict.name,
             text=conflict.text,
+            entry_text=conflict.entry_text,
         )
 
 

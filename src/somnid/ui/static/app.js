@@ -28,6 +28,16 @@ const T = {
     identity_reverted: "Reverted: the profile is as it was before that change.",
     purge_logs: "also scrub its text from the conversation logs",
     purging: "Rewriting {n} commits of history, about {s} s ({done} done)…",
+    sync: "Sync", sync_now: "Sync now", syncing: "Syncing…", synced: "Synced.", sync_off: "Sync is off",
+    sync_state: "State", sync_remote: "Remote", sync_machine: "This machine", sync_last_pull: "Last pull",
+    sync_last_push: "Last push", sync_ahead_behind: "Ahead / behind", sync_last_error: "Last error",
+    never: "never", state_off: "off", state_idle: "idle", state_running: "running", state_failed: "failed",
+    ahead_behind: "{a} to push · {b} fetched, not merged",
+    sync_conflicts: "Conflicts", no_conflicts: "No conflict.",
+    sync_conflicts_intro: "A text both machines changed on the same lines: the entry kept this machine's version, the other machine's is kept beside it until you choose.",
+    this_version: "This machine's (in the entry)", other_version: "The other machine's", no_entry_file: "(the entry file is gone)",
+    keep_this: "Keep this machine's", take_other: "Take the other",
+    kept_this: "Settled: the entry keeps this machine's version.", took_other: "Settled: the entry now holds the other machine's version.",
   },
   zh: {
     title: "somnid 记忆", memories: "记忆", search: "搜索", intentions: "待办意图",
@@ -53,12 +63,23 @@ const T = {
     identity_reverted: "已撤销：档案已恢复到那次修改之前。",
     purge_logs: "同时从对话记录中抹去其文字",
     purging: "正在改写 {n} 个历史提交，约 {s} 秒（已完成 {done}）…",
+    sync: "同步", sync_now: "立即同步", syncing: "正在同步…", synced: "已同步。", sync_off: "同步已关闭",
+    sync_state: "状态", sync_remote: "远程仓库", sync_machine: "本机", sync_last_pull: "上次拉取",
+    sync_last_push: "上次推送", sync_ahead_behind: "领先 / 落后", sync_last_error: "上次错误",
+    never: "从未", state_off: "关闭", state_idle: "空闲", state_running: "同步中", state_failed: "失败",
+    ahead_behind: "{a} 个待推送 · {b} 个已拉取未合并",
+    sync_conflicts: "冲突", no_conflicts: "没有冲突。",
+    sync_conflicts_intro: "两台机器改动了同一段文字：条目保留了本机的版本，另一台机器的版本存放在旁边，等你选择。",
+    this_version: "本机的版本（条目中）", other_version: "另一台机器的版本", no_entry_file: "（条目文件已不存在）",
+    keep_this: "保留本机的", take_other: "采用另一台的",
+    kept_this: "已解决：条目保留本机的版本。", took_other: "已解决：条目现在是另一台机器的版本。",
   },
 };
 const CORE = ["description", "stability", "score", "created", "last_used", "last_decay"];
 let lang = localStorage.getItem("somnid-lang") || (navigator.language.startsWith("zh") ? "zh" : "en");
 let current = null; // the entry open in the editor
 let events = null;
+let syncStatus = null; // the last sync status shown
 
 const $ = (id) => document.getElementById(id);
 const t = (key) => (T[lang] && T[lang][key]) || T.en[key] || key;
@@ -111,6 +132,7 @@ function translate() {
   $("lang").value = lang;
   $("cjk-note").hidden = lang !== "zh" || cjkRenders();
   if (current) $("e-title").textContent = `${kindName(current.kind)} / ${current.name}`;
+  if (syncStatus) paintSync(syncStatus);
   paintSleep();
 }
 
@@ -170,7 +192,7 @@ function show(tab) {
   document.querySelectorAll("#tabs button").forEach((b) => b.classList.toggle("on", b.dataset.tab === tab));
   document.querySelectorAll(".view").forEach((v) => { v.hidden = v.id !== `view-${tab}`; });
   history.replaceState(null, "", `#${tab}`);
-  ({ memories: loadList, search: () => $("q").focus(), intentions: loadAgenda, dreams: loadDreams, identity: loadIdentity }[tab] || loadList)();
+  ({ memories: loadList, search: () => $("q").focus(), intentions: loadAgenda, dreams: loadDreams, identity: loadIdentity, sync: loadSync }[tab] || loadList)();
 }
 
 // --- memories --------------------------------------------------------------------------
@@ -431,6 +453,84 @@ async function revertIdentity(name, commit) {
   say($("i-status"), t("identity_reverted"));
 }
 
+// --- sync with the other machines, and its conflicts ------------------------------------------
+
+const when = (iso) => (iso ? iso.slice(0, 19).replace("T", " ") : t("never"));
+
+async function loadSync() {
+  try {
+    paintSync((await api("GET", "/v1/sync/status")).data);
+  } catch (error) {
+    say($("s-status"), error.message, true);
+  }
+}
+
+function paintSync(status) {
+  syncStatus = status;
+  $("sync-off").hidden = status.enabled;
+  $("sync-off").textContent = `${t("sync_off")}: ${status.detail || ""}`;
+  $("sync-now").disabled = !status.enabled;
+  $("sync-state").dataset.state = status.state;
+  const facts = status.enabled ? [
+    ["sync_state", t(`state_${status.state}`)], ["sync_remote", status.remote], ["sync_machine", status.machine],
+    ["sync_last_pull", when(status.lastPull)], ["sync_last_push", when(status.lastPush)],
+    ["sync_ahead_behind", t("ahead_behind").replace("{a}", status.ahead ?? "?").replace("{b}", status.behind ?? "?")],
+  ] : [["sync_state", t("state_off")], ["sync_machine", status.machine || ""]];
+  const rows = facts.map(([key, value]) => [el("dt", {}, t(key)), el("dd", { "data-fact": key }, value)]).flat();
+  if (status.lastError) {
+    rows.push(el("dt", { class: "error" }, t("sync_last_error")),
+      el("dd", { class: "error", "data-fact": "sync_last_error" }, `${status.lastError} (${when(status.lastErrorAt)})`));
+  }
+  $("sync-state").replaceChildren(...rows);
+  $("sync-conflicts").replaceChildren(...(status.conflicts.length ? status.conflicts.map(conflictBlock) : [el("p", { class: "muted" }, t("no_conflicts"))]));
+}
+
+function conflictBlock(conflict) {
+  const title = conflict.kind ? `${kindName(conflict.kind)} / ${conflict.name}` : conflict.entry;
+  return el("div", { class: "sync-conflict", "data-path": conflict.path, "data-entry": conflict.entry },
+    el("h4", {}, title, el("span", { class: "muted" }, ` · ${conflict.entry}`)),
+    el("div", { class: "both" },
+      el("div", {}, el("h5", {}, t("this_version")), sideText("this-text", conflict.entryText ?? t("no_entry_file"), conflict.text)),
+      el("div", {}, el("h5", {}, `${t("other_version")} · ${conflict.path}`), sideText("other-text", conflict.text, conflict.entryText ?? ""))),
+    el("div", { class: "bar" },
+      el("button", { class: "keep-this", onclick: () => resolveConflict(conflict.path, "this") }, t("keep_this")),
+      el("button", { class: "take-other", onclick: () => resolveConflict(conflict.path, "other") }, t("take_other"))));
+}
+
+// One side of a conflict, its lines the other side lacks marked.
+function sideText(cls, text, other) {
+  const theirs = new Set(other.split("\n"));
+  const pre = el("pre", { class: `diff ${cls}` });
+  for (const line of text.split("\n")) pre.append(el("span", theirs.has(line) ? {} : { class: "differs" }, `${line}\n`));
+  return pre;
+}
+
+async function syncNow() {
+  $("sync-now").disabled = true;
+  say($("s-status"), t("syncing"));
+  try {
+    paintSync((await api("POST", "/v1/sync")).data);
+    say($("s-status"), t("synced"));
+  } catch (error) {
+    say($("s-status"), error.message, true);
+    await loadSync(); // the status says why too, and when
+  } finally {
+    $("sync-now").disabled = !(syncStatus && syncStatus.enabled);
+  }
+}
+
+async function resolveConflict(path, keep) {
+  say($("s-status"), "");
+  try {
+    await api("DELETE", `/v1/sync/conflicts?${new URLSearchParams({ path, keep })}`);
+  } catch (error) {
+    say($("s-status"), error.message, true);
+    return;
+  }
+  await loadSync();
+  say($("s-status"), t(keep === "other" ? "took_other" : "kept_this"));
+}
+
 // --- sleep, live ---------------------------------------------------------------------------
 
 let sleepState = { sleeping: false, extra: "" };
@@ -475,5 +575,6 @@ document.addEventListener("DOMContentLoaded", () => {
   $("search-form").addEventListener("submit", search);
   $("revert").addEventListener("click", revertDream);
   $("identity-dreams").addEventListener("change", () => { say($("i-status"), ""); loadIdentity(); });
+  $("sync-now").addEventListener("click", syncNow);
   start();
 });

@@ -164,3 +164,28 @@ def test_parts_of_periods_in_a_memory_are_read_against_its_year() -> None:
     assert days(memory_dates("我们8月的最后一周去露营了。", told)) == [
         (dt.date(2023, 8, 25), dt.date(2023, 8, 31))
     ]
+
+
+def test_recall_reads_dates_as_the_dream_writes_them() -> None:
+    """One reading for both (somnid.memory.dates): recall read "the day before yesterday" as
+    yesterday, 后天 and 这个月 not at all, and "last weekend" said on a Sunday as the weekend
+    that day ends; and it reads the dream's written values back as the same days."""
+    told = dt.date(2023, 10, 4)
+    for text in ("It rained the day before yesterday", "前天下过雨"):
+        assert days(memory_dates(text, told)) == [(dt.date(2023, 10, 2), dt.date(2023, 10, 2))]
+    assert days(memory_dates("后天见", told)) == [(dt.date(2023, 10, 6), dt.date(2023, 10, 6))]
+    october = [(dt.date(2023, 10, 1), dt.date(2023, 10, 31))]
+    assert days(memory_dates("这个月很忙", told)) == days(memory_dates("busy this month", told))
+    assert days(memory_dates("这个月很忙", told)) == october
+    sunday = dt.date(2023, 10, 1)
+    weekend_before = [(dt.date(2023, 9, 23), dt.date(2023, 9, 24))]
+    assert days(memory_dates("We hiked last weekend", sunday)) == weekend_before
+    assert days(memory_dates("我们上周末去爬山了", sunday)) == weekend_before
+    assert days(memory_dates("We hiked (weekend of 2023-09-23)", None)) == weekend_before
+    assert days(memory_dates("去年夏天 (summer 2022)", None)) == [
+        (dt.date(2022, 6, 1), dt.date(2022, 8, 31))
+    ]
+    # A weekday said bare points the way its clause does, in both languages.
+    friday = [(dt.date(2023, 9, 29), dt.date(2023, 9, 29))]
+    assert days(memory_dates("I won the tournament on Friday!", told)) == friday
+    assert days(memory_dates("我周五赢了比赛！", told)) == friday

@@ -29,7 +29,6 @@ from somnid.metrics import Histogram
 from somnid.recall.assoc import Associator
 from somnid.recall.backend import INDEXED_KINDS as INDEXED_KINDS  # the kinds it holds
 from somnid.recall.backend import BackendInfo, IndexBackend
-from somnid.recall.dates import warm_up
 from somnid.recall.embedding import EmbedState, EmbedWorker
 from somnid.recall.engine import Hit, Outcome, Recall
 from somnid.recall.index import Index
@@ -143,7 +142,6 @@ class RecallSystem:
         self._initial: asyncio.Task[None] | None = None
         self._rebuild: RebuildStatus | None = None
         self._rebuild_task: asyncio.Task[SyncReport] | None = None
-        self._warm: asyncio.Task[None] | None = None
         self._heal: asyncio.Task[None] | None = None
         self.index_error: str | None = None
         """Why the index missed a change, until a full sync after it succeeds."""
@@ -157,8 +155,6 @@ class RecallSystem:
         meanwhile for everything else. One still to be converted or behind a network loads
         in the background."""
         self._worker.start()
-        # The date parser loads its language data on first use (~70 ms): not in a query.
-        self._warm = asyncio.create_task(asyncio.to_thread(warm_up), name="somnid-dates-warm-up")
         if not sync:
             if self._watcher is not None:
                 self._watcher.start()
@@ -172,7 +168,7 @@ class RecallSystem:
     async def stop(self) -> None:
         if self._watcher is not None:
             await self._watcher.stop()
-        for task in (self._warm, self._initial, self._rebuild_task, self._heal):
+        for task in (self._initial, self._rebuild_task, self._heal):
             if task is not None:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):

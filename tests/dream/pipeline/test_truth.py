@@ -15,11 +15,11 @@ import pytest
 
 from somnid.config import Settings
 from somnid.dream.pipeline.attribution import Spoken, attribute, named_subjects
-from somnid.dream.pipeline.dates import absolutise
 from somnid.dream.pipeline.people import Fact, parse
 from somnid.dream.pipeline.reading import clauses, settled_kind
 from somnid.dream.pipeline.specifics import scaffolding, vague, without_label
 from somnid.memory.clock import ManualClock
+from somnid.memory.dates import absolutise
 from somnid.memory.kinds import Kind
 from somnid.runtime import Runtime
 from somnid.sessions.records import Message

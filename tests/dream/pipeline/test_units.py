@@ -15,7 +15,6 @@ from somnid.dream.pipeline.checks import (
     first_person,
     grounded_share,
 )
-from somnid.dream.pipeline.dates import absolutise
 from somnid.dream.pipeline.runner import asked
 from somnid.dream.pipeline.schemas import (
     AnswerError,
@@ -27,6 +26,7 @@ from somnid.dream.pipeline.schemas import (
 )
 from somnid.dream.pipeline.windows import lines_of, own_sentences, render, windows_of
 from somnid.dream.similarity import content_words, similarity
+from somnid.memory.dates import absolutise
 from somnid.recall.assoc import estimate_tokens
 from somnid.sessions.transcript import Transcript, Turn
 
@@ -37,7 +37,7 @@ WEDNESDAY = dt.date(2023, 10, 4)
     ("text", "expected"),
     [
         ("Yesterday I met Ann in Boston", "Yesterday (2023-10-03) I met Ann in Boston"),
-        ("We went camping last weekend", "We went camping last weekend (2023-09-30)"),
+        ("We went camping last weekend", "We went camping last weekend (weekend of 2023-09-30)"),
         ("two weeks ago we adopted a dog", "two weeks ago (2023-09-20) we adopted a dog"),
         ("I start next month", "I start next month (2023-11)"),
         ("see you tomorrow!", "see you tomorrow (2023-10-05)!"),
@@ -47,7 +47,7 @@ WEDNESDAY = dt.date(2023, 10, 4)
         ("我昨天去了北京", "我昨天 (2023-10-03)去了北京"),
         ("上周三我们开会", "上周三 (2023-09-27)我们开会"),
         ("三天前下过雨", "三天前 (2023-10-01)下过雨"),
-        ("去年夏天", "去年 (2022)夏天"),
+        ("去年夏天", "去年夏天 (summer 2022)"),
         ("recently I read a book", "recently I read a book"),
         ("Yesterday (2023-10-03) again", "Yesterday (2023-10-03) again"),
     ],

@@ -7,9 +7,9 @@ import datetime as dt
 import re
 from dataclasses import dataclass, field
 
-from somnid.dream.pipeline.dates import absolutise
 from somnid.dream.pipeline.schemas import Proposal
 from somnid.dream.pipeline.windows import Line, Window
+from somnid.memory.dates import absolutise
 
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+")
 QUOTE_CHARS = 1200

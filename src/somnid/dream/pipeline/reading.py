@@ -37,10 +37,10 @@ from somnid.dream.pipeline.attribution import (
 )
 from somnid.dream.pipeline.candidate import Candidate, candidate_of
 from somnid.dream.pipeline.checks import GROUNDED_SHARE, copies_placeholder, first_person
-from somnid.dream.pipeline.dates import absolutise
 from somnid.dream.pipeline.schemas import Proposal
 from somnid.dream.pipeline.specifics import scaffolding, specific_words, vague, without_label
 from somnid.dream.pipeline.windows import Line, Window, speakers_of
+from somnid.memory.dates import absolutise
 
 _SENTENCES = re.compile(r"(?<=[.!?。！？])\s+|(?<=[。！？])")
 MAX_SPLIT = 2

@@ -1,0 +1,102 @@
+"""Where dates are in text: one ordered list of patterns, English and Chinese, each with the
+kind of date it finds. The first pattern to claim a stretch of text wins, so the finer and
+longer phrases come first: ``the last week of July 2023`` before ``July 2023``, ``the day
+before yesterday`` before ``yesterday``, ``去年夏天`` before ``去年``, ``上周末`` before ``上周``.
+
+Kinds in :data:`RELATIVE` are read against a reference day (when the words were said);
+the others name the calendar.
+"""
+
+from __future__ import annotations
+
+import re
+
+from somnid.memory.dates.words import COUNT, MONTH_WORD, WEEKDAY_WORD, ZH_COUNT
+
+_ORD = r"(?:st|nd|rd|th)?"
+_YEAR = r"(?P<y>(?:19|20)\d{2})"
+_ZH_MONTH = rf"(?:{_YEAR}\s*年\s*)?(?P<m>\d{{1,2}})\s*月"
+_NTH = r"(?P<nth>first|second|third|fourth|last|final)"
+_PART_EN = (
+    r"(?P<part>early|mid|middle\s+of|late|(?:the\s+)?(?:start|beginning|middle|end)\s+of"
+    r"|(?:towards?|near|at)\s+the\s+(?:start|beginning|end)\s+of)"
+)
+_ISO = r"(?P<y>(?:19|20)\d{2})-(?P<m>\d{1,2})-(?P<d>\d{1,2})"
+
+PATTERNS: list[tuple[str, str]] = [
+    # Parts of a month or a season: a week, a weekend, about a month of their own.
+    ("nth_of_month", rf"\b(?:the\s+)?{_NTH}\s+(?P<unit>week(?:end)?)\s+(?:of|in)\s+"
+                     rf"(?P<m>{MONTH_WORD})\.?(?:,?\s+{_YEAR})?\b"),
+    ("part_of_season", rf"\b{_PART_EN}?\s*(?:the\s+)?(?P<s>spring|summer|autumn|fall|winter)"
+                       rf"\s+(?:of\s+)?{_YEAR}\b"),
+    ("part_of_month", rf"\b{_PART_EN}[\s-]+(?P<m>{MONTH_WORD})\.?(?:,?\s+{_YEAR})?\b"),
+    ("zh_nth_of_month", rf"{_ZH_MONTH}(?:的|份的?)?(?P<nth>第一|第二|第三|最后一)个?"
+                        r"(?P<unit>周末|周|星期|礼拜)"),
+    ("zh_part_of_month", rf"{_ZH_MONTH}(?:份)?(?P<part>初|上旬|中旬|下旬|底|末)"),
+    ("zh_season_year", rf"{_YEAR}\s*年\s*的?(?P<s>[春夏秋冬])(?:天|季)?(?P<part>初|末|底)?"),
+    # A week or weekend named by a day of it (the dream writes "week of 2023-09-25").
+    ("week_of", rf"\b(?P<unit>week(?:end)?)\s+of\s+{_ISO}\b"),
+    # The calendar: 8 May 2023, 8th of May, May 8, 2022, May 8th, October 2023, October.
+    ("month", rf"\b(?:(?P<d1>\d{{1,2}}){_ORD}\s+(?:of\s+)?)?(?P<m>{MONTH_WORD})\.?"
+              rf"(?:\s+(?P<d2>\d{{1,2}}){_ORD}\b)?(?:,?\s+{_YEAR})?\b"),
+    ("iso", r"\b(?P<y>(?:19|20)\d{2})[-/.](?P<m>\d{1,2})[-/.](?P<d>\d{1,2})\b"),
+    ("zh_date", rf"{_ZH_MONTH}(?:\s*(?P<d>\d{{1,2}})\s*[日号])?"),
+    ("zh_year", rf"{_YEAR}\s*年"),
+    ("year", rf"\b(?:in\s+|of\s+)?{_YEAR}\b"),
+    # Relative to the day the words were said.
+    ("day_word", r"\b(?P<w>the\s+day\s+before\s+yesterday|the\s+day\s+after\s+tomorrow"
+                 r"|yesterday|last\s+night|tomorrow|today|tonight"
+                 r"|this\s+(?:morning|afternoon|evening))\b"),
+    ("ago", rf"\b(?P<n>{COUNT})\s+(?P<unit>day|week|month|year)s?\s+(?P<dir>ago)\b"),
+    # "in two weeks", not "twice in a week"; "in a day" is how long (the next day is "tomorrow").
+    ("in_count", rf"(?<!once\s)(?<!twice\s)(?<!times\s)\b(?P<dir>in)\s+"
+                 rf"(?!(?:a|an|one)\s+day\b)(?P<n>{COUNT})\s+(?P<unit>day|week|month|year)s?\b"),
+    ("rel_weekday", rf"\b(?P<which>last|this|next)\s+(?P<w>{WEEKDAY_WORD})\b"),
+    ("coming_weekday", rf"\b(?:this\s+)?coming\s+(?P<w>{WEEKDAY_WORD})\b"),
+    ("bare_weekday", rf"\bon\s+(?P<w>{WEEKDAY_WORD})\b"),
+    ("rel_season", r"\b(?P<which>last|this|next)\s+(?P<s>spring|summer|autumn|fall|winter)\b"),
+    ("rel_unit", r"\b(?P<which>last|this|next|past)\s+(?P<unit>week|weekend|month|year)\b"),
+    ("zh_day_word", r"(?P<w>大前天|大后天|前天|后天|昨天|昨晚|昨日|今天|今晚|今日|今早"
+                    r"|明天|明晚|明日)"),
+    ("zh_ago", rf"(?<![\d年])(?P<n>{ZH_COUNT})\s*(?P<unit>天|个星期|星期|周|个月|年)"
+               r"(?P<dir>以前|之前|前|以后|之后|后)"),
+    ("zh_season", r"(?P<which>去年|今年|明年)(?P<s>[春夏秋冬])天"),
+    ("zh_weekday", r"(?P<which>上|这|本|下)个?(?:周|星期|礼拜)(?P<w>[一二三四五六日天])"),
+    ("zh_weekend", r"(?P<which>上|这|本|下)个?周末"),
+    ("zh_bare_weekday", r"(?<![上下这本个每])(?:周|星期|礼拜)(?P<w>[一二三四五六日天])"),
+    ("zh_rel_unit", r"(?P<which>上|这|本|下)个?(?P<unit>周(?!围)|星期|礼拜|月)"),
+    ("zh_year_word", r"(?P<w>前年|去年|今年|明年|后年)"),
+]  # fmt: skip
+
+COMPILED = [(kind, re.compile(pattern, re.IGNORECASE)) for kind, pattern in PATTERNS]
+
+CALENDAR = frozenset(
+    {
+        "nth_of_month",
+        "part_of_season",
+        "part_of_month",
+        "zh_nth_of_month",
+        "zh_part_of_month",
+        "zh_season_year",
+        "week_of",
+        "month",
+        "iso",
+        "zh_date",
+        "zh_year",
+        "year",
+    }
+)
+"""Kinds that name the calendar (a year-less one is read in the reference's year)."""
+RELATIVE = frozenset(kind for kind, _ in PATTERNS) - CALENDAR
+"""Kinds read against the day the words were said."""
+PARTS = frozenset(kind for kind, _ in PATTERNS[:6])
+"""Parts of a month or a season (their own grain, not the whole month or year)."""
+
+MAY_HAVE_DATE = re.compile(
+    r"\d|day|night|tomorrow|morning|afternoon|evening|week|month|year|last|this|next|past|"
+    r"ago|coming|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|spring|summer|autumn|fall|"
+    r"winter|"
+    r"[年月周昨前今明去春夏秋冬后星礼]",
+    re.IGNORECASE,
+)
+"""A cheap first look: text without any of these holds no date."""

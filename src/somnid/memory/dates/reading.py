@@ -1,0 +1,306 @@
+"""Dates read from text as day ranges, against the day the text was said.
+
+Every kind of :mod:`somnid.memory.dates.patterns` becomes a :class:`Span`: where it is, how
+precise it is (its *grain*: day, weekend, week, month, season, year) and the days it covers.
+One rule per phrase, the same in English and Chinese:
+
+- a day word is a day (``the day before yesterday``, 前天: two back); a calendar week
+  (``last week``, 上周) is the Monday-to-Sunday week, a month (``next month``, 下个月) the
+  month, a year the year, a weekend (``last weekend``, 上周末) the Saturday and Sunday of the
+  week before (on a Sunday too: the weekend that day ends is ``this weekend``);
+- ``last``/``next`` + a weekday is the one strictly before/after; ``this`` + a weekday, and
+  上/这/下 + a weekday, are that day of the calendar week meant; ``this coming Friday`` is
+  ahead; a weekday said bare (``on Friday``, 周五) points the way the clause around it does
+  (:func:`tense`): a report is of a day gone, a plan of a day to come;
+- ``N weeks ago`` / ``in N weeks`` / N周前 / N周后 is about that day (its grain the unit,
+  and ``around`` days either side: a week ±3, a month ±10, a year ±120);
+- a season (``last summer``, 去年夏天) is its three months; ``the past week`` the seven days
+  up to the reference day.
+
+A calendar date without a year is read in the reference's year (the year before when it
+would be more than two months ahead), or in every year from 1970 when ``any_year`` (a
+question's "on October 3"). Without a reference day only dates that name their year are read.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass
+
+from somnid.memory.dates import calendar as cal
+from somnid.memory.dates.patterns import COMPILED, MAY_HAVE_DATE, PARTS, RELATIVE
+from somnid.memory.dates.words import (
+    DIRECTION,
+    SEASONS,
+    WEEKDAYS,
+    ZH_SEASONS,
+    ZH_WEEKDAYS,
+    count,
+    month_number,
+)
+
+ANY_YEAR = range(1970, 2100)
+AROUND = {"day": 0, "week": 3, "month": 10, "year": 120}
+"""How far either side of its day ``N units ago`` may be (three weeks ago is about a day)."""
+
+_NO_DAY = dt.date(2000, 1, 1)  # reads spans when there is no reference; only dated ones kept
+_HAS_YEAR = re.compile(r"(?:19|20)\d{2}")
+_ZH_UNIT = {"天": "day", "周": "week", "星期": "week", "个星期": "week", "礼拜": "week",
+            "个月": "month", "月": "month", "年": "year"}  # fmt: skip
+_ZH_DAYS = {"大前天": -3, "前天": -2, "昨天": -1, "昨晚": -1, "昨日": -1, "今天": 0,
+            "今晚": 0, "今日": 0, "今早": 0, "明天": 1, "明晚": 1, "明日": 1, "后天": 2,
+            "大后天": 3}  # fmt: skip
+_EN_DAYS = {"the day before yesterday": -2, "the day after tomorrow": 2, "yesterday": -1,
+            "last night": -1, "tomorrow": 1}  # fmt: skip
+_ZH_YEARS = {"前年": -2, "去年": -1, "今年": 0, "明年": 1, "后年": 2}
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """A date in a text: ``text[start:end]``, its kind (a pattern's), its grain and the day
+    ranges it covers (one per year for a year-less date read in any year)."""
+
+    start: int
+    end: int
+    text: str
+    kind: str
+    grain: str
+    ranges: tuple[cal.Range, ...]
+    around: int = 0
+    """Days either side of the one day meant (``3 weeks ago``); 0 for a period."""
+
+    @property
+    def relative(self) -> bool:
+        """Read against the day it was said (``yesterday``), not from the calendar."""
+        return self.kind in RELATIVE
+
+
+def find_dates(text: str, ref: dt.date | None, *, any_year: bool = False) -> list[Span]:
+    """Every date in ``text``, in text order and not overlapping (the first pattern to
+    claim a stretch wins), read against ``ref``; without one, only those naming a year."""
+    if not text or not MAY_HAVE_DATE.search(text):
+        return []
+    day = ref or _NO_DAY
+    spans: list[Span] = []
+    for kind, pattern in COMPILED:
+        for m in pattern.finditer(text):
+            if any(m.start() < s.end and s.start < m.end() for s in spans):
+                continue
+            found = _read(kind, m, day, any_year)
+            if found is None:
+                continue
+            grain, ranges, around = found
+            spans.append(
+                Span(m.start(), m.end(), m.group(0).strip(), kind, grain, tuple(ranges), around)
+            )
+    spans.sort(key=lambda span: span.start)
+    if ref is None:
+        return [s for s in spans if not s.relative and _HAS_YEAR.search(s.text)]
+    return spans
+
+
+Found = tuple[str, list[cal.Range], int]  # grain, ranges, around
+
+
+def _read(kind: str, m: re.Match[str], ref: dt.date, any_year: bool) -> Found | None:
+    if kind in RELATIVE:
+        return _relative(kind, m, ref)
+    g = m.groupdict()
+    if kind in PARTS:
+        years = [int(g["y"])] if g.get("y") else list(ANY_YEAR) if any_year else [ref.year]
+        return _part(kind, g, years)
+    if kind == "week_of":
+        day = _date(int(g["y"]), int(g["m"]), int(g["d"]))
+        if day is None:
+            return None
+        if g["unit"].lower() == "weekend":
+            return "weekend", [cal.weekend_range(day, 0)], 0
+        return "week", [cal.week_range(day)], 0
+    if kind == "month":
+        month = month_number(g["m"])
+        day_text = g["d1"] or g["d2"]
+        if month is None:
+            return None
+        if g["m"].lower() == "may" and not (day_text or g["y"]):
+            return None  # "may" the verb
+        if not (day_text or g["y"] or g["m"][0].isupper()):
+            return None  # "march on", a lower-case month alone: not taken for a date
+        return _day_or_month(g["y"], month, day_text, ref, any_year)
+    if kind in ("iso", "zh_date"):
+        return _day_or_month(g["y"], int(g["m"]), g["d"], ref, any_year)
+    # zh_year, year
+    return "year", [cal.year_range(int(g["y"]))], 0
+
+
+def _relative(kind: str, m: re.Match[str], ref: dt.date) -> Found | None:
+    g = m.groupdict()
+    if kind in ("day_word", "zh_day_word"):
+        word = " ".join(g["w"].lower().split())
+        offset = _ZH_DAYS[word] if kind == "zh_day_word" else _EN_DAYS.get(word, 0)
+        return _day(ref + dt.timedelta(days=offset))
+    if kind in ("ago", "in_count", "zh_ago"):
+        n = count(g["n"])
+        if not n:
+            return None
+        unit = _ZH_UNIT[g["unit"]] if kind == "zh_ago" else g["unit"].lower()
+        back = g["dir"].lower() == "ago" or g["dir"].endswith("前")
+        day = cal.shift(ref, unit, -n if back else n).toordinal()
+        slack = AROUND[unit]
+        return unit, [(day - slack, day + slack)], slack
+    if kind in ("rel_weekday", "coming_weekday", "bare_weekday"):
+        weekday = WEEKDAYS.index(g["w"].lower())
+        if kind == "rel_weekday":
+            direction = DIRECTION[g["which"].lower()]
+        else:
+            direction = 1 if kind == "coming_weekday" else tense(m)
+        return _day(cal.weekday(ref, weekday, direction))
+    if kind == "zh_bare_weekday":
+        return _day(cal.weekday(ref, ZH_WEEKDAYS[g["w"]], tense(m)))
+    if kind == "zh_weekday":
+        return _day(cal.weekday_of_week(ref, ZH_WEEKDAYS[g["w"]], DIRECTION[g["which"]]))
+    if kind == "rel_season":
+        month = SEASONS[g["s"].lower()]
+        return "season", [cal.season_from(ref, month, DIRECTION[g["which"].lower()])], 0
+    if kind == "zh_season":
+        return "season", [cal.season_range(ref.year + _ZH_YEARS[g["which"]], ZH_SEASONS[g["s"]])], 0
+    if kind == "zh_weekend":
+        return "weekend", [cal.weekend_range(ref, DIRECTION[g["which"]])], 0
+    if kind == "zh_year_word":
+        return "year", [cal.year_range(ref.year + _ZH_YEARS[g["w"]])], 0
+    if kind == "zh_rel_unit":
+        unit = "month" if g["unit"] == "月" else "week"
+        return _unit(unit, DIRECTION[g["which"]], ref)
+    # rel_unit: last/this/next/past week, weekend, month, year
+    which, unit = g["which"].lower(), g["unit"].lower()
+    if unit == "weekend":
+        return "weekend", [cal.weekend_range(ref, DIRECTION[which])], 0
+    if which == "past":
+        span = {"week": 7, "month": 31, "year": 365}[unit]
+        return unit, [(ref.toordinal() - span, ref.toordinal())], 0
+    return _unit(unit, DIRECTION[which], ref)
+
+
+def _unit(unit: str, direction: int, ref: dt.date) -> Found:
+    """The calendar week, month or year ``direction`` from ``ref``'s."""
+    return unit, [cal.period_range(cal.shift(ref, unit, direction), unit)], 0
+
+
+def _day(day: dt.date) -> Found:
+    return "day", [cal.day_range(day)], 0
+
+
+def _date(year: int, month: int, day: int) -> dt.date | None:
+    try:
+        return dt.date(year, month, day)
+    except ValueError:
+        return None
+
+
+def _day_or_month(
+    year_text: str | None, month: int, day_text: str | None, ref: dt.date, any_year: bool
+) -> Found | None:
+    if not 1 <= month <= 12:
+        return None
+    day = int(day_text) if day_text else None
+    if day is not None and not 1 <= day <= 31:
+        return None
+    if year_text:
+        years: list[int] = [int(year_text)]
+    elif any_year:
+        years = list(ANY_YEAR)
+    else:  # a memory's "on 3 October": the reference's year, or the year before if ahead
+        year = ref.year
+        if (month, day or 1) > (ref.month, ref.day) and (month - ref.month) > 2:
+            year -= 1
+        years = [year]
+    ranges: list[cal.Range] = []
+    for year in years:
+        if day is None:
+            ranges.append(cal.month_range(year, month))
+        elif (date := _date(year, month, day)) is not None:
+            ranges.append(cal.day_range(date))
+    if not ranges:
+        return None
+    return ("day" if day is not None else "month"), ranges, 0
+
+
+def _part(kind: str, g: dict[str, str | None], years: list[int]) -> Found | None:
+    """A part of a month or season: the nth week or weekend, early/mid/late, the end."""
+    if kind in ("nth_of_month", "zh_nth_of_month", "part_of_month", "zh_part_of_month"):
+        word = g["m"] or ""
+        month = month_number(word) if kind in ("nth_of_month", "part_of_month") else int(word)
+        if month is None or not 1 <= month <= 12:
+            return None
+        if kind in ("part_of_month", "zh_part_of_month"):
+            third = _third(g["part"] or "")
+            return "week", [cal.part_of_month(y, month, third) for y in years], 0
+        weekend = (g["unit"] or "").lower() in ("weekend", "周末")
+        nth = _NTH.get((g["nth"] or "").lower(), -1)
+        ranges = [cal.nth_week(y, month, nth, weekend=weekend) for y in years]
+        return ("weekend" if weekend else "week"), ranges, 0
+    season = g["s"] or ""
+    first, last = cal.season_range(years[0], SEASONS.get(season.lower()) or ZH_SEASONS[season])
+    part = (g.get("part") or "").lower()
+    if not part:
+        return "season", [(first, last)], 0
+    if _third(part) == 0:
+        return "month", [(first, first + 34)], 0
+    return "month", [(last - 34, last)], 0
+
+
+_NTH = {"first": 0, "second": 1, "third": 2, "fourth": 3, "第一": 0, "第二": 1, "第三": 2}
+
+
+def _third(part: str) -> int:
+    """Which third of a period a part names: 0 the start, 1 the middle, 2 the end."""
+    part = " ".join(part.lower().split())
+    if part in ("early", "初", "上旬") or part.endswith(("start of", "beginning of")):
+        return 0
+    if part in ("mid", "中旬") or part.startswith("middle"):
+        return 1
+    return 2
+
+
+_PAST = re.compile(
+    r"\b(went|was|were|did|had|got|saw|met|came|took|made|ago|yesterday|last)\b|\w{3,}ed\b"
+    r"|了|过|已经|昨",
+    re.I,
+)
+_FUTURE = re.compile(
+    r"\b(will|'ll|going to|gonna|wanna|want to|plan|plans|planning|let's|lets|can't wait|"
+    r"next|tomorrow|hope to|see you|meet|am|i'm|are|we're|is)\b|会|要|打算|准备|计划|将|想|明|见",
+    re.I,
+)
+_STOPS = ".!?。！？;；"
+
+
+def tense(match: re.Match[str]) -> int:
+    """Which way a weekday said bare points: -1 when the clause around ``match`` speaks of
+    the past (``I went … on Friday``, 周五去了), +1 when it speaks of a plan or the present
+    (``I'm flying on Friday``, 周五要去); the past when it says neither."""
+    text = match.string
+    start = max(text.rfind(mark, 0, match.start()) for mark in _STOPS) + 1
+    ends = [i for mark in _STOPS if (i := text.find(mark, match.end())) >= 0]
+    clause = text[start : min(ends) if ends else len(text)]
+    if _PAST.search(clause):
+        return -1
+    return 1 if _FUTURE.search(clause) else -1
+
+
+_REFERENCE_BEFORE = re.compile(
+    r"(?:\bas\s+of|\bby|\buntil|\btill|\bup\s+(?:to|until)|截至|截止到?|到)\s*(?:the\s+)?$",
+    re.IGNORECASE,
+)
+_ZH_UNTIL_AFTER = re.compile(r"^\s*(?:为止|以前|之前)")
+
+
+def is_reference(text: str, span: Span) -> bool:
+    """The date is a reference point (``as of May 2023``, ``by May 2023``, ``截至2023年5月``,
+    ``到5月为止``): when a question stands, not the time of an event."""
+    before = text[max(0, span.start - 12) : span.start]
+    if not _REFERENCE_BEFORE.search(before):
+        return False
+    if before.rstrip().endswith("到"):  # 到 alone is "to" (went to …): only 到 … 为止
+        return bool(_ZH_UNTIL_AFTER.match(text[span.end :]))
+    return True

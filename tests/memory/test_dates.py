@@ -1,0 +1,106 @@
+"""The one reading of dates (somnid.memory.dates): the same rule in English and Chinese, and
+the same days for recall's reading and the dream's written values."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from somnid.memory.dates import absolutise, find_dates
+
+WEDNESDAY = dt.date(2023, 10, 4)
+SUNDAY = dt.date(2023, 10, 1)
+
+
+def days(text: str, ref: dt.date | None = WEDNESDAY) -> list[tuple[str, str]]:
+    return [
+        (dt.date.fromordinal(a).isoformat(), dt.date.fromordinal(b).isoformat())
+        for span in find_dates(text, ref)
+        for a, b in span.ranges
+    ]
+
+
+def written(text: str, ref: dt.date = WEDNESDAY) -> list[str]:
+    return absolutise(text, ref)[1]
+
+
+@pytest.mark.parametrize(
+    ("en", "zh", "value"),
+    [
+        ("We met last week", "我们上周见过", "week of 2023-09-25"),
+        ("I start next month", "我下个月开始", "2023-11"),
+        ("Busy this month", "这个月很忙", "2023-10"),
+        ("We moved this year", "我们今年搬家了", "2023"),
+        ("the day before yesterday", "前天", "2023-10-02"),
+        ("the day after tomorrow", "后天", "2023-10-06"),
+        ("three days ago it rained", "三天前下过雨", "2023-10-01"),
+        ("I'll be back in two weeks", "我两周后回来", "2023-10-18"),
+        ("We're going next weekend", "我们下周末去", "weekend of 2023-10-14"),
+        ("I went to the museum on Friday", "我周五去了博物馆", "2023-09-29"),
+        ("I'm flying to Rome on Friday", "我周五要飞去罗马", "2023-10-06"),
+        ("We'll go next summer", "我们明年夏天去", "summer 2024"),
+    ],
+)
+def test_one_rule_in_english_and_chinese(en: str, zh: str, value: str) -> None:
+    assert written(en) == written(zh) == [value]
+    assert days(en) == days(zh)
+
+
+def test_last_weekend_said_on_a_sunday_is_the_weekend_before() -> None:
+    """Recall read the weekend that Sunday ends, the dream the one before: the one before it
+    is right (the weekend a Sunday ends is "this weekend")."""
+    before = [("2023-09-23", "2023-09-24")]
+    assert days("We hiked last weekend", SUNDAY) == days("我们上周末去爬山了", SUNDAY) == before
+    assert written("We hiked last weekend", SUNDAY) == ["weekend of 2023-09-23"]
+    assert written("我们上周末去爬山了", SUNDAY) == ["weekend of 2023-09-23"]
+    assert days("this weekend", SUNDAY) == days("这周末", SUNDAY) == [("2023-09-30", "2023-10-01")]
+
+
+def test_this_month_and_this_year_resolve_in_both_languages() -> None:
+    """The dream left "this month" / "this year" as they were but wrote 这个月 / 今年; recall
+    read 本月 but not 这个月 or 前年."""
+    assert written("this month and this year") == ["2023-10", "2023"]
+    assert written("这个月和今年") == ["2023-10", "2023"]
+    assert days("这个月") == days("本月") == days("this month") == [("2023-10-01", "2023-10-31")]
+    assert days("前年") == [("2021-01-01", "2021-12-31")]
+
+
+def test_a_season_is_its_three_months_and_a_bare_season_word_no_date() -> None:
+    """The dream wrote 去年夏天 as the year 2022 and "last summer" not at all; recall read
+    both as the summer. A season word alone ("I like winter", 我喜欢冬天) is no date."""
+    # Said in October: "last summer" is the latest one over, 去年夏天 last year's.
+    assert written("last summer we went to the sea") == ["summer 2023"]
+    assert written("去年夏天我们去了海边") == ["summer 2022"]
+    assert days("summer 2022") == [("2022-06-01", "2022-08-31")]
+    assert written("I like winter") == written("我喜欢冬天") == []
+
+
+def test_the_written_values_read_back_as_the_same_days() -> None:
+    for text in ("We hiked last weekend", "我们上周末去爬山了", "We met last week", "上周见过"):
+        [(done, values)] = [absolutise(text, WEDNESDAY)]
+        relative = days(text)
+        assert [d for d in days(done, None) if d in relative] == relative, (done, values)
+
+
+def test_this_coming_friday_is_always_ahead() -> None:
+    assert written("We went shopping, and this coming Friday we go again") == ["2023-10-06"]
+
+
+def test_words_that_only_look_like_dates() -> None:
+    for text in (
+        "Rome wasn't built in a day",
+        "I swim twice in a week",
+        "在这周围有很多餐厅",
+        "我每周五都去游泳",
+        "I may go",
+    ):
+        assert find_dates(text, WEDNESDAY) == [], text
+
+
+def test_without_a_reference_day_only_dates_with_a_year_are_read() -> None:
+    assert days("Yesterday, on 3 October", None) == []
+    assert days("Signed on 2021-03-04, the week of 2021-03-01", None) == [
+        ("2021-03-04", "2021-03-04"),
+        ("2021-03-01", "2021-03-07"),
+    ]

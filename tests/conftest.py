@@ -28,9 +28,22 @@ STRESS = ("tests/stress/", "tests/history/test_crash.py")
 """Whole folders and modules of stress tests; single ones elsewhere carry the mark."""
 
 
-FIRST = (*STRESS, "tests/sync/", "tests/dsh/", "tests/ui/", "tests/e2e/")
-"""The folders of the longest test files: collected first, so that on two workers
-(``scripts/dev check``) they start early instead of running alone at the end."""
+FIRST = (
+    *STRESS,
+    "tests/sync/",
+    "tests/dsh/",
+    "tests/ui/",
+    "tests/e2e/",
+    "tests/server/",
+    "tests/store/test_modes.py",
+    "tests/store/test_safe.py",
+    "tests/store/test_fields.py",
+    "tests/sessions/test_capture_daemon.py",
+    "tests/api/observe/test_daemon_logs.py",
+)
+"""The folders and modules of the longest test files (most start real daemons): collected
+first, so that on two workers (``scripts/dev check``) they start early instead of running
+alone at the end."""
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

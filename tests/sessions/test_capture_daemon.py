@@ -1,13 +1,17 @@
-"""Capture against the real daemon: 32 concurrent writers over HTTP, rollover, shutdown."""
+"""Capture against the real daemon: 32 concurrent writers over HTTP, rollover, shutdown, and
+a FIFO in place of a session log that never blocks."""
 
 from __future__ import annotations
 
 import datetime as dt
+import os
 import signal
+import stat
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from somnid.sessions import session_turns
@@ -119,3 +123,34 @@ def test_many_writers_to_many_sessions_then_shutdown_closes_them(
         assert doc.meta["status"] == "pending"
         names.add(path.name)
     assert len(names) >= 8
+
+
+def test_a_fifo_in_place_of_a_session_log_never_blocks(tmp_path: Path) -> None:
+    env = ("SOMNID_SHUTDOWN_TIMEOUT_S", "5")
+    with start_daemon(tmp_path / "data", env) as daemon:
+        with daemon.client(timeout=8) as client:
+
+            def say(text: str) -> httpx.Response:
+                message = {"messages": [{"role": "user", "text": text}]}
+                return client.post("/v1/sessions/s1/messages", json=message)
+
+            first = say("hello there")
+            assert first.status_code == 200, first.text
+            log = daemon.data_dir / first.json()["path"]
+            # A hand puts a FIFO where the open log was, and one more named like a log.
+            fifo = log.with_name(".swap")
+            os.mkfifo(fifo)
+            os.replace(fifo, log)
+            os.mkfifo(log.with_name("2026-01-01_001.md"))
+            # Capture goes on (in a new part), health and a sleep answer.
+            again = say("still here")
+            assert again.status_code == 200, again.text
+            assert again.json()["path"] != first.json()["path"]
+            assert client.get("/v1/health").status_code == 200
+            slept = client.post("/v1/sleep/run", json={"wait": True}, timeout=20)
+            assert slept.status_code == 200, slept.text
+        # FIFOs never wedge the shutdown: it ends by itself (its wall-clock budget is
+        # measured in bench/, not held against a loaded machine here).
+        daemon.process.send_signal(signal.SIGTERM)
+        assert daemon.process.wait(timeout=120) == 0, daemon.log()
+    assert stat.S_ISFIFO(os.lstat(log).st_mode)  # left alone

@@ -1,12 +1,17 @@
 """The real daemon: its stderr is a file, so it logs JSON lines carrying request ids, and
-never the token; ``/metrics`` answers over the wire."""
+never the token (nor a secret in a query string); ``/metrics`` answers over the wire."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from pathlib import Path
 from typing import Any
+
+import httpx
+import pytest
+import websockets
 
 from somnid import __version__
 from tests.api.observe.scrape import scrape
@@ -114,3 +119,27 @@ def test_a_bridge_token_in_the_query_leaves_every_line_json(tmp_path: Path) -> N
     assert any("?access_token=[REDACTED]" in msg for msg in bridge), bridge
     assert any("?access%5Ftoken=[REDACTED]" in msg for msg in bridge), bridge
     assert token not in daemon.log()
+
+
+def test_no_log_line_holds_the_token_or_a_query_secret(tmp_path: Path) -> None:
+    with start_daemon(tmp_path / "data", ("SOMNID_LOG_LEVEL", "debug")) as daemon:
+        token = daemon.token
+        ws_url = daemon.base_url.replace("http", "ws") + "/v1/llm/bridge"
+
+        async def bridge_with_query_token() -> None:
+            async with websockets.connect(f"{ws_url}?access_token={token}", open_timeout=5):
+                pass
+            with pytest.raises(websockets.exceptions.InvalidStatus):
+                async with websockets.connect(f"{ws_url}?access_token=wrong-secret-1234"):
+                    pass
+
+        asyncio.run(bridge_with_query_token())
+        with httpx.Client(base_url=daemon.base_url, timeout=5) as client:
+            client.get("/v1/health", params={"access_token": token})
+            client.get("/v1/memories", params={"token": "another-secret-5678"})
+        daemon.stop()
+    log = daemon.log()
+    assert "/v1/llm/bridge" in log or "WebSocket" in log or "connection" in log.lower()
+    assert token not in log
+    assert "wrong-secret-1234" not in log
+    assert "another-secret-5678" not in log

@@ -44,15 +44,14 @@ PROCESSED_STUB = "(this log was marked processed; its text was removed to save s
 READ_TOOL = "read_session_log"
 MARK_TOOL = "mark_log_processed"
 
-STOPS = ("done", "max_iterations", "budget", "llm_stuck", "llm_truncated", "llm_unrecognised")
-"""Why the loop ended. The last three mean the model could not go on: the dream is
-interrupted, whatever it processed before."""
 FAILED_STOPS = frozenset({"llm_stuck", "llm_truncated", "llm_unrecognised"})
+"""Why a loop ended when the model could not go on: the dream is interrupted, whatever it
+processed before. (The other reasons: done, max_iterations, budget.)"""
 
 
 @dataclass(slots=True)
 class LoopResult:
-    reason: str  # one of STOPS
+    reason: str  # done, max_iterations, budget or one of FAILED_STOPS
     final_text: str
     iterations: int
     tool_calls: int

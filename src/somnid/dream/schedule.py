@@ -12,7 +12,6 @@ waits another ``idle_ms``. An agent turning ``running`` cancels the dream at onc
 from __future__ import annotations
 
 import datetime as dt
-import logging
 import re
 from dataclasses import dataclass
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -24,8 +23,6 @@ from somnid.dream.service import Dreamer
 from somnid.errors import InvalidInput
 from somnid.memory.clock import Clock
 from somnid.sessions.service import SessionService
-
-log = logging.getLogger(__name__)
 
 JOB_ID = "dream-tick"
 TICK_SECONDS = 15

@@ -133,7 +133,6 @@ class Dreamer:
         self.events = Events()
         self.stats = DreamStats()
         self.last: DreamResult | None = None
-        self.last_finished: float | None = None  # monotonic time of the last dream
         self._task: asyncio.Task[DreamResult] | None = None
         self._current: DreamResult | None = None
         self._ledger: Ledger | None = None
@@ -326,7 +325,6 @@ class Dreamer:
         self._ledger = None
         self.stats.add(result)
         self.last = result
-        self.last_finished = asyncio.get_running_loop().time()
         self._current = None
         self.events.publish({"type": "finished", "status": result.status, "reason": result.reason})
         log.info(

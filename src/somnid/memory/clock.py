@@ -64,10 +64,6 @@ class ManualClock:
         self._now = when.astimezone(self._tz)
 
 
-def today(clock: Clock) -> dt.date:
-    return clock.now().date()
-
-
 def to_datetime(value: object, tz: dt.tzinfo) -> dt.datetime | None:
     """Read a front-matter time: a datetime, a date, or an ISO string; naive ones get ``tz``.
 

@@ -98,7 +98,6 @@ class EmbedWorker:
         self.state = EmbedState.OFF if off else EmbedState.STARTING
         self.error: str | None = None
         self.embedder: Embedder | None = None
-        self.embedded = 0
         self.filled = False  # the first pass over all texts is done
         self._wake = asyncio.Event()
         self._idle = asyncio.Event()
@@ -218,7 +217,6 @@ class EmbedWorker:
                     for (h, _), v in zip(chunk, vectors, strict=True)
                 ]
                 await self._patiently(self.index.store_vectors, items)
-                self.embedded += len(items)
 
     async def _patiently(self, call: Callable[..., T], *args: Any) -> T:
         """``call`` in a thread, again and again while the index's server is unreachable

@@ -8,7 +8,6 @@ again, and only changed text is re-embedded.
 from __future__ import annotations
 
 import datetime as dt
-import logging
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,8 +20,6 @@ from somnid.recall.dates import memory_dates
 from somnid.recall.text import asks_question, indexed_text, related_names
 from somnid.store.memories import MemoryStore
 from somnid.store.reader import etag_of
-
-log = logging.getLogger(__name__)
 
 SYNC_BATCH = 256  # entries per index transaction during a full sync
 

@@ -41,7 +41,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any, TypeVar
+from typing import Any
 
 from somnid.config import CaptureSettings
 from somnid.errors import BrokenFile, Conflict, Unavailable
@@ -73,9 +73,6 @@ log = logging.getLogger(__name__)
 
 MAX_NO_DREAM_SESSIONS = 10_000
 """Sessions remembered as "never dream this" (for the logs they open later); oldest go first."""
-
-
-_T = TypeVar("_T")
 
 
 @dataclass(slots=True, eq=False)

@@ -33,7 +33,7 @@ from somnid.memory.entry import Entry
 from somnid.memory.kinds import Kind
 from somnid.memory.names import check_name, slugify
 from somnid.store import frontmatter
-from somnid.store.atomic import TEMP_PREFIX, fsync_dir, move_atomic, storage_error, write_atomic
+from somnid.store.atomic import fsync_dir, move_atomic, storage_error, write_atomic
 from somnid.store.fields import check_fields, render_entry
 from somnid.store.layout import ARCHIVED, Layout
 from somnid.store.reader import MAX_FILE_BYTES, EntryReader, etag_of
@@ -422,6 +422,3 @@ class MemoryStore(EntryReader):
 
         Raises BrokenFile (a FIFO, a link, too large) or OSError."""
         return read_regular(self.layout.root, path, MAX_FILE_BYTES)[0]
-
-    def leftover_temp_files(self) -> list[Path]:
-        return [path for path in self.layout.root.rglob(f"{TEMP_PREFIX}*") if path.is_file()]

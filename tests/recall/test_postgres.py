@@ -23,7 +23,7 @@ from somnid.memory.clock import ManualClock
 from somnid.memory.kinds import Kind
 from somnid.recall.backend import Document
 from somnid.recall.index import Index
-from somnid.recall.pg_db import PgDatabase
+from somnid.recall.pg_db import PgDatabase, redact
 from somnid.recall.pg_index import PgIndex
 from somnid.recall.text import IndexedText, query_terms
 from somnid.runtime import Runtime
@@ -255,6 +255,19 @@ def test_doctor_names_the_backend_and_what_to_do_when_it_is_down(
     down = doctor(f"host={tmp_path / 'nowhere'} user=postgres password=hunter2 dbname=x")
     assert down["level"] == "FAIL" and "cannot be reached" in down["message"], down
     assert "index.dsn" in down["fix"] and "hunter2" not in json.dumps(down)
+
+
+def test_a_dsn_is_shown_without_its_secrets() -> None:
+    # Which fields are secrets is scrub's rule: the password, and the SSL key's password too.
+    for dsn in (
+        "postgresql://me:pw1secret@db.example:5432/m?sslpassword=kp2secret&sslmode=require",
+        "host=db.example port=5432 user=me password=pw1secret sslpassword=kp2secret dbname=m"
+        " sslmode=require",
+    ):
+        shown = redact(dsn)
+        assert "pw1secret" not in shown and "kp2secret" not in shown, shown
+        for kept in ("host=db.example", "port=5432", "user=me", "dbname=m", "sslmode=require"):
+            assert kept in shown, shown
 
 
 async def test_reindex_offline_rebuilds_the_postgres_index(tmp_path: Path, pg_dsn: str) -> None:

@@ -64,12 +64,12 @@ class MemoryEdits:
         slug = items.name_of(name)
         fields: dict[str, Any] = {"verified": verified}
         if entry_type.strip():
-            fields["type"] = items.one_line(entry_type, "entry_type", limit=40).lower()
+            fields["type"] = items.checked_line(entry_type, "entry_type", limit=40).lower()
         try:
             return await self.memories.create(
                 kind,
                 slug,
-                description=items.one_line(description, "description"),
+                description=items.checked_line(description, "description"),
                 body=items.body_of(body),
                 fields=fields,
             )
@@ -95,7 +95,7 @@ class MemoryEdits:
         (stability ≥ 0, score within 0..1; a positive stability delta is a use: last_used
         moves to now). Returns the entry and what changed."""
         slug = items.name_of(name)
-        line = items.one_line(description, "description", required=False)
+        line = items.checked_line(description, "description", required=False)
         text = items.body_of(body)
         if not (line or text.strip() or stability_delta or score_delta or verified is not None):
             raise InvalidInput("nothing to change: give a description, a body, a delta or verified")
@@ -153,7 +153,7 @@ class MemoryEdits:
 
     async def archive(self, kind: Kind, name: str, reason: str) -> Entry:
         slug = items.name_of(name)
-        why = items.one_line(reason, "reason")
+        why = items.checked_line(reason, "reason")
         try:
             return await self.memories.archive(kind, slug, reason=why)
         except NotFound:
@@ -171,13 +171,13 @@ class MemoryEdits:
         for key, value in fields.items():
             if key == "tags":
                 value = items.tags_of(value)
-            line = items.one_line(value, key, limit=items.MAX_FIELD, required=False)
+            line = items.checked_line(value, key, limit=items.MAX_FIELD, required=False)
             if line:
                 meta[key] = line
         return await self.memories.create(
             Kind.EPISODE,
             None,
-            description=items.one_line(what, "what"),
+            description=items.checked_line(what, "what"),
             body=items.body_of(details, "details"),
             fields=meta,
         )

@@ -228,7 +228,7 @@ class EntryTools(ToolBase):
             score_delta: +0.2 for positive feedback (-1..1).
             verified: true once the procedure is confirmed to work.
         """
-        note = items.one_line(merge_note, "merge_note", limit=items.MAX_FIELD, required=False)
+        note = items.checked_line(merge_note, "merge_note", limit=items.MAX_FIELD, required=False)
         args = (description, body, stability_delta, score_delta, verified)
         entry, answer = await self._update(Kind.SKILL, name, *args)
         if note:

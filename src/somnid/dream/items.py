@@ -14,7 +14,7 @@ from somnid.memory.clock import to_datetime
 from somnid.memory.entry import Entry
 from somnid.memory.kinds import Kind
 from somnid.memory.names import slugify
-from somnid.memory.text import one_line as flat
+from somnid.memory.text import one_line
 from somnid.store import frontmatter
 
 MAX_DESCRIPTION = 300
@@ -63,9 +63,12 @@ def name_of(raw: str) -> str:
     return slugify(raw)
 
 
-def one_line(text: str, what: str, *, limit: int = MAX_DESCRIPTION, required: bool = True) -> str:
-    """Whitespace collapsed to single spaces; refused when empty (if required) or too long."""
-    line = flat(text)
+def checked_line(
+    text: str, what: str, *, limit: int = MAX_DESCRIPTION, required: bool = True
+) -> str:
+    """``text`` on one line (:func:`somnid.memory.text.one_line`); refused when empty (if
+    required) or too long."""
+    line = one_line(text)
     if required and not line:
         raise InvalidInput(f"{what} is empty; write one sentence")
     if len(line) > limit:
@@ -153,7 +156,7 @@ def merge_refused(entry: Entry) -> bool:
 
 
 def short(text: str, limit: int = LINE_DESCRIPTION) -> str:
-    line = flat(text)
+    line = one_line(text)
     return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
 
 

@@ -1,4 +1,4 @@
-"""Secret shapes: the one ruleset for captured text and for log lines.
+"""Secret shapes: the one ruleset for captured text, log lines and the addresses somnid shows.
 
 Pure: text in, text out, nothing held between calls (a caller with a secret of its own, such
 as the daemon's token, passes it in ``known``). Every match becomes :data:`MARK`, keeping what
@@ -37,6 +37,11 @@ placeholders (``${TOKEN}``, ``<password>``, ``none``, ``xxxx``), and names witho
 pinned by a corpus of cases in English and Chinese (``tests/memory/test_secret_shapes.py``).
 
 ``capture.scrub_patterns`` adds regular expressions of one's own (the whole match goes).
+
+A URL somnid shows (the sync remote in status, doctor and errors) keeps its shape instead:
+:func:`mask_url_credentials` writes its password, or an http(s) user that is a token, as
+:data:`URL_MARK`. Which fields of a structured address (a PostgreSQL DSN's ``password``) are
+secrets is :func:`is_secret_name`'s answer.
 """
 
 from __future__ import annotations
@@ -47,6 +52,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from urllib.parse import unquote_plus
 
 MARK = "[REDACTED]"
+"""What a secret in text becomes (captured text, log lines, a purge's scrub of the logs)."""
+URL_MARK = "***"
+"""What a credential in a URL somnid shows becomes: ``https://me:***@host/x``."""
 
 _B = r"(?<![A-Za-z0-9])"  # an ASCII boundary: CJK text or "_" may stand right before
 _E = r"(?![A-Za-z0-9])"
@@ -98,6 +106,7 @@ _BASIC = re.compile(r"(?i)(authorization[\"']?\s*[:=]\s*[\"']?basic\s+)[A-Za-z0-
 _URL_PASSWORD = re.compile(
     r"(?i)(?<![a-z0-9+.-])([a-z][a-z0-9+.-]*://[^\s:/@]*:)([^\s/]+)(@[^\s@/]+)"
 )
+_URL_USERINFO = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<info>[^/@\s]*)@")
 
 # A secret-naming identifier: parts joined by _ . - (or camelCase), one of them a word below.
 _WORDS = (
@@ -189,6 +198,20 @@ def redact_query(query: str) -> str:
         key = part.partition("=")[0]
         parts.append(f"{key}={MARK}" if is_secret_name(key) else part)
     return "&".join(parts)
+
+
+def mask_url_credentials(text: str) -> str:
+    """``https://me:secret@host/x`` -> ``https://me:***@host/x`` wherever it appears; an
+    http(s) user without a password is a token (``https://ghp_x@host``): ``***@host``."""
+
+    def mask(found: re.Match[str]) -> str:
+        scheme, info = found["scheme"], found["info"]
+        user, colon, _secret = info.partition(":")
+        if colon:
+            return f"{scheme}{user}:{URL_MARK}@"
+        return f"{scheme}{URL_MARK}@" if scheme.lower().startswith("http") else found[0]
+
+    return _URL_USERINFO.sub(mask, text)
 
 
 def redact_fields(fields: Mapping[str, object], known: Iterable[str] = ()) -> dict[str, object]:

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 from somnid.errors import IndexUnavailable, StorageError, Unavailable
+from somnid.memory.scrub import is_secret_name
 
 try:  # the ``postgres`` extra
     import psycopg
@@ -90,15 +91,21 @@ TABLES = ("entries", "terms", "dates", "vectors", "state", "meta")
 
 
 def redact(dsn: str) -> str:
-    """The DSN without its password: for health, doctor and the log."""
+    """The DSN without its secrets (``password``, ``sslpassword``: the fields
+    :func:`somnid.memory.scrub.is_secret_name` names), for health, doctor and the log.
+    libpq reads the DSN (key=value or URL form)."""
     if psycopg is None:
         return "(psycopg is not installed)"
     try:
         params = conninfo.conninfo_to_dict(dsn)
     except psycopg.ProgrammingError:
         return "(an unreadable DSN)"
-    params.pop("password", None)
-    return conninfo.make_conninfo("", **{k: v for k, v in params.items() if v is not None})
+    kept = {
+        key: value
+        for key, value in params.items()
+        if value is not None and not is_secret_name(key, in_query=False)
+    }
+    return conninfo.make_conninfo("", **kept)
 
 
 def _unreachable(exc: BaseException) -> IndexUnavailable:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from somnid.errors import BrokenFile, InvalidInput
+from somnid.memory.scrub import MARK
 from somnid.sessions import rewrite, transcript
 from somnid.sessions.archive import LOG_MOVES
 from somnid.sessions.logs import SessionLogs
@@ -25,7 +26,6 @@ from somnid.store.atomic import write_atomic
 
 log = logging.getLogger(__name__)
 
-REDACTED = "[REDACTED]"
 MIN_CHARS = 4
 """A shorter phrase would blank common words all over the conversation."""
 MAX_PHRASES = 2000
@@ -46,7 +46,7 @@ def phrases(texts: Iterable[str]) -> list[str]:
     for text in texts:
         for line in text.splitlines():
             phrase = re.sub(r"^\s*(?:[-*+]|\d+[.)])\s+", "", line).strip()
-            if len(phrase) >= MIN_CHARS and phrase.casefold() != REDACTED.casefold():
+            if len(phrase) >= MIN_CHARS and phrase.casefold() != MARK.casefold():
                 found[phrase] = None
     if len(found) > MAX_PHRASES:
         raise InvalidInput(f"at most {MAX_PHRASES} phrases can be scrubbed from the logs at once")
@@ -65,7 +65,7 @@ def redact_text(text: str, wanted: list[str]) -> tuple[str, int]:
     for index, line in enumerate(lines):
         if transcript._HEADER.match(line) or transcript._ID_LINE.match(line):
             continue
-        changed, count = pattern.subn(REDACTED, line)
+        changed, count = pattern.subn(MARK, line)
         if count:
             escaped = transcript._ESCAPED_HEADER.match(line) or transcript._ESCAPED_ID_LINE.match(
                 line

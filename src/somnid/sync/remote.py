@@ -2,23 +2,23 @@
 
 Blocking: called from a worker thread. git keeps the credentials (an ssh agent, the user's
 credential helper); somnid passes the URL on the command line, never into ``.git/config``,
-and every message that could quote it goes through :func:`redact` first.
+and every message that could quote it goes through :func:`redact` first (the rule is
+:func:`somnid.memory.scrub.mask_url_credentials`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-import re
 import socket
 from pathlib import Path
 
 from somnid.errors import Unavailable
 from somnid.history.git import BRANCH, Git
+from somnid.memory.scrub import mask_url_credentials
 
 TRACKING = "refs/somnid-sync/remote"
 """Where the remote's branch is fetched to (a ref of somnid's own, never a branch)."""
-_USERINFO = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<info>[^/@\s]*)@")
 _PASSED = ("GIT_SSH", "GIT_SSH_COMMAND", "GIT_ASKPASS", "GIT_PROXY_COMMAND")
 
 
@@ -36,18 +36,8 @@ class SyncError(Unavailable):
     code = "sync_failed"
 
 
-def redact(text: str) -> str:
-    """``https://me:secret@host/x`` -> ``https://me:***@host/x`` wherever it appears; an
-    http(s) user without a password is a token (``https://ghp_x@host``): ``***@host``."""
-
-    def mask(found: re.Match[str]) -> str:
-        scheme, info = found["scheme"], found["info"]
-        user, colon, _secret = info.partition(":")
-        if colon:
-            return f"{scheme}{user}:***@"
-        return f"{scheme}***@" if scheme.lower().startswith("http") else found[0]
-
-    return _USERINFO.sub(mask, text)
+redact = mask_url_credentials
+"""Every message about the remote goes through this before anyone sees it."""
 
 
 def machine_id(root: Path) -> str:

@@ -99,7 +99,7 @@ class Writer:
         fields = self._fields(candidate)
         if supersedes:
             fields["supersedes"] = supersedes
-        description = items.one_line(candidate.description(), "description")
+        description = items.checked_line(candidate.description(), "description")
         memories = self.tools.memories
         if kind is Kind.EPISODE:
             when = candidate.when

@@ -103,6 +103,34 @@ def test_a_password_in_the_remote_url_is_never_shown(
         assert "s3cret-pw" not in text
 
 
+@pytest.mark.parametrize(
+    ("said", "moved_on"),
+    [
+        ("! refs/heads/main [rejected] (fetch first)", True),
+        ("error: cannot lock ref 'refs/heads/main': is at 1a2b but expected 3c4d", True),
+        ("error: failed to update ref 'refs/heads/main'", True),
+        ("remote: permission denied", False),
+    ],
+)
+def test_a_push_the_remote_moved_past_is_tried_again_not_failed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, said: str, moved_on: bool
+) -> None:
+    """Another machine's push that landed between the remote's answer and this one's update
+    is said as a ref git could not lock or update: fetch, merge and push again (False),
+    like a rejection; any other refusal is an error."""
+    data = tmp_path / "data"
+    data.mkdir()
+    git_ = Git(data)
+    git_.open()
+    remote = Remote(git_, str(tmp_path / "remote.git"), timeout_s=60.0)
+    monkeypatch.setattr(remote, "_call", lambda *args: (1, said))
+    if moved_on:
+        assert remote.push("0" * 40) is False
+    else:
+        with pytest.raises(SyncError, match="refused the push"):
+            remote.push("0" * 40)
+
+
 SYNC_GIT = (
     " fetch ", " push ", " merge-tree ", " merge-base ", " commit-tree ", " read-tree ",
     " diff-tree ", " ls-tree ", " cat-file ", " update-ref ", " update-index ", "somnid.sync",

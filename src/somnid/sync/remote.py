@@ -98,9 +98,7 @@ class Remote:
         if code == 0:
             self.git.run("update-ref", TRACKING, commit)
             return True
-        if any(
-            why in said for why in ("[rejected]", "non-fast-forward", "fetch first", "stale info")
-        ):
+        if any(why in said for why in _MOVED_ON):
             return False
         raise SyncError(f"{self.shown} refused the push: {_last_lines(said)}")
 

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import datetime as dt
 
+import pytest
+
 from somnid.recall.dates import memory_dates, query_time
+from somnid.recall.passes import ASKS_WHEN_SHARE, boost_time
+from somnid.recall.scorer import Scored
 from somnid.recall.text import query_terms
 
 TODAY = dt.date(2023, 10, 20)
@@ -189,3 +193,38 @@ def test_recall_reads_dates_as_the_dream_writes_them() -> None:
     friday = [(dt.date(2023, 9, 29), dt.date(2023, 9, 29))]
     assert days(memory_dates("I won the tournament on Friday!", told)) == friday
     assert days(memory_dates("我周五赢了比赛！", told)) == friday
+
+
+def test_a_question_for_a_time_is_read_in_english_and_chinese() -> None:
+    for query in (
+        "When did Melanie paint a sunrise?",
+        "What year did Nate get his turtles?",
+        "她什么时候去的海边",
+        "你哪一年搬到上海的",
+    ):
+        when = query_time(query, TODAY)
+        assert when.asks_when and when, query
+        assert not when.spans and not when.bound, query  # it asks for a time, names none
+        assert "asks when" in when.describe()
+    for query in ("Where did Melanie paint?", "她在哪里画画", "I paint when it rains"):
+        assert not query_time(query, TODAY).asks_when, query
+
+
+def test_a_question_for_a_time_lifts_the_entries_that_name_one() -> None:
+    """Asked "when", a turn that says when (a day its text names) is lifted; one that only
+    was written on a day, or names none, is not."""
+    told = dt.date(2023, 5, 8)
+    day = told.toordinal()
+    entries = {
+        1: memory_dates("We adopted the dog last week!", told),
+        2: memory_dates("今天天气不错", told),  # today: only the day it was written
+        3: memory_dates("The dog is lovely.", told),
+    }
+    for query in ("When did Ann adopt the dog?", "安什么时候领养了狗？"):
+        scored = [Scored(i, 1.0, 0.0) for i in entries]
+        ranked = boost_time(
+            scored, query_time(query, TODAY), entries, dict.fromkeys(entries, day), 0.3
+        )
+        assert [s.entry_id for s in ranked] == [1, 2, 3]
+        assert ranked[0].score == pytest.approx(1.0 + 0.3 * ASKS_WHEN_SHARE)
+        assert [s.score for s in ranked[1:]] == [1.0, 1.0]

@@ -5,7 +5,7 @@ dream uses too); this module says what recall does with them: a query's dates ar
 against today, a day or month without a year in any year; a memory's against its own
 ``when``. Each span weighs by its *grain* (day 1.0, weekend 0.9, week 0.7, month 0.5, season
 0.4, year 0.25); the calendar dates of a query bound the search, its reference point
-(``as of May 2023``) ends it.
+(``as of May 2023``) ends it; a query that asks for a time (``When did …``, 什么时候) says so.
 
 A range is a pair of proleptic ordinals (``date.toordinal()``), both ends inclusive.
 """
@@ -32,9 +32,12 @@ class TimeQuery:
     2023``; not ``yesterday``) allow; empty when it names none."""
     until: int | None = None
     """The last day of a reference point (``as of May 2023``): nothing said after it."""
+    asks_when: bool = False
+    """The query asks for a time (``When did …``, ``什么时候``): an entry whose text names
+    one is likelier the answer than one that does not."""
 
     def __bool__(self) -> bool:
-        return bool(self.spans) or bool(self.bound) or self.until is not None
+        return bool(self.spans) or bool(self.bound) or self.until is not None or self.asks_when
 
     def outside(self, ranges: list[tuple[int, int]], written: int | None) -> bool:
         """An entry's dates (``ranges``, its ``written`` day among them) fall outside the
@@ -76,6 +79,8 @@ class TimeQuery:
                 parts.append(f"{text!r} ({grain}, {span})")
         if self.until is not None:
             parts.append(f"as of {dt.date.fromordinal(self.until).isoformat()}")
+        if self.asks_when:
+            parts.append("asks when")
         return "; ".join(parts)
 
 
@@ -104,9 +109,15 @@ def query_time(query: str, today: dt.date) -> TimeQuery:
                 elif widen is not None:
                     last += 31
                 bound.append((first, last))
-    return TimeQuery(tuple(spans), tuple(bound), until)
+    return TimeQuery(tuple(spans), tuple(bound), until, bool(_ASKS_WHEN.search(query)))
 
 
+# A question for a time: "When did …", "what year", "how long ago", 什么时候, 哪一年, 几月.
+_ASKS_WHEN = re.compile(
+    r"^\W*when\b|\b(?:what|which)\s+(?:year|month|day|date|week(?:end)?)\b"
+    r"|\bhow\s+long\s+ago\b|什么时候|何时|哪一?天|哪一?年|哪个月|几月|几号|多久以前",
+    re.IGNORECASE,
+)
 _AROUND = re.compile(r"\b(before|after)\s+(?:the\s+)?$", re.IGNORECASE)
 
 

@@ -26,6 +26,9 @@ FIXTURES = Path(__file__).parent / "fixtures"
 START = dt.datetime(2026, 10, 3, 12, 0, tzinfo=dt.UTC)
 STRESS = ("tests/stress/", "tests/history/test_crash.py")
 """Whole folders and modules of stress tests; single ones elsewhere carry the mark."""
+STRESS_TIMEOUT_S = 900
+"""A stress test's cap: only a hang reaches it (at load 17 on two cores, the slowest took
+over five minutes); the check's others have pytest's 300 s."""
 
 
 FIRST = (
@@ -51,6 +54,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.path.relative_to(root).as_posix().startswith(STRESS):
             item.add_marker(pytest.mark.stress)
+        if item.get_closest_marker("stress") is not None:
+            item.add_marker(pytest.mark.timeout(STRESS_TIMEOUT_S))
     items.sort(key=lambda item: _rank(item.path.relative_to(root).as_posix()))
 
 

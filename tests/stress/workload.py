@@ -105,6 +105,7 @@ class Ledger:
     blind_acked: list[tuple[str, str]] = field(default_factory=list)  # body, etag
     blind_unknown: set[str] = field(default_factory=set)
     conflicts: int = 0
+    recalls: int = 0  # lookups of earlier writes checked
     errors: list[str] = field(default_factory=list)
     latency: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -377,8 +378,9 @@ async def recaller(
             untouched = entry.generation == generation and not entry.archiving
         if untouched:
             checked += 1
-            if name not in found:
-                with ledger.lock:
+            with ledger.lock:
+                ledger.recalls += 1
+                if name not in found:
                     ledger.errors.append(f"recall {word!r} missed {name}, written before")
     return checked
 

@@ -359,6 +359,13 @@ def zh_tables(doc: Doc | None) -> dict[str, str]:
         f" precision {num(hints.get('precision'), 1, 100)} %; search p95"
         f" {num(get(doc, 'timings', 'search', 'p95_ms'), 1)} ms."
     )
+    alone = get(doc, "embedding_alone", "all")
+    if alone:
+        text += (
+            " The embedding alone (keyword weight 0, same run): R@1"
+            f" {num(alone.get('r@1'), 3)}, R@3 {num(alone.get('r@3'), 3)},"
+            f" R@10 {num(alone.get('r@10'), 3)}."
+        )
     return {"zh-assistant": text}
 
 

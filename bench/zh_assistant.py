@@ -3,7 +3,9 @@
 Each user of ``bench/zh_assistant_data.py`` gets a fresh store holding their own messages and
 100 distractors (other users' messages about people and things this user never mentions),
 each an episode (``when`` = when it was said, body = the message); every question goes
-through ``recall.search`` and through the hint gate, asked the day after the last message.
+through ``recall.search`` and through the hint gate, asked the day after the last message;
+and once more with the keyword half's weight at 0 (the embedding alone, same store and code),
+so every run reports fused recall beside the embedding's own (``embedding_alone``).
 
     .venv/bin/python bench/zh_assistant.py                 # writes bench/results/zh_assistant.json
     .venv/bin/python bench/zh_assistant.py --users 5 --out /tmp/zh.json
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import datetime as dt
 import sys
 import tempfile
@@ -76,11 +79,23 @@ async def run_user(
             ):
                 raise RuntimeError(f"{user.key}: index not ready: {status}")
             clock.set(max(m.when for m in user.messages) + dt.timedelta(days=1))
+            # The engine's weights, swapped for one search: what
+            # SOMNID_RECALL__KEYWORD_WEIGHT=0 runs, without a second store.
+            engine = rt.recall._engine
+            fused = engine.weights
             for question in user.questions:
                 started = time.perf_counter()
                 hits = await rt.recall.search(question.text, kinds=(Kind.EPISODE,), limit=DEPTH)
                 timings.append(time.perf_counter() - started)
                 ranked = [hit.name for hit in hits]
+                engine.weights = dataclasses.replace(fused, keyword=0.0)
+                try:
+                    alone = await rt.recall.search(
+                        question.text, kinds=(Kind.EPISODE,), limit=DEPTH
+                    )
+                finally:
+                    engine.weights = fused
+                dense = [hit.name for hit in alone]
                 decision = await rt.assoc.thought(f"{question.key}", question.text)
                 fired = [hit.name for hit in decision.items]
                 rows.append(
@@ -92,11 +107,27 @@ async def run_user(
                         "ranks": [
                             ranked.index(e) + 1 if e in ranked else None for e in question.evidence
                         ],
+                        "ranks_embedding": [
+                            dense.index(e) + 1 if e in dense else None for e in question.evidence
+                        ],
                         "hint": fired,
                         "hint_holds": bool(set(fired) & set(question.evidence)),
                     }
                 )
     return rows, timings
+
+
+def summarise_alone(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """R@k of the embedding alone, by kind of question (``ranks_embedding``)."""
+    table: dict[str, dict[str, float]] = {}
+    for group in ("all", *KINDS):
+        members = [r for r in rows if group in ("all", r["kind"])]
+        if members:
+            table[group] = {"n": len(members)} | {
+                f"r@{k}": sum(_recall_at(r, k, "ranks_embedding") for r in members) / len(members)
+                for k in (1, 3, 10)
+            }
+    return table
 
 
 def summarise(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
@@ -116,8 +147,8 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     return table
 
 
-def _recall_at(row: dict[str, Any], k: int) -> float:
-    ranks = [rank for rank in row["ranks"] if rank is not None and rank <= k]
+def _recall_at(row: dict[str, Any], k: int, field: str = "ranks") -> float:
+    ranks = [rank for rank in row[field] if rank is not None and rank <= k]
     return len(ranks) / len(row["evidence"])
 
 
@@ -148,6 +179,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "provider": args.provider,
         "settings": _settings_used(settings),
         "results": summarise(rows),
+        "embedding_alone": summarise_alone(rows) if args.provider == "local" else {},
         "hints": hints.get("all", {}),
         "timings": {"wall_s": time.perf_counter() - wall, "search": percentiles(timings)},
         "questions": rows,
@@ -163,6 +195,12 @@ def format_report(report: dict[str, Any]) -> str:
         lines.append(
             f"{group:8} {int(row['n']):>4} {row['r@1']:>6.3f} {row['r@3']:>6.3f}"
             f" {row['r@10']:>6.3f} {row['ndcg@10']:>7.3f}"
+        )
+    alone = report.get("embedding_alone", {}).get("all")
+    if alone:
+        lines.append(
+            f"embedding alone: R@1 {alone['r@1']:.3f}, R@3 {alone['r@3']:.3f},"
+            f" R@10 {alone['r@10']:.3f}"
         )
     hints = report["hints"]
     if hints:

@@ -79,16 +79,30 @@ RELATIVE = [  # (how it is said, days before the message)
 
 # Each fact is asked in the words of its message or, two times in three, in a paraphrase that
 # shares few of them (靠什么谋生 for 教中文), as people ask.
-ASK_JOB = ["{who}是做什么工作的？", "{who}的职业是什么？", "{who}靠什么谋生？", "{who}干哪一行？"]
-ASK_CITY = ["{who}在哪个城市？", "{who}现在住在哪里？"]
-ASK_BIRTHDAY = ["{who}的生日是哪天？", "{who}什么时候过生日？", "{who}是哪天出生的？"]
-ASK_DRINK = ["{who}平时爱喝什么？", "给{who}买饮料该买什么？", "{who}早上离不开哪种饮品？"]
-ASK_ALLERGY = ["{who}对什么过敏？", "{who}有什么不能吃或不能碰的？", "哪些东西{who}一碰就出问题？"]
-ASK_HOBBY = ["{who}周末喜欢干什么？", "{who}有什么爱好？", "{who}闲下来都玩些什么？"]
+ASK_JOB = ["{who}是做什么工作的？", "{who}的职业是什么？", "{who}靠什么谋生？", "{who}干哪一行？",
+           "说到上班，{who}每天忙些啥？"]  # fmt: skip
+ASK_BIRTHDAY = ["{who}的生日是哪天？", "{who}什么时候过生日？", "{who}是哪天出生的？",
+                "{who}又长一岁是几号？"]  # fmt: skip
+ASK_DRINK = ["{who}平时爱喝什么？", "{who}喜欢喝什么？", "给{who}买饮料该买什么？",
+             "{who}早上离不开哪种饮品？", "请{who}去店里坐坐，点哪样东西最稳妥？"]  # fmt: skip
+ASK_ALLERGY = ["{who}对什么过敏？", "{who}过敏的东西是什么？", "{who}有什么不能吃或不能碰的？",
+               "哪些东西{who}一碰就出问题？", "做饭请{who}的时候，哪样食材千万别放？"]  # fmt: skip
+ASK_HOBBY = ["{who}周末喜欢干什么？", "{who}有什么爱好？", "{who}闲下来都玩些什么？",
+             "有空的时候{who}一般怎么打发时间？",
+             "想约{who}出去玩，找什么由头最合适？"]  # fmt: skip
 PARAPHRASED = 2  # the first two of each list use the message's words
-# Near misses (MemDaily's distractors are like these): the person and the question's topic,
-# not the answer; and the person and the paraphrase's very words, in another sense (一碰就出问题
-# said of a computer). The keyword half matches both as well as the evidence.
+# A paraphrased question names the person in other words half the time (室友 → 合租的那位), as
+# people do: then it shares no rare character with its message at all.
+ALIASES = {
+    "cousin_m": "我姨妈家的儿子", "cousin_f": "我姨妈家的女儿", "boss": "我领导",
+    "roommate": "跟我合租的那位", "aunt": "我妈妈的妹妹", "uncle": "我妈妈的弟弟",
+    "brother": "我家老二", "sister": "我家老大", "grandma": "我姥姥",
+    "mentor": "带我读研的陈老师", "neighbour": "住我楼下的张阿姨",
+}  # fmt: skip
+# Near misses (MemDaily's distractors are like these), each about the person asked of: the
+# question's topic without the answer; and, for the very question asked, its words in another
+# sense (一碰就出问题 said of a computer). The keyword half matches them as well as the
+# evidence, or better; the meaning does not.
 NEAR_TOPIC = {
     "job": ["{who}最近工作特别忙，周末都在加班。", "{who}问我工作顺不顺利，职业规划想好了没有。"],
     "birthday": ["{who}说今年生日不想办了，太麻烦。", "{who}的生日聚会我可能去不了。"],
@@ -97,18 +111,63 @@ NEAR_TOPIC = {
     "hobby": ["{who}问我周末有什么爱好，我说睡觉。", "{who}说周末想找人一起玩。"],
 }
 NEAR_WORDS = {
-    "job": ["{who}说靠死工资谋生太难，劝我多学一行手艺。"],
-    "birthday": ["{who}出生的那家医院要拆了，他还挺伤感的。"],
-    "drink": ["{who}早上起不来，离不开三个闹钟。"],
-    "allergy": ["{who}的电脑一碰就出问题，又拿去修了。"],
-    "hobby": ["{who}家的孩子闲下来就玩手机。"],
+    "{who}是做什么工作的？": "{who}问我是做什么工作的，我说还在找。",
+    "{who}的职业是什么？": "{who}说职业资格考试是什么时候都没搞清楚。",
+    "{who}靠什么谋生？": "{who}说靠死工资谋生太难，劝我多学一行手艺。",
+    "{who}干哪一行？": "{who}说干一行爱一行，哪一行都不容易。",
+    "说到上班，{who}每天忙些啥？": "说到上班，{who}每天都要挤一个小时地铁，忙得没空吃早饭。",
+    "{who}的生日是哪天？": "{who}问我的生日是哪天，说要给我寄礼物。",
+    "{who}什么时候过生日？": "{who}什么时候都记得给别人过生日，就是忘了自己的。",
+    "{who}是哪天出生的？": "{who}出生的那家医院要拆了，说起来还挺伤感的。",
+    "{who}又长一岁是几号？": "{who}家的小狗又长大了一岁，几号打疫苗还没定。",
+    "{who}平时爱喝什么？": "{who}平时爱喝酒，被医生说了好几次。",
+    "{who}喜欢喝什么？": "{who}问我喜欢喝什么汤，周末给我炖。",
+    "给{who}买饮料该买什么？": "{who}让我去超市买饮料，顺便买点水果。",
+    "{who}早上离不开哪种饮品？": "{who}早上起不来，离不开三个闹钟。",
+    "请{who}去店里坐坐，点哪样东西最稳妥？": "{who}开的店里坐满了人，点单的系统最稳妥。",
+    "{who}对什么过敏？": "{who}对什么事都很敏感，一句话能想半天。",
+    "{who}过敏的东西是什么？": "{who}说过敏的东西太多了，是什么都记不住。",
+    "{who}有什么不能吃或不能碰的？": "{who}说减肥期间晚饭不能吃，甜的也不能碰。",
+    "哪些东西{who}一碰就出问题？": "{who}的电脑一碰就出问题，又拿去修了。",
+    "做饭请{who}的时候，哪样食材千万别放？": "{who}请客做饭的时候，千万别放那么多盐，太咸了。",
+    "{who}周末喜欢干什么？": "{who}问我周末喜欢干什么，要不要一起去逛街。",
+    "{who}有什么爱好？": "{who}说他儿子没有什么爱好，只知道打游戏。",
+    "{who}闲下来都玩些什么？": "{who}家的孩子闲下来就玩手机。",
+    "有空的时候{who}一般怎么打发时间？": "{who}说有空的时候一般去看看父母，打发时间就算了。",
+    "想约{who}出去玩，找什么由头最合适？": "{who}想约我出去玩，我找了个由头推掉了。",
 }
+# A second person of the circle with a fact of the same kind (the boss's allergy beside the
+# roommate's): a user tells several of each kind.
+OTHER_VALUE = {
+    "birthday": "{who}的生日是{value}，到时候要记得祝福。",
+    "drink": "{who}每次开会都要点一杯{value}。",
+    "allergy": "{who}碰了{value}就浑身起疹子。",
+    "hobby": "{who}这阵子天天{value}，说是减压。",
+}
+ASKS = {"birthday": ASK_BIRTHDAY, "drink": ASK_DRINK, "allergy": ASK_ALLERGY, "hobby": ASK_HOBBY}
 
 
-def _ask(rng: random.Random, templates: list[str], who: str) -> str:
-    """Two times in three a paraphrase, else the message's own words."""
-    pool = templates[PARAPHRASED:] if rng.random() < 2 / 3 else templates[:PARAPHRASED]
-    return rng.choice(pool).format(who=who)
+def _value(rng: random.Random, fact: str, unlike: str | None = None) -> str:
+    """A birthday, a drink, an allergy or a hobby, other than ``unlike``."""
+    while True:
+        if fact == "birthday":
+            value = f"{rng.randint(1, 12)}月{rng.randint(1, 28)}日"
+        else:
+            value = rng.choice({"drink": DRINKS, "allergy": ALLERGIES, "hobby": HOBBIES}[fact])
+        if value != unlike:
+            return value
+
+
+def _ask(rng: random.Random, templates: list[str], key: str, who: str) -> tuple[str, str]:
+    """The question and its template: two times in three a paraphrase (naming the person in
+    other words half of those times), else the message's own words."""
+    if rng.random() < 2 / 3:
+        template = rng.choice(templates[PARAPHRASED:])
+        if key in ALIASES and rng.random() < 0.5:
+            who = ALIASES[key]
+    else:
+        template = rng.choice(templates[:PARAPHRASED])
+    return template.format(who=who), template
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,11 +197,6 @@ class User:
         return {message.about for message in self.messages}
 
 
-def _bare(who: str) -> str:
-    """How a question names a person: "我表哥" stays, "同事小王" stays."""
-    return who
-
-
 def build(seed: int = SEED, users: int = USERS) -> list[User]:
     rng = random.Random(seed)
     built: list[User] = []
@@ -163,88 +217,58 @@ def _user(number: int, rng: random.Random) -> User:
         user.messages.append(message)
         return message
 
+    def ask(text: str, kind: str, evidence: tuple[str, ...]) -> None:
+        user.questions.append(Query(f"{user.key}-q{len(user.questions)}", text, kind, evidence))
+
     people = rng.sample(PEOPLE, 4)
     job_of = rng.sample(JOBS, len(people))
     cities = rng.sample(CITIES, len(people))
-    near: list[tuple[tuple[str, str], list[str]]] = []
+    later: list[tuple[str, str]] = []  # near misses and other people's facts: (text, about)
     for (key, who), job, city in zip(people, job_of, cities, strict=True):
-        facts = rng.sample(["job", "birthday", "drink", "allergy", "hobby"], 2)
-        if "job" not in facts:
-            facts[0] = "job"
-        near.append(((key, who), facts))
+        facts = ["job", rng.choice(["birthday", "drink", "allergy", "hobby"])]
         job_message = say(
             f"{who}在{city}{job[0]}，{rng.choice(['挺辛苦的', '干了好几年了', '最近刚升职'])}。",
             key,
         )
-        ask = _ask(rng, ASK_JOB, _bare(who))
-        user.questions.append(
-            Query(f"{user.key}-q{len(user.questions)}", ask, "single", (job_message.key,))
-        )
+        text, template = _ask(rng, ASK_JOB, key, who)
+        ask(text, "single", (job_message.key,))
+        asked = [("job", template)]
         for fact in facts[1:]:
+            value = _value(rng, fact)
             if fact == "birthday":
-                month, day = rng.randint(1, 12), rng.randint(1, 28)
                 wish = rng.choice(["别忘了买蛋糕", "到时候发个红包", "今年想送本书"])
-                m = say(f"提醒一下，{who}的生日是{month}月{day}日，{wish}。", key)
-                if rng.random() < 0.6:  # reached only through the job: a bridge
-                    ask = rng.choice([f"{job[1]}的生日是哪天？", f"{job[2]}的那位什么时候过生日？"])
-                    evidence: tuple[str, ...] = (job_message.key, m.key)
-                    kind = "bridge"
-                else:
-                    ask, evidence, kind = (
-                        _ask(rng, ASK_BIRTHDAY, who),
-                        (m.key,),
-                        "single",
-                    )
-                user.questions.append(
-                    Query(f"{user.key}-q{len(user.questions)}", ask, kind, evidence)
-                )
+                m = say(f"提醒一下，{who}的生日是{value}，{wish}。", key)
             elif fact == "drink":
-                drink = rng.choice(DRINKS)
-                m = say(
-                    f"{who}{rng.choice(['每天早上都要一杯', '只喝', '特别爱喝'])}{drink}。", key
-                )
-                user.questions.append(
-                    Query(
-                        f"{user.key}-q{len(user.questions)}",
-                        _ask(rng, ASK_DRINK, who),
-                        "single",
-                        (m.key,),
-                    )
-                )
+                how = rng.choice(["每天早上都要一杯", "只喝", "特别爱喝"])
+                m = say(f"{who}{how}{value}。", key)
             elif fact == "allergy":
-                allergy = rng.choice(ALLERGIES)
-                m = say(
-                    f"记住：{who}对{allergy}过敏，{rng.choice(['上次差点进医院', '聚餐时要注意', '一点都不能碰'])}。",  # noqa: E501
-                    key,
-                )
-                user.questions.append(
-                    Query(
-                        f"{user.key}-q{len(user.questions)}",
-                        _ask(rng, ASK_ALLERGY, who),
-                        "single",
-                        (m.key,),
-                    )
-                )
+                then = rng.choice(["上次差点进医院", "聚餐时要注意", "一点都不能碰"])
+                m = say(f"记住：{who}对{value}过敏，{then}。", key)
             else:
-                hobby = rng.choice(HOBBIES)
-                m = say(
-                    f"{who}最近迷上了{hobby}，{rng.choice(['每个周末都去', '还报了个班', '天天在群里发'])}。",  # noqa: E501
-                    key,
+                then = rng.choice(["每个周末都去", "还报了个班", "天天在群里发"])
+                m = say(f"{who}最近迷上了{value}，{then}。", key)
+            if fact == "birthday" and rng.random() < 0.6:  # reached only through the job
+                ask(
+                    rng.choice([f"{job[1]}的生日是哪天？", f"{job[2]}的那位什么时候过生日？"]),
+                    "bridge",
+                    (job_message.key, m.key),
                 )
-                user.questions.append(
-                    Query(
-                        f"{user.key}-q{len(user.questions)}",
-                        _ask(rng, ASK_HOBBY, who),
-                        "single",
-                        (m.key,),
-                    )
-                )
-    # Near misses: for every fact asked about a person, a message with the person and the
-    # question's words that does not answer it.
-    for (key, who), asked in near:
-        for fact in asked:
-            say(rng.choice(NEAR_TOPIC[fact]).format(who=who), f"{key}-near")
-            say(rng.choice(NEAR_WORDS[fact]).format(who=who), f"{key}-near")
+                template = rng.choice(ASKS[fact])
+            else:
+                text, template = _ask(rng, ASKS[fact], key, who)
+                ask(text, "single", (m.key,))
+            asked.append((fact, template))
+            # Someone else of the circle with a fact of the same kind, another value.
+            other_key, other = rng.choice([p for p in people if p[0] != key])
+            if fact != "job":
+                other_value = _value(rng, fact, value)
+                later.append((OTHER_VALUE[fact].format(who=other, value=other_value), other_key))
+        for fact, template in asked:
+            later.append((rng.choice(NEAR_TOPIC[fact]).format(who=who), f"{key}-near"))
+            later.append((NEAR_WORDS[template].format(who=who), f"{key}-near"))
+    rng.shuffle(later)
+    for text, about in later:
+        say(text, about)
     # Things that happened, some said relative to the day they were told.
     for _ in range(2):
         place = rng.choice(PLACES)
@@ -259,8 +283,8 @@ def _user(number: int, rng: random.Random) -> User:
             gap_days=gap,
         )
         event_day = m.when.date() - dt.timedelta(days=back)
-        ask = f"我{event_day.month}月{event_day.day}日{rng.choice(['做了什么', '去了哪里', '干嘛了'])}？"  # noqa: E501
-        user.questions.append(Query(f"{user.key}-q{len(user.questions)}", ask, "date", (m.key,)))
+        did = rng.choice(["做了什么", "去了哪里", "干嘛了"])
+        ask(f"我{event_day.month}月{event_day.day}日{did}？", "date", (m.key,))
     # A count over several messages.
     pets = rng.sample(PETS, 2)
     pet_keys = []
@@ -271,14 +295,7 @@ def _user(number: int, rng: random.Random) -> User:
                 "pets",
             ).key
         )
-    user.questions.append(
-        Query(
-            f"{user.key}-q{len(user.questions)}",
-            "我家一共养了哪些宠物？",
-            "count",
-            tuple(pet_keys),
-        )
-    )
+    ask("我家一共养了哪些宠物？", "count", tuple(pet_keys))
     return user
 
 

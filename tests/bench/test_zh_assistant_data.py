@@ -57,3 +57,19 @@ def test_every_asked_person_has_a_near_miss_and_questions_are_paraphrased() -> N
     paraphrased = {"靠什么谋生", "干哪一行", "哪天出生", "离不开哪种饮品", "一碰就出问题"}
     asked = " ".join(q.text for u in users for q in u.questions)
     assert sum(phrase in asked for phrase in paraphrased) >= 4
+
+
+def test_a_near_miss_shares_more_of_the_question_than_its_evidence() -> None:
+    """For every single fact asked, the user's store holds a message that shares more of the
+    question's bigrams than the evidence does, and answers nothing: keyword bait."""
+
+    def bigrams(text: str) -> set[str]:
+        return {text[i : i + 2] for i in range(len(text) - 1)}
+
+    for user in build():
+        text = {m.key: m.text for m in user.messages}
+        near = [m.text for m in user.messages if m.about.endswith("-near")]
+        for question in (q for q in user.questions if q.kind == "single"):
+            asked = bigrams(question.text)
+            shared = len(asked & bigrams(text[question.evidence[0]]))
+            assert any(len(asked & bigrams(n)) > shared for n in near), question.text

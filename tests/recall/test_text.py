@@ -1,6 +1,12 @@
 from __future__ import annotations
 
-from somnid.recall.text import cjk_bigrams, fts_query, query_terms
+from somnid.recall.text import (
+    BIGRAM_EVIDENCE,
+    cjk_bigrams,
+    fts_query,
+    keyword_evidence,
+    query_terms,
+)
 
 
 def test_cjk_runs_become_bigrams() -> None:
@@ -15,10 +21,32 @@ def test_query_terms() -> None:
         "when", "can", "we", "deploy"
     ]  # fmt: skip
     assert query_terms("what is it") == ["what", "is", "it"]  # nothing but stop words: keep them
-    assert query_terms("我的猫叫什么") == ["我的", "的猫", "猫叫", "叫什"]
+    assert query_terms("我的猫叫什么") == ["猫叫"]
     assert query_terms("a I x") == []  # single latin letters never score
     assert query_terms("don't DON'T") == ["don't"]
 
 
+def test_cjk_bigrams_holding_a_function_character_are_left_out_of_queries() -> None:
+    """是做, 么工, 作的 straddle the question's phrasing: a message asking the same thing
+    matches them, the answer never does. English stop words, in Chinese."""
+    assert query_terms("我表姐是做什么工作的？") == ["表姐", "工作"]
+    assert query_terms("我家一共养了哪些宠物？") == ["共养", "宠物"]
+    assert query_terms("我6月14日干嘛了？") == ["6", "月", "14", "日干", "干嘛"]
+    assert query_terms("你是谁") == ["你是", "是谁"]  # nothing else left: keep them all
+    assert cjk_bigrams("我表姐是做什么工作的").split()[:3] == [
+        "我表",
+        "表姐",
+        "姐是",
+    ]  # documents keep all
+
+
 def test_fts_query_quotes_everything() -> None:
     assert fts_query(['say "hi"', "OR", "NEAR"]) == '"say ""hi""" OR "OR" OR "NEAR"'
+
+
+def test_keyword_evidence_is_less_for_cjk_bigrams() -> None:
+    assert keyword_evidence(query_terms("laptop breaks when touched")) == 1.0
+    assert keyword_evidence(query_terms("我室友对什么过敏")) == BIGRAM_EVIDENCE
+    mixed = query_terms("PostgreSQL 备份")  # a word and one bigram
+    assert keyword_evidence(mixed) == (1.0 + BIGRAM_EVIDENCE) / 2
+    assert keyword_evidence([]) == 1.0

@@ -8,6 +8,7 @@ in threads.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,7 +30,7 @@ from somnid.recall.passes import (
     speaker_of,
 )
 from somnid.recall.scorer import Candidate, Scored, Weights, fuse, rank, spread_links
-from somnid.recall.text import query_terms
+from somnid.recall.text import keyword_evidence, query_terms
 from somnid.recall.vectors import Vector
 
 DEFAULT_KINDS = (Kind.KNOWLEDGE, Kind.EPISODE, Kind.SKILL)
@@ -231,7 +232,11 @@ class Recall:
             )
             for i, row in rows.items()
         ]
-        return fuse(candidates, self.weights, vectors=vector is not None), rows, keyword
+        weights = self.weights
+        evidence = keyword_evidence(query_terms(query))
+        if evidence < 1.0:  # CJK bigrams: the keyword half says less, so it weighs less
+            weights = dataclasses.replace(weights, keyword=weights.keyword * evidence)
+        return fuse(candidates, weights, vectors=vector is not None), rows, keyword
 
     def _bridge(
         self,

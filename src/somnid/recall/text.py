@@ -51,6 +51,13 @@ above below between let lets ll re ve don doesn didn isn wasn weren won wouldn s
 还是 但是 因为 所以 如果 已经 的话 是不 不是 有没 吗
 """
 STOP_WORDS = frozenset(_STOP_TEXT.split())
+# Chinese function characters: particles, pronouns, question words, prepositions. A query's
+# bigram that holds one straddles a word and the phrasing around it (是做什么工作的 → 是做,
+# 么工, 作的): it matches a message asking or saying something the same way, never the
+# answer, as English stop words would. Such bigrams are left out of keyword queries.
+STOP_CHARS = frozenset(
+    "的了是吗呢吧啊么什哪谁几我你他她它们在和与跟对把被给让也都就还又很太这那些个之一"
+)
 
 
 _CAPTION = re.compile(r"\s*\[[^\]]*\]\s*$")
@@ -87,12 +94,18 @@ def query_terms(query: str, *, drop_stop_words: bool = True) -> list[str]:
     """Distinct search terms of a query, in order: words (len ≥ 2, or a digit: the day of a
     date) and CJK bigrams.
 
-    Stop words are dropped unless nothing else is left."""
+    Stop words, and CJK bigrams holding a function character, are dropped unless nothing
+    else is left."""
     terms = _terms(query)
     if not drop_stop_words:
         return terms
-    kept = [term for term in terms if term not in STOP_WORDS]
+    kept = [term for term in terms if term not in STOP_WORDS and not _function_bigram(term)]
     return kept or terms
+
+
+def _function_bigram(term: str) -> bool:
+    """A CJK bigram (or lone character) holding a function character (``STOP_CHARS``)."""
+    return len(term) <= 2 and bool(_CJK_RUN.fullmatch(term)) and not STOP_CHARS.isdisjoint(term)
 
 
 def _terms(query: str) -> list[str]:
@@ -106,6 +119,21 @@ def _terms(query: str) -> list[str]:
             if piece not in terms:
                 terms.append(piece)
     return terms
+
+
+BIGRAM_EVIDENCE = 0.5
+"""What a keyword match on a CJK bigram says, against one on a whole word. A run's overlapping
+bigrams are guesses at its words, and about half of them straddle two (我室友靠什么谋生 →
+友靠): such a bigram is rare, so BM25 weighs it like a rare word, yet it matches by accident;
+and a real word matches a message that only uses it ("靠死工资谋生太难" shares 谋生 with a
+question about a job and says nothing of one)."""
+
+
+def keyword_evidence(terms: Iterable[str]) -> float:
+    """How much a query's keyword matches can say, 0–1: 1 when its terms are whole words (or
+    numbers), ``BIGRAM_EVIDENCE`` when they are all CJK bigrams; the mean of the terms'."""
+    shares = [BIGRAM_EVIDENCE if _CJK_RUN.search(term) else 1.0 for term in terms]
+    return sum(shares) / len(shares) if shares else 1.0
 
 
 def fts_query(terms: Iterable[str]) -> str:

@@ -22,6 +22,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from somnid.memory.dates.words import MONTHS
+
 # LoCoMo's evaluation code numbers the categories; these are its names (the dataset README).
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 # Report order: the reference tables' order, then the two pooled groups.
@@ -186,26 +188,7 @@ def parse_session_date(text: str) -> dt.datetime:
     return dt.datetime(int(year), month, int(day), hour24, int(minute), tzinfo=dt.UTC)
 
 
-_MONTHS = {
-    name: number
-    for number, name in enumerate(
-        (
-            "january",
-            "february",
-            "march",
-            "april",
-            "may",
-            "june",
-            "july",
-            "august",
-            "september",
-            "october",
-            "november",
-            "december",
-        ),
-        start=1,
-    )
-}
+_MONTHS = {name: number for number, name in enumerate(MONTHS, start=1)}
 
 
 def load_conversations(

@@ -16,19 +16,41 @@ from somnid.memory.clock import ManualClock
 from somnid.memory.entry import Entry
 from somnid.memory.kinds import Kind
 from somnid.runtime import Runtime
+from somnid.services.memories import MemoryService
 from tests.clients import TEST_TOKEN
 from tests.conftest import START
 from tests.history.helpers import subjects
+
+
+def settings_of(data: Path) -> Settings:
+    return Settings(
+        data_dir=data, timezone="UTC", embed={"provider": "off"}, token=TEST_TOKEN,
+        history={"batch_window_s": 0.3},
+    )  # fmt: skip
+
+
+def hold_announcements(
+    memories: MemoryService, monkeypatch: pytest.MonkeyPatch
+) -> tuple[asyncio.Event, asyncio.Event]:
+    """Writes stop between their file and its announcement: the first event is set when a
+    write's file is on disk, the second lets it go on."""
+    on_disk, go_on = asyncio.Event(), asyncio.Event()
+    announce = memories.notify
+
+    async def held(entry: Entry | None, path: str) -> None:
+        on_disk.set()
+        await go_on.wait()
+        await announce(entry, path)
+
+    monkeypatch.setattr(memories, "notify", held)
+    return on_disk, go_on
 
 
 async def test_a_write_on_disk_before_its_announcement_is_not_a_hand_edit(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     data = tmp_path / "data"
-    settings = Settings(
-        data_dir=data, timezone="UTC", embed={"provider": "off"}, token=TEST_TOKEN,
-        history={"batch_window_s": 0.3},
-    )  # fmt: skip
+    settings = settings_of(data)
     async with Runtime.open(settings, clock=ManualClock(START)) as rt:
         memories, committer = rt.memories, rt.history.committer
         assert committer is not None
@@ -36,15 +58,7 @@ async def test_a_write_on_disk_before_its_announcement_is_not_a_hand_edit(
         await memories.create(Kind.KNOWLEDGE, "vpn", body="port 1194\n")
         await committer.flush()
 
-        on_disk, go_on = asyncio.Event(), asyncio.Event()
-        announce = memories.notify
-
-        async def held(entry: Entry | None, path: str) -> None:
-            on_disk.set()
-            await go_on.wait()
-            await announce(entry, path)
-
-        monkeypatch.setattr(memories, "notify", held)
+        on_disk, go_on = hold_announcements(memories, monkeypatch)
         write = asyncio.create_task(memories.update(Kind.KNOWLEDGE, "vpn", body="port 443\n"))
         await on_disk.wait()
         assert (data / "memory/knowledge/vpn/SKILL.md").read_text().endswith("port 443\n")
@@ -70,11 +84,8 @@ async def test_a_write_under_way_at_start_is_not_in_the_start_commit(
     as "Changes not yet in history when somnid started". It waits the write out; a flush
     waits for it."""
     data = tmp_path / "data"
-    settings = Settings(
-        data_dir=data, timezone="UTC", embed={"provider": "off"}, token=TEST_TOKEN,
-        history={"batch_window_s": 0.3},
-    )  # fmt: skip
-    may_start, on_disk, go_on = asyncio.Event(), asyncio.Event(), asyncio.Event()
+    settings = settings_of(data)
+    may_start = asyncio.Event()
     commit_start = Committer._commit_start
 
     async def held_start(self: Committer) -> None:
@@ -85,14 +96,7 @@ async def test_a_write_under_way_at_start_is_not_in_the_start_commit(
     async with Runtime.open(settings, clock=ManualClock(START)) as rt:
         memories, committer = rt.memories, rt.history.committer
         assert committer is not None
-        announce = memories.notify
-
-        async def held(entry: Entry | None, path: str) -> None:
-            on_disk.set()
-            await go_on.wait()
-            await announce(entry, path)
-
-        monkeypatch.setattr(memories, "notify", held)
+        on_disk, go_on = hold_announcements(memories, monkeypatch)
         write = asyncio.create_task(memories.create(Kind.KNOWLEDGE, "vpn", body="port 1194\n"))
         await on_disk.wait()
         may_start.set()  # the start's commit runs while the write is on disk, unannounced

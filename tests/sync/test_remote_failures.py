@@ -167,6 +167,17 @@ def test_sigkill_during_a_sync_leaves_a_repository_that_syncs(tmp_path: Path) ->
         for number in range(12):
             write(b, f"from-b-{number}", f"entry {number}\n")
         sync(b)
+        # The remote holds a push in its pre-receive hook while the gate exists: a sync's
+        # git is then still running when the poll below looks, however slow the machine
+        # (it once missed every short git of six rounds at load 9).
+        gate = tmp_path / "gate"
+        gate.touch()
+        hook = remote / "hooks" / "pre-receive"
+        hook.write_text(
+            f"#!/bin/sh\ni=0\nwhile [ -e '{gate}' ] && [ $i -lt 6000 ]; do\n"
+            "  sleep 0.05; i=$((i + 1))\ndone\n"
+        )
+        hook.chmod(0o755)
         caught, mine = 0, []
         for round_ in range(6):
             with machine(a_data, remote, preexec=os.setsid) as a:
@@ -190,6 +201,8 @@ def test_sigkill_during_a_sync_leaves_a_repository_that_syncs(tmp_path: Path) ->
             write(b, f"more-from-b-{round_}", "more\n")  # something new to pull
             sync(b)
         assert caught, "no sync was caught with a git running"
+        gate.unlink()
+        hook.unlink()
         with machine(a_data, remote) as a:
             sync(a)
             fsck(a_data)

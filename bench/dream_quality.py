@@ -59,6 +59,7 @@ if __package__ in (None, ""):  # run as a script: make the repo root importable
 
 from bench import _truth
 from bench._locomo import _MONTHS, Conversation, Turn, load_conversations
+from bench._signals import exit_cleanly_on_sigterm
 from somnid.config import Settings
 from somnid.embed.onnx import OnnxEmbedder
 from somnid.memory.clock import ManualClock
@@ -670,6 +671,7 @@ def summarise(mode: str, per_conv: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    exit_cleanly_on_sigterm()
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--llm-url", required=True, help="OpenAI-compatible base URL (loopback)")
     parser.add_argument("--model", default="local", help="model name sent and reported")

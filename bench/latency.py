@@ -59,6 +59,7 @@ import numpy as np
 if __package__ in (None, ""):  # run as a script: make the repo root importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench._signals import exit_cleanly_on_sigterm
 from bench._stores import CueSource, GeneratedEntry, embed_text, generate_entries, write_store
 from somnid import __version__ as somnid_version
 from somnid.embed.e5convert import install_default_model
@@ -1029,6 +1030,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    exit_cleanly_on_sigterm()
     if args.backend is not None:
         from bench._backends import compare_backends
 

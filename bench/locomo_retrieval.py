@@ -59,6 +59,7 @@ from bench._locomo import (
     score_ranking,
     stored_name,
 )
+from bench._signals import exit_cleanly_on_sigterm
 from somnid import __version__ as somnid_version
 from somnid.config import Settings
 from somnid.memory.clock import ManualClock
@@ -653,6 +654,7 @@ async def run_backends(
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    exit_cleanly_on_sigterm()
     report = asyncio.run(run(args))
     print(format_report(report))
     write_json(report, args.out)

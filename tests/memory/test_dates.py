@@ -104,3 +104,31 @@ def test_without_a_reference_day_only_dates_with_a_year_are_read() -> None:
         ("2021-03-04", "2021-03-04"),
         ("2021-03-01", "2021-03-07"),
     ]
+
+
+@pytest.mark.parametrize(
+    ("text", "first", "last"),
+    [
+        ("We were away between Aug 11 and Aug 15, 2023", "2023-08-11", "2023-08-15"),
+        ("the festival runs May 3-7, 2023", "2023-05-03", "2023-05-07"),
+        ("from August 11 to 15 I was in Rome", "2023-08-11", "2023-08-15"),
+        ("we stayed 8 to 14 May 2023", "2023-05-08", "2023-05-14"),
+        ("between the 2nd and the 5th of September", "2023-09-02", "2023-09-05"),
+        ("Dec 28, 2022 – Jan 3 in Lisbon", "2022-12-28", "2023-01-03"),
+        ("我8月11日到15日在罗马", "2023-08-11", "2023-08-15"),
+        ("从2022年12月28日至1月3日", "2022-12-28", "2023-01-03"),
+        ("9月2号-5号出差", "2023-09-02", "2023-09-05"),
+    ],
+)
+def test_a_range_of_days_is_every_day_between(text: str, first: str, last: str) -> None:
+    assert days(text) == [(first, last)]
+
+
+def test_what_is_not_a_range_of_days() -> None:
+    # "and" without "between" joins two things said of one day, not a range.
+    assert days("on Aug 11 and 15 we met") == [("2023-08-11", "2023-08-11")]
+    # A time of day after a date, or a range longer than a season.
+    assert days("the call on May 3 - 4pm") == [("2023-05-03", "2023-05-03")]
+    assert days("from Jan 1 to Jun 30, 2023")[0] == ("2023-01-01", "2023-01-01")
+    # An end before the start in the same month.
+    assert days("Aug 15-11, 2023")[0] == ("2023-08-15", "2023-08-15")

@@ -6,7 +6,7 @@ import datetime as dt
 
 import pytest
 
-from somnid.recall.dates import memory_dates, query_time
+from somnid.recall.dates import GRAIN_WEIGHT, memory_dates, query_time
 from somnid.recall.passes import ASKS_WHEN_SHARE, boost_time
 from somnid.recall.scorer import Scored
 from somnid.recall.text import query_terms
@@ -228,3 +228,20 @@ def test_a_question_for_a_time_lifts_the_entries_that_name_one() -> None:
         assert [s.entry_id for s in ranked] == [1, 2, 3]
         assert ranked[0].score == pytest.approx(1.0 + 0.3 * ASKS_WHEN_SHARE)
         assert [s.score for s in ranked[1:]] == [1.0, 1.0]
+
+
+def test_a_range_of_days_bounds_the_search_to_every_day_between() -> None:
+    aug_11, aug_15 = dt.date(2023, 8, 11).toordinal(), dt.date(2023, 8, 15).toordinal()
+    for query in (
+        "What did we do between Aug 11 and Aug 15, 2023?",
+        "Where was Mia from August 11 to 15, 2023?",
+        "2023年8月11日到15日我们做了什么",
+    ):
+        when = query_time(query, TODAY)
+        assert when.bound == ((aug_11, aug_15),), query
+        assert not when.outside([(aug_11 + 2, aug_11 + 2)], aug_11 + 2), query  # Aug 13
+        assert when.outside([(aug_15 + 1, aug_15 + 1)], aug_15 + 1), query
+        assert when.match([(aug_11 + 3, aug_11 + 3)]) == GRAIN_WEIGHT["week"], query
+    # Without a year: the same days in every year.
+    grain, ranges = first_span("what happened between Aug 11 and Aug 15?")
+    assert grain == "week" and (dt.date(2021, 8, 11), dt.date(2021, 8, 15)) in ranges

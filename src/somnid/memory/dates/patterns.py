@@ -22,6 +22,7 @@ _PART_EN = (
     r"|(?:towards?|near|at)\s+the\s+(?:start|beginning|end)\s+of)"
 )
 _ISO = r"(?P<y>(?:19|20)\d{2})-(?P<m>\d{1,2})-(?P<d>\d{1,2})"
+_TO = r"(?P<to>-|–|—|to|until|till|through|thru|and)"
 
 PATTERNS: list[tuple[str, str]] = [
     # Parts of a month or a season: a week, a weekend, about a month of their own.
@@ -34,6 +35,16 @@ PATTERNS: list[tuple[str, str]] = [
                         r"(?P<unit>周末|周|星期|礼拜)"),
     ("zh_part_of_month", rf"{_ZH_MONTH}(?:份)?(?P<part>初|上旬|中旬|下旬|底|末)"),
     ("zh_season_year", rf"{_YEAR}\s*年\s*的?(?P<s>[春夏秋冬])(?:天|季)?(?P<part>初|末|底)?"),
+    # Ranges of days: "between Aug 11 and Aug 15", "May 3-7, 2023", "8 to 14 May", 8月11日到15日.
+    ("day_range", rf"\b(?:(?P<b>between)\s+)?(?P<m>{MONTH_WORD})\.?\s+(?P<d1>\d{{1,2}}){_ORD}"
+                  rf"(?:,?\s+(?P<y1>(?:19|20)\d{{2}}))?\s*{_TO}\s*(?:(?P<m2>{MONTH_WORD})\.?\s+)?"
+                  rf"(?P<d2>\d{{1,2}}){_ORD}\b(?:,?\s+{_YEAR}\b)?"),
+    ("day_range_dm", rf"\b(?:(?P<b>between)\s+)?(?:the\s+)?(?P<d1>\d{{1,2}}){_ORD}"
+                     rf"(?:\s+(?:of\s+)?(?P<m1>{MONTH_WORD})\.?)?\s*{_TO}\s*(?:the\s+)?"
+                     rf"(?P<d2>\d{{1,2}}){_ORD}\s+(?:of\s+)?(?P<m>{MONTH_WORD})\b\.?"
+                     rf"(?:,?\s+{_YEAR}\b)?"),
+    ("zh_day_range", rf"{_ZH_MONTH}\s*(?P<d1>\d{{1,2}})\s*[日号]?\s*(?P<to>-|–|—|~|～|到|至)\s*"
+                     r"(?:(?P<m2>\d{1,2})\s*月\s*)?(?P<d2>\d{1,2})\s*[日号]"),
     # A week or weekend named by a day of it (the dream writes "week of 2023-09-25").
     ("week_of", rf"\b(?P<unit>week(?:end)?)\s+of\s+{_ISO}\b"),
     # The calendar: 8 May 2023, 8th of May, May 8, 2022, May 8th, October 2023, October.
@@ -78,6 +89,9 @@ CALENDAR = frozenset(
         "zh_nth_of_month",
         "zh_part_of_month",
         "zh_season_year",
+        "day_range",
+        "day_range_dm",
+        "zh_day_range",
         "week_of",
         "month",
         "iso",
@@ -91,6 +105,8 @@ RELATIVE = frozenset(kind for kind, _ in PATTERNS) - CALENDAR
 """Kinds read against the day the words were said."""
 PARTS = frozenset(kind for kind, _ in PATTERNS[:6])
 """Parts of a month or a season (their own grain, not the whole month or year)."""
+RANGES = frozenset({"day_range", "day_range_dm", "zh_day_range"})
+"""From one day to another (``between Aug 11 and Aug 15``): every day between is meant."""
 
 MAY_HAVE_DATE = re.compile(
     r"\d|day|night|tomorrow|morning|afternoon|evening|week|month|year|last|this|next|past|"

@@ -16,6 +16,9 @@ One rule per phrase, the same in English and Chinese:
   and ``around`` days either side: a week ±3, a month ±10, a year ±120);
 - a season (``last summer``, 去年夏天) is its three months; ``the past week`` the seven days
   up to the reference day.
+- a range of days (``between Aug 11 and Aug 15``, ``May 3-7``, ``8 to 14 May``,
+  8月11日到15日) is every day from the first to the last, at most a season; ``and`` makes a
+  range only after ``between`` (``on Aug 11 and 15`` is two days).
 
 A calendar date without a year is read in the reference's year (the year before when it
 would be more than two months ahead), or in every year from 1970 when ``any_year`` (a
@@ -29,7 +32,7 @@ import re
 from dataclasses import dataclass
 
 from somnid.memory.dates import calendar as cal
-from somnid.memory.dates.patterns import COMPILED, MAY_HAVE_DATE, PARTS, RELATIVE
+from somnid.memory.dates.patterns import COMPILED, MAY_HAVE_DATE, PARTS, RANGES, RELATIVE
 from somnid.memory.dates.words import (
     DIRECTION,
     SEASONS,
@@ -110,6 +113,8 @@ def _read(kind: str, m: re.Match[str], ref: dt.date, any_year: bool) -> Found | 
     if kind in PARTS:
         years = [int(g["y"])] if g.get("y") else list(ANY_YEAR) if any_year else [ref.year]
         return _part(kind, g, years)
+    if kind in RANGES:
+        return _range(kind, g, ref, any_year)
     if kind == "week_of":
         day = _date(int(g["y"]), int(g["m"]), int(g["d"]))
         if day is None:
@@ -223,6 +228,53 @@ def _day_or_month(
     if not ranges:
         return None
     return ("day" if day is not None else "month"), ranges, 0
+
+
+MAX_RANGE_DAYS = 92
+"""A longer "from … to …" is not read as one stretch of days (a season at most)."""
+
+
+def _range(kind: str, g: dict[str, str | None], ref: dt.date, any_year: bool) -> Found | None:
+    """Every day from the first to the last (``between Aug 11 and Aug 15``, ``May 3-7``,
+    ``8 to 14 May``, 8月11日到15日); a range into the next month or year (``Dec 28 - Jan 3``)
+    too. ``and`` joins two days into a range only after ``between``."""
+    if (g["to"] or "").lower() == "and" and not g.get("b"):
+        return None  # "on Aug 11 and 15": two days
+    if kind == "zh_day_range":
+        first_month, last_month = int(g["m"] or 0), int(g["m2"] or g["m"] or 0)
+    elif kind == "day_range":
+        first_month = month_number(g["m"] or "") or 0
+        last_month = month_number(g["m2"] or "") or first_month
+    else:  # day_range_dm: "8 to 14 May", "30 April to 2 May"
+        if (g["m"] or "") == "may":
+            return None  # "between 3 and 4 may come": the verb
+        last_month = month_number(g["m"] or "") or 0
+        first_month = month_number(g["m1"] or "") or last_month
+    if not (1 <= first_month <= 12 and 1 <= last_month <= 12):
+        return None
+    first_day, last_day = int(g["d1"] or 0), int(g["d2"] or 0)
+    year_text = g.get("y") or g.get("y1")
+    if year_text:
+        years = [int(year_text)]
+    elif any_year:
+        years = list(ANY_YEAR)
+    else:  # as a single day is read: the reference's year, or the year before if far ahead
+        year = ref.year
+        if (first_month, first_day) > (ref.month, ref.day) and first_month - ref.month > 2:
+            year -= 1
+        years = [year]
+    ranges: list[cal.Range] = []
+    for year in years:
+        start = _date(year, first_month, first_day)
+        end = _date(year + (last_month < first_month), last_month, last_day)
+        if start is None or end is None or not 0 <= (end - start).days <= MAX_RANGE_DAYS:
+            continue
+        ranges.append((start.toordinal(), end.toordinal()))
+    if not ranges:
+        return None
+    days = ranges[0][1] - ranges[0][0] + 1
+    grain = "day" if days == 1 else "week" if days <= 9 else "month" if days <= 45 else "season"
+    return grain, ranges, 0
 
 
 def _part(kind: str, g: dict[str, str | None], years: list[int]) -> Found | None:

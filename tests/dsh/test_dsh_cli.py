@@ -243,7 +243,6 @@ def test_headless_task_capture_sections_hint_tool_dream_and_a_somnid_restart(
             return {"tool": "e2e_dream", "id": "c2"}
         if n == 3:
             somnid.stop()
-            time.sleep(0.5)
             somnid.start()
             started = time.monotonic()
             _until(somnid.bridged, 30, "the bridge back after the restart")

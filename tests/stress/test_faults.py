@@ -295,11 +295,19 @@ async def test_a_bad_llm_mid_dream_stops_it_whole(tmp_path: Path, fault: str) ->
 
             # Stopped whole by the fault, not retried: the LLM's count says so (no figure
             # of seconds a loaded machine might miss; the wait is capped for a hang).
-            answer = await client.post("/v1/sleep/run", json={"wait": True}, timeout=300)
-            result = answer.json()["result"]
+            # A loaded machine can miss the 1 s timeout before the fault (reading the log,
+            # storing the fact): that dream stops as the fault would, short of the fault's
+            # request, and leaves the log pending; the next one starts over.
+            while True:
+                before = llm.count
+                answer = await client.post("/v1/sleep/run", json={"wait": True}, timeout=300)
+                result = answer.json()["result"]
+                early = llm.count - before < 3 and "no answer within" in str(result["reason"])
+                if not early:
+                    break
             assert result["status"] == "interrupted" and result["reason"].startswith("llm: ")
-            assert result["processed"] == [] and result["created"] == 1
-            assert llm.count == CALLS.get(fault, 3)
+            assert result["processed"] == [] and result["created"] == 1, result
+            assert llm.count - before == CALLS.get(fault, 3)
 
             entry = await client.get("/v1/memories/knowledge/before-the-fault")
             assert entry.status_code == 200 and "green tea" in entry.json()["body"]

@@ -51,6 +51,12 @@ export interface RequestOptions {
    * says somnid is slow for this purpose, not that it is down, so it does not mark it down.
    */
   budget?: boolean
+  /**
+   * A call the agent made on purpose (a memory tool): while somnid is thought down it is
+   * asked again first, even when a probe failed a moment ago (it may be back from a restart
+   * the monitor has not seen yet), and the probe may take the call's own time-out.
+   */
+  asked?: boolean
 }
 
 /**
@@ -134,13 +140,16 @@ export class SomnidClient {
     if (this.closed.signal.aborted) throw new SomnidError('somnid client is closed')
     // Known down: hot-path (budget) requests fail at once (the agent must not wait on somnid).
     // Others may first share one short health probe, unless one failed a moment ago: somnid may
-    // be back before the monitor's next probe (a restart), and a tool call should not fail then.
+    // be back before the monitor's next probe (a restart). A tool call the agent made (`asked`)
+    // probes even then: it should not fail because an earlier probe met somnid still starting.
     if (this.state === 'down') {
-      if (options.budget || Date.now() - this.lastProbe < this.opts.retryMinMs) {
-        if (Date.now() - this.lastProbe >= this.opts.retryMinMs) this.wake?.()
+      const recent = Date.now() - this.lastProbe < this.opts.retryMinMs
+      if (options.budget || (recent && !options.asked)) {
+        if (!recent) this.wake?.()
         throw new SomnidError(`somnid is unreachable at ${this.baseUrl} (down; retrying in the background)`)
       }
-      await this.probe(Math.min(options.timeoutMs ?? this.opts.timeoutMs, PROBE_MS))
+      const timeoutMs = options.timeoutMs ?? this.opts.timeoutMs
+      await this.probe(options.asked ? timeoutMs : Math.min(timeoutMs, PROBE_MS))
       if ((this.state as string) !== 'up') throw new SomnidError(`somnid is unreachable at ${this.baseUrl} (down; retrying in the background)`)
     }
     return this.send<T>(method, path, body, options)

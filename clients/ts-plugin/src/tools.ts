@@ -39,7 +39,7 @@ export function toolDefinitions(client: SomnidClient, log: Log, tools: Schemas['
           'POST',
           `/v1/tools/${encodeURIComponent(tool.name)}`,
           body,
-          { signal: exec.signal, timeoutMs: options.toolTimeoutMs },
+          { signal: exec.signal, timeoutMs: options.toolTimeoutMs, asked: true },
         )
         if (INTENTION_WRITERS.has(tool.name)) options.onIntentionsChanged?.()
         // somnid says the call failed in substance (no such intention): an error result, not a success.

@@ -347,3 +347,28 @@ test('with neither token nor tokenFile the default token file is read, and read 
     else process.env.XDG_DATA_HOME = savedDataHome
   }
 })
+
+test('a tool call asks somnid again though a probe failed a moment ago: it may be back from a restart', async () => {
+  const somnid = await new FakeSomnid().start()
+  const quiet = { debug() {}, info() {}, warn() {}, error() {} }
+  // A long back-off: the monitor would not look again during the test.
+  const client = new SomnidClient({ baseUrl: somnid.url, timeoutMs: 2000, retryMinMs: 60_000, retryMaxMs: 60_000, healthIntervalMs: 60_000, log: quiet as never })
+  try {
+    await client.request('GET', '/v1/tools')
+    const port = somnid.port
+    await somnid.stop()
+    await assert.rejects(client.request('GET', '/v1/tools'), /unreachable/) // marks it down
+    await assert.rejects(client.request('GET', '/v1/tools'), /unreachable/) // its probe fails
+    somnid.port = port
+    await somnid.start() // back, before the monitor's next probe
+    const before = somnid.requests.length
+    await assert.rejects(client.request('GET', '/v1/tools'), /down; retrying in the background/)
+    assert.equal(somnid.requests.length, before, 'other requests fail at once within the back-off')
+    const answer = await client.request<{ result: string }>('POST', '/v1/tools/recall_memories', { args: { query: 'nginx' }, sessionId: 's' }, { asked: true })
+    assert.equal(answer.result, 'recalled: nginx (session s)')
+    assert.ok(client.up, 'its probe found somnid up')
+  } finally {
+    await client.close()
+    await somnid.stop()
+  }
+})

@@ -202,6 +202,19 @@ def _date(year: int, month: int, day: int) -> dt.date | None:
         return None
 
 
+def _years(year_text: str | None, month: int, day: int, ref: dt.date, any_year: bool) -> list[int]:
+    """The years a calendar date is read in: the one it names; every year for a question's
+    year-less date; else, as a memory's "on 3 October", the reference's year, or the year
+    before when the date would be more than two months ahead of it."""
+    if year_text:
+        return [int(year_text)]
+    if any_year:
+        return list(ANY_YEAR)
+    if (month, day) > (ref.month, ref.day) and month - ref.month > 2:
+        return [ref.year - 1]
+    return [ref.year]
+
+
 def _day_or_month(
     year_text: str | None, month: int, day_text: str | None, ref: dt.date, any_year: bool
 ) -> Found | None:
@@ -210,17 +223,8 @@ def _day_or_month(
     day = int(day_text) if day_text else None
     if day is not None and not 1 <= day <= 31:
         return None
-    if year_text:
-        years: list[int] = [int(year_text)]
-    elif any_year:
-        years = list(ANY_YEAR)
-    else:  # a memory's "on 3 October": the reference's year, or the year before if ahead
-        year = ref.year
-        if (month, day or 1) > (ref.month, ref.day) and (month - ref.month) > 2:
-            year -= 1
-        years = [year]
     ranges: list[cal.Range] = []
-    for year in years:
+    for year in _years(year_text, month, day or 1, ref, any_year):
         if day is None:
             ranges.append(cal.month_range(year, month))
         elif (date := _date(year, month, day)) is not None:
@@ -253,18 +257,8 @@ def _range(kind: str, g: dict[str, str | None], ref: dt.date, any_year: bool) ->
     if not (1 <= first_month <= 12 and 1 <= last_month <= 12):
         return None
     first_day, last_day = int(g["d1"] or 0), int(g["d2"] or 0)
-    year_text = g.get("y") or g.get("y1")
-    if year_text:
-        years = [int(year_text)]
-    elif any_year:
-        years = list(ANY_YEAR)
-    else:  # as a single day is read: the reference's year, or the year before if far ahead
-        year = ref.year
-        if (first_month, first_day) > (ref.month, ref.day) and first_month - ref.month > 2:
-            year -= 1
-        years = [year]
     ranges: list[cal.Range] = []
-    for year in years:
+    for year in _years(g.get("y") or g.get("y1"), first_month, first_day, ref, any_year):
         start = _date(year, first_month, first_day)
         end = _date(year + (last_month < first_month), last_month, last_day)
         if start is None or end is None or not 0 <= (end - start).days <= MAX_RANGE_DAYS:

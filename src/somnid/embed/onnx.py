@@ -227,6 +227,9 @@ def _load_session(path: Path, threads: int) -> Any:
     options.log_severity_level = 3  # errors only; the daemon logs what matters
     # Do not keep idle worker threads spinning between calls: this is a background daemon.
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    # No CPU arena: it keeps the high-water mark of the longest batch for good (measured
+    # 275 MB against 194 MB after twenty 32x64 batches, at the same speed).
+    options.enable_cpu_mem_arena = False
     try:
         return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
     except Exception as exc:  # onnxruntime raises its own, untyped exceptions

@@ -10,7 +10,7 @@ run in threads by their callers.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
@@ -71,7 +71,8 @@ class Document:
 @dataclass(frozen=True, slots=True)
 class Gathered:
     """One recall pass's candidates: their rows, cosines to the query (when it has a
-    vector) and searchable texts (at least those of the keyword hits, when asked)."""
+    vector) and searchable texts (at least those of the keyword hits, when asked). Rows and
+    texts the caller said it holds (``known``) may be left out."""
 
     rows: dict[int, Row]
     cosines: dict[int, float] = field(default_factory=dict)
@@ -134,6 +135,7 @@ class IndexBackend(Protocol):
         pool: int,
         texts_of: set[int] | None,
         terms: list[str] | None = None,
+        known: Collection[int] = (),
     ) -> Gathered: ...
     def vectors_of(self, ids: Iterable[int]) -> dict[int, Vector]: ...
     def vector_count(self) -> int: ...

@@ -203,32 +203,38 @@ class Recall:
         pool: int,
         seen: dict[int, str],
         extra: set[int] | None = None,
+        have: dict[int, Row] | None = None,
     ) -> tuple[list[Scored], dict[int, Row], dict[int, float]]:
         """One fused pass: keyword hits (searched here when ``keyword`` is None), vector
-        neighbours (and ``extra`` ids), scored; with the keyword hits."""
+        neighbours (and ``extra`` ids), scored; with the keyword hits. The rows in ``have``
+        (an earlier pass's) and the texts in ``seen`` are not read again."""
         needle = query.casefold()
         # A literal hit contains every word of the query, so it is among the keyword hits.
         literal_possible = len(needle) >= MIN_LITERAL_CHARS
-        known = keyword or {}
+        have = have or {}
+        asked = set(keyword or ()) | (extra or set())
         got = self.index.gather(
             vector,
-            set(known) | (extra or set()),
+            asked,
             kinds,
             pool,
-            set(known) if literal_possible else None,
+            {i for i in keyword or () if i not in seen} if literal_possible else None,
             terms=query_terms(query) if keyword is None else None,
+            known=have,
         )
-        cosines, texts = got.cosines, got.texts
+        cosines = got.cosines
         keyword = got.keyword or {} if keyword is None else keyword
-        seen.update(texts)
-        rows = {i: r for i, r in got.rows.items() if _in_scope(r, kinds, project)}
+        seen.update(got.texts)
+        reused = (asked | set(keyword) | set(cosines)).intersection(have)
+        found = {i: have[i] for i in reused} | got.rows
+        rows = {i: r for i, r in found.items() if _in_scope(r, kinds, project)}
         candidates = [
             Candidate(
                 entry_id=i,
                 activation=row.score,
                 cosine=cosines.get(i),
                 keyword=keyword.get(i, 0.0),
-                literal=literal_possible and i in keyword and needle in texts.get(i, ""),
+                literal=literal_possible and i in keyword and needle in seen.get(i, ""),
             )
             for i, row in rows.items()
         ]
@@ -262,7 +268,9 @@ class Recall:
         vector2 = vector
         if vector is not None:
             vector2 = rocchio(vector, list(self.index.vectors_of(seeds).values()))
-        second, rows2, _ = self._pass(query, keyword2, vector2, kinds, project, pool, seen)
+        second, rows2, _ = self._pass(
+            query, keyword2, vector2, kinds, project, pool, seen, have=rows
+        )
         weight = settings.prf_weight
         merged = {s.entry_id: s for s in scored}
         for s in merged.values():

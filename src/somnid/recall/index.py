@@ -8,19 +8,17 @@ re-embeds nothing. Blocking methods (plain ``def``); callers run them in threads
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
-import json
 import sqlite3
 import threading
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
 
 from somnid.memory.kinds import Kind
 from somnid.recall.backend import (
-    CONTEXT_CHARS,
-    CONTEXT_TURNS,
     DEFAULT_FIELD_WEIGHTS,
     BackendInfo,
     Document,
@@ -31,6 +29,8 @@ from somnid.recall.backend import (
 from somnid.recall.backend import INDEXED_KINDS as INDEXED_KINDS
 from somnid.recall.backend import KIND_CODE as KIND_CODE
 from somnid.recall.db import Database
+from somnid.recall.parsed import Parsed
+from somnid.recall.sqlite_rows import ROW_COLUMNS, read_row, upsert
 from somnid.recall.text import fts_query
 from somnid.recall.vectors import Vector, VectorTable
 
@@ -39,87 +39,7 @@ _MISSING = (
     " ON vectors.embed_hash = entries.embed_hash AND vectors.model = ?"
     " WHERE vectors.embed_hash IS NULL"
 )
-_ROW_COLUMNS = (
-    "id, path, kind, name, file_hash, text_hash, embed_hash, score, project, related,"
-    " session, day, asks"
-)
-
-
-def _row(values: tuple[object, ...]) -> Row:
-    related = json.loads(str(values[9])) if values[9] else []
-    return Row(
-        id=int(values[0]),  # type: ignore[call-overload]
-        path=str(values[1]),
-        kind=Kind(str(values[2])),
-        name=str(values[3]),
-        file_hash=str(values[4]),
-        text_hash=str(values[5]),
-        embed_hash=str(values[6]),
-        score=float(values[7]),  # type: ignore[arg-type]
-        project=None if values[8] is None else str(values[8]),
-        related=tuple(related),
-        session=None if values[10] is None else str(values[10]),
-        day=None if values[11] is None else int(values[11]),  # type: ignore[call-overload]
-        asks=bool(values[12]),
-    )
-
-
-def _context(conn: sqlite3.Connection, session: str | None, entry_id: int) -> tuple[str, str]:
-    """The body of the entry just before this one in its session (what a reply answers),
-    and those of the few before that (the subject it may still follow)."""
-    if session is None:
-        return "", ""
-    found = conn.execute(
-        "SELECT fts.body FROM entries JOIN fts ON fts.rowid = entries.id"
-        " WHERE entries.session = ? AND entries.id < ? ORDER BY entries.id DESC LIMIT ?",
-        (session, entry_id, CONTEXT_TURNS),
-    ).fetchall()
-    bodies = [str(body)[:CONTEXT_CHARS] for (body,) in found]
-    return "".join(bodies[:1]), "\n".join(bodies[1:])
-
-
-def _upsert(conn: sqlite3.Connection, doc: Document) -> tuple[int, bool]:
-    text = doc.text
-    related = json.dumps(list(doc.related), ensure_ascii=False)
-    existing = conn.execute(
-        "SELECT id, text_hash FROM entries WHERE path = ?", (doc.path,)
-    ).fetchone()
-    if existing is None:
-        cursor = conn.execute(
-            "INSERT INTO entries (path, kind, name, file_hash, text_hash, embed_hash,"
-            " embed_text, score, project, related, session, day, asks)"
-            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (doc.path, doc.kind.value, doc.name, doc.file_hash, text.hash,
-             text.embed_hash, text.embed_text, doc.score, doc.project, related,
-             doc.session, doc.day, int(doc.asks)),
-        )  # fmt: skip
-        entry_id = int(cursor.lastrowid or 0)
-        changed = True
-    else:
-        entry_id, old_hash = int(existing[0]), str(existing[1])
-        changed = old_hash != text.hash
-        conn.execute(
-            "UPDATE entries SET kind=?, name=?, file_hash=?, text_hash=?, embed_hash=?,"
-            " embed_text=?, score=?, project=?, related=?, session=?, day=?, asks=? WHERE id=?",
-            (doc.kind.value, doc.name, doc.file_hash, text.hash, text.embed_hash,
-             text.embed_text, doc.score, doc.project, related, doc.session, doc.day,
-             int(doc.asks), entry_id),
-        )  # fmt: skip
-        if changed:
-            conn.execute("DELETE FROM fts WHERE rowid = ?", (entry_id,))
-    if changed:
-        conn.execute(
-            "INSERT INTO fts (rowid, name, description, tags, body, context, far)"
-            " VALUES (?,?,?,?,?,?,?)",
-            (entry_id, text.fts_name, text.fts_description, text.fts_tags, text.fts_body,
-             *_context(conn, doc.session, entry_id)),
-        )  # fmt: skip
-    conn.execute("DELETE FROM dates WHERE entry_id = ?", (entry_id,))
-    conn.executemany(
-        "INSERT INTO dates (entry_id, start, end) VALUES (?,?,?)",
-        [(entry_id, start, end) for start, end in doc.dates],
-    )
-    return entry_id, changed
+ROWS_KEPT = 20_000  # parsed rows (and texts) searches keep: ~1 KB an entry
 
 
 class Index:
@@ -137,6 +57,19 @@ class Index:
         # vector stored between an attach's read and its remove was lost for good, while
         # missing_vectors, which joins by text hash, no longer counted it as missing.
         self._attach_lock = threading.Lock()
+        # Rows and texts searches parsed (~1 KB an entry): any write here empties them.
+        self._rows: Parsed[Row] = Parsed(ROWS_KEPT)
+        self._texts: Parsed[str] = Parsed(ROWS_KEPT)
+
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction; what searches parsed before it is let go after it."""
+        try:
+            with self.db.write() as conn:
+                yield conn
+        finally:
+            self._rows.clear()
+            self._texts.clear()
 
     def close(self) -> None:
         self.db.close()
@@ -150,33 +83,35 @@ class Index:
     # ------------------------------------------------------------------ rows
 
     def rows(self) -> list[Row]:
-        cursor = self.db.fetchall(f"SELECT {_ROW_COLUMNS} FROM entries")
-        return [_row(values) for values in cursor]
+        cursor = self.db.fetchall(f"SELECT {ROW_COLUMNS} FROM entries")
+        return [read_row(values) for values in cursor]
 
     def row_by_path(self, path: str) -> Row | None:
-        values = self.db.fetchone(f"SELECT {_ROW_COLUMNS} FROM entries WHERE path = ?", (path,))
-        return None if values is None else _row(values)
+        values = self.db.fetchone(f"SELECT {ROW_COLUMNS} FROM entries WHERE path = ?", (path,))
+        return None if values is None else read_row(values)
 
     def rows_under(self, prefix: str) -> list[Row]:
         escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
         cursor = self.db.fetchall(
-            f"SELECT {_ROW_COLUMNS} FROM entries WHERE path LIKE ? ESCAPE '\\'", (escaped + "%",)
+            f"SELECT {ROW_COLUMNS} FROM entries WHERE path LIKE ? ESCAPE '\\'", (escaped + "%",)
         )
-        return [_row(values) for values in cursor]
+        return [read_row(values) for values in cursor]
 
     def rows_by_id(self, ids: Iterable[int]) -> dict[int, Row]:
-        wanted = list(ids)
+        generation = self._rows.generation
+        kept, wanted = self._rows.lookup(ids)
         found: dict[int, Row] = {}
         for start in range(0, len(wanted), 500):
             chunk = wanted[start : start + 500]
             marks = ",".join("?" * len(chunk))
             cursor = self.db.fetchall(
-                f"SELECT {_ROW_COLUMNS} FROM entries WHERE id IN ({marks})", chunk
+                f"SELECT {ROW_COLUMNS} FROM entries WHERE id IN ({marks})", chunk
             )
             for values in cursor:
-                row = _row(values)
+                row = read_row(values)
                 found[row.id] = row
-        return found
+        self._rows.offer(found, generation)
+        return kept | found
 
     def ids_by_name(self, names: Iterable[str]) -> dict[str, int]:
         wanted = list(dict.fromkeys(names))
@@ -193,20 +128,23 @@ class Index:
 
     def texts(self, ids: Iterable[int]) -> dict[int, str]:
         """The searchable text of entries, lower-cased: for literal-hit checks."""
-        wanted = list(ids)
+        generation = self._texts.generation
+        kept, wanted = self._texts.lookup(ids)
         if not wanted:
-            return {}
+            return kept
         marks = ",".join("?" * len(wanted))
         cursor = self.db.fetchall(
             f"SELECT rowid, name, description, body FROM fts WHERE rowid IN ({marks})", wanted
         )
-        return {int(r[0]): f"{r[1]}\n{r[2]}\n{r[3]}".casefold() for r in cursor}
+        found = {int(r[0]): f"{r[1]}\n{r[2]}\n{r[3]}".casefold() for r in cursor}
+        self._texts.offer(found, generation)
+        return kept | found
 
     def upsert_many(self, docs: list[Document]) -> list[tuple[int, bool]]:
         """Several entries in one transaction (a first sync writes thousands); each then
         gets the stored vector of its text, if its text changed or it had none."""
-        with self.db.write() as conn:
-            results = [_upsert(conn, doc) for doc in docs]
+        with self._writing() as conn:
+            results = [upsert(conn, doc) for doc in docs]
         vectors = self.vectors
         if vectors is not None:
             for doc, (entry_id, changed) in zip(docs, results, strict=True):
@@ -217,7 +155,7 @@ class Index:
         return results
 
     def delete(self, path: str) -> int | None:
-        with self.db.write() as conn:
+        with self._writing() as conn:
             found = conn.execute("SELECT id FROM entries WHERE path = ?", (path,)).fetchone()
             if found is None:
                 return None
@@ -241,7 +179,7 @@ class Index:
         """Forget what the index knows of each file, so the next full sync reads, parses and
         indexes every file again. Entry ids stay (loaded vectors keep pointing at the right
         rows); ``vectors`` also drops every stored vector, so every text is embedded again."""
-        with self.db.write() as conn:
+        with self._writing() as conn:
             conn.execute("DELETE FROM fts")
             conn.execute("DELETE FROM dates")
             conn.execute("UPDATE entries SET file_hash = '', text_hash = ''")
@@ -336,8 +274,10 @@ class Index:
         pool: int,
         texts_of: set[int] | None,
         terms: list[str] | None = None,
+        known: Collection[int] = (),
     ) -> Gathered:
-        """Rows of ``ids``, of ``terms``' hits and of the nearest vectors; cosines; texts."""
+        """Rows of ``ids``, of ``terms``' hits and of the nearest vectors, but for those
+        ``known`` already; cosines; the texts of ``texts_of``."""
         keyword = None if terms is None else dict(self.keyword_search(terms, kinds, pool))
         ids = ids | set(keyword or ())
         texts_of = None if texts_of is None else texts_of | set(keyword or ())
@@ -346,8 +286,8 @@ class Index:
         if vector is not None and table is not None:
             cosines = dict(table.search(vector, [KIND_CODE[kind] for kind in kinds], pool))
             cosines.update(table.cosines(vector, [i for i in ids if i not in cosines]))
-        rows = self.rows_by_id(ids | set(cosines))
-        texts = self.texts(i for i in rows if i in texts_of) if texts_of else {}
+        rows = self.rows_by_id((ids | set(cosines)).difference(known))
+        texts = self.texts(texts_of) if texts_of else {}
         return Gathered(rows, cosines, texts, keyword)
 
     def vectors_of(self, ids: Iterable[int]) -> dict[int, Vector]:

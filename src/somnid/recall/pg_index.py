@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import Any
 
 import numpy as np
@@ -261,9 +261,11 @@ class PgIndex:
         pool: int,
         texts_of: set[int] | None,
         terms: list[str] | None = None,
+        known: Collection[int] = (),
     ) -> Gathered:
         """The keyword hits of ``terms`` (when given), the HNSW neighbours of ``vector``
-        and ``ids``: their rows, cosines, texts and BM25 in one statement."""
+        and ``ids``: their rows, cosines, texts and BM25 in one statement (``known`` rows
+        come back too: one statement either way)."""
         params: dict[str, object] = {**self._me, "ids": list(ids), "pool": pool}
         params["kinds"] = [k.value for k in kinds]
         keywords = terms is not None

@@ -1,0 +1,60 @@
+"""Rows and texts a search parsed are kept for the next, and never outlive a write."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+from somnid.config import Settings
+from somnid.memory.clock import ManualClock
+from somnid.memory.kinds import Kind
+from somnid.recall.parsed import Parsed
+from somnid.runtime import Runtime
+
+START = dt.datetime(2026, 10, 3, 12, 0, tzinfo=dt.UTC)
+
+
+def test_values_read_before_a_write_are_not_kept() -> None:
+    cache: Parsed[str] = Parsed(limit=10)
+    before = cache.generation
+    cache.offer({1: "one"}, before)
+    assert cache.lookup([1, 2]) == ({1: "one"}, [2])
+    stale = cache.generation
+    cache.clear()  # a write committed while a search was reading
+    cache.offer({2: "old two"}, stale)
+    assert cache.lookup([1, 2]) == ({}, [1, 2])
+    cache.offer({2: "two"}, cache.generation)
+    assert cache.lookup([2]) == ({2: "two"}, [])
+
+
+def test_a_full_cache_starts_again() -> None:
+    cache: Parsed[int] = Parsed(limit=3)
+    cache.offer({1: 1, 2: 2}, cache.generation)
+    cache.offer({3: 3, 4: 4}, cache.generation)
+    assert cache.lookup([1, 2, 3, 4]) == ({3: 3, 4: 4}, [1, 2])
+
+
+async def test_a_search_after_an_edit_sees_the_edit(tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path / "data", timezone="UTC", embed={"provider": "off"})
+    async with Runtime.open(settings, clock=ManualClock(START)) as rt:
+        await rt.memories.create(
+            Kind.KNOWLEDGE,
+            "deploy-window",
+            description="when we deploy",
+            body="Only Tuesday to Thursday.",
+            fields={"project": "alpha"},
+        )
+
+        async def found(query: str, project: str) -> list[str]:
+            hits = await rt.recall.search(query, limit=5, project=project)
+            return [hit.name for hit in hits]
+
+        assert await found("deploy tuesday", "alpha") == ["deploy-window"]
+        assert await found("deploy tuesday", "beta") == []
+        await rt.memories.update(
+            Kind.KNOWLEDGE, "deploy-window", body="Tuesdays too.", fields={"project": "beta"}
+        )
+        # The row (its project) and the text read by the searches above are not used again.
+        assert await found("deploy tuesday", "alpha") == []
+        assert await found("deploy tuesday", "beta") == ["deploy-window"]
+        assert await found("thursday", "beta") == []

@@ -34,6 +34,7 @@ from typing import Any, Protocol
 from somnid.errors import BrokenFile, SomnidError
 from somnid.history.git import Git, spare_descriptors
 from somnid.history.messages import commit_message, dream_message, listing
+from somnid.history.pathspecs import ON_COMMAND_LINE, with_folders, within
 from somnid.memory.entry import Entry
 from somnid.memory.kinds import Kind
 from somnid.provenance import DREAM, Actor, DreamRecord, current_actor
@@ -316,11 +317,14 @@ class Committer:
         return True
 
     def changed_paths(self, specs: Iterable[str] = TRACKED) -> list[str]:
+        wanted = list(specs)
+        asked = wanted if len(wanted) <= ON_COMMAND_LINE else list(TRACKED)
         out = self.git.run(
             "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames",
-            "--", *specs,
+            "--", *asked,
         )  # fmt: skip
-        return [record[3:].decode("utf-8") for record in out.split(b"\0") if len(record) > 3]
+        found = [record[3:].decode("utf-8") for record in out.split(b"\0") if len(record) > 3]
+        return found if asked is wanted else within(found, wanted)
 
     def _kept_out(self, rel: str) -> bool:
         """True for a path history leaves alone: not a regular file, or too large (said
@@ -371,7 +375,8 @@ class Committer:
         # A folder's odd files are excluded by name (git refuses to add a FIFO at all): with
         # pathspec magic on for this one call, every path marked literal.
         odd = [rel for rel in self.changed_paths(specs) if self._kept_out(rel)]
-        specs = [spec for spec in specs if spec not in odd]
+        left_out = set(odd)
+        specs = [spec for spec in specs if spec not in left_out]
         if not specs:
             return None
         magic: dict[str, str] = {}
@@ -400,14 +405,10 @@ class Committer:
             specs[str(pure.parent) if pure.name in FOLDER_FILES else rel] = None
         if not specs:
             return []
-        tracked = self.git.run("ls-files", "-z", "--", *specs).split(b"\0")
-        tracked_paths = [p.decode("utf-8") for p in tracked if p]
-        return [
-            spec
-            for spec in specs
-            if (self.layout.root / spec).exists()
-            or any(p == spec or p.startswith(spec + "/") for p in tracked_paths)
-        ]
+        asked = list(specs) if len(specs) <= ON_COMMAND_LINE else list(TRACKED)
+        tracked = self.git.run("ls-files", "-z", "--", *asked).split(b"\0")
+        known = with_folders(p.decode("utf-8") for p in tracked if p)
+        return [spec for spec in specs if spec in known or (self.layout.root / spec).exists()]
 
     def labels(self, paths: Iterable[str]) -> list[str]:
         """``knowledge/foo``, ``episode/bar (archived)``, or the path for other files."""

@@ -46,6 +46,9 @@ async def test_many_files_written_while_down_are_committed_at_start(
         body = text.replace("seed", f"fact-{number:04d}").replace("a first fact", f"fact {number}")
         (folder / "SKILL.md").write_text(body, encoding="utf-8")
 
+    broken = data / "memory" / "knowledge" / "half-written" / "SKILL.md"
+    broken.parent.mkdir()
+    broken.write_text("---\nname: [half\n", encoding="utf-8")  # does not parse: left out
     longest = [0]  # the most arguments git was given
     for method in ("run", "call"):
         original = getattr(Git, method)
@@ -68,4 +71,7 @@ async def test_many_files_written_while_down_are_committed_at_start(
     assert f"and {count - 5} more" in newest, newest
     tracked = git(data, "ls-files", "memory/knowledge").splitlines()
     assert len([path for path in tracked if "/fact-" in path]) == count
-    assert git(data, "status", "--porcelain", "--", "memory") == ""
+    assert "memory/knowledge/half-written/SKILL.md" not in tracked
+    assert (
+        git(data, "status", "--porcelain", "--", "memory") == "?? memory/knowledge/half-written/\n"
+    )

@@ -34,7 +34,7 @@ from typing import Any, Protocol
 from somnid.errors import BrokenFile, SomnidError
 from somnid.history.git import Git, spare_descriptors
 from somnid.history.messages import commit_message, dream_message, listing
-from somnid.history.pathspecs import ON_COMMAND_LINE, with_folders, within
+from somnid.history.pathspecs import ON_COMMAND_LINE, as_tops, with_folders, within
 from somnid.memory.entry import Entry
 from somnid.memory.kinds import Kind
 from somnid.provenance import DREAM, Actor, DreamRecord, current_actor
@@ -379,6 +379,9 @@ class Committer:
         specs = [spec for spec in specs if spec not in left_out]
         if not specs:
             return None
+        if len(specs) > ON_COMMAND_LINE:
+            specs, others = as_tops(specs, self.changed_paths(), TRACKED)
+            odd += others
         magic: dict[str, str] = {}
         if odd:
             specs = [f":(literal){spec}" for spec in specs]

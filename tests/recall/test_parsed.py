@@ -58,3 +58,24 @@ async def test_a_search_after_an_edit_sees_the_edit(tmp_path: Path) -> None:
         assert await found("deploy tuesday", "alpha") == []
         assert await found("deploy tuesday", "beta") == ["deploy-window"]
         assert await found("thursday", "beta") == []
+
+
+async def test_the_second_pass_reuses_the_first_pass_rows(tmp_path: Path) -> None:
+    """With entity bridging on, the second pass gets the rows the first read from it and
+    reads only the new ones: both kinds of hit come back whole."""
+    settings = Settings(
+        data_dir=tmp_path / "data",
+        timezone="UTC",
+        embed={"provider": "off"},
+        recall={"prf_weight": 0.3},
+    )
+    async with Runtime.open(settings, clock=ManualClock(START)) as rt:
+        await rt.memories.create(Kind.KNOWLEDGE, "choir", body="卡罗琳加入了阿什福德合唱团")
+        await rt.memories.create(Kind.KNOWLEDGE, "rehearsals", body="阿什福德的排练在周五晚上")
+        hits = await rt.recall.search("卡罗琳加入了什么", limit=5)
+        by_name = {hit.name: hit for hit in hits}
+        assert list(by_name)[0] == "choir"
+        assert "bridge" in by_name["rehearsals"].components  # found through 阿什福德
+        assert "bridge" in by_name["choir"].components  # its row came from the first pass
+        assert by_name["choir"].path.endswith("knowledge/choir/SKILL.md")
+        assert by_name["rehearsals"].path.endswith("knowledge/rehearsals/SKILL.md")

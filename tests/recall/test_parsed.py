@@ -74,7 +74,7 @@ async def test_the_second_pass_reuses_the_first_pass_rows(tmp_path: Path) -> Non
         await rt.memories.create(Kind.KNOWLEDGE, "rehearsals", body="阿什福德的排练在周五晚上")
         hits = await rt.recall.search("卡罗琳加入了什么", limit=5)
         by_name = {hit.name: hit for hit in hits}
-        assert list(by_name)[0] == "choir"
+        assert hits[0].name == "choir"
         assert "bridge" in by_name["rehearsals"].components  # found through 阿什福德
         assert "bridge" in by_name["choir"].components  # its row came from the first pass
         assert by_name["choir"].path.endswith("knowledge/choir/SKILL.md")

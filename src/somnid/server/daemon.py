@@ -31,7 +31,6 @@ from somnid.errors import Conflict
 from somnid.notify import Watchdog, notify
 from somnid.server import daemon_file
 from somnid.server.connections import GuardedH11, accept_backlog
-from somnid.server.malloc import return_large_blocks
 from somnid.store.lock import DataDirLock
 from somnid.store.modes import PRIVATE_UMASK, make_private
 
@@ -122,7 +121,6 @@ def _repair_modes(settings: Settings) -> None:
 def serve(settings: Settings) -> int:
     """Serve until signalled; returns the process exit status."""
     os.umask(PRIVATE_UMASK)  # every folder 0700 and file 0600, whatever the login's umask
-    return_large_blocks()  # the model's tensors must not pile up in malloc's arenas
     lock = DataDirLock(settings.data_dir)
     settings.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     lock.acquire()  # fail fast, before uvicorn starts, with a clear message

@@ -27,9 +27,10 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from tokenizers import Encoding, Tokenizer
+from tokenizers import Tokenizer
 
 from somnid.embed.base import EmbedError, Matrix, normalize_rows, text_list
+from somnid.embed.tokens import LibraryIds, TokenIds, read_token_ids
 
 __all__ = ["ModelConfig", "OnnxEmbedder"]
 
@@ -41,7 +42,6 @@ _INT_TYPES: dict[str, type[np.integer[Any]]] = {
     "tensor(int64)": np.int64,
     "tensor(int32)": np.int32,
 }
-_PAD_PIECES = ("<pad>", "[PAD]")
 
 
 @dataclass(frozen=True)
@@ -98,18 +98,23 @@ class OnnxEmbedder:
     """
 
     def __init__(
-        self, session: Any, tokenizer: Tokenizer, config: ModelConfig, *, batch_size: int = 32
+        self,
+        session: Any,
+        tokenizer: TokenIds | Tokenizer,
+        config: ModelConfig,
+        *,
+        batch_size: int = 32,
     ) -> None:
         if batch_size < 1:
             raise ValueError("batch_size must be positive")
         self._session: Any = session
-        self._tokenizer = tokenizer
+        if isinstance(tokenizer, Tokenizer):
+            tokenizer = LibraryIds(tokenizer, config.max_length)
+        self._tokens: TokenIds = tokenizer
         self._config = config
         self._batch_size = batch_size
         self.name = config.name
-        self._pad_id = _pad_id(tokenizer)
-        tokenizer.no_padding()  # batches are padded here, after sorting by length
-        tokenizer.enable_truncation(max_length=config.max_length)
+        self._pad_id = tokenizer.pad_id
         self._feeds = _input_types(session)
         self._output, rank, graph_dim = _pick_output(session)
         self._pooled_output = rank == 2
@@ -123,7 +128,7 @@ class OnnxEmbedder:
         # it (~0.8 s for XLM-R's 250k pieces), so together they take as long as the slower.
         with concurrent.futures.ThreadPoolExecutor(1, "somnid-model-load") as pool:
             session = pool.submit(_load_session, model_dir / MODEL_FILE, threads)
-            tokenizer = _load_tokenizer(model_dir / TOKENIZER_FILE)
+            tokenizer = _load_tokenizer(model_dir / TOKENIZER_FILE, config.max_length)
             return cls(session.result(), tokenizer, config, batch_size=batch_size)
 
     @property
@@ -139,7 +144,7 @@ class OnnxEmbedder:
     def count_tokens(self, text: str, *, query: bool = False) -> int:
         """Tokens the model sees for ``text`` (prefix and specials included, after truncation)."""
         prefix = self._config.query_prefix if query else self._config.passage_prefix
-        return len(self._tokenizer.encode(prefix + text).ids)
+        return len(self._tokens.ids([prefix + text])[0])
 
     def close(self) -> None:
         self._session = None
@@ -154,14 +159,14 @@ class OnnxEmbedder:
             return expected
         if graph_dim is not None:
             return graph_dim
-        return int(self._run([self._tokenizer.encode("")]).shape[1])  # probe once
+        return int(self._run(self._tokens.ids([""])).shape[1])  # probe once
 
     def _embed(self, texts: list[str], prefix: str) -> Matrix:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        encodings = self._tokenizer.encode_batch([prefix + text for text in texts])
+        encodings = self._tokens.ids([prefix + text for text in texts])
         # Sorting by length keeps the padding within each batch small.
-        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
+        order = sorted(range(len(texts)), key=lambda i: len(encodings[i]))
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         for start in range(0, len(order), self._batch_size):
             rows = order[start : start + self._batch_size]
@@ -174,16 +179,16 @@ class OnnxEmbedder:
             out[rows] = vectors
         return normalize_rows(out) if self._config.normalize else out
 
-    def _run(self, batch: list[Encoding]) -> Matrix:
+    def _run(self, batch: list[list[int]]) -> Matrix:
         session = self._session
         if session is None:
             raise EmbedError(f"embedder {self.name!r} is closed")
-        width = max(len(enc.ids) for enc in batch)
+        width = max(len(enc) for enc in batch)
         ids = np.full((len(batch), width), self._pad_id, dtype=np.int64)
         mask = np.zeros((len(batch), width), dtype=np.int64)
         for row, enc in enumerate(batch):
-            ids[row, : len(enc.ids)] = enc.ids
-            mask[row, : len(enc.ids)] = 1
+            ids[row, : len(enc)] = enc
+            mask[row, : len(enc)] = 1
         arrays = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
         feeds = {name: arrays[name].astype(kind) for name, kind in self._feeds.items()}
         try:
@@ -206,11 +211,11 @@ def _pool(hidden: npt.NDArray[np.float32], mask: npt.NDArray[np.int64], how: str
     return mean
 
 
-def _load_tokenizer(path: Path) -> Tokenizer:
+def _load_tokenizer(path: Path, max_length: int) -> TokenIds:
     if not path.is_file():
         raise EmbedError(f"tokenizer file {path} is missing")
     try:
-        return Tokenizer.from_file(str(path))
+        return read_token_ids(path.read_text(encoding="utf-8"), max_length)
     except Exception as exc:  # tokenizers raises a bare Exception on bad files
         raise EmbedError(f"tokenizer file {path} is invalid: {exc}") from exc
 
@@ -234,17 +239,6 @@ def _load_session(path: Path, threads: int) -> Any:
         return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
     except Exception as exc:  # onnxruntime raises its own, untyped exceptions
         raise EmbedError(f"model file {path} is not a loadable ONNX model: {exc}") from exc
-
-
-def _pad_id(tokenizer: Tokenizer) -> int:
-    padding = tokenizer.padding
-    if padding and isinstance(padding.get("pad_id"), int):
-        return int(padding["pad_id"])
-    for piece in _PAD_PIECES:
-        token_id = tokenizer.token_to_id(piece)
-        if token_id is not None:
-            return token_id
-    return 0  # masked out anyway
 
 
 def _input_types(session: Any) -> dict[str, type[np.integer[Any]]]:

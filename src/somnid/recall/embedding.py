@@ -19,7 +19,8 @@ from typing import Any, TypeVar
 import numpy as np
 
 from somnid.config import EmbedSettings
-from somnid.embed.base import Embedder, EmbedError
+from somnid.embed.base import Embedder, EmbedError, Matrix
+from somnid.embed.heap import release_free_memory
 from somnid.errors import IndexUnavailable
 from somnid.recall.backend import IndexBackend
 from somnid.recall.vectors import Vector
@@ -202,9 +203,7 @@ class EmbedWorker:
             for start in range(0, len(pending), step):
                 chunk = pending[start : start + step]
                 try:
-                    vectors = await asyncio.to_thread(
-                        embedder.embed_passages, [text for _, text in chunk]
-                    )
+                    vectors = await asyncio.to_thread(_embed_bulk, embedder, chunk)
                 except EmbedError as exc:
                     failures += 1
                     delay = min(60.0, 2.0**failures)
@@ -266,3 +265,12 @@ class EmbedWorker:
         if len(self._cache) > QUERY_CACHE_SIZE:
             self._cache.popitem(last=False)
         return vector
+
+
+def _embed_bulk(embedder: Embedder, chunk: list[tuple[str, str]]) -> Matrix:
+    """One chunk of the backfill; then the tensors' freed memory goes back to the system
+    (without it a long backfill held hundreds of MB it no longer used; see embed/heap.py)."""
+    try:
+        return embedder.embed_passages([text for _, text in chunk])
+    finally:
+        release_free_memory()

@@ -35,6 +35,7 @@ from somnid.errors import BrokenFile, SomnidError
 from somnid.history.git import Git, spare_descriptors
 from somnid.history.messages import commit_message, dream_message, listing
 from somnid.history.pathspecs import ON_COMMAND_LINE, as_tops, with_folders, within
+from somnid.history.staging import commit_paths_only
 from somnid.memory.entry import Entry
 from somnid.memory.kinds import Kind
 from somnid.provenance import DREAM, Actor, DreamRecord, current_actor
@@ -387,15 +388,9 @@ class Committer:
             specs = [f":(literal){spec}" for spec in specs]
             specs += [f":(exclude,literal){rel}" for rel in odd]
             magic = {"GIT_LITERAL_PATHSPECS": "0"}
-        # From stdin, not the command line: a first commit of 100k files would not fit.
-        listed = "\0".join(specs).encode("utf-8")
-        self.git.run(
-            "add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul", input=listed, env=magic
-        )  # fmt: skip
-        if self.git.call("diff", "--cached", "--quiet").returncode == 0:
-            return None
         text, env = commit_message(message, actor)
-        self.git.run("commit", "-q", "--no-verify", "-F", "-", input=text.encode(), env=env)
+        if not commit_paths_only(self.git, specs, text.encode(), {**magic, **env}):
+            return None
         self.commits += 1
         return self.git.text("rev-parse", "HEAD").strip()
 

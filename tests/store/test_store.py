@@ -251,3 +251,20 @@ def test_put_raw_is_the_door_for_history_s_file_writes(store: MemoryStore, tmp_p
     with pytest.raises(BrokenFile, match="symbolic link"):
         store.put_raw(store.layout.entry_file(Kind.KNOWLEDGE, "linked"), b"x")
     assert list(outside.iterdir()) == []
+
+
+def test_parsed_entries_kept_are_bounded_and_the_least_recent_go(store: MemoryStore) -> None:
+    """A large store's first sync reads every file: all of them were kept parsed (250 MB at
+    100k entries). The most recently read are kept; one read again after it left is parsed
+    fresh, and one kept is the same object."""
+    store.entries_kept = 3
+    for number in range(5):
+        make(store, f"fact-{number}", body=f"fact {number}")
+    read = {n: store.read(Kind.KNOWLEDGE, f"fact-{n}") for n in range(5)}
+    assert store.read(Kind.KNOWLEDGE, "fact-4") is read[4]
+    again = store.read(Kind.KNOWLEDGE, "fact-0")
+    assert again is not read[0] and again.body == read[0].body
+    # fact-0 came back, fact-2 left: 3, 4 and 0 are the most recent.
+    assert store.read(Kind.KNOWLEDGE, "fact-3") is read[3]
+    assert store.read(Kind.KNOWLEDGE, "fact-2") is not read[2]
+    assert len(store._cache) == 3

@@ -94,7 +94,8 @@ def run_size(
             figures["recall"] = recall[backend]
             for key in ("p50_ms", "p95_ms"):
                 mine, base = recall[backend][key], recall[first][key]
-                figures[f"{key[:3]}_ratio"] = round(mine / base, 3) if base else None
+                alone = len(daemons) == 1  # a ratio to itself says nothing
+                figures[f"{key[:3]}_ratio"] = round(mine / base, 3) if base and not alone else None
             figures["index"] = index_status(daemon)
             counted = ("entries", "vectors")
             if [figures["index"][k] for k in counted] != [before[backend][k] for k in counted]:
@@ -159,7 +160,7 @@ def format_size(result: dict[str, Any]) -> str:
         rss = figures["daemon"]["peak_rss_bytes"] or 0
         lines.append(
             f"  {backend:9} p50 {recall['p50_ms']:.1f} ms  p95 {recall['p95_ms']:.1f} ms"
-            f"  (×{figures['p50_ratio']} / ×{figures['p95_ratio']})"
+            f"  (×{figures['p50_ratio'] or '–'} / ×{figures['p95_ratio'] or '–'})"
             f"  build {figures['build_s']:.0f} s  peak RSS {rss / 2**20:.0f} MB"
         )
     return "\n".join(lines)

@@ -389,7 +389,7 @@ class Committer:
             specs += [f":(exclude,literal){rel}" for rel in odd]
             magic = {"GIT_LITERAL_PATHSPECS": "0"}
         text, env = commit_message(message, actor)
-        if not commit_paths_only(self.git, specs, text.encode(), {**magic, **env}):
+        if not commit_paths_only(self.git, specs, text, {**magic, **env}):
             return None
         self.commits += 1
         return self.git.text("rev-parse", "HEAD").strip()

@@ -9,14 +9,10 @@ leaves the person's staged changes staged); otherwise the fast path commits the 
 
 from __future__ import annotations
 
-import contextlib
-import os
-import tempfile
-
 from somnid.history.git import Git
 
 
-def commit_paths_only(git: Git, specs: list[str], message: bytes, env: dict[str, str]) -> bool:
+def commit_paths_only(git: Git, specs: list[str], message: str, env: dict[str, str]) -> bool:
     """Stage ``specs`` (pathspecs; ``env`` may turn on their magic) and commit them alone
     with ``message`` (``env`` also carries the author); False when they changed nothing."""
     listed = "\0".join(specs).encode("utf-8")
@@ -26,17 +22,12 @@ def commit_paths_only(git: Git, specs: list[str], message: bytes, env: dict[str,
     if not others:
         if git.call("diff", "--cached", "--quiet", env=env).returncode == 0:
             return False
-        git.run("commit", "-q", "--no-verify", "-F", "-", input=message, env=env)
+        git.run("commit", "-q", "--no-verify", "-F", "-", input=message.encode(), env=env)
         return True
-    fd, spec_file = tempfile.mkstemp(prefix="somnid-specs-", dir=git.git_dir)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(listed)
-        only = ["--only", f"--pathspec-from-file={spec_file}", "--pathspec-file-nul"]
-        if git.call("commit", "--dry-run", *only, env=env).returncode != 0:
-            return False  # nothing of ours changed
-        git.run("commit", "-q", "--no-verify", "-F", "-", *only, input=message, env=env)
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(spec_file)
+    # The paths on stdin, so the message goes as an argument (a listing of five labels and
+    # the trailers: far below the 128 KB an argument may hold).
+    only = ["--only", "--pathspec-from-file=-", "--pathspec-file-nul"]
+    if git.call("commit", "--dry-run", *only, input=listed, env=env).returncode != 0:
+        return False  # nothing of ours changed
+    git.run("commit", "-q", "--no-verify", "-m", message, *only, input=listed, env=env)
     return True

@@ -380,7 +380,8 @@ class Committer:
         specs = [spec for spec in specs if spec not in left_out]
         if not specs:
             return None
-        if len(specs) > ON_COMMAND_LINE:
+        tops = len(specs) > ON_COMMAND_LINE
+        if tops:
             specs, others = as_tops(specs, self.changed_paths(), TRACKED)
             odd += others
         magic: dict[str, str] = {}
@@ -389,7 +390,7 @@ class Committer:
             specs += [f":(exclude,literal){rel}" for rel in odd]
             magic = {"GIT_LITERAL_PATHSPECS": "0"}
         text, env = commit_message(message, actor)
-        if not commit_paths_only(self.git, specs, text, {**magic, **env}):
+        if not commit_paths_only(self.git, specs, text, {**magic, **env}, tops=tops):
             return None
         self.commits += 1
         return self.git.text("rev-parse", "HEAD").strip()

@@ -2,9 +2,10 @@
 
 A plain ``git commit`` takes the whole index: a file a person had ``git add``-ed in the data
 dir went into somnid's next commit, under somnid's message and actor, and their own commit
-then found nothing to commit. When the index holds changes before somnid stages its paths,
-the commit is made with ``--only`` over those paths (git builds it from HEAD plus them, and
-leaves the person's staged changes staged); otherwise the fast path commits the index.
+then found nothing to commit. Checking the index first is not enough: a person may stage a
+file between that check and the commit (seen in CI). So every commit is made with ``--only``
+over somnid's paths: git builds it from HEAD plus those paths, and leaves anything else that
+is staged as it was.
 """
 
 from __future__ import annotations
@@ -12,22 +13,40 @@ from __future__ import annotations
 from somnid.history.git import Git
 
 
-def commit_paths_only(git: Git, specs: list[str], message: str, env: dict[str, str]) -> bool:
+def commit_paths_only(
+    git: Git, specs: list[str], message: str, env: dict[str, str], *, tops: bool = False
+) -> bool:
     """Stage ``specs`` (pathspecs; ``env`` may turn on their magic) and commit them alone
-    with ``message`` (``env`` also carries the author); False when they changed nothing."""
+    with ``message`` (``env`` also carries the author); False when they changed nothing.
+    ``tops``: the specs are the few top folders, some of which may hold nothing."""
     listed = "\0".join(specs).encode("utf-8")
-    others = git.call("diff", "--cached", "--quiet", env=env).returncode != 0
-    # From stdin, not the command line: a first commit of 100k files would not fit.
-    git.run("add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul", input=listed, env=env)
-    if not others:
-        if git.call("diff", "--cached", "--quiet", env=env).returncode == 0:
+    # From stdin, not the command line: a first commit of 100k files would not fit. The
+    # message goes as an argument (a listing of five labels and the trailers: far below the
+    # 128 KB an argument may hold).
+    paths = ["--pathspec-from-file=-", "--pathspec-file-nul"]
+    git.run("add", "-A", *paths, input=listed, env=env)
+    if tops:
+        specs = _known(git, specs, env)
+        if not [spec for spec in specs if not spec.startswith(":(exclude")]:
             return False
-        git.run("commit", "-q", "--no-verify", "-F", "-", input=message.encode(), env=env)
-        return True
-    # The paths on stdin, so the message goes as an argument (a listing of five labels and
-    # the trailers: far below the 128 KB an argument may hold).
-    only = ["--only", "--pathspec-from-file=-", "--pathspec-file-nul"]
+        listed = "\0".join(specs).encode("utf-8")
+    only = ["--only", *paths]
     if git.call("commit", "--dry-run", *only, input=listed, env=env).returncode != 0:
         return False  # nothing of ours changed
     git.run("commit", "-q", "--no-verify", "-m", message, *only, input=listed, env=env)
     return True
+
+
+def _known(git: Git, specs: list[str], env: dict[str, str]) -> list[str]:
+    """The specs git knows a path of (staged or in HEAD), exclusions kept: ``git commit
+    --only`` refuses one that matches nothing (an empty ``skills`` top, say)."""
+    kept = []
+    for spec in specs:
+        if spec.startswith(":(exclude"):
+            kept.append(spec)
+            continue
+        staged = git.call("ls-files", "-z", "--", spec, env=env).stdout
+        committed = git.call("ls-tree", "-r", "--name-only", "HEAD", "--", spec, env=env)
+        if staged or (committed.returncode == 0 and committed.stdout):
+            kept.append(spec)
+    return kept

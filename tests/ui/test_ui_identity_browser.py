@@ -21,6 +21,7 @@ import pytest
 from tests.browser import CHROMIUM, FLAGS
 from tests.daemon import start_daemon
 from tests.dream.test_profile_gate_bridge import _dream
+from tests.history.helpers import wait_for
 from tests.history.test_purge_beside_reads import held_git, release
 from tests.ui.test_ui_history_browser import ARTEFACTS, GREEN
 
@@ -108,7 +109,8 @@ def test_a_dreams_profile_change_is_listed_and_reverted_in_one_click(tmp_path: P
                 expect(page.locator("#e-status")).to_have_text(
                     re.compile(r"^Rewriting \d+ commits of history, about \d+ s \(\d+ done\)")
                 )
-                assert waiting.exists()
+                # The page may say so a moment before the held git has started: wait for it.
+                wait_for(waiting.exists)
             finally:
                 release(fifo)
             expect(page.locator("#notice")).to_have_text("Purged.")

@@ -1,4 +1,4 @@
-"""`OnnxEmbedder`: a sentence embedder over an ONNX encoder and a `tokenizers` tokenizer.
+"""`OnnxEmbedder`: a sentence embedder over an ONNX encoder and its tokenizer (embed/tokens.py).
 
 A model directory holds ``model.onnx``, ``tokenizer.json`` and a small ``config.json``:
 

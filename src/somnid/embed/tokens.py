@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import re
 from array import array
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from tokenizers import Tokenizer
@@ -115,7 +115,8 @@ class UnigramIds:
             pieces.setdefault(str(piece), index)
             scores.append(float(score))
         specials = _specials(spec.get("added_tokens") or [])
-        template = _template(spec.get("post_processor"), {**pieces, **(specials or {})})
+        known = specials or {}
+        template = _template(spec.get("post_processor"), lambda p: known.get(p, pieces.get(p)))
         if specials is None or template is None or not 0 <= unk_id < len(vocab):
             return None
         front = dict(spec, model={"type": "Unigram", "unk_id": 0, "vocab": [["<unk>", 0.0]]})
@@ -237,7 +238,7 @@ def _specials(added: list[Any]) -> dict[str, int] | None:
     return out
 
 
-def _template(post: Any, ids: dict[str, int]) -> tuple[list[int], list[int]] | None:
+def _template(post: Any, id_of: Callable[[str], int | None]) -> tuple[list[int], list[int]] | None:
     """The ids a single sequence gets before and after its own, or None if unfollowable."""
     if post is None:
         return [], []
@@ -256,8 +257,8 @@ def _template(post: Any, ids: dict[str, int]) -> tuple[list[int], list[int]] | N
         declared = (post.get("special_tokens") or {}).get(name, {}).get("ids")
         if isinstance(declared, list) and all(isinstance(i, int) for i in declared):
             token_ids = list(declared)
-        elif name in ids:
-            token_ids = [ids[name]]
+        elif isinstance(name, str) and id_of(name) is not None:
+            token_ids = [id_of(name) or 0]
         else:
             return None
         (tail if seen_sequence else head).extend(token_ids)

@@ -23,7 +23,7 @@ try:  # the ``postgres`` extra
 except ImportError:  # pragma: no cover - checked at open
     psycopg = None  # type: ignore[assignment]
 
-SCHEMA_VERSION = 2  # 2: terms carry their row's kind and length
+SCHEMA_VERSION = 3  # 2: terms carry their row's kind and length; 3: ... in their key
 SCHEMA_LOCK = 0x534F4D4E  # an advisory lock: two daemons creating the schema at once
 
 # Every table in one schema; rows carry the daemons (sources) that derived them.
@@ -62,7 +62,7 @@ CREATE TABLE IF NOT EXISTS somnid.terms (
     row_len   integer NOT NULL,
     n0 smallint NOT NULL, n1 smallint NOT NULL, n2 smallint NOT NULL,
     n3 smallint NOT NULL, n4 smallint NOT NULL, n5 smallint NOT NULL,
-    PRIMARY KEY (term, entry_id)
+    PRIMARY KEY (term, entry_id) INCLUDE (kind, row_len, n0, n1, n2, n3, n4, n5)
 );
 CREATE INDEX IF NOT EXISTS terms_entry ON somnid.terms (entry_id);
 CREATE TABLE IF NOT EXISTS somnid.dates (

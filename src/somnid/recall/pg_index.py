@@ -15,8 +15,8 @@ daemons sharing one index.
 from __future__ import annotations
 
 import datetime as dt
-import time
 from collections.abc import Collection, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -35,6 +35,7 @@ from somnid.recall.backend import (
 )
 from somnid.recall.pg_db import TABLES, PgDatabase
 from somnid.recall.pg_write import let_go, upsert
+from somnid.recall.refresh import Refreshed
 from somnid.recall.terms import query_tokens
 from somnid.recall.vectors import Vector
 
@@ -89,11 +90,14 @@ class PgIndex:
         self._weights = {f"w{i}": w for i, w in enumerate(weights)}
         self.model: str | None = None
         self.dim: int | None = None
-        self._stats: tuple[float, float, float] | None = None  # (when, N, mean length)
-        self._vectors: tuple[float, int] | None = None  # (when, count)
+        # Whole-table counts (~140 ms at 100k rows), read again off the recall's path.
+        self._figures = ThreadPoolExecutor(1, thread_name_prefix="somnid-pg-figures")
+        self._stats = Refreshed(self._read_stats, STATS_TTL_S, self._figures)
+        self._vectors = Refreshed(self._read_vector_count, STATS_TTL_S, self._figures)
         self._written = 0  # rows written since the planner's statistics were last taken
 
     def close(self) -> None:
+        self._figures.shutdown(wait=False, cancel_futures=True)
         self.db.close()
 
     def describe(self) -> BackendInfo:
@@ -150,7 +154,7 @@ class PgIndex:
         file (path and hash) is shared, not copied; this daemon's older row is let go."""
         with self.db.write() as conn:
             results = [upsert(conn, doc, self.source, self.model) for doc in docs]
-        self._stats = None
+        self._stats.forget()
         self._written += len(docs)
         return results
 
@@ -162,7 +166,8 @@ class PgIndex:
             ).fetchall()
             for (entry_id,) in found:
                 let_go(conn, int(entry_id), self.source)
-        self._stats = self._vectors = None
+        self._stats.forget()
+        self._vectors.forget()
         return int(found[0][0]) if found else None
 
     def forget_deleted(self) -> None:
@@ -183,7 +188,8 @@ class PgIndex:
                 conn.execute("DELETE FROM somnid.vectors")
                 if self.dim is not None:
                     conn.execute("UPDATE somnid.entries SET vec = NULL")
-        self._stats = self._vectors = None
+        self._stats.forget()
+        self._vectors.forget()
 
     def count_invalidated(self) -> int:
         return 0  # invalidated rows are gone: total() counts those derived again
@@ -227,18 +233,13 @@ class PgIndex:
 
     # ------------------------------------------------------------------ search
 
-    def _bm25_stats(self) -> tuple[float, float]:
-        stats = self._stats
-        if stats is None or time.monotonic() - stats[0] > STATS_TTL_S:
-            found = self.db.fetchone(
-                "SELECT count(*), coalesce(avg(terms_len), 0) FROM somnid.entries"
-            )
-            count, mean = (0, 0.0) if found is None else (int(found[0]), float(found[1]))
-            stats = self._stats = (time.monotonic(), float(count), max(mean, 1.0))
-        return stats[1], stats[2]
+    def _read_stats(self) -> tuple[float, float]:
+        found = self.db.fetchone("SELECT count(*), coalesce(avg(terms_len), 0) FROM somnid.entries")
+        count, mean = (0, 0.0) if found is None else (int(found[0]), float(found[1]))
+        return float(count), max(mean, 1.0)
 
     def _keyword_params(self, terms: list[str], kinds: tuple[Kind, ...]) -> dict[str, object]:
-        count, mean = self._bm25_stats()
+        count, mean = self._stats.get()
         params: dict[str, object] = {**self._me, **self._weights, "n": count, "avg": mean}
         params |= {"terms": query_tokens(terms), "codes": [KIND_CODE[k] for k in kinds]}
         return params
@@ -293,15 +294,12 @@ class PgIndex:
         return {int(i): _vec_of(text) for i, text in cursor}
 
     def vector_count(self) -> int:
-        cached = self._vectors
-        if self.model is None:
-            return 0
-        if cached is None or time.monotonic() - cached[0] > STATS_TTL_S:
-            count = self.db.count(
-                f"SELECT count(*) FROM somnid.entries WHERE vec IS NOT NULL AND {_MINE}", self._me
-            )
-            cached = self._vectors = (time.monotonic(), count)
-        return cached[1]
+        return 0 if self.model is None else self._vectors.get()
+
+    def _read_vector_count(self) -> int:
+        return self.db.count(
+            f"SELECT count(*) FROM somnid.entries WHERE vec IS NOT NULL AND {_MINE}", self._me
+        )
 
     # ------------------------------------------------------------------ embedding
 
@@ -338,7 +336,8 @@ class PgIndex:
                 " WHERE e.vec IS NULL AND v.embed_hash = e.embed_hash AND v.model = %s",
                 (model,),
             )
-        self.model, self.dim, self._vectors = model, dim, None
+        self.model, self.dim = model, dim
+        self._vectors.forget()
 
     def missing_vectors(self, limit: int) -> list[tuple[str, str]]:
         if self.model is None:
@@ -376,7 +375,10 @@ class PgIndex:
                 " FROM unnest(%s::text[], %s::text[]) AS u(h, v) WHERE e.embed_hash = u.h",
                 (hashes, texts),
             )
-        self._vectors = None
+        if self._vectors.peek():  # more vectors than counted: recall may use the old count
+            self._vectors.expire()
+        else:
+            self._vectors.forget()
 
     # ------------------------------------------------------------------ state
 
@@ -412,9 +414,11 @@ class PgIndex:
 
     def stamp_sync(self, when: dt.datetime) -> None:
         """The end of a full sync; after many rows were written, the planner's statistics
-        are taken again (autovacuum would, later: until then its plans can be poor)."""
+        are taken again and the tables vacuumed (autovacuum would, later: until then plans
+        can be poor, and reading a term's postings visits a heap page for each instead of
+        the key's pages alone, 90 ms against 3 for 11k postings)."""
         self.set_state("last_sync", when.isoformat())
         if self._written >= ANALYZE_AFTER:
             with self.db.reading() as conn:
-                conn.execute("ANALYZE " + ", ".join(f"somnid.{t}" for t in TABLES))
+                conn.execute("VACUUM (ANALYZE) " + ", ".join(f"somnid.{t}" for t in TABLES))
             self._written = 0

@@ -167,9 +167,15 @@ def serve(settings: Settings) -> int:
 
 
 def _bind(settings: Settings) -> socket.socket:
-    """The listening address, bound (uvicorn listens on it once the app has started)."""
+    """The listening address, bound (uvicorn listens on it once the app has started).
+
+    Made as a TCP socket by name: asyncio turns Nagle's algorithm off (``TCP_NODELAY``) only
+    on connections whose socket says ``IPPROTO_TCP``, and a plain ``socket.socket()`` says 0.
+    With Nagle on, the second write of an answer (h11 writes the head, then the body) waited
+    for the client's delayed ACK: every request but a connection's first took 40 ms more."""
     host, port = settings.host, settings.port
-    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, port))

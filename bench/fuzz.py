@@ -73,6 +73,8 @@ SAMPLE_CHARS = 600
 class OperationStats:
     requests: int = 0
     statuses: collections.Counter[str] = field(default_factory=collections.Counter)
+    codes: collections.Counter[str] = field(default_factory=collections.Counter)
+    """The ``code`` of each 4xx problem answer (``dream_running``, ``not_found``...)."""
     failures: int = 0
 
 
@@ -172,6 +174,15 @@ def _short(data: bytes | str | None) -> str:
     return text if len(text) <= SAMPLE_CHARS else text[:SAMPLE_CHARS] + f"… ({len(text)} chars)"
 
 
+def _problem_code(body: bytes) -> str:
+    try:
+        document = json.loads(body)
+    except ValueError:
+        return "(not json)"
+    code = document.get("code") if isinstance(document, dict) else None
+    return code if isinstance(code, str) else "(no code)"
+
+
 def _record(report: FuzzReport, event: events.ScenarioFinished) -> None:
     recorder = event.recorder
     for case_id, interaction in recorder.interactions.items():
@@ -181,6 +192,8 @@ def _record(report: FuzzReport, event: events.ScenarioFinished) -> None:
         stats.requests += 1
         response = interaction.response
         stats.statuses[f"{response.status_code // 100}xx" if response else "no answer"] += 1
+        if response is not None and 400 <= response.status_code < 500:
+            stats.codes[_problem_code(response.content)] += 1
     for case_id, checks in recorder.checks.items():
         for check in checks:
             if check.status != Status.FAILURE or check.failure_info is None:

@@ -39,6 +39,9 @@ NEED_AN_EXISTING_ONE = {
     "POST /v1/dreams/{id}/revert",
     "DELETE /v1/sync/conflicts",  # a conflict file, which only a merge of two machines makes
 }
+WAIT_FOR_A_DREAM = {"POST /v1/sync"}
+"""Refused (409 ``dream_running``) by their handler while a dream the fuzz started runs: how
+long one runs depends on the machine, so that refusal counts as reaching the handler."""
 
 
 def _documented() -> set[str]:
@@ -66,8 +69,13 @@ def test_every_answer_keeps_the_contract(tmp_path: Path) -> None:
     # Requests got past the door and validation into the handlers: every operation but
     # those that need an existing thing named exactly (an entry with its If-Match, a commit
     # id, a dream id, a name repeated as confirmation), which random values rarely give,
-    # succeeded at least once.
-    missed = {op for op, stats in report.operations.items() if not stats.statuses["2xx"]}
+    # succeeded at least once (or, for a few, was refused by its handler as busy).
+    missed = {
+        op
+        for op, stats in report.operations.items()
+        if not stats.statuses["2xx"]
+        and not (op in WAIT_FOR_A_DREAM and stats.codes["dream_running"])
+    }
     assert missed <= NEED_AN_EXISTING_ONE, missed
     assert report.requests > 20 * len(report.operations)
 

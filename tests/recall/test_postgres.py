@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
@@ -136,6 +137,36 @@ def test_keywords_rank_as_fts5_does(tmp_path: Path, pg_dsn: str) -> None:
     finally:
         sqlite.close()
         postgres.close()
+
+
+def test_counts_are_exact_right_after_a_write(pg_dsn: str) -> None:
+    """The whole-table figures are refreshed off the recall's path, but never stale after a
+    write of this daemon's: the vector count right after vectors are stored, BM25's row count
+    (an IDF of a term in every row is floored, in none of them it is not)."""
+
+    def doc(name: str, body: str) -> Document:
+        text = IndexedText(name, "", "", body, body)
+        return Document(f"memory/knowledge/{name}/SKILL.md", Kind.KNOWLEDGE, name, f"h-{name}",
+                        text, 0.5, None, ())  # fmt: skip
+
+    index = PgIndex(PgDatabase(pg_dsn), "test")
+    try:
+        index.use_model("test-model", 4)
+        first = [doc(f"n{i}", f"shared words note {i}") for i in range(3)]
+        index.upsert_many(first)
+        assert index.vector_count() == 0
+        unit = np.array([1.0, 0.0, 0.0, 0.0], dtype=np.float32)
+        for done, d in enumerate(first, start=1):
+            index.store_vectors([(d.text.embed_hash, unit)])
+            assert index.vector_count() == done
+        rare = index.keyword_search(["zebra"], (Kind.KNOWLEDGE,), 10)
+        assert rare == []
+        index.upsert_many([doc("z", "a zebra among notes")])
+        assert [i for i, _ in index.keyword_search(["zebra"], (Kind.KNOWLEDGE,), 10)] != []
+        index.delete("memory/knowledge/n0/SKILL.md")
+        assert index.vector_count() == 2
+    finally:
+        index.close()
 
 
 async def test_two_daemons_share_one_index(tmp_path: Path, pg_dsn: str) -> None:

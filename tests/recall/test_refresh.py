@@ -59,7 +59,6 @@ def test_the_first_read_waits_and_a_fresh_figure_is_not_read_again(
 ) -> None:
     server = Server()
     figure, now = make(server, pool)
-    assert figure.peek() is None
     assert figure.get() == 1
     server.value = 2
     now[0] = 9.0
@@ -98,16 +97,6 @@ def test_forget_waits_for_a_new_read_and_drops_one_begun_before(pool: ThreadPool
     assert figure.get() == 3
     pool.submit(lambda: None).result(WAIT_S)  # the held refresh has finished
     assert figure.get() == 3
-
-
-def test_expire_refreshes_without_waiting(pool: ThreadPoolExecutor) -> None:
-    server = Server()
-    figure, _now = make(server, pool)
-    figure.get()
-    server.value = 5
-    figure.expire()
-    assert figure.get() == 1
-    wait_for(lambda: figure.get() == 5)
 
 
 def test_a_failed_refresh_keeps_the_figure_and_is_tried_again(pool: ThreadPoolExecutor) -> None:

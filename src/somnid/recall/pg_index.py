@@ -375,10 +375,7 @@ class PgIndex:
                 " FROM unnest(%s::text[], %s::text[]) AS u(h, v) WHERE e.embed_hash = u.h",
                 (hashes, texts),
             )
-        if self._vectors.peek():  # more vectors than counted: recall may use the old count
-            self._vectors.expire()
-        else:
-            self._vectors.forget()
+        self._vectors.forget()  # exact after a write: the first vectors make recall hybrid
 
     # ------------------------------------------------------------------ state
 

@@ -57,17 +57,6 @@ class Refreshed(Generic[T]):
         self._keep(generation, value)
         return value
 
-    def peek(self) -> T | None:
-        """The figure held, however old; None before the first read."""
-        with self._lock:
-            return None if self._value is None else self._value[1]
-
-    def expire(self) -> None:
-        """The figure moved a little: the next :meth:`get` reads it again, without waiting."""
-        with self._lock:
-            if self._value is not None:
-                self._value = (float("-inf"), self._value[1])
-
     def forget(self) -> None:
         """The figure changed: the next :meth:`get` reads it, and waits."""
         with self._lock:

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Iterator
+from typing import Any
 
+import fastapi.dependencies.utils
+import fastapi.routing
 import pytest
 from fastapi.testclient import TestClient
 
@@ -118,3 +122,41 @@ def test_bad_recall_requests(client: TestClient) -> None:
     )
     weird = client.post("/v1/recall", json={"query": 'NEAR("a" b) OR * AND -- ;DROP TABLE fts'})
     assert weird.status_code == 200
+
+
+def test_a_hint_crosses_into_a_thread_once(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each hand-over between the event loop and a thread costs a wake-up: a hint embeds
+    its cue and searches in one thread (the keyword half beside it, in a helper), and no
+    dependency of a route runs in FastAPI's thread pool (a plain ``def`` one would)."""
+    to_thread: list[str] = []
+    pooled: list[str] = []
+    real_to_thread = asyncio.to_thread
+    real_pool = fastapi.routing.run_in_threadpool
+
+    async def counted_to_thread(func: Any, /, *args: Any, **kwargs: Any) -> Any:
+        to_thread.append(getattr(func, "__qualname__", repr(func)))
+        return await real_to_thread(func, *args, **kwargs)
+
+    async def counted_pool(func: Any, *args: Any, **kwargs: Any) -> Any:
+        pooled.append(getattr(func, "__qualname__", repr(func)))
+        return await real_pool(func, *args, **kwargs)
+
+    monkeypatch.setattr(asyncio, "to_thread", counted_to_thread)
+    monkeypatch.setattr(fastapi.routing, "run_in_threadpool", counted_pool)
+    monkeypatch.setattr(fastapi.dependencies.utils, "run_in_threadpool", counted_pool)
+    cue = {
+        "sessionId": "one-hand-over",
+        "cue": "let me pip install requests into the system python",
+    }
+    answer = client.post("/v1/assoc/thought", json=cue).json()
+    assert answer["decision"] == "fired"  # and its entry is read, in a thread
+    assert to_thread == ["Recall._embed_and_search", "load_hits"]
+    to_thread.clear()
+    cue = {"sessionId": "one-hand-over", "cue": "what is the weather like on the moon today"}
+    assert client.post("/v1/assoc/thought", json=cue).json()["decision"] != "fired"
+    assert to_thread == ["Recall._embed_and_search"]
+    found = client.post("/v1/recall", json={"query": "deploy on a Friday", "limit": 3})
+    assert found.status_code == 200 and found.json()["mode"] == "hybrid"
+    assert pooled == []

@@ -12,6 +12,7 @@ import contextlib
 import enum
 import logging
 import os
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -109,6 +110,7 @@ class EmbedWorker:
         # Set once the embedder is loaded (or failed, or off): the first sync may wait for it.
         self.loaded = asyncio.Event()
         self._cache: collections.OrderedDict[str, Vector] = collections.OrderedDict()
+        self._cache_lock = threading.Lock()  # queries are embedded in several threads
 
     @property
     def loads_quickly(self) -> bool:
@@ -250,21 +252,38 @@ class EmbedWorker:
         """The query's vector, or None while the model is not ready."""
         if self.embedder is None or not self.ready:
             return None
-        cached = self._cache.get(text)
+        cached = self._cached(text)
         if cached is not None:
-            self._cache.move_to_end(text)
             return cached
+        return await asyncio.to_thread(self.query_vector, text)
+
+    def query_vector(self, text: str) -> Vector | None:
+        """``embed_query`` in the calling thread, for a thread that searches with it next
+        (one hand-over between threads per search instead of two)."""
         embedder = self.embedder
+        if embedder is None or not self.ready:
+            return None
+        cached = self._cached(text)
+        if cached is not None:
+            return cached
         try:
-            matrix = await asyncio.to_thread(embedder.embed_queries, [text])
+            matrix = embedder.embed_queries([text])
         except EmbedError as exc:
             log.warning("could not embed a query: %s", exc)
             return None
         vector = np.asarray(matrix[0], dtype=np.float32)
-        self._cache[text] = vector
-        if len(self._cache) > QUERY_CACHE_SIZE:
-            self._cache.popitem(last=False)
+        with self._cache_lock:
+            self._cache[text] = vector
+            if len(self._cache) > QUERY_CACHE_SIZE:
+                self._cache.popitem(last=False)
         return vector
+
+    def _cached(self, text: str) -> Vector | None:
+        with self._cache_lock:
+            cached = self._cache.get(text)
+            if cached is not None:
+                self._cache.move_to_end(text)
+            return cached
 
 
 def _embed_bulk(embedder: Embedder, chunk: list[tuple[str, str]]) -> Matrix:

@@ -70,30 +70,40 @@ def fuse(
     confidence = _clip((best_cos - weights.cos_floor) / weights.cos_span) if cosines else 0.0
     spread = best_cos - low_cos
     best_kw = max((c.keyword for c in candidates), default=0.0)
+    # The hot loop of every search (~100 candidates): components are left unrounded here;
+    # a hit's are rounded when it is reported.
+    vector_weight, keyword_weight = weights.vector, weights.keyword
+    calibrated = weights.fusion == "calibrated"
+    per_kw = 1.0 / best_kw if best_kw > 0 else 0.0
+    per_cos = 1.0 / spread if spread > 1e-9 else 0.0
     scored: list[Scored] = []
     for c in candidates:
-        k = c.keyword / best_kw if best_kw > 0 else 0.0
-        parts: dict[str, float] = {}
+        k = c.keyword * per_kw
+        parts: dict[str, float]
         if vectors:
             v = 0.0
-            if c.cosine is not None:
-                if weights.fusion == "calibrated":  # the absolute scale, as the gate reads it
-                    v = _clip((c.cosine - weights.cos_floor) / weights.cos_span)
+            cosine = c.cosine
+            if cosine is not None:
+                if calibrated:  # the absolute scale, as the gate reads it
+                    v = _clip((cosine - weights.cos_floor) / weights.cos_span)
+                elif per_cos:
+                    relative = (cosine - low_cos) * per_cos
+                    v = confidence * (1.0 if relative > 1.0 else relative if relative > 0 else 0.0)
                 else:
-                    relative = (c.cosine - low_cos) / spread if spread > 1e-9 else 1.0
-                    v = confidence * _clip(relative)
-                parts["cosine"] = round(c.cosine, 4)
-            parts["vector"] = round(weights.vector * v, 4)
-            parts["keyword"] = round(weights.keyword * k, 4)
-            total = weights.vector * v + weights.keyword * k
+                    v = confidence
+                parts = {"cosine": cosine, "vector": vector_weight * v}
+            else:
+                parts = {"vector": 0.0}
+            parts["keyword"] = keyword_weight * k
+            total = vector_weight * v + keyword_weight * k
         else:
-            parts["keyword"] = round(k, 4)
+            parts = {"keyword": k}
             total = k
         if c.literal:
             parts["literal"] = weights.literal
             total += weights.literal
         if c.keyword > 0:
-            parts["bm25"] = round(c.keyword, 4)
+            parts["bm25"] = c.keyword
         if total > 0:
             scored.append(Scored(c.entry_id, total, c.activation, parts))
     return rank(scored)

@@ -174,6 +174,7 @@ class RecallSystem:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
         await self._worker.stop()
+        await asyncio.to_thread(self._engine.close)
         await asyncio.to_thread(self._index.close)
 
     async def _first_sync(self) -> None:

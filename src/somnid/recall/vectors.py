@@ -79,13 +79,14 @@ class VectorTable:
 
     def search(self, query: Vector, kind_codes: Iterable[int], k: int) -> list[tuple[int, float]]:
         """The ``k`` most similar entries of the given kinds: (entry id, cosine), best first."""
-        codes = np.fromiter(kind_codes, dtype=np.int8)
+        wanted = np.zeros(128, dtype=bool)  # by kind code (0..127): a lookup, not np.isin
+        wanted[np.fromiter(kind_codes, dtype=np.int8)] = True
         with self._lock:
             if not self._row_of:
                 return []
             high = self._high
             sims = np.einsum("ij,j->i", self._matrix[:high], query)
-            valid = (self._ids[:high] >= 0) & np.isin(self._kinds[:high], codes)
+            valid = (self._ids[:high] >= 0) & wanted[self._kinds[:high]]
             sims = np.where(valid, sims, -np.inf)
             count = min(k, int(valid.sum()))
             if count <= 0:

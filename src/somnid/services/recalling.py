@@ -71,7 +71,8 @@ def quote_markdown(found: list[Found], query: str) -> str:
 async def hint_of(
     read: ReadEntry, decision: Decision, lang: str, token_budget: int
 ) -> tuple[list[Found], str]:
-    found = await asyncio.to_thread(load_hits, read, decision.items)
+    # Most cues fire no hint: then nothing is read, and no thread is woken for it.
+    found = await asyncio.to_thread(load_hits, read, decision.items) if decision.items else []
     items = [HintItem(f.hit, f.entry.description or snippet(f.entry.body, 160)) for f in found]
     return found, format_hint(items, lang, token_budget)
 

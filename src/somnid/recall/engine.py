@@ -33,12 +33,11 @@ from somnid.recall.passes import (
 )
 from somnid.recall.scorer import Candidate, Scored, Weights, fuse, rank, spread_links
 from somnid.recall.text import keyword_evidence, query_terms
+from somnid.recall.turns import ANSWER_SHARE, answer_echoes, spread_to_turns
 from somnid.recall.vectors import Vector
 
 DEFAULT_KINDS = (Kind.KNOWLEDGE, Kind.EPISODE, Kind.SKILL)
 MIN_LITERAL_CHARS = 4
-ANSWER_SHARE = 0.8
-"""Of an echo's score (before its question penalty), what the turn after it gets at least."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -368,9 +367,9 @@ class Recall:
         asks = {i for i, row in rows.items() if row.asks}
         scored = penalise_questions(scored, asks, settings.question_penalty)
         if settings.question_penalty > 0 and ANSWER_SHARE > 0:
-            scored = self._answers(scored, rows, limit)
+            scored = answer_echoes(self.index, scored, rows, limit)
         if settings.neighbour_spread > 0:
-            scored = self._neighbours(scored, rows, limit)
+            scored = spread_to_turns(self.index, scored, rows, limit, settings.neighbour_spread)
         return self._spread(scored, rows, kinds, project, limit)
 
     def _texts_of(self, ids: list[int], seen: dict[int, str]) -> dict[int, str]:
@@ -379,52 +378,6 @@ class Recall:
         if missing:
             seen.update(self.index.texts(missing))
         return {i: seen[i] for i in ids if i in seen}
-
-    def _answers(self, scored: list[Scored], rows: dict[int, Row], limit: int) -> list[Scored]:
-        """The turn after an echo (a top result that is mostly a question) is what answers
-        it: it gets ``ANSWER_SHARE`` of the echo's score before the penalty, if more."""
-        echoes = [s for s in scored[:limit] if s.entry_id in rows and rows[s.entry_id].asks]
-        if not echoes:
-            return scored
-        pairs = self.index.neighbours(rows[s.entry_id] for s in echoes)
-        by_id = {s.entry_id: s for s in scored}
-        new = {after for _before, after in pairs.values() if after is not None} - set(rows)
-        rows.update(self.index.rows_by_id(new))
-        for echo in echoes:
-            after = pairs.get(echo.entry_id, (None, None))[1]
-            if after is None or after not in rows:
-                continue
-            value = ANSWER_SHARE * (echo.score - echo.components.get("question", 0.0))
-            current = by_id.get(after)
-            if current is None:
-                by_id[after] = Scored(after, value, rows[after].score, {"answer": round(value, 4)})
-            elif current.score < value:
-                current.components["answer"] = round(value - current.score, 4)
-                current.score = value
-        return rank(list(by_id.values()))
-
-    def _neighbours(self, scored: list[Scored], rows: dict[int, Row], limit: int) -> list[Scored]:
-        """One hop to the turns just before and after each of the top results in their
-        session: the reply to a turn that matches, the question a reply answers."""
-        seeds = [rows[s.entry_id] for s in scored[:limit] if s.entry_id in rows]
-        pairs = self.index.neighbours(seeds)
-        neighbours = {
-            entry_id: [n for n in (after, before) if n is not None]
-            for entry_id, (before, after) in pairs.items()
-        }
-        if not neighbours:
-            return scored
-        found = self.index.rows_by_id({n for ns in neighbours.values() for n in ns} - set(rows))
-        rows.update(found)
-        activation = {i: r.score for i, r in rows.items()}
-        return spread_links(
-            scored,
-            neighbours,
-            activation,
-            seeds=limit,
-            decay=self.settings.neighbour_spread,
-            key="neighbour",
-        )
 
     def _spread(
         self,

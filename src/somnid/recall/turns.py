@@ -1,0 +1,62 @@
+"""Passes over a conversation's turns that read the index: the turn after an echo (a top
+result that is mostly a question) and the turns beside each top result in its session."""
+
+from __future__ import annotations
+
+from somnid.recall.backend import IndexBackend, Row
+from somnid.recall.scorer import Scored, rank, spread_links
+
+ANSWER_SHARE = 0.8
+"""Of an echo's score (before its question penalty), what the turn after it gets at least."""
+
+
+def answer_echoes(
+    index: IndexBackend, scored: list[Scored], rows: dict[int, Row], limit: int
+) -> list[Scored]:
+    """The turn after an echo (a top result that is mostly a question) is what answers
+    it: it gets ``ANSWER_SHARE`` of the echo's score before the penalty, if more."""
+    echoes = [s for s in scored[:limit] if s.entry_id in rows and rows[s.entry_id].asks]
+    if not echoes:
+        return scored
+    pairs = index.neighbours(rows[s.entry_id] for s in echoes)
+    by_id = {s.entry_id: s for s in scored}
+    new = {after for _before, after in pairs.values() if after is not None} - set(rows)
+    rows.update(index.rows_by_id(new))
+    for echo in echoes:
+        after = pairs.get(echo.entry_id, (None, None))[1]
+        if after is None or after not in rows:
+            continue
+        value = ANSWER_SHARE * (echo.score - echo.components.get("question", 0.0))
+        current = by_id.get(after)
+        if current is None:
+            by_id[after] = Scored(after, value, rows[after].score, {"answer": round(value, 4)})
+        elif current.score < value:
+            current.components["answer"] = round(value - current.score, 4)
+            current.score = value
+    return rank(list(by_id.values()))
+
+
+def spread_to_turns(
+    index: IndexBackend, scored: list[Scored], rows: dict[int, Row], limit: int, decay: float
+) -> list[Scored]:
+    """One hop to the turns just before and after each of the top results in their
+    session: the reply to a turn that matches, the question a reply answers."""
+    seeds = [rows[s.entry_id] for s in scored[:limit] if s.entry_id in rows]
+    pairs = index.neighbours(seeds)
+    neighbours = {
+        entry_id: [n for n in (after, before) if n is not None]
+        for entry_id, (before, after) in pairs.items()
+    }
+    if not neighbours:
+        return scored
+    found = index.rows_by_id({n for ns in neighbours.values() for n in ns} - set(rows))
+    rows.update(found)
+    activation = {i: r.score for i, r in rows.items()}
+    return spread_links(
+        scored,
+        neighbours,
+        activation,
+        seeds=limit,
+        decay=decay,
+        key="neighbour",
+    )

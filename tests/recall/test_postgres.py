@@ -169,6 +169,43 @@ def test_counts_are_exact_right_after_a_write(pg_dsn: str) -> None:
         index.close()
 
 
+def test_a_recall_during_a_backfill_does_not_count_the_vectors(pg_dsn: str) -> None:
+    """Every recall asks whether any vector exists; each stored chunk of a backfill makes the
+    whole-table count stale (~140 ms at 100k), so the question must not wait for that count
+    once vectors were stored. After a delete (it may have taken the last one) it is exact."""
+
+    def doc(name: str) -> Document:
+        text = IndexedText(name, "", "", f"note {name}", f"note {name}")
+        return Document(f"memory/knowledge/{name}/SKILL.md", Kind.KNOWLEDGE, name, f"h-{name}",
+                        text, 0.5, None, ())  # fmt: skip
+
+    index = PgIndex(PgDatabase(pg_dsn), "test")
+    counted: list[int] = []
+    read = index._read_vector_count
+
+    def counting() -> int:
+        counted.append(1)
+        return read()
+
+    index._vectors = type(index._vectors)(counting, 3600.0, index._figures)  # counts each read
+    try:
+        index.use_model("test-model", 4)
+        docs = [doc("a"), doc("b")]
+        index.upsert_many(docs)
+        assert not index.has_vectors() and len(counted) == 1  # none yet: counted
+        unit = np.array([1.0, 0.0, 0.0, 0.0], dtype=np.float32)
+        for d in docs:
+            index.store_vectors([(d.text.embed_hash, unit)])
+            assert index.has_vectors()
+        assert len(counted) == 1  # the stored vectors said so: no count
+        index.delete("memory/knowledge/a/SKILL.md")
+        assert index.has_vectors() and len(counted) == 2  # counted again: b still has one
+        index.delete("memory/knowledge/b/SKILL.md")
+        assert not index.has_vectors()
+    finally:
+        index.close()
+
+
 async def test_two_daemons_share_one_index(tmp_path: Path, pg_dsn: str) -> None:
     clock = ManualClock(NOW)
     a_dir, b_dir = tmp_path / "a", tmp_path / "b"

@@ -103,7 +103,7 @@ class Recall:
     @property
     def vectors_ready(self) -> bool:
         """Vectors are searched once the model is loaded and the table holds rows."""
-        return self.worker.ready and self.index.vector_count() > 0
+        return self.worker.ready and self.index.has_vectors()
 
     @property
     def filled(self) -> bool:

@@ -296,6 +296,9 @@ class Index:
     def vector_count(self) -> int:
         return 0 if self.vectors is None else len(self.vectors)
 
+    def has_vectors(self) -> bool:
+        return self.vector_count() > 0
+
     def use_model(self, model: str, dim: int) -> None:
         """Load every stored vector of ``model`` for the current entries into memory."""
         table = VectorTable(dim)

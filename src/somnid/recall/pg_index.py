@@ -89,6 +89,7 @@ class PgIndex:
         weights = column_weights(field_weights)
         self._weights = {f"w{i}": w for i, w in enumerate(weights)}
         self.model: str | None = None
+        self._any_vectors = False  # see has_vectors
         self.dim: int | None = None
         # Whole-table counts (~140 ms at 100k rows), read again off the recall's path.
         self._figures = ThreadPoolExecutor(1, thread_name_prefix="somnid-pg-figures")
@@ -168,6 +169,7 @@ class PgIndex:
                 let_go(conn, int(entry_id), self.source)
         self._stats.forget()
         self._vectors.forget()
+        self._any_vectors = False  # it may have held the last one
         return int(found[0][0]) if found else None
 
     def forget_deleted(self) -> None:
@@ -190,6 +192,7 @@ class PgIndex:
                     conn.execute("UPDATE somnid.entries SET vec = NULL")
         self._stats.forget()
         self._vectors.forget()
+        self._any_vectors = False
 
     def count_invalidated(self) -> int:
         return 0  # invalidated rows are gone: total() counts those derived again
@@ -296,6 +299,17 @@ class PgIndex:
     def vector_count(self) -> int:
         return 0 if self.model is None else self._vectors.get()
 
+    def has_vectors(self) -> bool:
+        """Whether any row has a vector: what every recall asks (hybrid or keyword). Known
+        true once vectors were stored, so a recall during a backfill never waits for the
+        whole-table count that each stored chunk makes stale (~140 ms at 100k); counted
+        again only until the first vector, and after a delete or a change of model."""
+        if self.model is None:
+            return False
+        if not self._any_vectors:
+            self._any_vectors = self._vectors.get() > 0
+        return self._any_vectors
+
     def _read_vector_count(self) -> int:
         return self.db.count(
             f"SELECT count(*) FROM somnid.entries WHERE vec IS NOT NULL AND {_MINE}", self._me
@@ -338,6 +352,7 @@ class PgIndex:
             )
         self.model, self.dim = model, dim
         self._vectors.forget()
+        self._any_vectors = False
 
     def missing_vectors(self, limit: int) -> list[tuple[str, str]]:
         if self.model is None:
@@ -375,7 +390,8 @@ class PgIndex:
                 " FROM unnest(%s::text[], %s::text[]) AS u(h, v) WHERE e.embed_hash = u.h",
                 (hashes, texts),
             )
-        self._vectors.forget()  # exact after a write: the first vectors make recall hybrid
+        self._vectors.forget()  # exact after a write
+        self._any_vectors = True  # the first vectors make recall hybrid, without a count
 
     # ------------------------------------------------------------------ state
 

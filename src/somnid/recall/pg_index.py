@@ -168,8 +168,7 @@ class PgIndex:
             for (entry_id,) in found:
                 let_go(conn, int(entry_id), self.source)
         self._stats.forget()
-        self._vectors.forget()
-        self._any_vectors = False  # it may have held the last one
+        self._vectors.forget()  # has_vectors stays: see there
         return int(found[0][0]) if found else None
 
     def forget_deleted(self) -> None:
@@ -300,10 +299,12 @@ class PgIndex:
         return 0 if self.model is None else self._vectors.get()
 
     def has_vectors(self) -> bool:
-        """Whether any row has a vector: what every recall asks (hybrid or keyword). Known
-        true once vectors were stored, so a recall during a backfill never waits for the
-        whole-table count that each stored chunk makes stale (~140 ms at 100k); counted
-        again only until the first vector, and after a delete or a change of model."""
+        """Whether any row has a vector: what every recall asks (hybrid or keyword), on the
+        event loop. Known true once vectors were stored, so a recall during a backfill or
+        after deletes never waits for the whole-table count they make stale (~140 ms at
+        100k); counted only until the first vector, and after the vectors were dropped (a
+        change of model, a rebuild). A delete of the very last vector leaves it true: the
+        recall is then hybrid with an empty vector side, which ranks by keywords alone."""
         if self.model is None:
             return False
         if not self._any_vectors:

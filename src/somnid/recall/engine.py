@@ -131,14 +131,14 @@ class Recall:
     ) -> Outcome:
         """A search, with the mode it ran in and the time it read from the query."""
         query = query.strip()
-        mode: Literal["hybrid", "keyword"] = "hybrid" if self.vectors_ready else "keyword"
+        hybrid = self.vectors_ready  # asked once: on PostgreSQL it may read a count
+        mode: Literal["hybrid", "keyword"] = "hybrid" if hybrid else "keyword"
         if not query:
             return Outcome([], mode)
         kinds = tuple(k for k in (kinds or DEFAULT_KINDS) if k in INDEXED_KINDS)
         if not kinds:
             return Outcome([], mode)
         with self.latency.time():
-            hybrid = self.vectors_ready
             pool = max(self.settings.candidates, limit * 3)
             prepared: Future[Prepared] | None = None
             with contextlib.suppress(RuntimeError):  # closed: prepared in the search's thread
@@ -146,7 +146,7 @@ class Recall:
                 # search's thread embeds the query.
                 prepared = self._helpers.submit(self._prepare, query, kinds, pool)
             return await asyncio.to_thread(
-                self._embed_and_search, query, prepared, hybrid, kinds, limit, project
+                self._embed_and_search, query, prepared, hybrid, kinds, pool, limit, project
             )
 
     def close(self) -> None:
@@ -159,6 +159,7 @@ class Recall:
         prepared: Future[Prepared] | None,
         hybrid: bool,
         kinds: tuple[Kind, ...],
+        pool: int,
         limit: int,
         project: str | None,
     ) -> Outcome:
@@ -167,7 +168,6 @@ class Recall:
         try:
             vector = self.worker.query_vector(query) if hybrid else None
         finally:
-            pool = max(self.settings.candidates, limit * 3)
             ready = prepared.result() if prepared else self._prepare(query, kinds, pool)
         return self._search(query, ready, vector, kinds, limit, project)
 

@@ -33,14 +33,16 @@ _OFF = {
     "CONTEXT_WEIGHT": "0",
     "NEIGHBOUR_SPREAD": "0",
     "QUESTION_PENALTY": "0",
+    "TURN_CONTEXT": "0",
 }
 # name -> (what it is, the [recall] settings it changes)
 VARIANTS: dict[str, tuple[str, dict[str, str]]] = {
     "default": ("the defaults", {}),
     "neighbour03": ("neighbour_spread = 0.3", {"NEIGHBOUR_SPREAD": "0.3"}),
-    "off_all": ("time, context, neighbours and question penalty all off (the scorer before)", _OFF),
+    "off_all": ("time, context, neighbours, turn context and question penalty all off", _OFF),
     "no_time": ("time_boost = 0", {"TIME_BOOST": "0"}),
     "no_context": ("context_weight = 0 (no turn-before text)", {"CONTEXT_WEIGHT": "0"}),
+    "no_turn_context": ("turn_context = 0 (no lift from the turns beside)", {"TURN_CONTEXT": "0"}),
     "no_neighbour": ("neighbour_spread = 0", {"NEIGHBOUR_SPREAD": "0"}),
     "no_question": ("question_penalty = 0", {"QUESTION_PENALTY": "0"}),
     "prf03": ("entity bridging on, prf_weight = 0.3", {"PRF_WEIGHT": "0.3"}),

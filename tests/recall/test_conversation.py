@@ -121,6 +121,35 @@ async def test_neighbour_spread_lifts_the_next_turn(tmp_path: Path, clock: Manua
     assert "t1004-1" not in lifted  # one hop only
 
 
+async def test_a_turn_beside_a_match_outranks_one_that_matches_alone(
+    tmp_path: Path, clock: ManualClock
+) -> None:
+    """``turn_context``: the subject runs on in the turn after the one that names it best."""
+    query = "kumquat harvest"
+    together = [
+        "Mel: The kumquat harvest came early this year, baskets of it.",
+        "Caroline: So many kumquat jars in your pantry now, I bet, and more to come.",
+    ]
+    alone = ["Ann: I bought a kumquat at the market.", "Bob: Nice."]
+    plain = settings_for(tmp_path, context_weight=0.0, turn_context=0.0)
+    async with Runtime.open(plain, clock=clock) as rt:
+        await store_session(rt, clock, OCT_4, together)
+        await store_session(rt, clock, NOV_9, alone)
+        before = await names(rt, query)
+    assert before[:3] == ["t1004-1", "t1109-1", "t1004-2"]  # the shorter match ranks higher
+    lifted = settings_for(tmp_path / "2", context_weight=0.0)
+    async with Runtime.open(lifted, clock=clock) as rt:
+        await store_session(rt, clock, OCT_4, together)
+        await store_session(rt, clock, NOV_9, alone)
+        outcome = await rt.recall.run(query, kinds=(Kind.EPISODE,))
+    hits = {h.name: h for h in outcome.hits}
+    assert [h.name for h in outcome.hits][:3] == ["t1004-1", "t1004-2", "t1109-1"]
+    first = hits["t1004-1"]  # lifted by its own neighbour in turn, from its score before
+    own = first.score - first.components["context"]
+    assert hits["t1004-2"].components["context"] == pytest.approx(0.25 * own, abs=2e-4)
+    assert "context" not in hits["t1109-1"].components  # its neighbour matches nothing
+
+
 async def test_route_tools_and_dreams_share_one_door(tmp_path: Path, clock: ManualClock) -> None:
     settings = settings_for(tmp_path)
     async with Runtime.open(settings, clock=clock) as rt:

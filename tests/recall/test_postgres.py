@@ -139,6 +139,50 @@ def test_keywords_rank_as_fts5_does(tmp_path: Path, pg_dsn: str) -> None:
         postgres.close()
 
 
+def test_neighbours_agree_on_both_backends(tmp_path: Path, pg_dsn: str) -> None:
+    """The turns just before and after each entry in its session (two sessions written
+    interleaved, a turn deleted, entries without a session, another daemon's rows in the
+    shared index): what the context lift and the answer pass read."""
+
+    def doc(name: str, session: str | None) -> Document:
+        text = IndexedText(name, "", "", f"turn {name}", f"turn {name}")
+        return Document(f"memory/episodes/{name}.md", Kind.EPISODE, name, f"h-{name}",
+                        text, 0.5, None, (), session=session)  # fmt: skip
+
+    order = [("a1", "A"), ("b1", "B"), ("a2", "A"), ("x", None), ("a3", "A"), ("b2", "B")]
+    sqlite = Index(tmp_path / "index.sqlite")
+    postgres = PgIndex(PgDatabase(pg_dsn), "test")
+    other = PgIndex(PgDatabase(pg_dsn), "another daemon")
+    try:
+        found: list[dict[str, tuple[str | None, str | None]]] = []
+        for index in (sqlite, postgres):
+            for name, session in order:
+                index.upsert_many([doc(name, session)])
+                if index is postgres and name == "a1":
+                    other.upsert_many([doc("o1", "A")])  # its own row, in session A
+            index.delete("memory/episodes/a3.md")
+            index.upsert_many([doc("a4", "A")])
+            rows = index.rows_by_id(index.ids_by_name(["a1", "a2", "a4", "b1", "b2", "x"]).values())
+            names = {row.id: row.name for row in rows.values()}
+            near = index.neighbours(rows.values())
+            found.append({
+                names[i]: (names.get(b, "?") if b else None, names.get(a, "?") if a else None)
+                for i, (b, a) in near.items()
+            })  # fmt: skip
+        assert found[0] == {
+            "a1": (None, "a2"),
+            "a2": ("a1", "a4"),
+            "a4": ("a2", None),
+            "b1": (None, "b2"),
+            "b2": ("b1", None),
+        }
+        assert found[1] == found[0]
+    finally:
+        sqlite.close()
+        postgres.close()
+        other.close()
+
+
 def test_counts_are_exact_right_after_a_write(pg_dsn: str) -> None:
     """The whole-table figures are refreshed off the recall's path, but never stale after a
     write of this daemon's: the vector count right after vectors are stored, BM25's row count

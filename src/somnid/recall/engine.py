@@ -33,7 +33,7 @@ from somnid.recall.passes import (
 )
 from somnid.recall.scorer import Candidate, Scored, Weights, fuse, rank, spread_links
 from somnid.recall.text import keyword_evidence, query_terms
-from somnid.recall.turns import ANSWER_SHARE, answer_echoes, spread_to_turns
+from somnid.recall.turns import ANSWER_SHARE, answer_echoes, lift_by_context, spread_to_turns
 from somnid.recall.vectors import Vector
 
 DEFAULT_KINDS = (Kind.KNOWLEDGE, Kind.EPISODE, Kind.SKILL)
@@ -368,6 +368,8 @@ class Recall:
         scored = penalise_questions(scored, asks, settings.question_penalty)
         if settings.question_penalty > 0 and ANSWER_SHARE > 0:
             scored = answer_echoes(self.index, scored, rows, limit)
+        if settings.turn_context > 0:
+            scored = lift_by_context(self.index, scored, rows, settings.turn_context)
         if settings.neighbour_spread > 0:
             scored = spread_to_turns(self.index, scored, rows, limit, settings.neighbour_spread)
         return self._spread(scored, rows, kinds, project, limit)

@@ -220,24 +220,21 @@ class Index:
         return [int(row[0]) for row in cursor]
 
     def neighbours(self, rows: Iterable[Row]) -> dict[int, tuple[int | None, int | None]]:
-        """For entries of a session: the ids just before and just after each in it."""
+        """For entries of a session: the ids just before and just after each in it, in one
+        statement per 500 (a seek each on ``entries_session``)."""
+        seeds = [row.id for row in rows if row.session is not None]
+        near = "(SELECT id FROM entries e WHERE e.session = r.session AND e.id {} r.id"
         found: dict[int, tuple[int | None, int | None]] = {}
-        with self.db.reading() as conn:
-            for row in rows:
-                if row.session is None:
-                    continue
-                before = conn.execute(
-                    "SELECT id FROM entries WHERE session = ? AND id < ? ORDER BY id DESC LIMIT 1",
-                    (row.session, row.id),
-                ).fetchone()
-                after = conn.execute(
-                    "SELECT id FROM entries WHERE session = ? AND id > ? ORDER BY id LIMIT 1",
-                    (row.session, row.id),
-                ).fetchone()
-                found[row.id] = (
-                    None if before is None else int(before[0]),
-                    None if after is None else int(after[0]),
-                )
+        for start in range(0, len(seeds), 500):
+            chunk = seeds[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            cursor = self.db.fetchall(
+                f"SELECT r.id, {near.format('<')} ORDER BY e.id DESC LIMIT 1),"
+                f" {near.format('>')} ORDER BY e.id LIMIT 1)"
+                f" FROM entries r WHERE r.id IN ({marks}) AND r.session IS NOT NULL",
+                chunk,
+            )
+            found.update({int(i): (before, after) for i, before, after in cursor})
         return found
 
     # ------------------------------------------------------------------ keywords

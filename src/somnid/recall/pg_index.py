@@ -220,16 +220,21 @@ class PgIndex:
         return [int(v[0]) for v in cursor]
 
     def neighbours(self, rows: Iterable[Row]) -> dict[int, tuple[int | None, int | None]]:
-        """For entries of a session: the ids just before and after each, in one statement."""
-        seeds = [row for row in rows if row.session is not None]
+        """For entries of a session: the ids just before and after each, in one statement.
+
+        The rows of their sessions are read once, in order: a subquery per entry was planned
+        as a bitmap scan and a sort each (4.1 ms for 141 entries of LoCoMo sessions, against
+        1.0 ms); the cost grows with the length of the sessions instead."""
+        seeds = {row.id: row.session for row in rows if row.session is not None}
         if not seeds:
             return {}
-        near = "(SELECT id FROM somnid.entries e WHERE e.session = r.session AND e.id {} r.id"
         cursor = self.db.fetchall(
-            f"SELECT r.id, {near.format('<')} AND e.{_MINE} ORDER BY e.id DESC LIMIT 1),"
-            f" {near.format('>')} AND e.{_MINE} ORDER BY e.id LIMIT 1)"
-            " FROM unnest(%(ids)s::bigint[], %(sessions)s::text[]) AS r(id, session)",
-            self._me | {"ids": [r.id for r in seeds], "sessions": [r.session for r in seeds]},
+            "SELECT id, before, after FROM (SELECT id, lag(id) OVER w AS before,"
+            " lead(id) OVER w AS after FROM somnid.entries"
+            f" WHERE session = ANY(%(sessions)s::text[]) AND {_MINE}"
+            " WINDOW w AS (PARTITION BY session ORDER BY id)) AS s"
+            " WHERE id = ANY(%(ids)s::bigint[])",
+            self._me | {"ids": list(seeds), "sessions": sorted(set(seeds.values()))},
         )
         return {int(i): (b, a) for i, b, a in cursor}
 

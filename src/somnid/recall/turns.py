@@ -1,5 +1,6 @@
 """Passes over a conversation's turns that read the index: the turn after an echo (a top
-result that is mostly a question) and the turns beside each top result in its session."""
+result that is mostly a question), the context each candidate's neighbours give it, and
+the turns beside each top result in its session."""
 
 from __future__ import annotations
 
@@ -34,6 +35,30 @@ def answer_echoes(
             current.components["answer"] = round(value - current.score, 4)
             current.score = value
     return rank(list(by_id.values()))
+
+
+def lift_by_context(
+    index: IndexBackend, scored: list[Scored], rows: dict[int, Row], share: float
+) -> list[Scored]:
+    """A subject runs over several turns of a conversation: a turn beside one that matches
+    is more likely about it than a turn that matches as well alone. Each candidate of a
+    session gains ``share`` of the better score of the turns just before and after it,
+    when those are candidates too (their scores before this pass)."""
+    if share <= 0:
+        return scored
+    pairs = index.neighbours(rows[s.entry_id] for s in scored if s.entry_id in rows)
+    if not pairs:
+        return scored
+    before_pass = {s.entry_id: s.score for s in scored}
+    for s in scored:
+        near = pairs.get(s.entry_id)
+        if near is None:
+            continue
+        lift = share * max(before_pass.get(n, 0.0) if n is not None else 0.0 for n in near)
+        if lift > 0:
+            s.components["context"] = lift
+            s.score += lift
+    return rank(scored)
 
 
 def spread_to_turns(

@@ -141,8 +141,9 @@ def test_keywords_rank_as_fts5_does(tmp_path: Path, pg_dsn: str) -> None:
 
 def test_neighbours_agree_on_both_backends(tmp_path: Path, pg_dsn: str) -> None:
     """The turns just before and after each entry in its session (two sessions written
-    interleaved, a turn deleted, entries without a session, another daemon's rows in the
-    shared index): what the context lift and the answer pass read."""
+    interleaved, a turn deleted and one added after a first read, entries without a
+    session, another daemon's rows in the shared index): what the context lift and the
+    answer pass read."""
 
     def doc(name: str, session: str | None) -> Document:
         text = IndexedText(name, "", "", f"turn {name}", f"turn {name}")
@@ -160,9 +161,11 @@ def test_neighbours_agree_on_both_backends(tmp_path: Path, pg_dsn: str) -> None:
                 index.upsert_many([doc(name, session)])
                 if index is postgres and name == "a1":
                     other.upsert_many([doc("o1", "A")])  # its own row, in session A
-            index.delete("memory/episodes/a3.md")
+            every = ["a1", "a2", "a3", "a4", "b1", "b2", "x"]
+            index.neighbours(index.rows_by_id(index.ids_by_name(every).values()).values())
+            index.delete("memory/episodes/a3.md")  # what was read before must not be kept
             index.upsert_many([doc("a4", "A")])
-            rows = index.rows_by_id(index.ids_by_name(["a1", "a2", "a4", "b1", "b2", "x"]).values())
+            rows = index.rows_by_id(index.ids_by_name(every).values())
             names = {row.id: row.name for row in rows.values()}
             near = index.neighbours(rows.values())
             found.append({

@@ -60,6 +60,7 @@ class Index:
         # Rows and texts searches parsed (~1 KB an entry): any write here empties them.
         self._rows: Parsed[Row] = Parsed(ROWS_KEPT)
         self._texts: Parsed[str] = Parsed(ROWS_KEPT)
+        self._near: Parsed[tuple[int | None, int | None]] = Parsed(ROWS_KEPT)
 
     @contextlib.contextmanager
     def _writing(self) -> Iterator[sqlite3.Connection]:
@@ -70,6 +71,7 @@ class Index:
         finally:
             self._rows.clear()
             self._texts.clear()
+            self._near.clear()
 
     def close(self) -> None:
         self.db.close()
@@ -221,12 +223,13 @@ class Index:
 
     def neighbours(self, rows: Iterable[Row]) -> dict[int, tuple[int | None, int | None]]:
         """For entries of a session: the ids just before and just after each in it, in one
-        statement per 500 (a seek each on ``entries_session``)."""
-        seeds = [row.id for row in rows if row.session is not None]
+        statement per 500 (a seek each on ``entries_session``), kept until the next write."""
+        generation = self._near.generation
+        found, wanted = self._near.lookup(row.id for row in rows if row.session is not None)
         near = "(SELECT id FROM entries e WHERE e.session = r.session AND e.id {} r.id"
-        found: dict[int, tuple[int | None, int | None]] = {}
-        for start in range(0, len(seeds), 500):
-            chunk = seeds[start : start + 500]
+        read: dict[int, tuple[int | None, int | None]] = {}
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
             marks = ",".join("?" * len(chunk))
             cursor = self.db.fetchall(
                 f"SELECT r.id, {near.format('<')} ORDER BY e.id DESC LIMIT 1),"
@@ -234,8 +237,9 @@ class Index:
                 f" FROM entries r WHERE r.id IN ({marks}) AND r.session IS NOT NULL",
                 chunk,
             )
-            found.update({int(i): (before, after) for i, before, after in cursor})
-        return found
+            read.update({int(i): (before, after) for i, before, after in cursor})
+        self._near.offer(read, generation)
+        return found | read
 
     # ------------------------------------------------------------------ keywords
 

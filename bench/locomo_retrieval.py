@@ -3,8 +3,10 @@
 For each conversation a fresh somnid runtime opens on a temporary data dir; every turn is
 stored as an episode under an opaque name (``t`` + 12 hex digits of a hash of the sample and
 dialog id, mapped back to ``d<session>-<turn>`` for scoring), body ``<speaker>: <text>`` plus
-the photo caption, the session date in ``when`` and in the description; the index is let
-finish, and every question goes through ``recall.search`` and, as a cue, through the
+the photo caption, the session date in ``when`` and in the description; then the runtime
+opens again with the model and the index is let finish (every text embedded after the
+writes, so the model's batches, and so the vectors, depend on the texts alone: two runs
+rank alike), and every question goes through ``recall.search`` and, as a cue, through the
 associative hint gate. A BM25 baseline ranks the same turn texts in the same process. No
 LLM, no answers read: only whether the evidence turns come back (``bench/_locomo.py`` has
 the metrics).
@@ -185,11 +187,19 @@ async def run_conversation(
 
     with tempfile.TemporaryDirectory(prefix="somnid-locomo-") as tmp:
         clock = ManualClock(conv.turns[0].when)
-        started = time.perf_counter()
-        async with Runtime.open(settings_for(Path(tmp) / "data"), clock=clock) as rt:
-            run.open_s = time.perf_counter() - started
+        settings = settings_for(Path(tmp) / "data")
+        # Every turn is written first, then embedded: the int8 model quantises a batch on one
+        # scale, so a text's vector depends on the texts beside it in its batch, and batches
+        # formed while writes arrive depend on timing (recall@10 moved by ±0.005 between runs).
+        # Embedded after the writes, the batches depend on the texts alone.
+        writing = settings.model_copy(
+            update={"embed": settings.embed.model_copy(update={"provider": "off"})}
+        )
+        async with Runtime.open(writing, clock=clock) as rt:
             await ingest(rt, clock, conv, run)
-
+        started = time.perf_counter()
+        async with Runtime.open(settings, clock=clock) as rt:
+            run.open_s = time.perf_counter() - started
             started = time.perf_counter()
             await wait_for_index(rt, run)
             run.index_s = time.perf_counter() - started

@@ -131,6 +131,19 @@ def make_settings(
     )
 
 
+def writing_only(settings: Settings) -> Settings:
+    """``settings`` without the model, to write a store that is embedded afterwards.
+
+    The int8 model quantises a batch on one scale, so a text's vector depends on the texts
+    beside it in its batch, and batches formed while writes arrive depend on timing (LoCoMo
+    recall@10 moved by ±0.005 between runs of the same code). Embedded after the writes, in
+    the worker's batches of like length, the vectors depend on the texts alone.
+    """
+    return settings.model_copy(
+        update={"embed": settings.embed.model_copy(update={"provider": "off"})}
+    )
+
+
 class IndexNotReady(RuntimeError):
     """The index did not end up as the run asked (e.g. the model failed to load)."""
 
@@ -188,14 +201,7 @@ async def run_conversation(
     with tempfile.TemporaryDirectory(prefix="somnid-locomo-") as tmp:
         clock = ManualClock(conv.turns[0].when)
         settings = settings_for(Path(tmp) / "data")
-        # Every turn is written first, then embedded: the int8 model quantises a batch on one
-        # scale, so a text's vector depends on the texts beside it in its batch, and batches
-        # formed while writes arrive depend on timing (recall@10 moved by ±0.005 between runs).
-        # Embedded after the writes, the batches depend on the texts alone.
-        writing = settings.model_copy(
-            update={"embed": settings.embed.model_copy(update={"provider": "off"})}
-        )
-        async with Runtime.open(writing, clock=clock) as rt:
+        async with Runtime.open(writing_only(settings), clock=clock) as rt:
             await ingest(rt, clock, conv, run)
         started = time.perf_counter()
         async with Runtime.open(settings, clock=clock) as rt:

@@ -2,7 +2,8 @@
 
 Each user of ``bench/zh_assistant_data.py`` gets a fresh store holding their own messages and
 100 distractors (other users' messages about people and things this user never mentions),
-each an episode (``when`` = when it was said, body = the message); every question goes
+each an episode (``when`` = when it was said, body = the message), written first and then
+embedded as one store (so two runs rank alike: ``writing_only``); every question goes
 through ``recall.search`` and through the hint gate, asked the day after the last message;
 and once more with the keyword half's weight at 0 (the embedding alone, same store and code),
 so every run reports fused recall beside the embedding's own (``embedding_alone``).
@@ -39,6 +40,7 @@ from bench.locomo_retrieval import (
     make_settings,
     resolve_model_dir,
     wait_for_index,
+    writing_only,
 )
 from bench.zh_assistant_data import DISTRACTORS, SEED, USERS, Message, User, build, distractors_for
 from somnid.memory.clock import ManualClock
@@ -62,7 +64,7 @@ async def run_user(
         settings = make_settings(Path(tmp) / "data", provider, model_dir)
         # No git history: its committer writes behind, into a folder about to be removed.
         settings.history.enabled = False
-        async with Runtime.open(settings, clock=clock) as rt:
+        async with Runtime.open(writing_only(settings), clock=clock) as rt:
             for message in messages:
                 clock.set(message.when)
                 await rt.memories.create(
@@ -72,6 +74,7 @@ async def run_user(
                     body=message.text,
                     fields={"when": message.when.isoformat()},
                 )
+        async with Runtime.open(settings, clock=clock) as rt:  # embedded now, as one store
             await wait_for_index(rt, ConversationRun(user.key, len(messages)))
             status = rt.index.status()
             if status.entries != len(messages) or (

@@ -150,6 +150,26 @@ async def test_a_turn_beside_a_match_outranks_one_that_matches_alone(
     assert "context" not in hits["t1109-1"].components  # its neighbour matches nothing
 
 
+async def test_a_search_reads_the_turns_beside_once(tmp_path: Path, clock: ManualClock) -> None:
+    """The answer pass (for the echo) and the context lift (for every candidate) share one
+    read of the turns beside: on PostgreSQL each read is a round trip."""
+    async with Runtime.open(settings_for(tmp_path), clock=clock) as rt:
+        await store_session(rt, clock, OCT_4, DEBORAH)
+        index = rt.recall._engine.index
+        asked: list[list[int]] = []
+        read = index.neighbours
+
+        def counting(rows: Any) -> dict[int, tuple[int | None, int | None]]:
+            rows = list(rows)
+            asked.append([row.id for row in rows])
+            return read(rows)
+
+        index.neighbours = counting  # type: ignore[method-assign]
+        outcome = await rt.recall.run("Where did Deborah meet Anna?", kinds=(Kind.EPISODE,))
+    assert outcome.hits[0].name == "t1004-2" and "answer" in outcome.hits[0].components
+    assert len(asked) == 1 and len(asked[0]) == 3, asked  # the three turns, once
+
+
 async def test_route_tools_and_dreams_share_one_door(tmp_path: Path, clock: ManualClock) -> None:
     settings = settings_for(tmp_path)
     async with Runtime.open(settings, clock=clock) as rt:

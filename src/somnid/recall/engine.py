@@ -33,7 +33,13 @@ from somnid.recall.passes import (
 )
 from somnid.recall.scorer import Candidate, Scored, Weights, fuse, rank, spread_links
 from somnid.recall.text import keyword_evidence, query_terms
-from somnid.recall.turns import ANSWER_SHARE, answer_echoes, lift_by_context, spread_to_turns
+from somnid.recall.turns import (
+    ANSWER_SHARE,
+    Near,
+    answer_echoes,
+    lift_by_context,
+    spread_to_turns,
+)
 from somnid.recall.vectors import Vector
 
 DEFAULT_KINDS = (Kind.KNOWLEDGE, Kind.EPISODE, Kind.SKILL)
@@ -366,12 +372,15 @@ class Recall:
             scored = boost_speakers(scored, speakers, query, settings.speaker_boost)
         asks = {i for i, row in rows.items() if row.asks}
         scored = penalise_questions(scored, asks, settings.question_penalty)
+        near = Near(self.index)
+        if settings.turn_context > 0:  # every candidate's turns beside, in one read
+            near.of(rows[s.entry_id] for s in scored if s.entry_id in rows)
         if settings.question_penalty > 0 and ANSWER_SHARE > 0:
-            scored = answer_echoes(self.index, scored, rows, limit)
+            scored = answer_echoes(near, scored, rows, limit)
         if settings.turn_context > 0:
-            scored = lift_by_context(self.index, scored, rows, settings.turn_context)
+            scored = lift_by_context(near, scored, rows, settings.turn_context)
         if settings.neighbour_spread > 0:
-            scored = spread_to_turns(self.index, scored, rows, limit, settings.neighbour_spread)
+            scored = spread_to_turns(near, scored, rows, limit, settings.neighbour_spread)
         return self._spread(scored, rows, kinds, project, limit)
 
     def _texts_of(self, ids: list[int], seen: dict[int, str]) -> dict[int, str]:

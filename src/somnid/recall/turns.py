@@ -4,25 +4,51 @@ the turns beside each top result in its session."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from somnid.recall.backend import IndexBackend, Row
 from somnid.recall.scorer import Scored, rank, spread_links
+
+Pair = tuple[int | None, int | None]
+
+
+class Near:
+    """The turns just before and after entries, read from the index once in a search: the
+    passes below ask for overlapping entries (the context lift for every candidate, the
+    answer pass for the echoes among them)."""
+
+    def __init__(self, index: IndexBackend) -> None:
+        self.index = index
+        self._pairs: dict[int, Pair] = {}
+        self._asked: set[int] = set()
+
+    def of(self, rows: Iterable[Row]) -> dict[int, Pair]:
+        """The pairs of ``rows`` that are in a session; the index is asked only for those
+        not asked before."""
+        wanted = [row for row in rows if row.session is not None]
+        missing = [row for row in wanted if row.id not in self._asked]
+        if missing:
+            self._pairs.update(self.index.neighbours(missing))
+            self._asked.update(row.id for row in missing)
+        return {row.id: self._pairs[row.id] for row in wanted if row.id in self._pairs}
+
 
 ANSWER_SHARE = 0.8
 """Of an echo's score (before its question penalty), what the turn after it gets at least."""
 
 
 def answer_echoes(
-    index: IndexBackend, scored: list[Scored], rows: dict[int, Row], limit: int
+    near: Near, scored: list[Scored], rows: dict[int, Row], limit: int
 ) -> list[Scored]:
     """The turn after an echo (a top result that is mostly a question) is what answers
     it: it gets ``ANSWER_SHARE`` of the echo's score before the penalty, if more."""
     echoes = [s for s in scored[:limit] if s.entry_id in rows and rows[s.entry_id].asks]
     if not echoes:
         return scored
-    pairs = index.neighbours(rows[s.entry_id] for s in echoes)
+    pairs = near.of(rows[s.entry_id] for s in echoes)
     by_id = {s.entry_id: s for s in scored}
     new = {after for _before, after in pairs.values() if after is not None} - set(rows)
-    rows.update(index.rows_by_id(new))
+    rows.update(near.index.rows_by_id(new))
     for echo in echoes:
         after = pairs.get(echo.entry_id, (None, None))[1]
         if after is None or after not in rows:
@@ -38,7 +64,7 @@ def answer_echoes(
 
 
 def lift_by_context(
-    index: IndexBackend, scored: list[Scored], rows: dict[int, Row], share: float
+    near: Near, scored: list[Scored], rows: dict[int, Row], share: float
 ) -> list[Scored]:
     """A subject runs over several turns of a conversation: a turn beside one that matches
     is more likely about it than a turn that matches as well alone. Each candidate of a
@@ -46,15 +72,15 @@ def lift_by_context(
     when those are candidates too (their scores before this pass)."""
     if share <= 0:
         return scored
-    pairs = index.neighbours(rows[s.entry_id] for s in scored if s.entry_id in rows)
+    pairs = near.of(rows[s.entry_id] for s in scored if s.entry_id in rows)
     if not pairs:
         return scored
     before_pass = {s.entry_id: s.score for s in scored}
     for s in scored:
-        near = pairs.get(s.entry_id)
-        if near is None:
+        pair = pairs.get(s.entry_id)
+        if pair is None:
             continue
-        lift = share * max(before_pass.get(n, 0.0) if n is not None else 0.0 for n in near)
+        lift = share * max(before_pass.get(n, 0.0) if n is not None else 0.0 for n in pair)
         if lift > 0:
             s.components["context"] = lift
             s.score += lift
@@ -62,19 +88,19 @@ def lift_by_context(
 
 
 def spread_to_turns(
-    index: IndexBackend, scored: list[Scored], rows: dict[int, Row], limit: int, decay: float
+    near: Near, scored: list[Scored], rows: dict[int, Row], limit: int, decay: float
 ) -> list[Scored]:
     """One hop to the turns just before and after each of the top results in their
     session: the reply to a turn that matches, the question a reply answers."""
     seeds = [rows[s.entry_id] for s in scored[:limit] if s.entry_id in rows]
-    pairs = index.neighbours(seeds)
+    pairs = near.of(seeds)
     neighbours = {
         entry_id: [n for n in (after, before) if n is not None]
         for entry_id, (before, after) in pairs.items()
     }
     if not neighbours:
         return scored
-    found = index.rows_by_id({n for ns in neighbours.values() for n in ns} - set(rows))
+    found = near.index.rows_by_id({n for ns in neighbours.values() for n in ns} - set(rows))
     rows.update(found)
     activation = {i: r.score for i, r in rows.items()}
     return spread_links(

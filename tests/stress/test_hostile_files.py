@@ -72,13 +72,22 @@ def _peak_rss_mb(daemon: Daemon) -> float:
 
 
 def _loose_modes(data: Path) -> list[str]:
-    return [
-        f"{path.relative_to(data)} {stat.S_IMODE(path.lstat().st_mode):o}"
-        for path in [data, *data.rglob("*")]
-        if not path.is_symlink()
-        and not stat.S_ISFIFO(path.lstat().st_mode)
-        and stat.S_IMODE(path.lstat().st_mode) & 0o077
+    """Every path under ``data`` that others may read or write. The daemon's own git runs
+    beside the walk (its first commit), so a file may vanish between listing and lstat
+    (a ``tmp_obj_`` renamed into place): what is gone is not loose."""
+    paths = [data] + [
+        Path(folder, name) for folder, dirs, files in os.walk(data) for name in dirs + files
     ]
+    loose = []
+    for path in paths:
+        try:
+            mode = path.lstat().st_mode
+        except FileNotFoundError:
+            continue
+        if stat.S_ISLNK(mode) or stat.S_ISFIFO(mode) or not stat.S_IMODE(mode) & 0o077:
+            continue
+        loose.append(f"{path.relative_to(data)} {stat.S_IMODE(mode):o}")
+    return loose
 
 
 def _slow_clients(port: int) -> list[socket.socket]:

@@ -158,6 +158,7 @@ class RecallSettings(_Section):
     time_bound: float = Field(0.5, ge=0.0, le=1.0)
     speaker_boost: float = Field(0.05, ge=0.0, le=10.0)
     turn_context: float = Field(0.25, ge=0.0, le=1.0)
+    brief_turn_penalty: float = Field(0.1, ge=0.0, le=1.0)
     neighbour_spread: float = Field(0.0, ge=0.0, le=1.0)
     question_penalty: float = Field(0.3, ge=0.0, le=1.0)
     prf_weight: float = Field(0.0, ge=0.0, le=1.0)

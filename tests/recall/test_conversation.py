@@ -131,13 +131,13 @@ async def test_a_turn_beside_a_match_outranks_one_that_matches_alone(
         "Caroline: So many kumquat jars in your pantry now, I bet, and more to come.",
     ]
     alone = ["Ann: I bought a kumquat at the market.", "Bob: Nice."]
-    plain = settings_for(tmp_path, context_weight=0.0, turn_context=0.0)
+    plain = settings_for(tmp_path, context_weight=0.0, turn_context=0.0, brief_turn_penalty=0.0)
     async with Runtime.open(plain, clock=clock) as rt:
         await store_session(rt, clock, OCT_4, together)
         await store_session(rt, clock, NOV_9, alone)
         before = await names(rt, query)
     assert before[:3] == ["t1004-1", "t1109-1", "t1004-2"]  # the shorter match ranks higher
-    lifted = settings_for(tmp_path / "2", context_weight=0.0)
+    lifted = settings_for(tmp_path / "2", context_weight=0.0, brief_turn_penalty=0.0)
     async with Runtime.open(lifted, clock=clock) as rt:
         await store_session(rt, clock, OCT_4, together)
         await store_session(rt, clock, NOV_9, alone)
@@ -148,6 +148,34 @@ async def test_a_turn_beside_a_match_outranks_one_that_matches_alone(
     own = first.score - first.components["context"]
     assert hits["t1004-2"].components["context"] == pytest.approx(0.25 * own, abs=2e-4)
     assert "context" not in hits["t1109-1"].components  # its neighbour matches nothing
+
+
+async def test_a_reaction_ranks_below_the_turn_that_says_something(
+    tmp_path: Path, clock: ManualClock
+) -> None:
+    """``brief_turn_penalty``: "Oh, what a couch!" matches as well as the turn that describes
+    one (better: it is short), and says nothing an answer could be found in. A memory outside
+    a conversation is not a turn and keeps its score."""
+    said = (
+        "Joanna: The couch came today! A deep grey velvet couch with wide cushions, a matching"
+        " footstool and two wool throws from the flea market downtown, with a brass reading lamp."
+    )
+    kinds = (Kind.EPISODE, Kind.KNOWLEDGE)
+    outcomes = []
+    for number, penalty in enumerate((0.0, 0.1)):
+        settings = settings_for(tmp_path / str(number), brief_turn_penalty=penalty)
+        async with Runtime.open(settings, clock=clock) as rt:
+            await store_session(rt, clock, OCT_4, [said])
+            await store_session(rt, clock, NOV_9, ["Nate: Oh, what a couch!"])
+            await rt.memories.create(Kind.KNOWLEDGE, "sofa", description="Couch", body="Couch.")
+            outcomes.append(await rt.recall.run("couches", kinds=kinds))
+    before, after = ({h.name: h for h in outcome.hits} for outcome in outcomes)
+    assert before["t1109-1"].score > before["t1004-1"].score  # the reaction first, unpenalised
+    assert [h.name for h in outcomes[1].hits if h.kind is Kind.EPISODE] == ["t1004-1", "t1109-1"]
+    assert after["t1109-1"].components["brief"] <= -0.09  # one or two words of its own
+    assert after["t1004-1"].components["brief"] > -0.01  # about twenty
+    assert "brief" not in after["sofa"].components
+    assert after["sofa"].score == before["sofa"].score
 
 
 async def test_a_search_reads_the_turns_beside_once(tmp_path: Path, clock: ManualClock) -> None:

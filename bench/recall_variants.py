@@ -34,15 +34,20 @@ _OFF = {
     "NEIGHBOUR_SPREAD": "0",
     "QUESTION_PENALTY": "0",
     "TURN_CONTEXT": "0",
+    "BRIEF_TURN_PENALTY": "0",
 }
 # name -> (what it is, the [recall] settings it changes)
 VARIANTS: dict[str, tuple[str, dict[str, str]]] = {
     "default": ("the defaults", {}),
     "neighbour03": ("neighbour_spread = 0.3", {"NEIGHBOUR_SPREAD": "0.3"}),
-    "off_all": ("time, context, neighbours, turn context and question penalty all off", _OFF),
+    "off_all": (
+        "time, context, neighbours, turn context, question and brief-turn penalties all off",
+        _OFF,
+    ),
     "no_time": ("time_boost = 0", {"TIME_BOOST": "0"}),
     "no_context": ("context_weight = 0 (no turn-before text)", {"CONTEXT_WEIGHT": "0"}),
     "no_turn_context": ("turn_context = 0 (no lift from the turns beside)", {"TURN_CONTEXT": "0"}),
+    "no_brief": ("brief_turn_penalty = 0", {"BRIEF_TURN_PENALTY": "0"}),
     "no_neighbour": ("neighbour_spread = 0", {"NEIGHBOUR_SPREAD": "0"}),
     "no_question": ("question_penalty = 0", {"QUESTION_PENALTY": "0"}),
     "prf03": ("entity bridging on, prf_weight = 0.3", {"PRF_WEIGHT": "0.3"}),

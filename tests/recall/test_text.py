@@ -40,12 +40,13 @@ def test_a_turn_that_says_little_beyond_the_query_loses_up_to_the_penalty() -> N
         1: "nate: oh, what a couch!",
         2: "joanna: " + " ".join(f"word{n}" for n in range(25)),
         3: "小美：我们周末去了杭州西湖边的茶园采茶，还学会了怎么炒龙井，真的很有意思",
+        5: "deployed v2 to prod.",  # a terse note, not a line of a dialogue
     }
-    scored = [Scored(i, 1.0, 0.5, {}) for i in (1, 2, 3, 4)]
+    scored = [Scored(i, 1.0, 0.5, {}) for i in (1, 2, 3, 4, 5)]
     ranked = penalise_brief_turns(scored, bodies, "the couch", 0.1)
     cuts = {s.entry_id: s.components.get("brief", 0.0) for s in ranked}
     assert cuts[1] == -0.095  # one word of its own ("couch" is asked; "oh", "what" say nothing)
-    assert cuts[2] == 0.0 and cuts[4] == 0.0  # twenty words or more; not a turn
+    assert cuts[2] == 0.0 and cuts[4] == 0.0 and cuts[5] == 0.0  # twenty words; no body; no speaker
     assert -0.05 < cuts[3] < 0.0  # a Chinese turn counts its bigrams
     assert [s.entry_id for s in ranked][-1] == 1
 

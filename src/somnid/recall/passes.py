@@ -13,9 +13,9 @@ Pure functions over one query's scored candidates; the engine feeds them from th
   ``安：…``) gets ``speaker_boost``: what a person said is the first evidence about them;
 * **question echoes**: an entry that is mostly a question loses ``question_penalty`` of its
   score (it restates what is asked; the reply after it is reached by its context);
-* **brief turns**: a turn of a conversation that says little the query does not already say
-  ("Thanks! Sounds like a plan!") loses up to ``brief_turn_penalty``: an answer tells
-  something the question does not;
+* **brief turns**: a line of a dialogue (``Ann: …``) that says little the query does not
+  already say ("Thanks! Sounds like a plan!") loses up to ``brief_turn_penalty``: an answer
+  tells something the question does not;
 * **entity bridging** (pseudo-relevance feedback): the names in the strongest hits that the
   query does not hold, searched again, and the query vector moved towards those hits;
 * **diversity** (MMR): the top k chosen one by one, each trading its score against its
@@ -137,17 +137,19 @@ is not brief: it loses nothing; one with fewer loses a share of the penalty for 
 def penalise_brief_turns(
     scored: list[Scored], bodies: Mapping[int, str], query: str, penalty: float
 ) -> list[Scored]:
-    """An entry of ``bodies`` (the turns of a conversation, their speaker's name aside) with
-    ``n`` words of its own loses ``penalty × (1 − n / BRIEF_TURN_WORDS)``: a reaction repeats
-    its subject and adds nothing an answer could be found in."""
+    """An entry of ``bodies`` that is a line of a dialogue (it opens with who said it:
+    ``Ann: …``) with ``n`` words of its own, the speaker's name aside, loses
+    ``penalty × (1 − n / BRIEF_TURN_WORDS)``: a reaction repeats its subject and adds nothing
+    an answer could be found in. A note or a summary (no speaker) is terse, not a reaction."""
     if penalty <= 0 or not bodies:
         return scored
     asked = set(query_terms(query))
     for s in scored:
         body = bodies.get(s.entry_id)
-        if body is None:
+        opening = None if body is None else _OPENING_SPEAKER.match(body)
+        if body is None or opening is None:
             continue
-        own = len(_said(body) - asked)
+        own = len(_said(body[opening.end() :]) - asked)
         cut = penalty * max(0.0, 1.0 - own / BRIEF_TURN_WORDS)
         if cut > 0:
             s.components["brief"] = round(-cut, 4)
@@ -156,10 +158,10 @@ def penalise_brief_turns(
 
 
 @functools.lru_cache(maxsize=4096)
-def _said(body: str) -> frozenset[str]:
-    """What a turn says, its speaker's name aside (kept: the same turns come up search after
-    search, and reading their words is most of this pass's cost)."""
-    return frozenset(content_terms(_OPENING_SPEAKER.sub("", body, count=1)))
+def _said(line: str) -> frozenset[str]:
+    """What a line says (kept: the same turns come up search after search, and reading
+    their words is most of this pass's cost)."""
+    return frozenset(content_terms(line))
 
 
 def entity_terms(texts: list[str], query: str, limit: int) -> list[str]:

@@ -19,6 +19,7 @@ from tests.clients import app_client
 
 OCT_4 = dt.datetime(2023, 10, 4, 18, 0, tzinfo=dt.UTC)
 NOV_9 = dt.datetime(2023, 11, 9, 18, 0, tzinfo=dt.UTC)
+DEC_1 = dt.datetime(2023, 12, 1, 18, 0, tzinfo=dt.UTC)
 
 
 def settings_for(tmp_path: Path, **recall: Any) -> Settings:
@@ -154,8 +155,8 @@ async def test_a_reaction_ranks_below_the_turn_that_says_something(
     tmp_path: Path, clock: ManualClock
 ) -> None:
     """``brief_turn_penalty``: "Oh, what a couch!" matches as well as the turn that describes
-    one (better: it is short), and says nothing an answer could be found in. A memory outside
-    a conversation is not a turn and keeps its score."""
+    one (better: it is short), and says nothing an answer could be found in. A line alone in
+    its session (a note, a message) is not a reaction, nor is a memory outside a session."""
     said = (
         "Joanna: The couch came today! A deep grey velvet couch with wide cushions, a matching"
         " footstool and two wool throws from the flea market downtown, with a brass reading lamp."
@@ -165,17 +166,20 @@ async def test_a_reaction_ranks_below_the_turn_that_says_something(
     for number, penalty in enumerate((0.0, 0.1)):
         settings = settings_for(tmp_path / str(number), brief_turn_penalty=penalty)
         async with Runtime.open(settings, clock=clock) as rt:
-            await store_session(rt, clock, OCT_4, [said])
-            await store_session(rt, clock, NOV_9, ["Nate: Oh, what a couch!"])
+            await store_session(rt, clock, OCT_4, ["Nate: How was the flea market?", said])
+            await store_session(rt, clock, NOV_9, ["Joanna: I got a lamp.", "Nate: Oh, a couch!"])
+            await store_session(rt, clock, DEC_1, ["Note: couches."])
             await rt.memories.create(Kind.KNOWLEDGE, "sofa", description="Couch", body="Couch.")
             outcomes.append(await rt.recall.run("couches", kinds=kinds))
     before, after = ({h.name: h for h in outcome.hits} for outcome in outcomes)
-    assert before["t1109-1"].score > before["t1004-1"].score  # the reaction first, unpenalised
-    assert [h.name for h in outcomes[1].hits if h.kind is Kind.EPISODE] == ["t1004-1", "t1109-1"]
-    assert after["t1109-1"].components["brief"] <= -0.09  # one or two words of its own
-    assert after["t1004-1"].components["brief"] > -0.01  # about twenty
-    assert "brief" not in after["sofa"].components
-    assert after["sofa"].score == before["sofa"].score
+    assert before["t1109-2"].score > before["t1004-2"].score  # the reaction first, unpenalised
+    turns = [h.name for h in outcomes[1].hits if h.name in ("t1004-2", "t1109-2")]
+    assert turns == ["t1004-2", "t1109-2"]
+    assert after["t1109-2"].components["brief"] <= -0.09  # one word of its own, or none
+    assert after["t1004-2"].components["brief"] > -0.01  # about twenty
+    for alone in ("t1201-1", "sofa"):
+        assert "brief" not in after[alone].components
+        assert after[alone].score == before[alone].score
 
 
 async def test_a_search_reads_the_turns_beside_once(tmp_path: Path, clock: ManualClock) -> None:

@@ -383,9 +383,11 @@ class Recall:
         if settings.neighbour_spread > 0:
             scored = spread_to_turns(near, scored, rows, limit, settings.neighbour_spread)
         if settings.brief_turn_penalty > 0:
-            # The results and as many again twice over (as MMR): a reorder near the top.
-            top = scored[: 3 * limit]
-            turns = [s.entry_id for s in top if _in_session(rows.get(s.entry_id))]
+            # The results and as many again twice over (as MMR): a reorder near the top;
+            # of those, the turns of a dialogue (a line before or after in its session).
+            top = [rows[s.entry_id] for s in scored[: 3 * limit] if s.entry_id in rows]
+            pairs = near.of(top)
+            turns = [i for i, pair in pairs.items() if pair != (None, None)]
             bodies = self._bodies_of(turns, seen)
             scored = penalise_brief_turns(scored, bodies, query, settings.brief_turn_penalty)
         return self._spread(scored, rows, kinds, project, limit)
@@ -434,8 +436,3 @@ def _in_scope(row: Row, kinds: tuple[Kind, ...], project: str | None) -> bool:
     if row.kind not in kinds:
         return False
     return project is None or row.project is None or row.project == project
-
-
-def _in_session(row: Row | None) -> bool:
-    """A turn of a conversation (or an episode of one log): what the turn passes act on."""
-    return row is not None and row.session is not None

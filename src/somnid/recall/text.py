@@ -105,8 +105,7 @@ def query_terms(query: str, *, drop_stop_words: bool = True) -> list[str]:
 
 def content_terms(text: str) -> set[str]:
     """The terms of ``query_terms`` as a set, stop words and function bigrams always left
-    out (none is kept when nothing else is left): what a text says, for counting. About five
-    times faster than ``set(query_terms(text))`` on a turn of a conversation."""
+    out (none is kept when nothing else is left): what a text says, for counting."""
     terms: set[str] = set()
     for word in set(_WORD.findall(text.casefold())):
         if _CJK_RUN.fullmatch(word):

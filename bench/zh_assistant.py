@@ -32,16 +32,8 @@ if __package__ in (None, ""):  # run as a script: make the repo root importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._locomo import DEPTH, aggregate_hints, percentiles, score_ranking
-from bench.locomo_retrieval import (
-    ConversationRun,
-    _display_path,
-    _rounded,
-    _settings_used,
-    make_settings,
-    resolve_model_dir,
-    wait_for_index,
-    writing_only,
-)
+from bench._locomo_report import ConversationRun, display_path, rounded, settings_used
+from bench.locomo_retrieval import make_settings, resolve_model_dir, wait_for_index, writing_only
 from bench.zh_assistant_data import DISTRACTORS, SEED, USERS, Message, User, build, distractors_for
 from somnid.memory.clock import ManualClock
 from somnid.memory.kinds import Kind
@@ -180,7 +172,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             "questions": len(rows),
         },
         "provider": args.provider,
-        "settings": _settings_used(settings),
+        "settings": settings_used(settings),
         "results": summarise(rows),
         "embedding_alone": summarise_alone(rows) if args.provider == "local" else {},
         "hints": hints.get("all", {}),
@@ -230,9 +222,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(
-        json.dumps(_rounded(report), ensure_ascii=False, indent=1) + "\n", encoding="utf-8"
+        json.dumps(rounded(report), ensure_ascii=False, indent=1) + "\n", encoding="utf-8"
     )
-    print(f"wrote {_display_path(args.out)}", file=sys.stderr)
+    print(f"wrote {display_path(args.out)}", file=sys.stderr)
     return 0
 
 

@@ -13,6 +13,7 @@ import datetime as dt
 import sqlite3
 import threading
 from collections.abc import Collection, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -52,6 +53,9 @@ class Index:
         self.field_weights = column_weights(field_weights)
         self.vectors: VectorTable | None = None
         self.model: str | None = None
+        # Scans the second half of a large vector table while the search's thread scans
+        # the first (see vectors.SPLIT_ROWS); its thread starts with the first such scan.
+        self._scan_helper = ThreadPoolExecutor(1, thread_name_prefix="somnid-vector-scan")
         # Attaching a stored vector to an entry (read, then put or remove) and storing new
         # vectors (write, then put for every entry of the text) exclude each other: else a
         # vector stored between an attach's read and its remove was lost for good, while
@@ -74,6 +78,7 @@ class Index:
             self._near.clear()
 
     def close(self) -> None:
+        self._scan_helper.shutdown(wait=True)
         self.db.close()
 
     def describe(self) -> BackendInfo:
@@ -188,7 +193,7 @@ class Index:
             if vectors:
                 conn.execute("DELETE FROM vectors")
         if vectors and self.vectors is not None:
-            self.vectors = VectorTable(self.vectors.dim)
+            self.vectors = VectorTable(self.vectors.dim, self._scan_helper)
 
     def count_invalidated(self) -> int:
         """Entries :meth:`invalidate` marked that no sync has read again yet."""
@@ -302,7 +307,7 @@ class Index:
 
     def use_model(self, model: str, dim: int) -> None:
         """Load every stored vector of ``model`` for the current entries into memory."""
-        table = VectorTable(dim)
+        table = VectorTable(dim, self._scan_helper)
         cursor = self.db.fetchall(
             "SELECT entries.id, entries.kind, vectors.vec FROM entries"
             " JOIN vectors ON vectors.embed_hash = entries.embed_hash AND vectors.model = ?",

@@ -11,7 +11,8 @@ to disk (``bench/_stores.py``), ``somnid serve`` is started on it as a child pro
 * **latency**: ``--queries`` distinct cues against ``/v1/assoc/thought`` (a new session each)
   and as many others against ``/v1/recall`` (limit 10), one after another over one
   keep-alive connection after a warm-up, beside the time to embed each cue alone with the
-  same model in this process (while the daemon is idle);
+  same model in this process (while the daemon is idle); then as many ``GET /v1/health``
+  (what a monitor polls: entry counts per kind, pending logs, storage, the index);
 * **restart**: SIGTERM, start again over the same data dir and time from spawn until
   ``/v1/recall`` first answers and first answers in mode ``hybrid``; then once more, asking
   only ``/v1/health``, until it answers 200 (apart, so neither probe slows the other);
@@ -128,6 +129,10 @@ TARGETS = (
     Target(
         "recall_p95_100k", "recall p95 ≤ 150 ms", ("latency", "recall", "p95_ms"), 150, False,
         _beyond_10k, "ms", _LATENCY_LOAD,
+    ),
+    Target(
+        "health_p95", "health p95 ≤ 20 ms", ("latency", "health", "p95_ms"), 20, False,
+        _always, "ms", _LATENCY_LOAD,
     ),
     Target(
         "build_ratio", "index build ≥ 0.85× model alone", ("build", "ratio"), 0.85, True,
@@ -547,6 +552,18 @@ def timed_requests(
     return durations, bodies
 
 
+def timed_gets(client: httpx.Client, path: str, count: int) -> list[float]:
+    durations: list[float] = []
+    for _ in range(count):
+        start = time.perf_counter()
+        response = client.get(path)
+        response.read()
+        durations.append(time.perf_counter() - start)
+        if response.status_code != 200:
+            raise RuntimeError(f"{path} answered {response.status_code}: {response.text}")
+    return durations
+
+
 def thought_requests(cues: Sequence[str], label: str) -> list[tuple[str, dict[str, Any]]]:
     return [
         ("/v1/assoc/thought", {"sessionId": f"{label}-{i}", "cue": cue})
@@ -576,6 +593,8 @@ def measure_latency(
         recall_s, recall_bodies = timed_requests(
             client, recall_requests([c.text for c in recall_cues])
         )
+        # What a monitor polls: entry counts per kind, pending logs, storage, the index.
+        health_s = timed_gets(client, "/v1/health", queries)
     decisions = collections.Counter(str(b["decision"]) for b in hint_bodies)
     modes = collections.Counter(str(b["mode"]) for b in recall_bodies)
     hint = {
@@ -600,6 +619,7 @@ def measure_latency(
         "warmup": warmup,
         "hint": hint,
         "recall": recall,
+        "health": percentiles(health_s),
         "cues": {"langs": dict(cue_langs), "near": near, "far": 2 * queries - near},
     }
     return figures, [c.text for c in [*thought_cues, *recall_cues]]
@@ -891,8 +911,11 @@ def format_size(result: dict[str, Any]) -> str:
     for label, figures in (
         ("hint   POST /v1/assoc/thought", latency["hint"]),
         ("recall POST /v1/recall", latency["recall"]),
+        ("health GET /v1/health", latency.get("health")),
         ("model alone, embed the cue", latency["model_alone_query"]),
     ):
+        if figures is None:  # a result from before health was measured
+            continue
         lines.append(
             f"  {label:<30}{_ms(figures['p50_ms'])} {_ms(figures['p95_ms'])}"
             f" {_ms(figures['p99_ms'])} {_ms(figures['max_ms'])}"

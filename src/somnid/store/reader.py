@@ -23,6 +23,7 @@ from somnid.memory.entry import Entry
 from somnid.memory.kinds import SELF_PROFILE, Kind
 from somnid.memory.names import check_name
 from somnid.store import frontmatter
+from somnid.store.counts import FolderCounts
 from somnid.store.health import StorageHealth
 from somnid.store.layout import ARCHIVED, LEGACY_DEFAULT_USER, Layout
 from somnid.store.safe import present, read_regular
@@ -55,6 +56,7 @@ class EntryReader:
         self._broken: dict[str, BrokenReport] = {}
         self._broken_lock = threading.Lock()
         self.health = StorageHealth(layout.root)
+        self._counts = FolderCounts()
 
     def read(self, kind: Kind, name: str, *, archived: bool = False) -> Entry:
         """One entry, fresh from disk. Raises NotFound or BrokenFile."""
@@ -117,11 +119,16 @@ class EntryReader:
 
     def count(self, kind: Kind) -> int:
         """How many live entries of ``kind`` there are: the entries ``files`` yields, counted
-        without building paths or sorting (health asks on every probe)."""
+        without building paths or sorting, and kept while the kind's folder is unchanged
+        (health asks on every probe; :mod:`somnid.store.counts` says how long a count holds)."""
         if kind is Kind.PROFILE:
             return sum(1 for _ in self._profile_files())
+        folder = self.layout.kind_dir(kind)
+        return self._counts.get(folder, lambda: self._count_in(folder, kind))
+
+    def _count_in(self, folder: Path, kind: Kind) -> int:
         try:
-            children = os.scandir(self.layout.kind_dir(kind))
+            children = os.scandir(folder)
         except FileNotFoundError:
             return 0
         file_name = self.layout.file_name(kind)

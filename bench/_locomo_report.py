@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import importlib.metadata
 import json
 import os
 import platform
@@ -95,6 +96,7 @@ def build_report(
         "machine": f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs",
         "provider": provider,
         "model": _model_name(model_dir) if provider == "local" else None,
+        "model_build": model_build(model_dir) if provider == "local" else None,
         "data": {
             "file": display_path(data_path),
             "sha256": hashlib.sha256(data_path.read_bytes()).hexdigest(),
@@ -200,6 +202,29 @@ def _model_name(model_dir: Path | None) -> str | None:
     except (OSError, ValueError):
         return model_dir.name
     return str(config.get("name") or model_dir.name)
+
+
+def model_build(model_dir: Path | None) -> dict[str, str] | None:
+    """Which quantised model the figures were measured with: the model is converted on
+    install by onnxruntime's quantiser, whose output (so every ranking) moves with its
+    version (LoCoMo nDCG@10 0.659 and 0.660 from two installs of the same code)."""
+    if model_dir is None:
+        return None
+    digest = hashlib.sha256()
+    try:
+        with (model_dir / "model.onnx").open("rb") as file:
+            for block in iter(lambda: file.read(1 << 20), b""):
+                digest.update(block)
+    except OSError:
+        return None
+    return {"sha256": digest.hexdigest(), "onnxruntime": _version_of("onnxruntime")}
+
+
+def _version_of(package: str) -> str:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
 
 
 def display_path(path: Path) -> str:

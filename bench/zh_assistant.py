@@ -32,7 +32,13 @@ if __package__ in (None, ""):  # run as a script: make the repo root importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._locomo import DEPTH, aggregate_hints, percentiles, score_ranking
-from bench._locomo_report import ConversationRun, display_path, rounded, settings_used
+from bench._locomo_report import (
+    ConversationRun,
+    display_path,
+    model_build,
+    rounded,
+    settings_used,
+)
 from bench.locomo_retrieval import make_settings, resolve_model_dir, wait_for_index, writing_only
 from bench.zh_assistant_data import DISTRACTORS, SEED, USERS, Message, User, build, distractors_for
 from somnid.memory.clock import ManualClock
@@ -172,6 +178,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             "questions": len(rows),
         },
         "provider": args.provider,
+        "model_build": model_build(model_dir) if args.provider == "local" else None,
         "settings": settings_used(settings),
         "results": summarise(rows),
         "embedding_alone": summarise_alone(rows) if args.provider == "local" else {},

@@ -147,6 +147,7 @@ def test_percentiles_and_judging() -> None:
         "latency": {
             "hint": {"p50_ms": 10.0, "p99_ms": 41.0},
             "recall": {"p95_ms": 120.0},
+            "health": {"p95_ms": 25.0},
             "foreign_cpus": 0.0,
         },
         "build": {"ratio": 0.9, "foreign_cpus": 0.1, "model_alone_before": {"foreign_cpus": 0.9}},
@@ -157,12 +158,13 @@ def test_percentiles_and_judging() -> None:
         "hint_p50": True,
         "hint_p99": False,
         "recall_p95": False,
+        "health_p95": False,
         "build_ratio": True,
         "restart_health": True,
         "restart_hybrid": None,
     }
     at_100k = {v["key"]: v["pass"] for v in judge(100_000, result)}
-    assert at_100k == {"recall_p95_100k": True, "build_ratio": True}
+    assert at_100k == {"recall_p95_100k": True, "health_p95": False, "build_ratio": True}
     noisy = {v["key"]: v["noisy"] for v in judge(10_000, result)}
     assert noisy["build_ratio"] and not noisy["hint_p50"] and not noisy["restart_health"]
 

@@ -33,6 +33,9 @@ def test_content_terms_are_the_query_terms_a_text_says() -> None:
     text = "Joanna: Sure! You should get a couch, really fluffy — 部署窗口 4月25日"
     assert content_terms(text) == set(query_terms(text))
     assert content_terms("Me too!") == set()  # stop words only: nothing said
+    # A Chinese stop word (没有) is left out as query_terms leaves it out.
+    said = "我室友问我工作顺不顺利，职业规划想好了没有。"
+    assert content_terms(said) == set(query_terms(said)) and "没有" not in content_terms(said)
 
 
 def test_a_turn_that_says_little_beyond_the_query_loses_up_to_the_penalty() -> None:

@@ -99,21 +99,20 @@ def query_terms(query: str, *, drop_stop_words: bool = True) -> list[str]:
     terms = _terms(query)
     if not drop_stop_words:
         return terms
-    kept = [term for term in terms if term not in STOP_WORDS and not _function_bigram(term)]
+    kept = [term for term in terms if _says(term)]
     return kept or terms
 
 
 def content_terms(text: str) -> set[str]:
     """The terms of ``query_terms`` as a set, stop words and function bigrams always left
     out (none is kept when nothing else is left): what a text says, for counting."""
-    terms: set[str] = set()
-    for word in set(_WORD.findall(text.casefold())):
-        if _CJK_RUN.fullmatch(word):
-            pieces = [word] if len(word) < 2 else [word[i : i + 2] for i in range(len(word) - 1)]
-            terms.update(piece for piece in pieces if not STOP_CHARS.intersection(piece))
-        elif (len(word) >= 2 or word.isdigit()) and word not in STOP_WORDS:
-            terms.add(word)
-    return terms
+    words = set(_WORD.findall(text.casefold()))
+    return {piece for word in words for piece in _pieces(word) if _says(piece)}
+
+
+def _says(term: str) -> bool:
+    """Not a stop word, nor a CJK bigram holding a function character."""
+    return term not in STOP_WORDS and not _function_bigram(term)
 
 
 def _function_bigram(term: str) -> bool:
@@ -124,14 +123,17 @@ def _function_bigram(term: str) -> bool:
 def _terms(query: str) -> list[str]:
     terms: list[str] = []
     for word in _WORD.findall(query.casefold()):
-        if _CJK_RUN.fullmatch(word):
-            pieces = [word] if len(word) < 2 else [word[i : i + 2] for i in range(len(word) - 1)]
-        else:
-            pieces = [word] if len(word) >= 2 or word.isdigit() else []
-        for piece in pieces:
+        for piece in _pieces(word):
             if piece not in terms:
                 terms.append(piece)
     return terms
+
+
+def _pieces(word: str) -> list[str]:
+    """A word's terms: a CJK run as its bigrams, another word whole (len ≥ 2, or a digit)."""
+    if _CJK_RUN.fullmatch(word):
+        return [word] if len(word) < 2 else [word[i : i + 2] for i in range(len(word) - 1)]
+    return [word] if len(word) >= 2 or word.isdigit() else []
 
 
 BIGRAM_EVIDENCE = 0.5

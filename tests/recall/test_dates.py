@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import datetime as dt
+import random
 
 import pytest
 
-from somnid.recall.dates import GRAIN_WEIGHT, memory_dates, query_time
+from somnid.recall.dates import GRAIN_WEIGHT, Periods, memory_dates, query_time
 from somnid.recall.passes import ASKS_WHEN_SHARE, boost_time
 from somnid.recall.scorer import Scored
 from somnid.recall.text import query_terms
@@ -245,3 +246,39 @@ def test_a_range_of_days_bounds_the_search_to_every_day_between() -> None:
     # Without a year: the same days in every year.
     grain, ranges = first_span("what happened between Aug 11 and Aug 15?")
     assert grain == "week" and (dt.date(2021, 8, 11), dt.date(2021, 8, 15)) in ranges
+
+
+def _touches(wanted: list[tuple[int, int]], ranges: list[tuple[int, int]]) -> bool:
+    return any(s <= e2 and s2 <= e for s, e in wanted for s2, e2 in ranges)
+
+
+def test_periods_tell_overlap_as_comparing_every_pair_does() -> None:
+    # Ranges that overlap, nest, touch end to start and lie apart, in any order.
+    rng = random.Random(5)
+    for _ in range(2000):
+        starts = rng.sample(range(0, 20), rng.randrange(0, 8))
+        wanted = [(a, a + rng.randrange(0, 3)) for a in starts]
+        ranges = [(a, a + rng.randrange(0, 2)) for a in rng.sample(range(-3, 25), rng.randrange(3))]
+        assert Periods.of(wanted).touch(ranges) == _touches(wanted, ranges), (wanted, ranges)
+
+
+def test_the_time_pass_matches_and_bounds_as_every_pair_would() -> None:
+    # A day in any year is one range per year: the query's spans and bound are long lists.
+    for query in (
+        "What did Ann do on May 7?",
+        "In 2023, what did she do on May 7?",  # the coarser span first
+        "What happened in the last week of July 2023, or in the summer?",
+        "as of June 2022, what had Bob planned for May 7?",
+        "2023年7月最后一周她做了什么？",
+    ):
+        when = query_time(query, TODAY)
+        assert when, query
+        for a in range(TODAY.toordinal() - 900, TODAY.toordinal() + 30, 2):
+            ranges = [(a, a + 2), (a + 300, a + 300)]
+            best = max(
+                (GRAIN_WEIGHT[g] for _t, g, wanted in when.spans if _touches(list(wanted), ranges)),
+                default=0.0,
+            )
+            assert when.match(ranges) == best, (query, a)
+            outside = bool(when.bound) and not _touches(list(when.bound), ranges)
+            assert when.outside(ranges, None) == outside, (query, a)

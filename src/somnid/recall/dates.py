@@ -12,13 +12,44 @@ A range is a pair of proleptic ordinals (``date.toordinal()``), both ends inclus
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
 import re
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 
 from somnid.memory.dates import find_dates, is_reference
 
 GRAIN_WEIGHT = {"day": 1.0, "weekend": 0.9, "week": 0.7, "month": 0.5, "season": 0.4, "year": 0.25}
+
+
+@dataclass(frozen=True, slots=True)
+class Periods:
+    """Day ranges merged and in order, to tell in O(log n) whether a range touches any of
+    them: a day or month without a year is one range per year, and the time pass asks of
+    every candidate's dates."""
+
+    starts: tuple[int, ...]
+    ends: tuple[int, ...]
+
+    @classmethod
+    def of(cls, ranges: Iterable[tuple[int, int]]) -> Periods:
+        merged: list[list[int]] = []
+        for start, end in sorted(ranges):
+            if merged and start <= merged[-1][1] + 1:  # whole days: adjacent ranges join
+                merged[-1][1] = max(merged[-1][1], end)
+            else:
+                merged.append([start, end])
+        return cls(tuple(s for s, _ in merged), tuple(e for _, e in merged))
+
+    def touch(self, ranges: Iterable[tuple[int, int]]) -> bool:
+        """Whether any of ``ranges`` shares a day with these periods."""
+        for start, end in ranges:
+            # The first period not over before ``start``; the later ones begin later still.
+            k = bisect.bisect_left(self.ends, start)
+            if k < len(self.ends) and self.starts[k] <= end:
+                return True
+        return False
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +66,15 @@ class TimeQuery:
     asks_when: bool = False
     """The query asks for a time (``When did …``, ``什么时候``): an entry whose text names
     one is likelier the answer than one that does not."""
+    _spans: tuple[tuple[float, Periods], ...] = field(init=False, repr=False, compare=False)
+    _bound: Periods = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        weighed = [(GRAIN_WEIGHT.get(grain, 0.25), Periods.of(r)) for _t, grain, r in self.spans]
+        # The most precise span first: the first one an entry touches is its match.
+        weighed.sort(key=lambda pair: -pair[0])
+        object.__setattr__(self, "_spans", tuple(weighed))
+        object.__setattr__(self, "_bound", Periods.of(self.bound))
 
     def __bool__(self) -> bool:
         return bool(self.spans) or bool(self.bound) or self.until is not None or self.asks_when
@@ -46,18 +86,15 @@ class TimeQuery:
             return True
         if not self.bound or not ranges:
             return False
-        return not any(s <= e2 and s2 <= e for s, e in self.bound for s2, e2 in ranges)
+        return not self._bound.touch(ranges)
 
     def match(self, ranges: list[tuple[int, int]]) -> float:
         """The grain weight of the most precise span an entry's dates overlap; 0 if none."""
-        best = 0.0
-        for _text, grain, wanted in self.spans:
-            weight = GRAIN_WEIGHT.get(grain, 0.25)
-            if weight <= best:
-                continue
-            if any(s <= e2 and s2 <= e for s, e in wanted for s2, e2 in ranges):
-                best = weight
-        return best
+        if ranges:
+            for weight, periods in self._spans:
+                if periods.touch(ranges):
+                    return weight
+        return 0.0
 
     def bounds(self) -> tuple[int, int] | None:
         """The widest range any span covers (a prefilter for the index)."""

@@ -79,3 +79,23 @@ async def test_the_second_pass_reuses_the_first_pass_rows(tmp_path: Path) -> Non
         assert "bridge" in by_name["choir"].components  # its row came from the first pass
         assert by_name["choir"].path.endswith("knowledge/choir/SKILL.md")
         assert by_name["rehearsals"].path.endswith("knowledge/rehearsals/SKILL.md")
+
+
+async def test_the_second_pass_finds_names_as_written(tmp_path: Path) -> None:
+    """The index lower-cases its texts; the names bridged to are read from the entries as
+    written (capitalised: "Marguerite", not "hiking" or "ridge")."""
+    settings = Settings(
+        data_dir=tmp_path / "data",
+        timezone="UTC",
+        embed={"provider": "off"},
+        recall={"prf_weight": 0.3},
+    )
+    async with Runtime.open(settings, clock=ManualClock(START)) as rt:
+        await rt.memories.create(
+            Kind.KNOWLEDGE, "hike", body="Went hiking with Marguerite up the ridge."
+        )
+        await rt.memories.create(Kind.KNOWLEDGE, "cello", body="Marguerite plays the cello.")
+        await rt.index.wait_idle()
+        hits = await rt.recall.search("who came hiking", limit=5)
+        assert [hit.name for hit in hits] == ["hike", "cello"]
+        assert "bridge" in hits[1].components  # found through "marguerite" alone

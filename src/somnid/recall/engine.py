@@ -97,12 +97,16 @@ class Recall:
         worker: EmbedWorker,
         settings: RecallSettings,
         today: Callable[[], dt.date] = dt.date.today,
+        read_text: Callable[[Row], str | None] | None = None,
     ) -> None:
         self.index = index
         self.worker = worker
         self.settings = settings
         self.weights = weights_of(settings)
         self.today = today
+        self.read_text = read_text
+        """An entry's text as written (the index's is lower-cased), for the names the
+        second pass of entity bridging searches; None reads the index's."""
         self.latency = Histogram()
         """Seconds per search with a query, whoever asked (routes, tools, hints, dreams)."""
         self._helpers = ThreadPoolExecutor(2, thread_name_prefix="somnid-keywords")
@@ -316,7 +320,7 @@ class Recall:
         itself. The query's own vector is re-used: no second embedding."""
         settings = self.settings
         seeds = [s.entry_id for s in scored[: settings.prf_docs]]
-        texts = self._texts_of(seeds, seen)
+        texts = self._written_texts(seeds, rows, seen)
         terms = entity_terms([texts.get(i, "") for i in seeds], query, settings.prf_terms)
         terms = [*query_terms(query), *terms] if terms else []
         keyword2 = dict(self.index.keyword_search(terms, kinds, pool)) if terms else keyword
@@ -391,6 +395,20 @@ class Recall:
             bodies = self._bodies_of(turns, seen)
             scored = penalise_brief_turns(scored, bodies, query, settings.brief_turn_penalty)
         return self._spread(scored, rows, kinds, project, limit)
+
+    def _written_texts(
+        self, ids: list[int], rows: dict[int, Row], seen: dict[int, str]
+    ) -> dict[int, str]:
+        """The texts of ``ids`` as written, where they can be read (names are capitalised
+        there, not in the index); the index's text of the others."""
+        found: dict[int, str] = {}
+        if self.read_text is not None:
+            for i in ids:
+                text = self.read_text(rows[i]) if i in rows else None
+                if text is not None:
+                    found[i] = text
+        missing = [i for i in ids if i not in found]
+        return found | (self._texts_of(missing, seen) if missing else {})
 
     def _bodies_of(self, ids: list[int], seen: dict[int, str]) -> dict[int, str]:
         """The bodies of ``ids``: their index text after the name and description lines."""

@@ -21,14 +21,14 @@ from typing import Literal
 
 from somnid.config import Settings
 from somnid.embed.base import Embedder
-from somnid.errors import IndexUnavailable, InvalidInput
+from somnid.errors import IndexUnavailable, InvalidInput, SomnidError
 from somnid.memory.clock import Clock
 from somnid.memory.entry import Entry
 from somnid.memory.kinds import Kind
 from somnid.metrics import Histogram
 from somnid.recall.assoc import Associator
 from somnid.recall.backend import INDEXED_KINDS as INDEXED_KINDS  # the kinds it holds
-from somnid.recall.backend import BackendInfo, IndexBackend
+from somnid.recall.backend import BackendInfo, IndexBackend, Row
 from somnid.recall.embedding import EmbedState, EmbedWorker
 from somnid.recall.engine import Hit, Outcome, Recall
 from somnid.recall.index import Index
@@ -126,7 +126,9 @@ class RecallSystem:
         self._index = open_index(settings, layout.index_dir)
         self._worker = EmbedWorker(settings.embed, layout.models_dir, self._index, embedder)
         self._reconciler = Reconciler(store, self._index, clock)
-        self._engine = Recall(self._index, self._worker, recall, today=self._today)
+        self._engine = Recall(
+            self._index, self._worker, recall, today=self._today, read_text=self._written_text
+        )
         self.assoc = Associator(self._engine, settings.assoc, settings.prompt_lang)
         self._watcher = (
             Watcher(
@@ -315,6 +317,15 @@ class RecallSystem:
     async def embed_passages(self, texts: list[str]) -> list[Vector] | None:
         """The texts' vectors, or None while the embedding model is not ready."""
         return await self._worker.embed_passages(texts)
+
+    def _written_text(self, row: Row) -> str | None:
+        """An indexed entry's description and body as its file holds them; None when the
+        file is gone or broken (the index's text stands in)."""
+        try:
+            entry = self._store.read(row.kind, row.name)
+        except SomnidError:
+            return None
+        return f"{entry.description}\n{entry.body}"
 
     def read_entry(self, kind: Kind, name: str) -> Entry:
         """The entry behind a hit, read from its file (blocking)."""

@@ -21,14 +21,14 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import onnx
-
-from somnid.embed._e5file import E5File, dequantise_weights, parse_e5_file
-from somnid.embed._e5graph import build_model
-from somnid.embed._e5tokenizer import build_tokenizer
 from somnid.embed.base import EmbedError
+
+if TYPE_CHECKING:
+    import onnx
+
+    from somnid.embed._e5file import E5File
 
 __all__ = [
     "DEFAULT_MODEL_NAME",
@@ -193,6 +193,14 @@ def _read_verified(path: Path) -> bytes:
 
 
 def _convert(data: bytes, work: Path, *, quantize: bool, report: Progress, source: Path) -> None:
+    # Imported here, not with the module: the daemon asks where the model lives on every
+    # start, and the onnx package alone takes 0.8 s to import on a slow host.
+    import onnx
+
+    from somnid.embed._e5file import dequantise_weights, parse_e5_file
+    from somnid.embed._e5graph import build_model
+    from somnid.embed._e5tokenizer import build_tokenizer
+
     parsed = parse_e5_file(data)
     report("dequantising", 0.1)
     weights = dequantise_weights(parsed)

@@ -32,8 +32,6 @@ from somnid.recall.backend import BackendInfo, IndexBackend, Row
 from somnid.recall.embedding import EmbedState, EmbedWorker
 from somnid.recall.engine import Hit, Outcome, Recall
 from somnid.recall.index import Index
-from somnid.recall.pg_db import PgDatabase
-from somnid.recall.pg_index import PgIndex
 from somnid.recall.reconcile import Reconciler, SyncReport
 from somnid.recall.scorer import Weights
 from somnid.recall.vectors import Vector
@@ -103,6 +101,10 @@ def open_index(settings: Settings, index_dir: Path) -> IndexBackend:
         return Index(index_dir / INDEX_FILE, weights)
     if config.dsn is None:
         raise InvalidInput("index.backend = postgres needs index.dsn (SOMNID_INDEX__DSN)")
+    # Imported only for this backend: psycopg and the pg modules take ~0.1 s to import.
+    from somnid.recall.pg_db import PgDatabase
+    from somnid.recall.pg_index import PgIndex
+
     source = config.source or f"{socket.gethostname()}:{settings.data_dir.resolve()}"
     db = PgDatabase(
         config.dsn, connect_timeout=config.connect_timeout_s, ef_search=config.ef_search

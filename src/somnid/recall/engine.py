@@ -104,9 +104,7 @@ class Recall:
         self.settings = settings
         self.weights = weights_of(settings)
         self.today = today
-        self.read_text = read_text
-        """An entry's text as written (the index's is lower-cased), for the names the
-        second pass of entity bridging searches; None reads the index's."""
+        self.read_text = read_text  # as written (the index's is lower-cased): for names
         self.latency = Histogram()
         """Seconds per search with a query, whoever asked (routes, tools, hints, dreams)."""
         self._helpers = ThreadPoolExecutor(2, thread_name_prefix="somnid-keywords")
@@ -401,14 +399,9 @@ class Recall:
     ) -> dict[int, str]:
         """The texts of ``ids`` as written, where they can be read (names are capitalised
         there, not in the index); the index's text of the others."""
-        found: dict[int, str] = {}
-        if self.read_text is not None:
-            for i in ids:
-                text = self.read_text(rows[i]) if i in rows else None
-                if text is not None:
-                    found[i] = text
-        missing = [i for i in ids if i not in found]
-        return found | (self._texts_of(missing, seen) if missing else {})
+        read = self.read_text or (lambda _row: None)
+        found = {i: text for i in ids if i in rows and (text := read(rows[i])) is not None}
+        return found | self._texts_of([i for i in ids if i not in found], seen)
 
     def _bodies_of(self, ids: list[int], seen: dict[int, str]) -> dict[int, str]:
         """The bodies of ``ids``: their index text after the name and description lines."""

@@ -5,6 +5,8 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
+import pytest
+
 from somnid.config import Settings
 from somnid.memory.clock import ManualClock
 from somnid.memory.kinds import Kind
@@ -98,4 +100,30 @@ async def test_the_second_pass_finds_names_as_written(tmp_path: Path) -> None:
         await rt.index.wait_idle()
         hits = await rt.recall.search("who came hiking", limit=5)
         assert [hit.name for hit in hits] == ["hike", "cello"]
-        assert "bridge" in hits[1].components  # found through "marguerite" alone
+        assert "bridge" in hits[1].components  # found through "Marguerite" (and "Went")
+
+
+async def test_a_seed_that_cannot_be_read_falls_back_to_the_index_text(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A seed's file gone or unreadable between the search and the read (an OSError, not a
+    broken-file error): the search goes on with the index's text, which has no capitals."""
+    settings = Settings(
+        data_dir=tmp_path / "data",
+        timezone="UTC",
+        embed={"provider": "off"},
+        recall={"prf_weight": 0.3},
+    )
+    async with Runtime.open(settings, clock=ManualClock(START)) as rt:
+        await rt.memories.create(
+            Kind.KNOWLEDGE, "hike", body="Went hiking with Marguerite up the ridge."
+        )
+        await rt.memories.create(Kind.KNOWLEDGE, "cello", body="Marguerite plays the cello.")
+        await rt.index.wait_idle()
+
+        def unreadable(*_args: object) -> None:
+            raise PermissionError("no access")
+
+        monkeypatch.setattr(rt.recall._store, "read", unreadable)
+        hits = await rt.recall.search("who came hiking", limit=5)
+        assert [hit.name for hit in hits] == ["hike"]

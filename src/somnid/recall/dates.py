@@ -35,7 +35,7 @@ class Periods:
     @classmethod
     def of(cls, ranges: Iterable[tuple[int, int]]) -> Periods:
         merged: list[list[int]] = []
-        for start, end in sorted(ranges):
+        for start, end in sorted(r for r in ranges if r[0] <= r[1]):  # a reversed one: no day
             if merged and start <= merged[-1][1] + 1:  # whole days: adjacent ranges join
                 merged[-1][1] = max(merged[-1][1], end)
             else:
@@ -47,7 +47,7 @@ class Periods:
         for start, end in ranges:
             # The first period not over before ``start``; the later ones begin later still.
             k = bisect.bisect_left(self.ends, start)
-            if k < len(self.ends) and self.starts[k] <= end:
+            if start <= end and k < len(self.ends) and self.starts[k] <= end:
                 return True
         return False
 

@@ -34,6 +34,7 @@ from somnid.recall.engine import Hit, Outcome, Recall
 from somnid.recall.index import Index
 from somnid.recall.reconcile import Reconciler, SyncReport
 from somnid.recall.scorer import Weights
+from somnid.recall.text import MAX_BODY_CHARS
 from somnid.recall.vectors import Vector
 from somnid.recall.watcher import Watcher
 from somnid.store.atomic import sweep_temp_files
@@ -321,13 +322,13 @@ class RecallSystem:
         return await self._worker.embed_passages(texts)
 
     def _written_text(self, row: Row) -> str | None:
-        """An indexed entry's description and body as its file holds them; None when the
-        file is gone or broken (the index's text stands in)."""
+        """An indexed entry's text as its file holds it, as much as the index holds; None
+        when the file is gone, unreadable or broken (the index's text stands in)."""
         try:
             entry = self._store.read(row.kind, row.name)
-        except SomnidError:
+        except (SomnidError, OSError):
             return None
-        return f"{entry.description}\n{entry.body}"
+        return f"{row.name}\n{entry.description}\n{entry.body[:MAX_BODY_CHARS]}"
 
     def read_entry(self, kind: Kind, name: str) -> Entry:
         """The entry behind a hit, read from its file (blocking)."""

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -83,9 +85,10 @@ async def test_the_second_pass_reuses_the_first_pass_rows(tmp_path: Path) -> Non
         assert by_name["rehearsals"].path.endswith("knowledge/rehearsals/SKILL.md")
 
 
-async def test_the_second_pass_finds_names_as_written(tmp_path: Path) -> None:
-    """The index lower-cases its texts; the names bridged to are read from the entries as
-    written (capitalised: "Marguerite", not "hiking" or "ridge")."""
+@contextlib.asynccontextmanager
+async def _hike_and_cello(tmp_path: Path) -> AsyncIterator[Runtime]:
+    """Entity bridging on, keywords only: a seed that names Marguerite, and an entry that
+    only that name leads to."""
     settings = Settings(
         data_dir=tmp_path / "data",
         timezone="UTC",
@@ -98,6 +101,13 @@ async def test_the_second_pass_finds_names_as_written(tmp_path: Path) -> None:
         )
         await rt.memories.create(Kind.KNOWLEDGE, "cello", body="Marguerite plays the cello.")
         await rt.index.wait_idle()
+        yield rt
+
+
+async def test_the_second_pass_finds_names_as_written(tmp_path: Path) -> None:
+    """The index lower-cases its texts; the names bridged to are read from the entries as
+    written (capitalised: "Marguerite", not "hiking" or "ridge")."""
+    async with _hike_and_cello(tmp_path) as rt:
         hits = await rt.recall.search("who came hiking", limit=5)
         assert [hit.name for hit in hits] == ["hike", "cello"]
         assert "bridge" in hits[1].components  # found through "Marguerite" (and "Went")
@@ -108,18 +118,7 @@ async def test_a_seed_that_cannot_be_read_falls_back_to_the_index_text(
 ) -> None:
     """A seed's file gone or unreadable between the search and the read (an OSError, not a
     broken-file error): the search goes on with the index's text, which has no capitals."""
-    settings = Settings(
-        data_dir=tmp_path / "data",
-        timezone="UTC",
-        embed={"provider": "off"},
-        recall={"prf_weight": 0.3},
-    )
-    async with Runtime.open(settings, clock=ManualClock(START)) as rt:
-        await rt.memories.create(
-            Kind.KNOWLEDGE, "hike", body="Went hiking with Marguerite up the ridge."
-        )
-        await rt.memories.create(Kind.KNOWLEDGE, "cello", body="Marguerite plays the cello.")
-        await rt.index.wait_idle()
+    async with _hike_and_cello(tmp_path) as rt:
 
         def unreadable(*_args: object) -> None:
             raise PermissionError("no access")

@@ -154,7 +154,7 @@ class RecallSettings(_Section):
     context_weight: float = Field(0.5, ge=0.0)
     fusion: Literal["minmax", "rrf", "calibrated"] = "minmax"
     rrf_k: int = Field(60, ge=1, le=1000)
-    time_boost: float = Field(0.3, ge=0.0, le=10.0)
+    time_boost: float = Field(0.4, ge=0.0, le=10.0)
     time_bound: float = Field(0.5, ge=0.0, le=1.0)
     speaker_boost: float = Field(0.05, ge=0.0, le=10.0)
     turn_context: float = Field(0.25, ge=0.0, le=1.0)

@@ -65,7 +65,9 @@ async def test_a_relative_day_in_a_memory_answers_a_date_in_the_query(
         assert (await names(rt, "Which city was Calvin in for a gig on October 3?"))[0] == "t1004-1"
         outcome = await rt.recall.run("Calvin's gig on October 3", kinds=(Kind.EPISODE,))
         top = outcome.hits[0]
-        assert top.name == "t1004-1" and top.components["time"] == pytest.approx(0.3)
+        assert top.name == "t1004-1" and top.components["time"] == pytest.approx(
+            rt.settings.recall.time_boost
+        )
         assert outcome.time is not None and "October 3" in outcome.time
         no_time = await rt.recall.run("Calvin's gig", kinds=(Kind.EPISODE,))
         assert no_time.time is None and all("time" not in h.components for h in no_time.hits)
@@ -232,7 +234,7 @@ def test_recall_route_explains_the_time_part(tmp_path: Path, clock: ManualClock)
         ).json()
         assert body["mode"] == "keyword"
         assert body["time"] == "'3 October 2023' (day, 2023-10-03)"
-        assert body["items"][0]["components"]["time"] == pytest.approx(0.3)
+        assert body["items"][0]["components"]["time"] == pytest.approx(settings.recall.time_boost)
         plain = client.post("/v1/recall", json={"query": "Calvin on 3 October 2023"}).json()
         assert plain["time"] is None
 

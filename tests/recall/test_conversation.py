@@ -234,7 +234,11 @@ def test_recall_route_explains_the_time_part(tmp_path: Path, clock: ManualClock)
         ).json()
         assert body["mode"] == "keyword"
         assert body["time"] == "'3 October 2023' (day, 2023-10-03)"
-        assert body["items"][0]["components"]["time"] == pytest.approx(settings.recall.time_boost)
+        item = body["items"][0]
+        assert item["components"]["time"] == pytest.approx(settings.recall.time_boost)
+        # The part is in the score, not only shown: keyword mode adds its parts up.
+        added = {k: v for k, v in item["components"].items() if k not in ("bm25", "cosine")}
+        assert "keyword" in added and item["score"] == pytest.approx(sum(added.values()), abs=1e-3)
         plain = client.post("/v1/recall", json={"query": "Calvin on 3 October 2023"}).json()
         assert plain["time"] is None
 

@@ -17,10 +17,12 @@ by this script itself:
   has an answer, whether recall over the dream-written memories alone returns in its top 5
   a memory containing the answer (the answer's words at token F1 >= 0.5 in some span, or the
   answer string; dates compared as ISO days), beside the same figure for the raw turns,
-  stored one per episode in a store of their own (the reference); also the figure for the
+  stored one per episode in a store of their own under opaque names, as
+  ``bench/locomo_retrieval.py`` stores them (the reference); also the figure for the
   memories' own words without their quoted evidence; and after dreams, what one recall
-  finds as the agent makes it: the memories plus the archived conversation lines the
-  answer lists after them (``answer_share_after_dreams``, against the raw turns);
+  finds as the agent makes it: the 5 memories plus the up to 5 archived conversation lines
+  the answer lists after them (``answer_share_after_dreams``, against the raw turns' 5);
+  each question's outcomes are kept per conversation (``answers``);
 - tokens and seconds per log.
 
 Run from the repo root, with a model served on loopback (``../shared/llm/serve``)::
@@ -58,7 +60,7 @@ if __package__ in (None, ""):  # run as a script: make the repo root importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench import _truth
-from bench._locomo import _MONTHS, Conversation, Turn, load_conversations
+from bench._locomo import _MONTHS, Conversation, Turn, load_conversations, stored_name
 from bench._signals import exit_cleanly_on_sigterm
 from somnid.config import Settings
 from somnid.embed.onnx import OnnxEmbedder
@@ -334,7 +336,11 @@ def search(daemon: Daemon, query: str) -> tuple[list[dict[str, Any]], list[str]]
 async def raw_reference(
     conv: Conversation, sessions: dict[int, list[Turn]], model_dir: Path, questions: list[Any]
 ) -> list[bool]:
-    """The questions over the raw turns, one episode each: does an answer come back?"""
+    """The questions over the raw turns, one episode each: does an answer come back?
+
+    Each turn is stored under an opaque name (``stored_name``): names are indexed as
+    keywords, and a name made of the dialog id (``d1-9``) lets "on 9 July" match turns.
+    """
     with tempfile.TemporaryDirectory(prefix="somnid-dq-raw-", ignore_cleanup_errors=True) as tmp:
         settings = Settings(
             data_dir=Path(tmp),
@@ -350,7 +356,7 @@ async def raw_reference(
                 for turn in turns:
                     await rt.memories.create(
                         Kind.EPISODE,
-                        f"d{turn.dia_id[1:].replace(':', '-')}",
+                        stored_name(conv.sample_id, turn.dia_id),
                         description=f"{turn.speaker} on {turn.when:%d %B %Y}",
                         body=f"{turn.speaker}: {turn_text(turn)}",
                         fields={"when": turn.when},
@@ -555,6 +561,7 @@ def run_mode(
                 run.logs_pending = client.get("/v1/sleep/status").json()["pendingLogs"]
             entries = written(daemon)
             found, found_own, found_after = [], [], []
+            in_lines: list[bool] = []
             for question in questions:
                 results, lines = search(daemon, question["question"])
                 texts, owns = [], []
@@ -569,7 +576,8 @@ def run_mode(
                         owns.append(f"{entry.get('description', '')} {own_words(entry['body'])}")
                 found.append(any(answer_in(question["answer"], t) for t in texts))
                 found_own.append(any(answer_in(question["answer"], t) for t in owns))
-                found_after.append(any(answer_in(question["answer"], t) for t in texts + lines))
+                in_lines.append(any(answer_in(question["answer"], t) for t in lines))
+                found_after.append(found[-1] or in_lines[-1])
         finally:
             daemon.stop()
         measured = measure_entries(entries, stems, sessions, embedder)
@@ -588,6 +596,24 @@ def run_mode(
                 "answer_found_own_words": sum(found_own),
                 "answer_found_after_dreams": sum(found_after),
                 "raw_answer_found": sum(reference[conv.sample_id]),
+                "answers": [
+                    {
+                        "question": question["question"],
+                        "answer": question["answer"],
+                        "raw_turns": raw_found,
+                        "memories": memory,
+                        "own_words": own,
+                        "archived_lines": line,
+                    }
+                    for question, raw_found, memory, own, line in zip(
+                        questions,
+                        reference[conv.sample_id],
+                        found,
+                        found_own,
+                        in_lines,
+                        strict=True,
+                    )
+                ],
                 "tokens": tokens,
                 "seconds": round(seconds, 1),
                 "dreams": run.dreams,

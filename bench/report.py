@@ -424,7 +424,12 @@ DREAM_ROWS: tuple[tuple[str, str, int, str], ...] = (
     ("example values copied", "example_copies", 0, "0"),
     ("answer in top 5: dream memories", "answer_share", 3, ""),
     ("… their own words only (no quoted evidence)", "answer_share_own_words", 3, "≥ ½ raw"),
-    ("… memories plus the archived lines (one recall)", "answer_share_after_dreams", 3, "≥ raw"),
+    (
+        "… the 5 memories plus up to 5 archived lines (one recall)",
+        "answer_share_after_dreams",
+        3,
+        "≥ raw",
+    ),
     ("answer in top 5: raw turns (reference)", "raw_answer_share", 3, ""),
     ("answer ratio (memories / raw turns)", "answer_ratio", 3, "≥ 0.80"),
     ("tokens per log given", "tokens_per_log", 0, "≤ 2,000"),

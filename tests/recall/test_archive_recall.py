@@ -1,6 +1,6 @@
 """Recall across memories and the conversation archive: a line a dream left out is still
 found, after a memory that says the same, with its log, speaker and time; a setting turns
-it off. Keyword mode (provider off): the lines are ranked by the query terms they hold."""
+it off. Lines are ranked by the query terms they hold, weighed by their idf (no model needed)."""
 
 from __future__ import annotations
 
@@ -83,3 +83,29 @@ async def test_the_route_returns_lines_and_the_setting_turns_them_off(tmp_path: 
             assert line["time"].startswith("2026-10-03T12:00")
             assert "gateway certificate" in line["text"] and line["log"].startswith("2026-10-03")
             assert "conversation archive" in body["markdown"]
+
+
+async def test_a_rare_word_outweighs_one_every_other_line_holds(tmp_path: Path) -> None:
+    """Lines are weighed by the idf of the terms they hold, not by how many: "passport
+    renewal" and "renewal today" each hold two of the three terms, but "today" is in
+    nearly every line and "passport" in one. (Counting terms, the newer line came first.)"""
+    lines = [
+        Message("user", "The passport renewal letter came in the post."),
+        *(Message("user", f"Today I fixed bug {n} in the parser.") for n in range(6)),
+        Message("user", "The gym renewal is due today."),
+    ]
+    clock = ManualClock(SAID)
+    async with Runtime.open(settings_for(tmp_path), clock=clock) as rt:
+        await rt.sessions.append_messages("s1", lines)
+        await rt.sessions.close("s1")
+        [pending] = await rt.sessions.pending_logs()
+        await rt.sessions.mark_processed(pending.path)
+        recalled = await rt.recaller.find("passport renewal today", lines=5)
+    texts = [line.text for line in recalled.lines]
+    assert texts[:3] == [
+        "The passport renewal letter came in the post.",  # 1.79 + 1.28 of 3.25
+        "The gym renewal is due today.",  # 1.28 + 0.18
+        "Today I fixed bug 5 in the parser.",  # 0.18, the newest of equals
+    ], texts
+    assert len(texts) == 5  # as many as asked for, each holding a term
+    assert abs(recalled.lines[0].score - 0.944) < 0.001  # its share of the query's weight

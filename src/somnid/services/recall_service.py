@@ -65,7 +65,7 @@ class RecallService:
         archived: list[ArchiveLine] = []
         if self.archive is not None and lines > 0:
             turns = await self.archive()
-            archived = await rank_lines(query, turns, system.embedder, system.weights, lines)
+            archived = await asyncio.to_thread(rank_lines, query, turns, lines)
         return Recalled(query, outcome.mode, outcome.time, found, archived)
 
     async def meanings(self, texts: list[str]) -> list[Vector] | None:

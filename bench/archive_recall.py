@@ -16,7 +16,10 @@ evidence line in the top 5 (R@5)? Measured in the same run, on the same lines:
 
 Time per query is measured apart on 60 questions: the shipped ranking, and the fused one
 with no vector kept between queries (the archive has none: each recall would embed its
-candidates).
+candidates). And at scale: every conversation's lines repeated to 110,400 (a year of a
+few hundred lines a day), 60 questions ranked by the shipped code (the archive's lines
+casefolded and joined once, each term found by one scan) and by the code before it (each
+line tested for each term, a1ad67b), which must pick the same lines.
 
     .venv/bin/python bench/archive_recall.py       # writes bench/results/archive_recall.json
 """
@@ -46,7 +49,7 @@ from somnid.embed.onnx import OnnxEmbedder
 from somnid.recall.scorer import Weights
 from somnid.recall.text import query_terms
 from somnid.recall.vectors import Vector
-from somnid.services.archive_recall import ArchiveLine, rank_lines
+from somnid.services.archive_recall import ArchiveLine, ArchiveText, rank_lines, term_weights
 from somnid.sessions.transcript import Turn
 
 REPO = Path(__file__).resolve().parent.parent
@@ -56,8 +59,9 @@ TOP = 5
 TIMED = 60
 CANDIDATES = 40  # lines the model orders, in the variants that use it
 MAX_LINE_CHARS = 600  # of a line, embedded
+SCALE_LINES = 110_400  # the scale run: 40 times the dev split's 2,760 lines
 
-Ranker = Callable[[str, list[Turn], int], Awaitable[list[ArchiveLine]]]
+Ranker = Callable[[str, ArchiveText, int], Awaitable[list[ArchiveLine]]]
 
 
 class Meanings:
@@ -96,8 +100,8 @@ def by_meaning(meanings: Meanings, weights: Weights) -> Ranker:
     ``weights.vector`` × clip((cosine − floor) / span) + ``weights.keyword`` × the line's
     weight over the best line's."""
 
-    async def rank(query: str, turns: list[Turn], limit: int) -> list[ArchiveLine]:
-        picked = rank_lines(query, turns, CANDIDATES)
+    async def rank(query: str, archive: ArchiveText, limit: int) -> list[ArchiveLine]:
+        picked = rank_lines(query, archive, CANDIDATES)
         if not picked:
             return []
         vectors = meanings.passages([line.text[:MAX_LINE_CHARS] for line in picked])
@@ -119,7 +123,8 @@ def terms_counted(meanings: Meanings, weights: Weights) -> Ranker:
     """The ranking before 2026-12-04: the lines holding the most query terms (newer first
     among equals), ordered by their cosine alone; lines below the cosine floor dropped."""
 
-    async def rank(query: str, turns: list[Turn], limit: int) -> list[ArchiveLine]:
+    async def rank(query: str, archive: ArchiveText, limit: int) -> list[ArchiveLine]:
+        turns = archive.turns
         terms = query_terms(query)
         counted = [
             (sum(1 for term in terms if term in turn.text.casefold()), index)
@@ -143,8 +148,50 @@ def terms_counted(meanings: Meanings, weights: Weights) -> Ranker:
     return rank
 
 
-async def shipped(query: str, turns: list[Turn], limit: int) -> list[ArchiveLine]:
-    return rank_lines(query, turns, limit)
+async def shipped(query: str, archive: ArchiveText, limit: int) -> list[ArchiveLine]:
+    return rank_lines(query, archive, limit)
+
+
+def per_line(query: str, turns: list[Turn], limit: int) -> list[ArchiveLine]:
+    """The shipped ranking until the archive's text was joined (a1ad67b): each line
+    casefolded and tested for each term."""
+    terms = query_terms(query)
+    if not terms or limit <= 0 or not turns:
+        return []
+    held = [[term in turn.text.casefold() for term in terms] for turn in turns]
+    idf = term_weights([sum(1 for row in held if row[t]) for t in range(len(terms))], len(held))
+    whole = sum(idf)
+    share = [sum(w for w, has in zip(idf, row, strict=True) if has) / whole for row in held]
+    matched = sorted((i for i, s in enumerate(share) if s > 0), key=lambda i: (-share[i], -i))
+    return [_line(turns[i], round(share[i], 4)) for i in matched[:limit]]
+
+
+def at_scale(convs: list[Conversation], size: int = SCALE_LINES) -> dict[str, Any]:
+    """Every conversation's lines repeated to ``size``; the shipped ranking and the one
+    before it on the same questions, timed, and whether they picked the same lines."""
+    lines = [turn for conv in convs for turn in archive_of(conv)[0]]
+    turns = [lines[i % len(lines)] for i in range(size)]
+    started = time.perf_counter()
+    archive = ArchiveText(turns)
+    build = time.perf_counter() - started
+    questions = [q.text for conv in convs for q in conv.questions if q.category != 5]
+    questions = questions[:: max(1, len(questions) // TIMED)][:TIMED]
+    timings: dict[str, list[float]] = {"somnid": [], "before (per line)": []}
+    same = 0
+    for question in questions:
+        started = time.perf_counter()
+        now = rank_lines(question, archive, TOP)
+        timings["somnid"].append(time.perf_counter() - started)
+        started = time.perf_counter()
+        before = per_line(question, turns, TOP)
+        timings["before (per line)"].append(time.perf_counter() - started)
+        same += now == before
+    return {
+        "lines": len(turns),
+        "build_ms": round(1000 * build, 1),
+        "per_query_ms": {name: percentiles(seconds) for name, seconds in timings.items()},
+        "same_lines": f"{same}/{len(questions)}",
+    }
 
 
 def archive_of(conv: Conversation) -> tuple[list[Turn], dict[str, int]]:
@@ -183,6 +230,7 @@ async def measure(
     timings: dict[str, list[float]] = {name: [] for name in timed}
     for conv in convs:
         turns, where = archive_of(conv)
+        archive = ArchiveText(turns)
         kept.passages([turn.text[:MAX_LINE_CHARS] for turn in turns])
         for question in conv.questions:
             if question.category == 5 or not question.evidence:
@@ -190,14 +238,14 @@ async def measure(
             wanted = [turns[where[name]] for name in question.evidence if name in where]
             category = CATEGORIES.get(question.category, str(question.category))
             for name, ranker in variants.items():
-                lines = await ranker(question.text, turns, TOP)
+                lines = await ranker(question.text, archive, TOP)
                 hit = any(_said(line, turn) for line in lines for turn in wanted)
                 hits[name].setdefault(category, []).append(hit)
                 shown[name].append(len(lines))
             for name, ranker in timed.items():
                 if len(timings[name]) < TIMED:
                     started = time.perf_counter()
-                    await ranker(question.text, turns, TOP)
+                    await ranker(question.text, archive, TOP)
                     timings[name].append(time.perf_counter() - started)
     results = {}
     for name in variants:
@@ -236,6 +284,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         embedder.close()
     per_query = {name: percentiles(seconds) for name, seconds in timings.items()}
+    scale = at_scale(convs)
     report: dict[str, Any] = {
         "benchmark": "archive_recall",
         "when": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
@@ -246,6 +295,7 @@ def main(argv: list[str] | None = None) -> int:
         "top": TOP,
         "variants": results,
         "per_query_ms": per_query,
+        "scale": scale,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n")
@@ -254,6 +304,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name:28s} R@5 {result['r@5']:.3f} ({cats}); lines {result['lines_shown']}")
     for name, figures in per_query.items():
         print(f"per query, {name}: p50 {figures['p50']} ms, p95 {figures['p95']} ms")
+    joined, same = scale["build_ms"], scale["same_lines"]
+    print(f"{scale['lines']:,} lines (joined in {joined} ms), the same lines picked {same}:")
+    for name, figures in scale["per_query_ms"].items():
+        print(f"  per query, {name}: p50 {figures['p50']} ms, p95 {figures['p95']} ms")
     print(f"wrote {args.out}")
     return 0
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import datetime as dt
 
 from bench._locomo import Conversation, Question, Turn
-from bench.archive_recall import archive_of, measure
+from bench.archive_recall import archive_of, at_scale, measure
 
 from somnid.embed.onnx import OnnxEmbedder
 
@@ -57,4 +57,13 @@ async def test_every_variant_asks_every_question_with_evidence(
     assert {name: len(seconds) for name, seconds in timings.items()} == {
         "somnid": 2,
         "fused with the cosine": 2,
+    }
+
+
+def test_at_scale_the_shipped_ranking_picks_what_the_one_before_did() -> None:
+    scale = at_scale([conversation()], size=50)
+    assert scale["lines"] == 50 and scale["same_lines"] == "2/2"
+    assert {name: figures["queries"] for name, figures in scale["per_query_ms"].items()} == {
+        "somnid": 2,
+        "before (per line)": 2,
     }

@@ -12,8 +12,11 @@ from somnid.api.app import create_app
 from somnid.config import Settings
 from somnid.memory.clock import ManualClock
 from somnid.memory.kinds import Kind
+from somnid.recall.text import query_terms
 from somnid.runtime import Runtime
+from somnid.services.archive_recall import ArchiveText, rank_lines, term_weights
 from somnid.sessions.records import Message
+from somnid.sessions.transcript import Turn
 from somnid.tools.memory_tools import ToolContext
 from tests.clients import app_client
 
@@ -109,3 +112,52 @@ async def test_a_rare_word_outweighs_one_every_other_line_holds(tmp_path: Path) 
     ], texts
     assert len(texts) == 5  # as many as asked for, each holding a term
     assert abs(recalled.lines[0].score - 0.944) < 0.001  # its share of the query's weight
+
+
+def each_line_alone(query: str, turns: list[Turn], limit: int) -> list[tuple[str, float]]:
+    """The ranking read off each line on its own: the reference for the joined text."""
+    terms = query_terms(query)
+    held = [[term in turn.text.casefold() for term in terms] for turn in turns]
+    idf = term_weights([sum(row[t] for row in held) for t in range(len(terms))], len(turns))
+    share = [sum(w for w, has in zip(idf, row, strict=True) if has) / sum(idf) for row in held]
+    ranked = sorted((i for i, s in enumerate(share) if s), key=lambda i: (-share[i], -i))
+    return [(turns[i].text, round(share[i], 4)) for i in ranked[:limit]]
+
+
+def test_the_joined_archive_ranks_as_each_line_read_alone() -> None:
+    """One scan of the joined, casefolded lines finds what testing each line finds: at the
+    first and last line, twice in a line (counted once), across a case fold that changes a
+    line's length ("Straße" → "strasse"), in a line holding the separator, and nowhere."""
+    texts = [
+        "fluss at the start",
+        "Die Straße am Fluss",
+        "a\0fluss held after a NUL",
+        "",
+        "FLUSS fluss fluss, three times",
+        "the river",
+        "ends with fluss",
+    ]
+    turns = [Turn("user", None, None, text, log="2026-10-03_001") for text in texts]
+    archive = ArchiveText(turns)
+    for query in ("fluss river", "Strasse am Fluss", "three times", "held NUL", "nowhere zzz"):
+        for limit in (1, 3, 10):
+            ranked = [(line.text, line.score) for line in rank_lines(query, archive, limit)]
+            assert ranked == each_line_alone(query, turns, limit), (query, limit)
+    assert archive.holding("fluss") == [0, 1, 2, 4, 6]
+
+
+async def test_a_line_archived_after_a_recall_is_found(tmp_path: Path) -> None:
+    """The joined text is kept between recalls and made again when the archive changes."""
+    clock = ManualClock(SAID)
+    async with Runtime.open(settings_for(tmp_path), clock=clock) as rt:
+        await archive_a_session(rt)
+        before = await rt.recaller.find("quarterly tax return", lines=5)
+        await rt.sessions.append_messages(
+            "s2", [Message("user", "I filed the quarterly tax return on Monday.")]
+        )
+        await rt.sessions.close("s2")
+        [pending] = await rt.sessions.pending_logs()
+        await rt.sessions.mark_processed(pending.path)
+        after = await rt.recaller.find("quarterly tax return", lines=5)
+    assert before.lines == []
+    assert [line.text for line in after.lines] == ["I filed the quarterly tax return on Monday."]

@@ -17,8 +17,15 @@ from somnid.recall.assoc import Decision
 from somnid.recall.engine import Hit
 from somnid.recall.system import RecallSystem
 from somnid.recall.vectors import Vector
-from somnid.services.archive_recall import ArchiveLine, ArchiveSource, archive_markdown, rank_lines
+from somnid.services.archive_recall import (
+    ArchiveLine,
+    ArchiveSource,
+    ArchiveText,
+    archive_markdown,
+    rank_lines,
+)
 from somnid.services.recalling import Found, hint_of, load_hits, quote_markdown
+from somnid.sessions.transcript import Turn
 
 Select = Callable[[list[Hit]], list[Hit]]
 
@@ -44,6 +51,7 @@ class RecallService:
         them); without it, or with ``recall.archive`` off, only memories are searched."""
         self._system = system
         self.archive = archive if system.settings.recall.archive else None
+        self._archive_text: ArchiveText | None = None  # of the last archive read
 
     async def find(
         self,
@@ -65,8 +73,16 @@ class RecallService:
         archived: list[ArchiveLine] = []
         if self.archive is not None and lines > 0:
             turns = await self.archive()
-            archived = await asyncio.to_thread(rank_lines, query, turns, lines)
+            archived = await asyncio.to_thread(self._rank_lines, query, turns, lines)
         return Recalled(query, outcome.mode, outcome.time, found, archived)
+
+    def _rank_lines(self, query: str, turns: list[Turn], limit: int) -> list[ArchiveLine]:
+        """Rank in a worker thread; the joined text is built again only when the session
+        service hands over another list (it reads the archive again when a file changed)."""
+        text = self._archive_text
+        if text is None or text.turns is not turns:
+            text = self._archive_text = ArchiveText(turns)
+        return rank_lines(query, text, limit)
 
     async def meanings(self, texts: list[str]) -> list[Vector] | None:
         """The texts' vectors (unit length; their dot product is how close two texts are

@@ -8,7 +8,8 @@ from __future__ import annotations
 import datetime as dt
 
 from bench._locomo import Conversation, Question, Turn
-from bench.archive_recall import archive_of, at_scale, measure
+from bench.archive_recall import archive_of, at_scale, locomo_cases, measure, zh_cases
+from bench.zh_assistant_data import build
 
 from somnid.embed.onnx import OnnxEmbedder
 
@@ -44,9 +45,10 @@ def test_the_archive_holds_each_turn_with_its_caption() -> None:
 async def test_every_variant_asks_every_question_with_evidence(
     int8_embedder: OnnxEmbedder,
 ) -> None:
-    results, timings = await measure([conversation()], int8_embedder)
+    results, timings = await measure(locomo_cases([conversation()]), int8_embedder)
     assert set(results) == {
         "somnid",
+        "somnid without the time part",
         "fused with the cosine",
         "cosine alone",
         "terms counted, cosine order",
@@ -65,5 +67,22 @@ def test_at_scale_the_shipped_ranking_picks_what_the_one_before_did() -> None:
     assert scale["lines"] == 50 and scale["same_lines"] == "2/2"
     assert {name: figures["queries"] for name, figures in scale["per_query_ms"].items()} == {
         "somnid": 2,
+        "terms only": 2,
         "before (per line)": 2,
     }
+
+
+def test_each_chinese_user_is_an_archive_asked_their_own_questions() -> None:
+    users = build(users=3)
+    cases = zh_cases(users, distractors=5)
+    assert len(cases) == 3
+    for user, case in zip(users, cases, strict=True):
+        assert len(case.turns) == len(user.messages) + 5
+        times = [t.timestamp for t in case.turns if t.timestamp is not None]
+        assert len(times) == len(case.turns) and times == sorted(times)
+        assert len(case.questions) == len(user.questions)
+        for asked, question in zip(case.questions, user.questions, strict=True):
+            said = {m.key: m.text for m in user.messages}
+            assert [case.turns[i].text for i in asked.evidence] == [
+                said[key] for key in question.evidence
+            ]

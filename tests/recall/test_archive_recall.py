@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from somnid.api.app import create_app
 from somnid.config import Settings
@@ -103,6 +104,7 @@ async def test_a_rare_word_outweighs_one_every_other_line_holds(tmp_path: Path) 
         await rt.sessions.close("s1")
         [pending] = await rt.sessions.pending_logs()
         await rt.sessions.mark_processed(pending.path)
+        clock.advance(dt.timedelta(days=30))  # "today" is a word here, not the lines' day
         recalled = await rt.recaller.find("passport renewal today", lines=5)
     texts = [line.text for line in recalled.lines]
     assert texts[:3] == [
@@ -127,7 +129,8 @@ def each_line_alone(query: str, turns: list[Turn], limit: int) -> list[tuple[str
 def test_the_joined_archive_ranks_as_each_line_read_alone() -> None:
     """One scan of the joined, casefolded lines finds what testing each line finds: at the
     first and last line, twice in a line (counted once), across a case fold that changes a
-    line's length ("Straße" → "strasse"), in a line holding the separator, and nowhere."""
+    line's length ("Straße" → "strasse"), in a line holding the separator, after characters
+    of two, three and four bytes (and a lone surrogate), and nowhere."""
     texts = [
         "fluss at the start",
         "Die Straße am Fluss",
@@ -136,14 +139,19 @@ def test_the_joined_archive_ranks_as_each_line_read_alone() -> None:
         "FLUSS fluss fluss, three times",
         "the river",
         "ends with fluss",
+        "🧘 yoga by the Fluss",
+        "我们的中文课在河边",
+        "a lone \udcff surrogate by the fluss",
     ]
     turns = [Turn("user", None, None, text, log="2026-10-03_001") for text in texts]
     archive = ArchiveText(turns)
-    for query in ("fluss river", "Strasse am Fluss", "three times", "held NUL", "nowhere zzz"):
+    queries = ("fluss river", "Strasse am Fluss", "three times", "held NUL", "中文课", "yoga zzz")
+    for query in queries:
         for limit in (1, 3, 10):
             ranked = [(line.text, line.score) for line in rank_lines(query, archive, limit)]
             assert ranked == each_line_alone(query, turns, limit), (query, limit)
-    assert archive.holding("fluss") == [0, 1, 2, 4, 6]
+    assert archive.holding("fluss") == [0, 1, 2, 4, 6, 7, 9]
+    assert archive.holding("中文") == [8]
 
 
 async def test_a_line_archived_after_a_recall_is_found(tmp_path: Path) -> None:
@@ -152,6 +160,9 @@ async def test_a_line_archived_after_a_recall_is_found(tmp_path: Path) -> None:
     async with Runtime.open(settings_for(tmp_path), clock=clock) as rt:
         await archive_a_session(rt)
         before = await rt.recaller.find("quarterly tax return", lines=5)
+        made = rt.recaller._archive_text
+        await rt.recaller.find("gateway certificate", lines=5)
+        assert made is not None and rt.recaller._archive_text is made  # kept: no change
         await rt.sessions.append_messages(
             "s2", [Message("user", "I filed the quarterly tax return on Monday.")]
         )
@@ -161,3 +172,45 @@ async def test_a_line_archived_after_a_recall_is_found(tmp_path: Path) -> None:
         after = await rt.recaller.find("quarterly tax return", lines=5)
     assert before.lines == []
     assert [line.text for line in after.lines] == ["I filed the quarterly tax return on Monday."]
+    assert rt.recaller._archive_text is not made  # made again: the archive changed
+
+
+async def test_a_line_about_the_day_the_query_names_comes_first(tmp_path: Path) -> None:
+    """A line said the day after the one asked about, that calls it "yesterday", shares no
+    word with the question; it comes before a line that shares a common one. Read in
+    Chinese too; a line said a month away from the day is not lifted."""
+    clock = ManualClock(dt.datetime(2026, 6, 8, 9, 0, tzinfo=dt.UTC))
+    async with Runtime.open(settings_for(tmp_path), clock=clock) as rt:
+        said = [
+            (dt.datetime(2026, 5, 8, 9, 0), "Went to the market on a sunny morning."),
+            (dt.datetime(2026, 6, 8, 9, 0), "Yesterday I went to the fish market."),
+            (dt.datetime(2026, 6, 8, 9, 5), "昨天去了菜市场，花了一下午。"),
+            (dt.datetime(2026, 6, 20, 9, 0), "I need to go to the bank before Friday."),
+        ]
+        for n, (when, text) in enumerate(said):
+            at = when.replace(tzinfo=dt.UTC)
+            await rt.sessions.append_messages(f"s{n}", [Message("user", text, timestamp=at)])
+            await rt.sessions.close(f"s{n}")
+        for pending in await rt.sessions.pending_logs():
+            await rt.sessions.mark_processed(pending.path)
+        clock.set(dt.datetime(2026, 7, 1, 9, 0, tzinfo=dt.UTC))
+        english = await rt.recaller.find("Where did I go on June 7?", lines=4)
+        chinese = await rt.recaller.find("我6月7日去了哪里？", lines=4)
+    ranked = [line.text for line in english.lines]
+    about_june_7 = {"Yesterday I went to the fish market.", "昨天去了菜市场，花了一下午。"}
+    assert set(ranked[:2]) == about_june_7, ranked  # no word of the question
+    assert ranked[2] == "I need to go to the bank before Friday.", ranked  # "go", another day
+    assert "Went to the market on a sunny morning." not in ranked  # a month before: no
+    assert {line.text for line in chinese.lines} == about_june_7, chinese.lines
+
+
+def test_the_day_a_line_was_said_is_read_in_the_configured_zone() -> None:
+    """Said at 23:30 UTC on June 7 is June 8 in Shanghai, where "yesterday" means June 7."""
+    said = dt.datetime(2026, 6, 7, 23, 30, tzinfo=dt.UTC)
+    turns = [Turn("user", None, said, "Yesterday we hiked.", log="2026-06-08_001")]
+    june = {day: dt.date(2026, 6, day).toordinal() for day in (6, 7, 8)}
+    local = ArchiveText(turns, ZoneInfo("Asia/Shanghai"))
+    assert local.own_day(0) == [(june[8], june[8])]
+    assert local.said_on(june[8], june[8]) == [0] and local.said_on(june[7], june[7]) == []
+    assert local.spoken(0) == [(june[7], june[7])]
+    assert ArchiveText(turns).spoken(0) == [(june[6], june[6])]  # as written: UTC

@@ -130,7 +130,7 @@ class RecallSystem:
         self._worker = EmbedWorker(settings.embed, layout.models_dir, self._index, embedder)
         self._reconciler = Reconciler(store, self._index, clock)
         self._engine = Recall(
-            self._index, self._worker, recall, today=self._today, read_text=self._written_text
+            self._index, self._worker, recall, today=self.today, read_text=self._written_text
         )
         self.assoc = Associator(self._engine, settings.assoc, settings.prompt_lang)
         self._watcher = (
@@ -259,7 +259,8 @@ class RecallSystem:
     def _count_files(self) -> int:
         return sum(1 for kind in INDEXED_KINDS for _ in self._store.files(kind))
 
-    def _today(self) -> dt.date:
+    def today(self) -> dt.date:
+        """Today in the configured time zone (what a query's "yesterday" is read against)."""
         return self.clock.now().astimezone(self.clock.tz).date()
 
     def _now(self) -> str:

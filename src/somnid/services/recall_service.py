@@ -8,6 +8,7 @@ and the mode the search itself ran in, not one worked out beside it.
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
@@ -52,6 +53,7 @@ class RecallService:
         self._system = system
         self.archive = archive if system.settings.recall.archive else None
         self._archive_text: ArchiveText | None = None  # of the last archive read
+        self._archive_lock = threading.Lock()  # recalls at once build it once
 
     async def find(
         self,
@@ -81,8 +83,12 @@ class RecallService:
         service hands over another list (it reads the archive again when a file changed)."""
         text = self._archive_text
         if text is None or text.turns is not turns:
-            text = self._archive_text = ArchiveText(turns)
-        return rank_lines(query, text, limit)
+            with self._archive_lock:
+                text = self._archive_text
+                if text is None or text.turns is not turns:
+                    self._archive_text = None  # the old one can go while this one is made
+                    text = self._archive_text = ArchiveText(turns, self._system.clock.tz)
+        return rank_lines(query, text, limit, self._system.today())
 
     async def meanings(self, texts: list[str]) -> list[Vector] | None:
         """The texts' vectors (unit length; their dot product is how close two texts are

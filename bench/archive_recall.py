@@ -22,11 +22,11 @@ user; R@5 per question kind), where a term is a CJK bigram matched as a substrin
 
 Time per query is measured apart on 60 questions: the shipped ranking, and the fused one
 with no vector kept between queries (the archive has none: each recall would embed its
-candidates). And at scale: every conversation's lines repeated to 110,400 (a year of a
-few hundred lines a day), 60 questions ranked by the shipped code, by its terms alone (the
-archive's lines casefolded and joined once, each term found by one scan) and by the code
-before it (each line tested for each term, a1ad67b), which must pick the same lines as the
-terms alone.
+candidates). And at scale: every conversation's lines repeated to 110,400 (each copy under
+its own log, on the original's days: ~1,000 lines a session's day), 60 questions ranked by
+the shipped code, by its terms alone (the archive's lines casefolded and joined once, each
+term found by one scan) and by the code before it (each line tested for each term,
+a1ad67b), which must pick the same lines as the terms alone.
 
     .venv/bin/python bench/archive_recall.py       # writes bench/results/archive_recall.json
 """

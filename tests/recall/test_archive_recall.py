@@ -9,15 +9,18 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
+import pytest
+
 from somnid.api.app import create_app
 from somnid.config import Settings
 from somnid.memory.clock import ManualClock
 from somnid.memory.kinds import Kind
+from somnid.recall.dates import memory_dates
 from somnid.recall.text import query_terms
 from somnid.runtime import Runtime
 from somnid.services.archive_recall import ArchiveText, rank_lines, term_weights
 from somnid.sessions.records import Message
-from somnid.sessions.transcript import Turn
+from somnid.sessions.transcript import Turn, log_turns
 from somnid.tools.memory_tools import ToolContext
 from tests.clients import app_client
 
@@ -211,6 +214,100 @@ def test_the_day_a_line_was_said_is_read_in_the_configured_zone() -> None:
     june = {day: dt.date(2026, 6, day).toordinal() for day in (6, 7, 8)}
     local = ArchiveText(turns, ZoneInfo("Asia/Shanghai"))
     assert local.own_day(0) == [(june[8], june[8])]
-    assert local.said_on(june[8], june[8]) == [0] and local.said_on(june[7], june[7]) == []
+    assert (
+        local.said_on(june[8], june[8]) == [(june[8], 0)] and local.said_on(june[7], june[7]) == []
+    )
     assert local.spoken(0) == [(june[7], june[7])]
     assert ArchiveText(turns).spoken(0) == [(june[6], june[6])]  # as written: UTC
+
+
+async def test_the_archive_reads_again_only_the_files_that_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A year of logs is read once: a new archived log reads that log alone, and a log
+    edited by hand is read again."""
+    read: list[str] = []
+
+    def counting(path: Path, *args: Any, **kwargs: Any) -> list[Turn]:
+        read.append(path.stem)
+        return log_turns(path, *args, **kwargs)
+
+    monkeypatch.setattr("somnid.sessions.service.log_turns", counting)
+    clock = ManualClock(SAID)
+    async with Runtime.open(settings_for(tmp_path), clock=clock) as rt:
+        first = await archive_a_session(rt)
+        before = await rt.sessions.archived_lines()
+        assert read == [first]
+        assert await rt.sessions.archived_lines() is before  # nothing changed: not read
+        read.clear()
+        await rt.sessions.append_messages("s2", [Message("user", "The boiler was serviced.")])
+        await rt.sessions.close("s2")
+        [pending] = await rt.sessions.pending_logs()
+        await rt.sessions.mark_processed(pending.path)
+        after = await rt.sessions.archived_lines()
+        assert read == [pending.path.stem]
+        assert [t.text for t in after] == [*(t.text for t in before), "The boiler was serviced."]
+        read.clear()
+        [edited] = [p for p in rt.settings.data_dir.rglob(f"{first}.md")]
+        edited.write_text(edited.read_text().replace("Porto", "Lisbon"))
+        again = await rt.sessions.archived_lines()
+    assert read == [first]
+    assert "My sister Lena moved to Lisbon last spring." in [t.text for t in again]
+
+
+def test_dates_read_from_a_line_are_kept_while_it_is_in_the_archive(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A dream archives more logs: the lines read before are not read again; a line read
+    again from its file (scrubbed, edited) is a new line, and its dates are read anew."""
+    read: list[str] = []
+
+    def counting(text: str, day: dt.date | None) -> list[tuple[int, int]]:
+        read.append(text)
+        return memory_dates(text, day)
+
+    monkeypatch.setattr("somnid.services.archive_recall.memory_dates", counting)
+    said = dt.datetime(2026, 6, 8, 9, 0, tzinfo=dt.UTC)
+    question, today = "What did we do on June 7?", dt.date(2026, 7, 1)
+    hiked = Turn("user", None, said, "Yesterday we hiked.", log="2026-06-08_001")
+    first = ArchiveText([hiked])
+    rank_lines(question, first, 5, today)
+    baked = Turn("user", None, said, "Yesterday I baked bread.", log="2026-06-08_002")
+    second = ArchiveText([hiked, baked], before=first)
+    ranked = rank_lines(question, second, 5, today)
+    assert read == ["Yesterday we hiked.", "Yesterday I baked bread."]
+    assert {line.text for line in ranked} == {"Yesterday we hiked.", "Yesterday I baked bread."}
+    again = Turn("user", None, said, "Yesterday we hiked.", log="2026-06-08_001")
+    rank_lines(question, ArchiveText([again, baked], before=second), 5, today)
+    assert read[2:] == ["Yesterday we hiked."]
+
+
+def a_dense_june(extra: list[Turn]) -> ArchiveText:
+    """300 lines a day through June 2026, none saying a day or a query word, and ``extra``."""
+    filler = [
+        Turn("user", None, dt.datetime(2026, 6, day, 8, n % 60, tzinfo=dt.UTC), "Sure.", log="f")
+        for day in range(1, 31)
+        for n in range(300)
+    ]
+    return ArchiveText(sorted([*filler, *extra], key=lambda t: t.timestamp or SAID))
+
+
+def test_the_lines_nearest_the_day_are_read_first() -> None:
+    """With more lines around June 7 than are read (2,000 of ~5,100), the line said the day
+    after that calls it "yesterday" is read and lifted, not the newest ones."""
+    said = dt.datetime(2026, 6, 8, 20, 0, tzinfo=dt.UTC)
+    market = Turn("user", None, said, "Yesterday I went to the fish market.", log="m")
+    ranked = rank_lines("Where was I on June 7?", a_dense_june([market]), 3, dt.date(2026, 7, 1))
+    assert ranked[0].text == market.text, ranked
+
+
+def test_lines_merely_said_in_the_period_do_not_crowd_out_the_answer() -> None:
+    """Being said on the day (or in the year) lifts a line only when it holds a query word
+    or speaks of a day itself: 9,000 lines said in June with neither are not listed."""
+    said = dt.datetime(2026, 6, 8, 20, 0, tzinfo=dt.UTC)
+    market = Turn("user", None, said, "Yesterday I bought fish at the market.", log="m")
+    archive = a_dense_june([market])
+    today = dt.date(2026, 7, 1)
+    for question in ("fish market June 7", "What fish did I buy in 2026?", "fish in June"):
+        ranked = rank_lines(question, archive, 5, today)
+        assert [line.text for line in ranked] == [market.text], (question, ranked)

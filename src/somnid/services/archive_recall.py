@@ -9,12 +9,12 @@ pass's weight when it is about a day the query names: said on it, or saying "yes
 day after (the time pass of recall reads the dates; :data:`TIME_WEIGHT`).
 
 No embedding: meaning would need each candidate line embedded at each recall (the archive
-has no vectors), 0.7-0.9 s a recall on a 2-core host for 40 lines. On LoCoMo dev (every
+has no vectors), 0.6-0.9 s a recall on a 2-core host for 40 lines. On LoCoMo dev (every
 conversation whole, ``bench/archive_recall.py``) an evidence line is in the top 5 for 0.58
 of the questions (0.55 by the terms alone), 0.56 fused with the cosine as recall fuses its
 two sides, 0.30 the way lines were ranked before (the lines holding the most terms, ordered
 by cosine). On the generated Chinese set, whose questions paraphrase, the model would
-help (0.28 against 0.49 fused): it needs the archive's lines embedded, not done here. Lines
+help (0.29 against 0.49 fused): it needs the archive's lines embedded, not done here. Lines
 always come after the memories: a memory that says the same was kept on purpose
 (reinforced, linked, maintained), and the line is where it came from.
 """
@@ -47,16 +47,17 @@ class ArchiveLine:
     speaker: str | None
     time: dt.datetime | None
     text: str
-    score: float  # the share of the query's term weight the line holds, 0-1
+    score: float  # the share of the query's term weight it holds (0-1), + up to 0.5 for time
 
 
 TIME_WEIGHT = 0.5
 """What a line about the day the query names adds to its term share (0-1): as much as half
-the query's words. LoCoMo dev (bench/archive_recall.py): R@5 0.551 -> 0.575, every category
-up; 1.0 lifts dated Chinese questions more (0.73 -> 0.86) but English single-hop less."""
+the query's words (a /tmp probe: 1.0 lifted dated Chinese questions more, English
+single-hop less; bench/README.md, "The time part")."""
 SPOKEN_WINDOW = 8  # days around a named day or week whose lines' words are read for dates
 READ_GRAINS = frozenset({"day", "weekend", "week"})
-MAX_READ = 2000  # lines whose words are read at most, per query (the newest)
+MAX_READ = 2000  # lines whose words are read at most, per query (the nearest the span)
+WORDED_HEAD = 200  # the lines holding the most query words that may gain for their own day
 
 SEPARATOR = b"\0"  # between lines: no query term holds it, so none spans two lines
 
@@ -69,10 +70,15 @@ class ArchiveText:
     year's 110,000 lines against 16 MB), and a UTF-8 term matches only at a character's
     start, so a byte offset finds the same lines."""
 
-    __slots__ = ("_day_lines", "_days", "_spoken", "_starts", "_text", "_tz", "turns")
+    __slots__ = ("_day_lines", "_days", "_ordinals", "_spoken", "_starts", "_text", "_tz", "turns")
 
-    def __init__(self, turns: list[Turn], tz: dt.tzinfo | None = None) -> None:
-        """``tz``: the zone whose days the query's days are (a line's own day is read in it)."""
+    def __init__(
+        self, turns: list[Turn], tz: dt.tzinfo | None = None, before: ArchiveText | None = None
+    ) -> None:
+        """``tz``: the zone whose days the query's days are (a line's own day is read in it);
+        ``before``: the archive's text before it changed, whose lines' dates, read already,
+        are kept for the same lines (the same objects: the session service re-reads only the
+        files that changed)."""
         self.turns = turns
         self._tz = tz
         folded = [_utf8(turn.text.casefold()) for turn in turns]
@@ -80,11 +86,18 @@ class ArchiveText:
         # where each line starts in the joined text; one past the end closes the last
         self._starts = list(accumulate((len(text) + 1 for text in folded), initial=0))
         # each line's day (a proleptic ordinal), and the lines in the order of their days
-        on = [(day.toordinal(), i) for i, t in enumerate(turns) if (day := self._day(t))]
-        on.sort()
+        self._ordinals = [day.toordinal() if (day := self._day(t)) else None for t in turns]
+        on = sorted((day, i) for i, day in enumerate(self._ordinals) if day is not None)
         self._days = [day for day, _ in on]
         self._day_lines = [index for _, index in on]
-        self._spoken: dict[int, list[tuple[int, int]]] = {}  # dates read from a line's words
+        # the dates read from a line's words, by the line's id, with the line
+        self._spoken: dict[int, tuple[Turn, list[tuple[int, int]]]] = {}
+        if before is not None and before._tz == tz:
+            known = before._spoken
+            for turn in turns:
+                kept = known.get(id(turn))
+                if kept is not None and kept[0] is turn:
+                    self._spoken[id(turn)] = kept
 
     @property
     def size(self) -> int:
@@ -102,24 +115,26 @@ class ArchiveText:
             at = text.find(needle, starts[line + 1])  # the line is counted once
         return lines
 
-    def said_on(self, first: int, last: int) -> list[int]:
-        """The lines said on the days ``first`` to ``last`` (ordinals, both inclusive)."""
+    def said_on(self, first: int, last: int) -> list[tuple[int, int]]:
+        """The lines said on the days ``first`` to ``last`` (ordinals, both inclusive): each
+        its day and its index, by day."""
         days = self._days
-        return self._day_lines[bisect_left(days, first) : bisect_right(days, last)]
+        lo, hi = bisect_left(days, first), bisect_right(days, last)
+        return list(zip(days[lo:hi], self._day_lines[lo:hi], strict=True))
 
     def own_day(self, index: int) -> list[tuple[int, int]]:
         """The day the line was said, as a range (none for a line without a time)."""
-        day = self._day(self.turns[index])
-        return [(day.toordinal(), day.toordinal())] if day is not None else []
+        day = self._ordinals[index]
+        return [(day, day)] if day is not None else []
 
     def spoken(self, index: int) -> list[tuple[int, int]]:
         """The days a line's words speak of, relative ones read against the day it was said
         (read when first asked for: ~0.2 ms a line of English)."""
-        found = self._spoken.get(index)
+        turn = self.turns[index]
+        found = self._spoken.get(id(turn))
         if found is None:
-            turn = self.turns[index]
-            found = self._spoken[index] = memory_dates(turn.text, self._day(turn))
-        return found
+            found = self._spoken[id(turn)] = (turn, memory_dates(turn.text, self._day(turn)))
+        return found[1]
 
     def _day(self, turn: Turn) -> dt.date | None:
         stamp = turn.timestamp
@@ -151,8 +166,11 @@ def rank_lines(
                 score[index] = score.get(index, 0.0) + term_weight
         score = {index: weight / whole for index, weight in score.items()}
     if today is not None:
-        for index, match in about_the_time(query_time(query, today), archive).items():
-            score[index] = score.get(index, 0.0) + TIME_WEIGHT * match
+        when = query_time(query, today)
+        if when.spans:
+            worded = heapq.nlargest(WORDED_HEAD, score, key=lambda i: (score[i], i))
+            for index, match in about_the_time(when, archive, worded).items():
+                score[index] = score.get(index, 0.0) + TIME_WEIGHT * match
     best = heapq.nsmallest(limit, score, key=lambda i: (-score[i], -i))
     out = []
     for index in best:
@@ -162,27 +180,35 @@ def rank_lines(
     return out
 
 
-def about_the_time(when: TimeQuery, archive: ArchiveText) -> dict[int, float]:
-    """The lines about the time the query names, each with how precisely (the grain weight
-    of the span it touches, as the time pass weighs a memory's dates: the days its words
-    speak of in full, the day it was said at half). Only lines said near that time are
-    looked at: those said in a span, and for a day or a week those said up to
-    :data:`SPOKEN_WINDOW` days around it, whose words are read for dates ("yesterday")."""
-    near: dict[int, bool] = {}  # line -> whether its words are read
-    for _text, grain, ranges in when.spans:
-        window = SPOKEN_WINDOW if grain in READ_GRAINS else 0
-        for first, last in ranges:
-            for index in archive.said_on(first - window, last + window):
-                near[index] = near.get(index, False) or window > 0
-    read = set(sorted((i for i, words in near.items() if words), reverse=True)[:MAX_READ])
+def about_the_time(when: TimeQuery, archive: ArchiveText, worded: list[int]) -> dict[int, float]:
+    """The lines about the time the query names, each with how precisely: the grain weight
+    of the span it touches, as the time pass weighs a memory's dates, the days a line's
+    words speak of in full, the day it was said at half. Being said then counts only for a
+    line that holds a query word (``worded``) or speaks of a day itself: the others were
+    merely said then. Words are read for dates ("yesterday") only for a day, weekend or
+    week, in the lines said up to :data:`SPOKEN_WINDOW` days around it, nearest first (in
+    the span, then after it: a line looks back more often than ahead)."""
     matches = {}
-    for index in near:
-        own = archive.own_day(index)
-        match = WHEN_SHARE * when.match(own)
-        if index in read:
-            spoken = [r for r in archive.spoken(index) if r not in own]
-            match = max(match, when.match(spoken))
+    for index in worded:
+        match = WHEN_SHARE * when.match(archive.own_day(index))
         if match > 0:
+            matches[index] = match
+    distance: dict[int, float] = {}
+    for _text, grain, ranges in when.spans:
+        if grain not in READ_GRAINS:
+            continue
+        for first, last in ranges:
+            for day, index in archive.said_on(first - SPOKEN_WINDOW, last + SPOKEN_WINDOW):
+                away = day - last if day > last else (first - day + 0.5 if day < first else 0)
+                distance[index] = min(distance.get(index, away), away)
+    for index in sorted(distance, key=lambda i: (distance[i], -i))[:MAX_READ]:
+        spoken = archive.spoken(index)
+        if not spoken:
+            continue
+        own = archive.own_day(index)
+        told = when.match([r for r in spoken if r not in own])
+        match = max(told, WHEN_SHARE * when.match(own))
+        if match > matches.get(index, 0.0):
             matches[index] = match
     return matches
 

@@ -86,9 +86,10 @@ class RecallService:
             with self._archive_lock:
                 text = self._archive_text
                 if text is None or text.turns is not turns:
-                    self._archive_text = None  # the old one can go while this one is made
-                    text = self._archive_text = ArchiveText(turns, self._system.clock.tz)
-        return rank_lines(query, text, limit, self._system.today())
+                    made = ArchiveText(turns, self._system.clock.tz, before=text)
+                    text = self._archive_text = made
+        dated = self._system.settings.recall.time_boost > 0  # 0 turns dates in queries off
+        return rank_lines(query, text, limit, self._system.today() if dated else None)
 
     async def meanings(self, texts: list[str]) -> list[Vector] | None:
         """The texts' vectors (unit length; their dot product is how close two texts are

@@ -15,7 +15,7 @@ from somnid.sessions.archive import restore_processed
 from somnid.sessions.logs import SessionLogs
 from somnid.sessions.records import Appended, Closed, Message, NoDream, PendingLog, ToolCall
 from somnid.sessions.redact import Scrubbed, phrases, redact_logs
-from somnid.sessions.transcript import Turn, archived_turns, list_logs
+from somnid.sessions.transcript import Turn, list_logs, log_turns
 
 ARCHIVE_ROLES = ("user", "agent")
 
@@ -37,6 +37,8 @@ class SessionService:
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="somnid-capture")
         self._gates: dict[str, tuple[asyncio.Lock, list[int]]] = {}
         self._archive: tuple[tuple[tuple[str, int, int], ...], list[Turn]] = ((), [])
+        # each archived file's lines, by name, with the (mtime, size) they were read at
+        self._archived: dict[str, tuple[tuple[int, int], list[Turn]]] = {}
 
     async def start(self) -> None:
         """Read back which sessions are never to be dreamed and the line ids already
@@ -81,24 +83,33 @@ class SessionService:
 
     async def archived_lines(self) -> list[Turn]:
         """The user's and the agent's lines of every archived log, oldest first (``log``
-        names the file, ``speaker`` and ``timestamp`` say who and when). Read again only
-        when a file in the archive changed."""
+        names the file, ``speaker`` and ``timestamp`` say who and when). The same list
+        until a file in the archive changed; then only the changed and new files are read."""
         return await self._run(self._archived_lines)
 
     def _archived_lines(self) -> list[Turn]:
-        layout = self.logs.layout
         stamp: list[tuple[str, int, int]] = []
-        for log_file in list_logs(layout, live=False, archived=True):
+        paths: list[Path] = []
+        for log_file in list_logs(self.logs.layout, live=False, archived=True):
             try:
                 stat = log_file.path.stat()
             except OSError:
                 continue
             stamp.append((log_file.path.name, stat.st_mtime_ns, stat.st_size))
+            paths.append(log_file.path)
         key = tuple(stamp)
-        if key != self._archive[0]:
-            turns = archived_turns(layout, self.logs.clock.tz, roles=ARCHIVE_ROLES)
-            self._archive = (key, turns)
-        return self._archive[1]
+        if key == self._archive[0]:
+            return self._archive[1]
+        known, read = self._archived, {}
+        turns: list[Turn] = []
+        for (name, mtime, size), path in zip(stamp, paths, strict=True):
+            lines = known.get(name)
+            if lines is None or lines[0] != (mtime, size):
+                lines = ((mtime, size), log_turns(path, self.logs.clock.tz, roles=ARCHIVE_ROLES))
+            read[name] = lines
+            turns.extend(lines[1])
+        self._archived, self._archive = read, (key, turns)
+        return turns
 
     async def reopen_processed(self, stems: list[str]) -> list[str]:
         """Put the processed logs ``stems`` back among the pending ones (the dream that
@@ -118,7 +129,7 @@ class SessionService:
         try:
             return await self._run(redact_logs, self.logs, wanted)
         finally:
-            self._archive = ((), [])  # read the archive again
+            self._archive, self._archived = ((), []), {}  # read the archive again
 
     async def stop(self) -> None:
         """Close every open log and refuse further entries; then release the pool."""

@@ -370,15 +370,9 @@ def recent_turns(
     return found
 
 
-def archived_turns(
-    layout: Layout, tz: dt.tzinfo, *, roles: Collection[str] | None = None
-) -> list[Turn]:
-    """Every turn of the archived (processed) logs, oldest first: what the conversations
-    said after the dreams took from them what they would keep."""
-    paths = (log.path for log in list_logs(layout, live=False, archived=True))
-    return [
-        turn
-        for transcript in _readable(paths, tz)
-        for turn in transcript.turns
-        if roles is None or turn.role in roles
-    ]
+def log_turns(path: Path, tz: dt.tzinfo, *, roles: Collection[str] | None = None) -> list[Turn]:
+    """One log's turns with ``roles`` (all without), in order; none if it cannot be read
+    (moved by a dream, or unreadable)."""
+    for transcript in _readable(iter([path]), tz):
+        return [turn for turn in transcript.turns if roles is None or turn.role in roles]
+    return []

@@ -126,6 +126,31 @@ async def test_a_read_stubbed_before_the_model_saw_it_cannot_be_marked(runtime: 
     assert tools.ledger.processed_logs == [log]  # once read again and seen
 
 
+async def test_a_log_the_tools_say_to_leave_is_not_insisted_on(runtime: Runtime) -> None:
+    """A log that a session writes to again while the dream runs cannot be marked; the
+    tool says to leave it, and the dream ends done instead of insisting until it gives up
+    (a stress run saw a dream interrupted so)."""
+    closed = await conversation(runtime, "c")
+    await runtime.sessions.append_messages("d", [Message("user", "still talking here")])
+    [still_open] = [p.path.stem for p in await runtime.sessions.pending_logs() if p.open]
+    llm = ScriptedLLM([
+        call("read_session_log", log=closed),
+        call("mark_log_processed", log=closed),
+        call("read_session_log", log=still_open),
+        call("mark_log_processed", log=still_open),
+        say("Both handled."),
+    ])  # fmt: skip
+    tools = runtime.dreamer.tools
+    ledger = Ledger()
+    tools.bind(ledger)
+    loop = ReactLoop(llm, tools.specs(), tools.call, max_iterations=10, token_budget=10**6,
+                     unfinished=lambda: ledger.unfinished([closed, still_open]))  # fmt: skip
+    outcome = await loop.run([{"role": "system", "content": "s"}, {"role": "user", "content": "u"}])
+    assert told(llm, 4).startswith(f"error: log {still_open} is still open")
+    assert outcome.reason == "done", outcome
+    assert ledger.processed_logs == [closed] and ledger.left_logs == {still_open}
+
+
 # ---------------------------------------------------------------------- stuck models
 
 

@@ -14,6 +14,9 @@ from tests.llm_server import Answer
 
 LOG_LINE = re.compile(r"^- (\d{4}-\d{2}-\d{2}_\d{3,}(?:--\d+)?)$", re.MULTILINE)
 PAGE = re.compile(r"page (\d+) of (\d+)")
+LOG_CALLS = ("read_session_log", "mark_log_processed")
+LEAVE = re.compile(r"leave it|processed (?:already|earlier)")  # a refusal not to retry
+MAX_MARKS = 3  # a mark refused this often is given up on (the dream then says so)
 
 
 def dream_logs(messages: list[dict[str, Any]]) -> list[str]:
@@ -47,7 +50,16 @@ def consolidate(messages: list[dict[str, Any]]) -> Answer:
     the tools answered, so a re-run after a crash finishes whatever is left."""
     history = _history(messages)
     for log in dream_logs(messages):
-        reads = [(a, r) for name, a, r in history if name == "read_session_log" and a["log"] == log]
+        mine = [(n, a, r) for n, a, r in history if n in LOG_CALLS and a.get("log") == log]
+        marks = [i for i, (n, _, _) in enumerate(mine) if n == "mark_log_processed"]
+        if marks:
+            told = mine[marks[-1]][2]
+            if not told.startswith("error") or LEAVE.search(told) or len(marks) >= MAX_MARKS:
+                continue  # marked, told to leave it, or given up on
+        # A refused mark ("read them first": a page's text was left out of a long chat)
+        # is followed as told: the log is read again from its first page.
+        since = mine[marks[-1] + 1 :] if marks else mine
+        reads = [(a, r) for n, a, r in since if n == "read_session_log"]
         if not reads:
             return _call(history, "read_session_log", log=log)
         last = reads[-1][1]
@@ -57,7 +69,7 @@ def consolidate(messages: list[dict[str, Any]]) -> Answer:
         if page and int(page[1]) < int(page[2]):
             return _call(history, "read_session_log", log=log, page=int(page[1]) + 1)
         name = knowledge_name(log)
-        if not any(n == "create_knowledge" and a["name"] == name for n, a, _ in history):
+        if not any(n == "create_knowledge" and a.get("name") == name for n, a, _ in history):
             return _call(
                 history,
                 "create_knowledge",
@@ -66,8 +78,7 @@ def consolidate(messages: list[dict[str, Any]]) -> Answer:
                 description=f"What session log {log} said",
                 body=f"Consolidated from {log}.",
             )
-        if not any(n == "mark_log_processed" and a["log"] == log for n, a, _ in history):
-            return _call(history, "mark_log_processed", log=log)
+        return _call(history, "mark_log_processed", log=log)
     if not any(name == "write_dream_log" for name, _, _ in history):
         return _call(history, "write_dream_log", content="Consolidated every log in order.")
     return say(f"{len(dream_logs(messages))} logs consolidated.")

@@ -75,7 +75,7 @@ class AgenticDream:
             token_budget=self.settings.token_budget,
             emit=self.emit,
             options=self.options(),
-            unfinished=lambda: [log for log in result.logs if log not in ledger.processed_logs],
+            unfinished=lambda: ledger.unfinished(result.logs),
             read_only=READ_ONLY,
         )
         outcome: LoopResult | None = None

@@ -46,6 +46,9 @@ class Ledger:
     archived: list[ItemRef] = field(default_factory=list)
     processed_logs: list[str] = field(default_factory=list)
     """Stems of the session logs marked processed, in order."""
+    left_logs: set[str] = field(default_factory=set)
+    """Logs the tools told the model to leave (open again, moved, never to be dreamed,
+    processed elsewhere): a dream does not insist on them."""
     profiles: list[str] = field(default_factory=list)
     """Profiles written, as ``about_me (memory/about_me.md)`` or ``user <id> (<path>)``."""
     decay: DecayReport | None = None
@@ -88,6 +91,13 @@ class Ledger:
         self.refused_profiles.extend(f"{name}: {inline(r.line)} ({r.why})" for r in refusals)
         if not changed:
             self.unchanged_profiles.add(path)
+
+    def add_left(self, stem: str) -> None:
+        self.left_logs.add(stem)
+
+    def unfinished(self, logs: list[str]) -> list[str]:
+        """The logs of ``logs`` still to be processed: neither processed nor left."""
+        return [log for log in logs if log not in self.processed_logs and log not in self.left_logs]
 
     def add_processed(self, stem: str) -> None:
         if stem not in self.processed_logs:

@@ -53,7 +53,9 @@ class LogTools(ToolBase):
         if stem in self.ledger.processed_logs:
             return f"error: log {stem} was marked processed earlier in this dream"
         if (self.layout.session_log_archive / f"{stem}.md").is_file():
+            self.ledger.add_left(stem)
             return f"error: log {stem} was processed already"
+        self.ledger.add_left(stem)  # gone, if it was one of this dream's: nothing to insist on
         names = ", ".join(p.path.stem for p in pending[:10]) or "none"
         return f"error: no pending log named {stem!r}; pending logs: {names}"
 
@@ -72,10 +74,12 @@ class LogTools(ToolBase):
         if found is None:
             return self._no_log(stem, pending)
         if not found.dream:  # marked while this dream ran: the next one archives it unread
+            self.ledger.add_left(stem)
             return f"error: log {stem} is marked never to be dreamed (dream: false); leave it"
         try:
             transcript = await asyncio.to_thread(read_log, found.path, self.clock.tz)
         except FileNotFoundError:
+            self.ledger.add_left(stem)
             return f"error: log {stem} is no longer pending (it was moved meanwhile)"
         except OSError as exc:
             return f"error: log {stem} cannot be read: {exc}"
@@ -119,6 +123,7 @@ class LogTools(ToolBase):
             if found is None:
                 return self._no_log(stem, pending)
             if found.open:
+                self.ledger.add_left(stem)
                 return f"error: log {stem} is still open (a session is writing to it); leave it"
             reading = self.ledger.reads.get(stem)
             if reading is None:

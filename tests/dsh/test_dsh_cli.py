@@ -126,8 +126,11 @@ def plain_somnid(tmp_path: Path) -> Iterator[Somnid]:
 
 
 def _env(home: Path, model: Model, **extra: str) -> dict[str, str]:
+    tmp = home.parent / "tmp"  # the CLI's spill dirs go here, not into the machine's /tmp
+    tmp.mkdir(parents=True, exist_ok=True)
     return {
         **os.environ,
+        "TMPDIR": str(tmp),
         "PATH": f"{NODE_BIN}:{PNPM_BIN}:{os.environ.get('PATH', '')}",
         "DSH_HOME": str(home),
         "HOME": str(home.parent / "home"),

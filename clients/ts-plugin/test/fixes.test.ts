@@ -1,12 +1,11 @@
 // Issue 15's fixes, each against the behaviour that broke in the real harness.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { mkdtempSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { LlmBridge, type SocketLike } from '../src/bridge.js'
 import { fakeAgent, fakeSession, userMessage } from './fake-ctx.js'
-import { setup, ready, until } from './helpers.js'
+import { setup, ready, tempDir, until } from './helpers.js'
 import { webRoutes } from '../src/web.js'
 import { capLines } from '../src/assoc.js'
 import { summaryOf } from '../src/inject.js'
@@ -74,7 +73,7 @@ test('fix 1: the bridge reconnects after a handshake that fails with error only 
 })
 
 test('fix 2: tools register when the token file appears after the harness started', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'somnid-late-token-'))
+  const dir = tempDir('somnid-late-token-')
   const file = join(dir, 'token')
   const { ctx, somnid } = await setup({ tokenFile: file }, {}, { start: false })
   try {
@@ -103,7 +102,7 @@ test('fix 3: a failed tool call is an error (execute throws), not a success carr
 })
 
 test('fix 4: a wrong token is said once in the session and in the web state, and captured lines wait for the right one', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'somnid-bad-token-'))
+  const dir = tempDir('somnid-bad-token-')
   const file = join(dir, 'token')
   writeFileSync(file, 'wrong\n')
   const { ctx, somnid } = await setup({ tokenFile: file }, {}, { start: false })

@@ -1,4 +1,4 @@
-import { mkdtempSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Config as ConfigSchema, apply, type Internals } from '../src/index.js'
@@ -32,6 +32,21 @@ export function sectionText(ctx: FakeCtx, key: string): string {
 
 export { until }
 
+const made: string[] = []
+
+/** A fresh directory under the system's temp dir, removed when this test file's process
+ * exits (node --test runs each file in a process of its own). */
+export function tempDir(prefix: string): string {
+  if (made.length === 0) {
+    process.once('exit', () => {
+      for (const dir of made) rmSync(dir, { recursive: true, force: true })
+    })
+  }
+  const dir = mkdtempSync(join(tmpdir(), prefix))
+  made.push(dir)
+  return dir
+}
+
 export function spoolDir(): string {
-  return join(mkdtempSync(join(tmpdir(), 'dsh-somnid-test-')), 'spool')
+  return join(tempDir('dsh-somnid-test-'), 'spool')
 }

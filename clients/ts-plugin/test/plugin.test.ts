@@ -1,11 +1,10 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { readFileSync, writeFileSync, mkdtempSync, mkdirSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { readFileSync, writeFileSync, mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import plugin, { Config, inject, name } from '../src/index.js'
 import { fakeAgent, fakeSession, userMessage } from './fake-ctx.js'
-import { setup, ready, sectionText, until } from './helpers.js'
+import { setup, ready, sectionText, tempDir, until } from './helpers.js'
 import { SomnidClient } from '../src/client.js'
 import { FakeSomnid } from './fake-somnid.js'
 
@@ -306,7 +305,7 @@ test('/dream command, activity reports, and cleanup through effect only', async 
 })
 
 test('token and tokenFile send a Bearer header', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'somnid-token-'))
+  const dir = tempDir('somnid-token-')
   const savedDataHome = process.env.XDG_DATA_HOME
   process.env.XDG_DATA_HOME = join(dir, 'empty-data-home') // no default token file there
   const file = join(dir, 'token')
@@ -326,7 +325,7 @@ test('token and tokenFile send a Bearer header', async () => {
 })
 
 test('with neither token nor tokenFile the default token file is read, and read again after a 401', async () => {
-  const dataHome = mkdtempSync(join(tmpdir(), 'somnid-xdg-'))
+  const dataHome = tempDir('somnid-xdg-')
   const savedDataHome = process.env.XDG_DATA_HOME
   process.env.XDG_DATA_HOME = dataHome
   const somnid = await new FakeSomnid().start()

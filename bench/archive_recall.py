@@ -54,8 +54,10 @@ if __package__ in (None, ""):  # run as a script: make the repo root importable
 from bench._locomo import CATEGORIES, Conversation, load_conversations
 from bench.dream_quality import MODEL_CACHE
 from bench.zh_assistant_data import DISTRACTORS, SEED, USERS, Message, User, build, distractors_for
+from somnid.config import RecallSettings
 from somnid.embed.e5convert import install_default_model
 from somnid.embed.onnx import OnnxEmbedder
+from somnid.recall.dates import query_time
 from somnid.recall.scorer import Weights
 from somnid.recall.text import query_terms
 from somnid.recall.vectors import Vector
@@ -68,6 +70,7 @@ DEFAULT_OUT = REPO / "bench" / "results" / "archive_recall.json"
 TOP = 5
 TIMED = 60
 CANDIDATES = 40  # lines the model orders, in the variants that use it
+BOUND = RecallSettings().time_bound  # what recall passes: its default
 MAX_LINE_CHARS = 600  # of a line, embedded
 SCALE_LINES = 110_400  # the scale run: 40 times the dev split's 2,760 lines
 
@@ -101,6 +104,12 @@ def _unit(matrix: Any) -> list[Vector]:
     return [row / (float(np.linalg.norm(row)) or 1.0) for row in rows]
 
 
+def ranked(query: str, archive: ArchiveText, limit: int, today: dt.date) -> list[ArchiveLine]:
+    """The shipped ranking as recall calls it: with the time the search reads from the
+    query (the days it lifts, the period it bounds) and recall's default time bound."""
+    return rank_lines(query, archive, limit, query_time(query, today), BOUND)
+
+
 def _line(turn: Turn, score: float) -> ArchiveLine:
     return ArchiveLine(turn.log, turn.role, turn.speaker, turn.timestamp, turn.text, score)
 
@@ -113,7 +122,7 @@ def by_meaning(meanings: Meanings, weights: Weights) -> Ranker:
     async def rank(
         query: str, archive: ArchiveText, limit: int, today: dt.date
     ) -> list[ArchiveLine]:
-        picked = rank_lines(query, archive, CANDIDATES, today)
+        picked = ranked(query, archive, CANDIDATES, today)
         if not picked:
             return []
         vectors = meanings.passages([line.text[:MAX_LINE_CHARS] for line in picked])
@@ -165,7 +174,7 @@ def terms_counted(meanings: Meanings, weights: Weights) -> Ranker:
 async def shipped(
     query: str, archive: ArchiveText, limit: int, today: dt.date
 ) -> list[ArchiveLine]:
-    return rank_lines(query, archive, limit, today)
+    return ranked(query, archive, limit, today)
 
 
 async def timeless(
@@ -205,7 +214,7 @@ def at_scale(convs: list[Conversation], size: int = SCALE_LINES) -> dict[str, An
     same = 0
     for question in questions:
         started = time.perf_counter()
-        rank_lines(question, archive, TOP, today)
+        ranked(question, archive, TOP, today)
         timings["somnid"].append(time.perf_counter() - started)
         started = time.perf_counter()
         now = rank_lines(question, archive, TOP)

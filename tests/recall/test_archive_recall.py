@@ -15,7 +15,7 @@ from somnid.api.app import create_app
 from somnid.config import Settings
 from somnid.memory.clock import ManualClock
 from somnid.memory.kinds import Kind
-from somnid.recall.dates import memory_dates
+from somnid.recall.dates import memory_dates, query_time
 from somnid.recall.text import query_terms
 from somnid.runtime import Runtime
 from somnid.services.archive_recall import ArchiveText, rank_lines, term_weights
@@ -271,15 +271,18 @@ def test_dates_read_from_a_line_are_kept_while_it_is_in_the_archive(
     question, today = "What did we do on June 7?", dt.date(2026, 7, 1)
     hiked = Turn("user", None, said, "Yesterday we hiked.", log="2026-06-08_001")
     first = ArchiveText([hiked])
-    rank_lines(question, first, 5, today)
+    rank_lines(question, first, 5, query_time(question, today))
     baked = Turn("user", None, said, "Yesterday I baked bread.", log="2026-06-08_002")
     second = ArchiveText([hiked, baked], before=first)
-    ranked = rank_lines(question, second, 5, today)
+    ranked = rank_lines(question, second, 5, query_time(question, today))
     assert read == ["Yesterday we hiked.", "Yesterday I baked bread."]
     assert {line.text for line in ranked} == {"Yesterday we hiked.", "Yesterday I baked bread."}
     again = Turn("user", None, said, "Yesterday we hiked.", log="2026-06-08_001")
-    rank_lines(question, ArchiveText([again, baked], before=second), 5, today)
+    rank_lines(question, ArchiveText([again, baked], before=second), 5, query_time(question, today))
     assert read[2:] == ["Yesterday we hiked."]
+
+
+JULY_1 = dt.date(2026, 7, 1)
 
 
 def a_dense_june(extra: list[Turn]) -> ArchiveText:
@@ -297,7 +300,8 @@ def test_the_lines_nearest_the_day_are_read_first() -> None:
     after that calls it "yesterday" is read and lifted, not the newest ones."""
     said = dt.datetime(2026, 6, 8, 20, 0, tzinfo=dt.UTC)
     market = Turn("user", None, said, "Yesterday I went to the fish market.", log="m")
-    ranked = rank_lines("Where was I on June 7?", a_dense_june([market]), 3, dt.date(2026, 7, 1))
+    question = "Where was I on June 7?"
+    ranked = rank_lines(question, a_dense_june([market]), 3, query_time(question, JULY_1))
     assert ranked[0].text == market.text, ranked
 
 
@@ -309,5 +313,54 @@ def test_lines_merely_said_in_the_period_do_not_crowd_out_the_answer() -> None:
     archive = a_dense_june([market])
     today = dt.date(2026, 7, 1)
     for question in ("fish market June 7", "What fish did I buy in 2026?", "fish in June"):
-        ranked = rank_lines(question, archive, 5, today)
+        ranked = rank_lines(question, archive, 5, query_time(question, today))
         assert [line.text for line in ranked] == [market.text], (question, ranked)
+
+
+def said_on(day: dt.date, text: str) -> Turn:
+    return Turn("user", None, dt.datetime.combine(day, dt.time(9), dt.UTC), text, log=f"{day}")
+
+
+def test_a_line_outside_the_period_a_question_bounds_ranks_lower() -> None:
+    """ "in May 2026" bounds the lines as it bounds memories (``recall.time_bound``): a line
+    said in July that holds every word of the question loses half its score, unless its
+    words speak of May; with no bound it ranks first."""
+    question = "What bike did I buy in May 2026?"
+    got = said_on(dt.date(2026, 5, 20), "Got myself a bike.")
+    plan = said_on(dt.date(2026, 7, 2), "I will buy a new bike next week.")
+    back = said_on(dt.date(2026, 7, 3), "Back in May I had to buy a bike for work.")
+    archive = ArchiveText([got, plan, back])
+    when = query_time(question, JULY_1)
+    bounded = [line.text for line in rank_lines(question, archive, 3, when, 0.5)]
+    assert bounded == [back.text, got.text, plan.text]
+    unbounded = [line.text for line in rank_lines(question, archive, 3, when, 0.0)]
+    assert unbounded[:2] == [back.text, plan.text]  # newer first among equals
+
+
+async def test_a_line_said_after_the_reference_point_ranks_lower(tmp_path: Path) -> None:
+    """ "As of June 2026" asks what was true then: a line said in August ranks below one
+    said in May that holds the same words, through recall as the agent calls it; with
+    ``recall.time_bound`` 0 the newer line comes first."""
+    lines = [
+        (dt.date(2026, 5, 10), "I work at the bakery on Elm Street now."),
+        (dt.date(2026, 8, 10), "I quit and work at the bookshop on Elm Street now."),
+    ]
+    question = "As of June 2026, where did I work on Elm Street?"
+    ranked = {}
+    for bound in (0.5, 0.0):
+        clock = ManualClock(SAID)
+        async with Runtime.open(
+            settings_for(tmp_path / str(bound), time_bound=bound), clock=clock
+        ) as rt:
+            for n, (day, text) in enumerate(lines):
+                at = dt.datetime.combine(day, dt.time(9), dt.UTC)
+                await rt.sessions.append_messages(f"s{n}", [Message("user", text, timestamp=at)])
+                await rt.sessions.close(f"s{n}")
+            for pending in await rt.sessions.pending_logs():
+                await rt.sessions.mark_processed(pending.path)
+            clock.set(dt.datetime(2026, 9, 1, 9, 0, tzinfo=dt.UTC))
+            recalled = await rt.recaller.find(question, lines=2)
+            ranked[bound] = [line.text for line in recalled.lines]
+            assert recalled.time == "as of 2026-06-30", recalled.time
+    assert ranked[0.5] == [lines[0][1], lines[1][1]]
+    assert ranked[0.0] == [lines[1][1], lines[0][1]]

@@ -49,6 +49,10 @@ class Row:
     day: int | None = None
     asks: bool = False
 
+    def in_scope(self, kinds: tuple[Kind, ...], project: str | None) -> bool:
+        """Of one of ``kinds``, and of ``project`` or of none (``None``: any project)."""
+        return self.kind in kinds and (project is None or self.project in (None, project))
+
 
 @dataclass(frozen=True, slots=True)
 class Document:

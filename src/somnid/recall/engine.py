@@ -74,7 +74,12 @@ class Outcome:
 
     hits: list[Hit]
     mode: Literal["hybrid", "keyword"]
-    time: str | None = None  # the date spans read from the query, as explain shows them
+    when: TimeQuery = field(default_factory=lambda: TimeQuery(()))  # read from the query
+
+    @property
+    def time(self) -> str | None:
+        """The dates read from the query, as explain shows them."""
+        return self.when.describe() if self.when else None
 
 
 def weights_of(settings: RecallSettings) -> Weights:
@@ -233,12 +238,12 @@ class Recall:
         )
         for s in scored[:limit]:
             row = all_rows.get(s.entry_id)
-            if row is None or not _in_scope(row, kinds, project):
+            if row is None or not row.in_scope(kinds, project):
                 continue
             parts = {name: round(value, 4) for name, value in s.components.items()}
             hits.append(Hit(row.kind, row.name, row.path, round(s.score, 4), row.score, parts))
         mode: Literal["hybrid", "keyword"] = "hybrid" if use_vectors else "keyword"
-        return Outcome(hits, mode, when.describe() if when else None)
+        return Outcome(hits, mode, when)
 
     def _in_time(self, when: TimeQuery, kinds: tuple[Kind, ...], pool: int) -> set[int]:
         """Entries about the days the query names, as extra candidates (narrow spans only:
@@ -284,7 +289,7 @@ class Recall:
         seen.update(got.texts)
         reused = (asked | set(keyword) | set(cosines)).intersection(have)
         found = {i: have[i] for i in reused} | got.rows
-        rows = {i: r for i, r in found.items() if _in_scope(r, kinds, project)}
+        rows = {i: r for i, r in found.items() if r.in_scope(kinds, project)}
         candidates = [
             Candidate(
                 entry_id=i,
@@ -430,7 +435,7 @@ class Recall:
             return scored
         ids = self.index.ids_by_name(names)
         linked = self.index.rows_by_id(ids.values())
-        linked = {i: r for i, r in linked.items() if _in_scope(r, kinds, project)}
+        linked = {i: r for i, r in linked.items() if r.in_scope(kinds, project)}
         neighbours: dict[int, list[int]] = {}
         for s in seeds:
             row = rows.get(s.entry_id)
@@ -441,9 +446,3 @@ class Recall:
         return spread_links(
             scored, neighbours, activation, seeds=limit, decay=self.weights.link_spread
         )
-
-
-def _in_scope(row: Row, kinds: tuple[Kind, ...], project: str | None) -> bool:
-    if row.kind not in kinds:
-        return False
-    return project is None or row.project is None or row.project == project

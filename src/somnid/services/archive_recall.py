@@ -6,15 +6,17 @@ not indexed) by the query terms they hold, each weighed by its BM25 idf over the
 searched: a rare word ("passport") says more than one in every other line ("today"). A
 line's score is the share of the query's whole weight it holds, plus half of the time
 pass's weight when it is about a day the query names: said on it, or saying "yesterday" the
-day after (the time pass of recall reads the dates; :data:`TIME_WEIGHT`).
+day after (the time pass of recall reads the dates; :data:`TIME_WEIGHT`). A line outside
+the period the query bounds ("in May 2023"), or said after its reference point ("as of May
+2023"), loses ``recall.time_bound`` of its score, as a memory does.
 
 No embedding: meaning would need each candidate line embedded at each recall (the archive
 has no vectors), 0.6-0.9 s a recall on a 2-core host for 40 lines. On LoCoMo dev (every
 conversation whole, ``bench/archive_recall.py``) an evidence line is in the top 5 for 0.58
-of the questions (0.55 by the terms alone), 0.56 fused with the cosine as recall fuses its
+of the questions (0.55 by the terms alone), 0.57 fused with the cosine as recall fuses its
 two sides, 0.30 the way lines were ranked before (the lines holding the most terms, ordered
 by cosine). On the generated Chinese set, whose questions paraphrase, the model would
-help (0.29 against 0.49 fused): it needs the archive's lines embedded, not done here. Lines
+help (0.30 against 0.51 fused): it needs the archive's lines embedded, not done here. Lines
 always come after the memories: a memory that says the same was kept on purpose
 (reinforced, linked, maintained), and the line is where it came from.
 """
@@ -29,7 +31,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from itertools import accumulate
 
-from somnid.recall.dates import TimeQuery, memory_dates, query_time
+from somnid.recall.dates import TimeQuery, memory_dates
 from somnid.recall.passes import WHEN_SHARE
 from somnid.recall.text import query_terms
 from somnid.services.recalling import quote
@@ -47,7 +49,8 @@ class ArchiveLine:
     speaker: str | None
     time: dt.datetime | None
     text: str
-    score: float  # the share of the query's term weight it holds (0-1), + up to 0.5 for time
+    score: float  # the share of the query's term weight it holds (0-1), + up to 0.5 for
+    # time; cut by recall.time_bound when outside the period the query bounds
 
 
 TIME_WEIGHT = 0.5
@@ -58,6 +61,7 @@ SPOKEN_WINDOW = 8  # days around a named day or week whose lines' words are read
 READ_GRAINS = frozenset({"day", "weekend", "week"})
 MAX_READ = 2000  # lines whose words are read at most, per query (the nearest the span)
 WORDED_HEAD = 200  # the lines holding the most query words that may gain for their own day
+BOUND_HEAD = 40  # the best lines checked against the period a query bounds (at least 4 × limit)
 
 SEPARATOR = b"\0"  # between lines: no query term holds it, so none spans two lines
 
@@ -148,11 +152,18 @@ def _utf8(text: str) -> bytes:
 
 
 def rank_lines(
-    query: str, archive: ArchiveText, limit: int, today: dt.date | None = None
+    query: str,
+    archive: ArchiveText,
+    limit: int,
+    when: TimeQuery | None = None,
+    bound: float = 0.0,
 ) -> list[ArchiveLine]:
     """The archived lines that answer ``query``, best first (newer first among equals),
-    at most ``limit``; with ``today``, a day the query names (``on 7 June``, ``昨天``) lifts
-    the lines about it."""
+    at most ``limit``. ``when`` is the time the query names, as recall read it
+    (:func:`somnid.recall.dates.query_time`): a day it names (``on 7 June``, ``昨天``) lifts
+    the lines about it, and ``bound`` of the score of a line outside the period its
+    calendar dates bound, or said after its reference point (``as of May 2023``), is cut,
+    as the time pass cuts a memory's (``recall.time_bound``)."""
     terms = query_terms(query)
     if limit <= 0 or not archive.turns:
         return []
@@ -165,12 +176,12 @@ def rank_lines(
             for index in lines:
                 score[index] = score.get(index, 0.0) + term_weight
         score = {index: weight / whole for index, weight in score.items()}
-    if today is not None:
-        when = query_time(query, today)
-        if when.spans:
-            worded = heapq.nlargest(WORDED_HEAD, score, key=lambda i: (score[i], i))
-            for index, match in about_the_time(when, archive, worded).items():
-                score[index] = score.get(index, 0.0) + TIME_WEIGHT * match
+    if when is not None and when.spans:
+        worded = heapq.nlargest(WORDED_HEAD, score, key=lambda i: (score[i], i))
+        for index, match in about_the_time(when, archive, worded).items():
+            score[index] = score.get(index, 0.0) + TIME_WEIGHT * match
+    if when is not None and bound > 0 and (when.bound or when.until is not None):
+        cut_outside(score, when, archive, bound, max(BOUND_HEAD, 4 * limit))
     best = heapq.nsmallest(limit, score, key=lambda i: (-score[i], -i))
     out = []
     for index in best:
@@ -178,6 +189,20 @@ def rank_lines(
         share = round(score[index], 4)
         out.append(ArchiveLine(turn.log, turn.role, turn.speaker, turn.timestamp, turn.text, share))
     return out
+
+
+def cut_outside(
+    score: dict[int, float], when: TimeQuery, archive: ArchiveText, bound: float, head: int
+) -> None:
+    """Cut ``bound`` of the score of each of the best ``head`` lines that the query's time
+    leaves out: said after its reference point, or with every date it was said on or
+    speaks of outside the period its calendar dates bound (a line with no date keeps its
+    score). Lines below the head are not read: they rank below it as they are."""
+    for index in heapq.nlargest(head, score, key=lambda i: (score[i], i)):
+        own = archive.own_day(index)
+        spoken = archive.spoken(index) if when.bound else []
+        if when.outside([*spoken, *own], own[0][0] if own else None):
+            score[index] *= 1 - bound
 
 
 def about_the_time(when: TimeQuery, archive: ArchiveText, worded: list[int]) -> dict[int, float]:

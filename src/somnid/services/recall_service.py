@@ -15,6 +15,7 @@ from typing import Literal
 
 from somnid.memory.kinds import Kind
 from somnid.recall.assoc import Decision
+from somnid.recall.dates import TimeQuery
 from somnid.recall.engine import Hit
 from somnid.recall.system import RecallSystem
 from somnid.recall.vectors import Vector
@@ -75,11 +76,14 @@ class RecallService:
         archived: list[ArchiveLine] = []
         if self.archive is not None and lines > 0:
             turns = await self.archive()
-            archived = await asyncio.to_thread(self._rank_lines, query, turns, lines)
+            archived = await asyncio.to_thread(self._rank_lines, query, outcome.when, turns, lines)
         return Recalled(query, outcome.mode, outcome.time, found, archived)
 
-    def _rank_lines(self, query: str, turns: list[Turn], limit: int) -> list[ArchiveLine]:
-        """Rank in a worker thread; the joined text is built again only when the session
+    def _rank_lines(
+        self, query: str, when: TimeQuery, turns: list[Turn], limit: int
+    ) -> list[ArchiveLine]:
+        """Rank in a worker thread, with the time the search read from the query (none
+        with ``recall.time_boost`` 0); the joined text is built again only when the session
         service hands over another list (it reads the archive again when a file changed)."""
         text = self._archive_text
         if text is None or text.turns is not turns:
@@ -88,8 +92,7 @@ class RecallService:
                 if text is None or text.turns is not turns:
                     made = ArchiveText(turns, self._system.clock.tz, before=text)
                     text = self._archive_text = made
-        dated = self._system.settings.recall.time_boost > 0  # 0 turns dates in queries off
-        return rank_lines(query, text, limit, self._system.today() if dated else None)
+        return rank_lines(query, text, limit, when, self._system.settings.recall.time_bound)
 
     async def meanings(self, texts: list[str]) -> list[Vector] | None:
         """The texts' vectors (unit length; their dot product is how close two texts are

@@ -362,5 +362,25 @@ async def test_a_line_said_after_the_reference_point_ranks_lower(tmp_path: Path)
             recalled = await rt.recaller.find(question, lines=2)
             ranked[bound] = [line.text for line in recalled.lines]
             assert recalled.time == "as of 2026-06-30", recalled.time
+            # no memory kind to search (profiles are not indexed): the lines still are
+            alone = await rt.recaller.find(question, kinds=(Kind.PROFILE,), lines=2)
+            assert [line.text for line in alone.lines] == ranked[bound]
     assert ranked[0.5] == [lines[0][1], lines[1][1]]
     assert ranked[0.0] == [lines[1][1], lines[0][1]]
+
+
+def test_newer_lines_after_the_reference_point_do_not_keep_the_top() -> None:
+    """Sixty lines said after "as of June 2026" hold the same words as the one said before
+    it, and among equals the newer come first: every one is checked until the five best
+    are known, so the May line leads."""
+    may = said_on(dt.date(2026, 5, 10), "I work at the bakery.")
+    later = [
+        said_on(dt.date(2026, 8, 1) + dt.timedelta(days=n), f"I work at shop {n}.")
+        for n in range(60)
+    ]
+    filler = [said_on(dt.date(2026, 4, 1), f"Sure, {n}.") for n in range(500)]
+    archive = ArchiveText([*filler, may, *later])
+    question = "As of June 2026, where did I work?"
+    ranked = rank_lines(question, archive, 5, query_time(question, dt.date(2026, 10, 1)), 0.5)
+    assert ranked[0].text == may.text, ranked
+    assert {line.text for line in ranked[1:]} <= {line.text for line in later}

@@ -147,11 +147,9 @@ class Recall:
         query = query.strip()
         hybrid = self.vectors_ready  # asked once: on PostgreSQL it may read a count
         mode: Literal["hybrid", "keyword"] = "hybrid" if hybrid else "keyword"
-        if not query:
-            return Outcome([], mode)
         kinds = tuple(k for k in (kinds or DEFAULT_KINDS) if k in INDEXED_KINDS)
-        if not kinds:
-            return Outcome([], mode)
+        if not query or not kinds:  # no memory to find; the dates still, for archived lines
+            return Outcome([], mode, self._when(query) if query else TimeQuery(()))
         with self.latency.time():
             pool = max(self.settings.candidates, limit * 3)
             prepared: Future[Prepared] | None = None
@@ -189,8 +187,7 @@ class Recall:
         """Everything of a search that needs no query vector: the keyword hits (unless the
         backend searches keywords in the pass), the time the query names and the entries
         about it, their rows, and the keyword hits' texts for the literal check."""
-        settings = self.settings
-        when = query_time(query, self.today()) if settings.time_boost > 0 else TimeQuery(())
+        when = self._when(query)
         dated = self._in_time(when, kinds, pool)
         if self.index.one_pass:
             return Prepared(None, when, dated, {}, {})
@@ -198,6 +195,10 @@ class Recall:
         literal = len(query.casefold()) >= MIN_LITERAL_CHARS
         texts = self.index.texts(keyword) if literal and keyword else {}
         return Prepared(keyword, when, dated, self.index.rows_by_id(keyword.keys() | dated), texts)
+
+    def _when(self, query: str) -> TimeQuery:
+        """The time the query names (none with ``recall.time_boost`` 0)."""
+        return query_time(query, self.today()) if self.settings.time_boost > 0 else TimeQuery(())
 
     def _search(
         self,

@@ -61,7 +61,7 @@ SPOKEN_WINDOW = 8  # days around a named day or week whose lines' words are read
 READ_GRAINS = frozenset({"day", "weekend", "week"})
 MAX_READ = 2000  # lines whose words are read at most, per query (the nearest the span)
 WORDED_HEAD = 200  # the lines holding the most query words that may gain for their own day
-BOUND_HEAD = 40  # the best lines checked against the period a query bounds (at least 4 × limit)
+BOUND_READ = 200  # lines whose words are read for dates at most, per query, to check a bound
 
 SEPARATOR = b"\0"  # between lines: no query term holds it, so none spans two lines
 
@@ -181,7 +181,7 @@ def rank_lines(
         for index, match in about_the_time(when, archive, worded).items():
             score[index] = score.get(index, 0.0) + TIME_WEIGHT * match
     if when is not None and bound > 0 and (when.bound or when.until is not None):
-        cut_outside(score, when, archive, bound, max(BOUND_HEAD, 4 * limit))
+        cut_outside(score, when, archive, bound, limit)
     best = heapq.nsmallest(limit, score, key=lambda i: (-score[i], -i))
     out = []
     for index in best:
@@ -192,17 +192,34 @@ def rank_lines(
 
 
 def cut_outside(
-    score: dict[int, float], when: TimeQuery, archive: ArchiveText, bound: float, head: int
+    score: dict[int, float], when: TimeQuery, archive: ArchiveText, bound: float, limit: int
 ) -> None:
-    """Cut ``bound`` of the score of each of the best ``head`` lines that the query's time
-    leaves out: said after its reference point, or with every date it was said on or
-    speaks of outside the period its calendar dates bound (a line with no date keeps its
-    score). Lines below the head are not read: they rank below it as they are."""
-    for index in heapq.nlargest(head, score, key=lambda i: (score[i], i)):
+    """Cut ``bound`` of the score of the lines that the query's time leaves out: said after
+    its reference point, or with every date it was said on or speaks of outside the period
+    its calendar dates bound (a line with no date keeps its score). Lines are checked best
+    first until the best ``limit`` after the cut are known (a line below them, cut or not,
+    cannot rise above them); at most :data:`BOUND_READ` have their words read for dates,
+    and past that the rest keep their score."""
+    queue = [(-weight, -index) for index, weight in score.items()]
+    heapq.heapify(queue)
+    best: list[tuple[float, int]] = []  # the best ``limit`` so far, the worst first
+    read = 0
+    while queue and limit > 0:
+        weight, index = -queue[0][0], -queue[0][1]
+        if len(best) == limit and (weight, index) < best[0]:
+            return  # the rest rank below these, cut or not
+        if when.bound and read == BOUND_READ:
+            return
+        heapq.heappop(queue)
         own = archive.own_day(index)
-        spoken = archive.spoken(index) if when.bound else []
+        spoken: list[tuple[int, int]] = []
+        if when.bound:
+            spoken, read = archive.spoken(index), read + 1
         if when.outside([*spoken, *own], own[0][0] if own else None):
-            score[index] *= 1 - bound
+            score[index] = weight * (1 - bound)
+        heapq.heappush(best, (score[index], index))
+        if len(best) > limit:
+            heapq.heappop(best)
 
 
 def about_the_time(when: TimeQuery, archive: ArchiveText, worded: list[int]) -> dict[int, float]:

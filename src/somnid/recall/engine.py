@@ -74,7 +74,7 @@ class Outcome:
 
     hits: list[Hit]
     mode: Literal["hybrid", "keyword"]
-    when: TimeQuery = field(default_factory=lambda: TimeQuery(()))  # read from the query
+    when: TimeQuery  # read from the query
 
     @property
     def time(self) -> str | None:
@@ -149,7 +149,7 @@ class Recall:
         mode: Literal["hybrid", "keyword"] = "hybrid" if hybrid else "keyword"
         kinds = tuple(k for k in (kinds or DEFAULT_KINDS) if k in INDEXED_KINDS)
         if not query or not kinds:  # no memory to find; the dates still, for archived lines
-            return Outcome([], mode, self._when(query) if query else TimeQuery(()))
+            return Outcome([], mode, self._when(query))
         with self.latency.time():
             pool = max(self.settings.candidates, limit * 3)
             prepared: Future[Prepared] | None = None

@@ -5,7 +5,7 @@ environment (``SOMNID_RECALL__FUSION=rrf``), run by the same benchmark commands;
 of every run goes to ``bench/results/recall_variants.json`` (``bench/report.py`` renders it
 into ``bench/README.md``).
 
-    .venv/bin/python bench/recall_variants.py                  # every variant, ~25 min
+    .venv/bin/python bench/recall_variants.py                  # every variant, ~80 min
     .venv/bin/python bench/recall_variants.py --only rrf default
     .venv/bin/python bench/recall_variants.py --collect DIR    # summarise runs already made:
                                                                # DIR/<variant>.json (LoCoMo)
@@ -31,7 +31,6 @@ CATEGORIES = ("single-hop", "multi-hop", "temporal", "open-domain", "adversarial
 _OFF = {
     "TIME_BOOST": "0",
     "CONTEXT_WEIGHT": "0",
-    "NEIGHBOUR_SPREAD": "0",
     "QUESTION_PENALTY": "0",
     "TURN_CONTEXT": "0",
     "BRIEF_TURN_PENALTY": "0",
@@ -41,14 +40,13 @@ VARIANTS: dict[str, tuple[str, dict[str, str]]] = {
     "default": ("the defaults", {}),
     "neighbour03": ("neighbour_spread = 0.3", {"NEIGHBOUR_SPREAD": "0.3"}),
     "off_all": (
-        "time, context, neighbours, turn context, question and brief-turn penalties all off",
+        "time, context, turn context, question and brief-turn penalties all off",
         _OFF,
     ),
     "no_time": ("time_boost = 0", {"TIME_BOOST": "0"}),
     "no_context": ("context_weight = 0 (no turn-before text)", {"CONTEXT_WEIGHT": "0"}),
     "no_turn_context": ("turn_context = 0 (no lift from the turns beside)", {"TURN_CONTEXT": "0"}),
     "no_brief": ("brief_turn_penalty = 0", {"BRIEF_TURN_PENALTY": "0"}),
-    "no_neighbour": ("neighbour_spread = 0", {"NEIGHBOUR_SPREAD": "0"}),
     "no_question": ("question_penalty = 0", {"QUESTION_PENALTY": "0"}),
     "prf03": ("entity bridging on, prf_weight = 0.3", {"PRF_WEIGHT": "0.3"}),
     "mmr08": ("diversity on, mmr_lambda = 0.8", {"MMR_LAMBDA": "0.8"}),

@@ -55,3 +55,32 @@ def test_looser_modes_are_repaired_at_start_and_said(tmp_path: Path) -> None:
     assert stat.S_IMODE(entry.stat().st_mode) == 0o600
     assert stat.S_IMODE(entry.parent.stat().st_mode) == 0o700
     assert "repaired" in daemon.log()
+
+
+def test_loose_paths_names_every_loose_path_and_no_other(tmp_path: Path) -> None:
+    from somnid.store.modes import loose_paths, make_private
+
+    root = tmp_path / "data"
+    deep = root / "a" / "b" / "c"
+    deep.mkdir(parents=True)
+    for folder in (root, root / "a", root / "a" / "b", deep):
+        folder.chmod(0o700)
+    private, loose = deep / "private.md", deep / "loose.md"
+    private.write_text("p")
+    private.chmod(0o600)
+    loose.write_text("l")
+    loose.chmod(0o640)
+    (root / "a" / "b").chmod(0o750)
+    outside = tmp_path / "outside"
+    outside.mkdir(mode=0o755)
+    (outside / "theirs.md").write_text("t")
+    (outside / "theirs.md").chmod(0o644)
+    (root / "a" / "link").symlink_to(outside)  # a link is neither followed nor named
+    (root / "a" / "file-link").symlink_to(outside / "theirs.md")
+
+    assert sorted(loose_paths(root)) == [root / "a" / "b", loose]
+    assert sorted(make_private(root)) == [root / "a" / "b", loose]
+    assert loose_paths(root) == []
+    assert stat.S_IMODE(loose.stat().st_mode) == 0o600
+    assert stat.S_IMODE((outside / "theirs.md").stat().st_mode) == 0o644
+    assert loose_paths(tmp_path / "missing") == []

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 from somnid import __version__
@@ -143,8 +144,10 @@ class Runtime:
         clock: Clock | None = None,
         lock: DataDirLock | None = None,
         embedder: Embedder | None = None,
+        model_load: Future[Embedder | None] | None = None,
     ) -> AsyncIterator[Runtime]:
-        """Open everything; ``embedder`` replaces the configured one (tests, benchmarks)."""
+        """Open everything; ``embedder`` replaces the configured one (tests, benchmarks);
+        ``model_load`` is the configured one loading already (``load_early``)."""
         clock = clock or SystemClock(resolve_timezone(settings.timezone))
         machine = machine_id(settings.data_dir)
         # Synced, the files this machine adds carry its id (two machines, two names).
@@ -165,7 +168,7 @@ class Runtime:
                 retire_below=settings.memory.retire_below,
                 intention_expiry_days=settings.memory.intention_expiry_days,
             )
-            recall = RecallSystem(settings, store, clock, embedder)
+            recall = RecallSystem(settings, store, clock, embedder, model_load)
             memories.subscribe(recall.entry_changed)
             sessions = SessionService(SessionLogs(layout, clock, settings.capture))
             await sessions.start()

@@ -12,7 +12,7 @@ PROBE = """
 import sys
 import somnid.server.daemon
 from somnid.config import Settings
-from somnid.recall.embedding import EmbedWorker
+from somnid.recall.embedding import EmbedWorker, load_early
 from somnid.recall.system import open_index
 import pathlib, tempfile
 with tempfile.TemporaryDirectory() as tmp:
@@ -20,6 +20,7 @@ with tempfile.TemporaryDirectory() as tmp:
     index = open_index(settings, pathlib.Path(tmp) / "index")
     worker = EmbedWorker(settings.embed, pathlib.Path(tmp) / "models", index)
     worker.loads_quickly  # where the model lives: asked on every start
+    assert load_early(settings.embed, pathlib.Path(tmp) / "models") is None  # so does serve
     index.close()
 print(" ".join(sorted(name for name in sys.modules if name.split(".")[0] in HEAVY)))
 """

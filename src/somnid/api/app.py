@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import AsyncIterator
+from concurrent.futures import Future
 from typing import Any
 
 from fastapi import FastAPI
@@ -64,13 +65,16 @@ def create_app(
     clock: Clock | None = None,
     lock: DataDirLock | None = None,
     embedder: Embedder | None = None,
+    model_load: Future[Embedder | None] | None = None,
 ) -> FastAPI:
     mcp = McpEndpoint()
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, object]]:
         async with (
-            Runtime.open(settings, clock=clock, lock=lock, embedder=embedder) as runtime,
+            Runtime.open(
+                settings, clock=clock, lock=lock, embedder=embedder, model_load=model_load
+            ) as runtime,
             mcp.serving(runtime.tools),
         ):
             app.state.runtime = runtime

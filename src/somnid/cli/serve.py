@@ -27,8 +27,9 @@ def add_parser(
 def run(args: argparse.Namespace, settings: Settings) -> int:
     from somnid import logs
     from somnid.errors import DataDirLocked, InvalidInput
+    from somnid.recall.embedding import load_early
     from somnid.security import check_bind
-    from somnid.server.daemon import serve
+    from somnid.store.layout import Layout
 
     try:
         check_bind(settings)
@@ -39,8 +40,12 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     problem = data_dir_problem(settings.data_dir)
     if problem is not None:
         raise CliError(problem, EXIT_USAGE)
+    # The model loads while the daemon's modules are imported (~0.5 s off every start).
+    model_load = load_early(settings.embed, Layout(settings.data_dir).models_dir)
+    from somnid.server.daemon import serve
+
     try:
-        return serve(settings)
+        return serve(settings, model_load)
     except DataDirLocked as exc:
         raise CliError(exc.detail, EXIT_LOCKED) from None
     except OSError as exc:  # the data dir went read-only or away while starting

@@ -14,6 +14,7 @@ import logging
 import os
 import threading
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -78,6 +79,34 @@ def build_embedder(settings: EmbedSettings, models_dir: Path) -> Embedder | None
     return embedder
 
 
+def model_at_hand(settings: EmbedSettings, models_dir: Path) -> bool:
+    """A local model already installed: it loads in well under a second, with no
+    conversion and no network."""
+    if settings.provider != "local":
+        return False
+    from somnid.embed.e5convert import default_model_dir
+
+    model_dir = settings.model_dir or default_model_dir(models_dir)
+    return (model_dir / "model.onnx").is_file()
+
+
+def load_early(settings: EmbedSettings, models_dir: Path) -> Future[Embedder | None] | None:
+    """The configured model, loading in a thread from now on, if it is at hand (else None:
+    a conversion or a remote model starts with the daemon, as before).
+
+    ``somnid serve`` starts this before it imports the daemon, so the ONNX session is built
+    beside those imports instead of after them. The thread is not a daemon thread: a start
+    that fails meanwhile (the data dir locked, the port taken) exits once the load is over,
+    never while it runs in native code."""
+    if not model_at_hand(settings, models_dir):
+        return None
+    pool = ThreadPoolExecutor(1, thread_name_prefix="somnid-model-load")
+    try:
+        return pool.submit(build_embedder, settings, models_dir)
+    finally:
+        pool.shutdown(wait=False)
+
+
 FETCH_BATCHES = 32  # texts asked of the index at once, in model batches
 STORE_BATCHES = 4  # model batches embedded between two writes of vectors
 
@@ -91,11 +120,13 @@ class EmbedWorker:
         models_dir: Path,
         index: IndexBackend,
         embedder: Embedder | None = None,
+        model_load: Future[Embedder | None] | None = None,
     ) -> None:
         self.settings = settings
         self.models_dir = models_dir
         self.index = index
         self._given = embedder
+        self._early = None if embedder is not None else model_load  # see load_early
         off = settings.provider == "off" and embedder is None
         self.state = EmbedState.OFF if off else EmbedState.STARTING
         self.error: str | None = None
@@ -116,14 +147,9 @@ class EmbedWorker:
     def loads_quickly(self) -> bool:
         """The embedder is at hand: handed in, or a local model already installed (not
         converted first, not behind a network)."""
-        if self._given is not None:
+        if self._given is not None or self._early is not None:
             return True
-        if self.settings.provider != "local":
-            return False
-        from somnid.embed.e5convert import default_model_dir
-
-        model_dir = self.settings.model_dir or default_model_dir(self.models_dir)
-        return (model_dir / "model.onnx").is_file()
+        return model_at_hand(self.settings, self.models_dir)
 
     @property
     def ready(self) -> bool:
@@ -166,9 +192,7 @@ class EmbedWorker:
 
     async def _run(self) -> None:
         try:
-            embedder = self._given or await asyncio.to_thread(
-                build_embedder, self.settings, self.models_dir
-            )
+            embedder = self._given or await self._load()
         except Exception as exc:  # the daemon keeps serving keywords; health says why
             self.state = EmbedState.FAILED
             self.loaded.set()
@@ -218,6 +242,13 @@ class EmbedWorker:
                     for (h, _), v in zip(chunk, vectors, strict=True)
                 ]
                 await self._patiently(self.index.store_vectors, items)
+
+    async def _load(self) -> Embedder | None:
+        """The model: the load started early if there is one (its errors are raised
+        here), else loaded now, off the event loop."""
+        if self._early is not None:
+            return await asyncio.wrap_future(self._early)
+        return await asyncio.to_thread(build_embedder, self.settings, self.models_dir)
 
     async def _patiently(self, call: Callable[..., T], *args: Any) -> T:
         """``call`` in a thread, again and again while the index's server is unreachable

@@ -15,6 +15,7 @@ import enum
 import logging
 import socket
 import time
+from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
@@ -120,6 +121,7 @@ class RecallSystem:
         store: MemoryStore,
         clock: Clock,
         embedder: Embedder | None = None,
+        model_load: Future[Embedder | None] | None = None,
     ) -> None:
         self.settings = settings
         self._store = store
@@ -127,7 +129,9 @@ class RecallSystem:
         layout = store.layout
         recall = settings.recall
         self._index = open_index(settings, layout.index_dir)
-        self._worker = EmbedWorker(settings.embed, layout.models_dir, self._index, embedder)
+        self._worker = EmbedWorker(
+            settings.embed, layout.models_dir, self._index, embedder, model_load
+        )
         self._reconciler = Reconciler(store, self._index, clock)
         self._engine = Recall(
             self._index, self._worker, recall, today=self.today, read_text=self._written_text

@@ -20,6 +20,7 @@ import os
 import signal
 import socket
 from collections.abc import Iterator
+from concurrent.futures import Future
 from types import FrameType
 
 import uvicorn
@@ -27,6 +28,7 @@ from fastapi import FastAPI
 
 from somnid.api.app import create_app
 from somnid.config import Settings
+from somnid.embed.base import Embedder
 from somnid.errors import Conflict
 from somnid.notify import Watchdog, notify
 from somnid.server import daemon_file
@@ -118,8 +120,9 @@ def _repair_modes(settings: Settings) -> None:
         )
 
 
-def serve(settings: Settings) -> int:
-    """Serve until signalled; returns the process exit status."""
+def serve(settings: Settings, model_load: Future[Embedder | None] | None = None) -> int:
+    """Serve until signalled; returns the process exit status. ``model_load``: the model,
+    loading since before this module was imported (``load_early``)."""
     os.umask(PRIVATE_UMASK)  # every folder 0700 and file 0600, whatever the login's umask
     lock = DataDirLock(settings.data_dir)
     settings.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -133,7 +136,7 @@ def serve(settings: Settings) -> int:
         raise
     try:
         _repair_modes(settings)
-        app = create_app(settings, lock=lock)
+        app = create_app(settings, lock=lock, model_load=model_load)
         config = uvicorn.Config(
             app,
             host=settings.host,

@@ -12,10 +12,10 @@ import numpy as np
 
 from somnid.config import EmbedSettings, Settings
 from somnid.embed.base import Embedder, EmbedError, HashEmbedder
+from somnid.embed.loading import load_early
 from somnid.embed.onnx import OnnxEmbedder
 from somnid.memory.clock import ManualClock
 from somnid.memory.kinds import Kind
-from somnid.recall.embedding import load_early
 from somnid.runtime import Runtime
 from tests.daemon import start_daemon
 

@@ -12,7 +12,8 @@ PROBE = """
 import sys
 import somnid.server.daemon
 from somnid.config import Settings
-from somnid.recall.embedding import EmbedWorker, load_early
+from somnid.embed.loading import load_early
+from somnid.recall.embedding import EmbedWorker
 from somnid.recall.system import open_index
 import pathlib, tempfile
 with tempfile.TemporaryDirectory() as tmp:

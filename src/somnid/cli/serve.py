@@ -26,8 +26,8 @@ def add_parser(
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
     from somnid import logs
+    from somnid.embed.loading import load_early
     from somnid.errors import DataDirLocked, InvalidInput
-    from somnid.recall.embedding import load_early
     from somnid.security import check_bind
     from somnid.store.layout import Layout
 

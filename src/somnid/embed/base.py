@@ -45,6 +45,17 @@ class Embedder(Protocol):
         ...
 
 
+@runtime_checkable
+class MeasuresPassages(Protocol):
+    """An embedder that says how long each text is for its model, in tokens, without
+    embedding it: a caller with many texts puts those of like length in one batch."""
+
+    def passage_lengths(self, texts: Sequence[str]) -> list[int]:
+        """Tokens the model sees for each text as a passage (prefix and specials included,
+        after truncation)."""
+        ...
+
+
 def text_list(texts: Sequence[str]) -> list[str]:
     """``texts`` as a list, refusing a bare string (which would embed one vector per char)."""
     if isinstance(texts, str):

@@ -141,6 +141,10 @@ class OnnxEmbedder:
     def embed_queries(self, texts: Sequence[str]) -> Matrix:
         return self._embed(text_list(texts), self._config.query_prefix)
 
+    def passage_lengths(self, texts: Sequence[str]) -> list[int]:
+        prefix = self._config.passage_prefix
+        return [len(ids) for ids in self._tokens.ids([prefix + text for text in text_list(texts)])]
+
     def count_tokens(self, text: str, *, query: bool = False) -> int:
         """Tokens the model sees for ``text`` (prefix and specials included, after truncation)."""
         prefix = self._config.query_prefix if query else self._config.passage_prefix

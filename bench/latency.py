@@ -45,6 +45,7 @@ import secrets
 import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -576,10 +577,16 @@ def recall_requests(cues: Sequence[str]) -> list[tuple[str, dict[str, Any]]]:
 
 
 def measure_latency(
-    daemon: Daemon, cue_source: CueSource, queries: int, warmup: int, size: int
+    daemon: Daemon,
+    cue_source: CueSource,
+    queries: int,
+    warmup: int,
+    size: int,
+    embedder: OnnxEmbedder,
 ) -> tuple[dict[str, Any], list[str]]:
-    """Hints then recalls, sequential, over one keep-alive connection. Returns the figures
-    and every cue sent (for the model-alone comparison)."""
+    """Hints then recalls, sequential, over one keep-alive connection; then health; then
+    hints paired with the cue embedded alone here. Returns the figures and every cue sent
+    (for the model-alone comparison)."""
     label = f"bench-{size}-{os.getpid()}"
     warm = [cue.text for cue in cue_source.take(2 * warmup)]
     thought_cues = cue_source.take(queries)
@@ -595,6 +602,9 @@ def measure_latency(
         )
         # What a monitor polls: entry counts per kind, pending logs, storage, the index.
         health_s = timed_gets(client, "/v1/health", queries)
+        paired = paired_hints(
+            client, embedder, [c.text for c in cue_source.take(queries // 2)], f"{label}-paired"
+        )
     decisions = collections.Counter(str(b["decision"]) for b in hint_bodies)
     modes = collections.Counter(str(b["mode"]) for b in recall_bodies)
     hint = {
@@ -620,9 +630,50 @@ def measure_latency(
         "hint": hint,
         "recall": recall,
         "health": percentiles(health_s),
+        "hint_vs_cue": paired,
         "cues": {"langs": dict(cue_langs), "near": near, "far": 2 * queries - near},
     }
     return figures, [c.text for c in [*thought_cues, *recall_cues]]
+
+
+def paired_hints(
+    client: httpx.Client, embedder: OnnxEmbedder, cues: Sequence[str], label: str
+) -> dict[str, Any]:
+    """Each cue as a hint and, right beside it, embedded alone in this process (which of
+    the two goes first alternates), so what moves the host between runs moves both: the
+    ratio of their p50s is issue 24's hint bar. The main figures come from the phases
+    before, which no embedding in this process interrupts."""
+    hint_s: list[float] = []
+    cue_s: list[float] = []
+
+    def hint(i: int, cue: str) -> None:
+        start = time.perf_counter()
+        response = client.post("/v1/assoc/thought", json={"sessionId": f"{label}-{i}", "cue": cue})
+        response.read()
+        hint_s.append(time.perf_counter() - start)
+        if response.status_code != 200:
+            raise RuntimeError(f"/v1/assoc/thought answered {response.status_code}")
+
+    def alone(cue: str) -> None:
+        start = time.perf_counter()
+        embedder.embed_queries([cue])
+        cue_s.append(time.perf_counter() - start)
+
+    for i, cue in enumerate(cues):
+        if i % 2:
+            alone(cue)
+            hint(i, cue)
+        else:
+            hint(i, cue)
+            alone(cue)
+    hint_p50 = statistics.median(hint_s) * 1000
+    cue_p50 = statistics.median(cue_s) * 1000
+    return {
+        "pairs": len(cues),
+        "hint_p50_ms": round(hint_p50, 2),
+        "cue_p50_ms": round(cue_p50, 2),
+        "ratio": round(hint_p50 / cue_p50, 3),
+    }
 
 
 def model_alone_queries(embedder: OnnxEmbedder, cues: Sequence[str], *pids: int) -> dict[str, Any]:
@@ -793,7 +844,7 @@ def run_size(
             wait_quiet(options.quiet_timeout, pid)
             mark = cpu_mark(pid)
             latency, cues = measure_latency(
-                daemon, cue_source, options.queries, options.warmup, size
+                daemon, cue_source, options.queries, options.warmup, size, embedder
             )
             latency["foreign_cpus"] = foreign_cores(mark, cpu_mark(pid))
             progress(f"{size}: the model alone on {len(cues)} cues and again on {sample} texts")
@@ -919,6 +970,13 @@ def format_size(result: dict[str, Any]) -> str:
         lines.append(
             f"  {label:<30}{_ms(figures['p50_ms'])} {_ms(figures['p95_ms'])}"
             f" {_ms(figures['p99_ms'])} {_ms(figures['max_ms'])}"
+        )
+    paired = latency.get("hint_vs_cue")
+    if paired is not None:  # a result from before the paired phase
+        lines.append(
+            f"  hint against the cue alone, paired ({paired['pairs']} cues, order alternating):"
+            f" {paired['hint_p50_ms']:.1f} / {paired['cue_p50_ms']:.1f} ms p50"
+            f" → {paired['ratio']:.2f}×"
         )
     hint = latency["hint"]
     lines.append(

@@ -201,6 +201,8 @@ LATENCY_ROWS: tuple[tuple[str, list[Cell]], ...] = (
     ),
     ("embedding the cue alone (same model, same run) p50 / p95, ms",
      _p("model_alone_query", "p50", "p95")),
+    ("hint ÷ the cue alone, paired cue by cue (p50s)",
+     [Cell(("latency", "hint_vs_cue", "ratio"), 2)]),
     ("index build, entries/s", [Cell(("build", "entries_per_s"))]),
     ("the model alone, texts/s (batches of 32)", [Cell(("build", "model_texts_per_s"))]),
     (

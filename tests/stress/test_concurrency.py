@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -112,7 +113,7 @@ async def test_32_clients_lose_nothing_and_none_hangs(tmp_path: Path) -> None:
             client = clients[0]
 
             # Nothing failed: every answer was a success or, for If-Match, a 412.
-            assert not ledger.errors, ledger.errors[:5]
+            assert not ledger.errors, (ledger.errors[:5], lines_about(ledger.errors, daemon.log()))
             print(ledger.report())
             recalls = sum(n for n in results if isinstance(n, int))
             print(
@@ -178,3 +179,12 @@ async def reader(client: httpx.AsyncClient, ledger: Ledger, stop: asyncio.Event)
             if answer.status_code != 200:
                 ledger.error(op, answer)
                 return
+
+
+def lines_about(errors: list[str], log: str, most: int = 60) -> list[str]:
+    """The daemon's log lines that name an entry an error names (the request, its answer,
+    whoever else wrote it): once a run failed on a 412 whose instance named another
+    writer's entry, and the log that would say why was gone with the test's tmp dir."""
+    names = {name for error in errors[:5] for name in re.findall(r"\b[mkbw]\d+-e?\d+\b", error)}
+    found = [line for line in log.splitlines() if any(name in line for name in names)]
+    return found[-most:]

@@ -647,12 +647,8 @@ def paired_hints(
     cue_s: list[float] = []
 
     def hint(i: int, cue: str) -> None:
-        start = time.perf_counter()
-        response = client.post("/v1/assoc/thought", json={"sessionId": f"{label}-{i}", "cue": cue})
-        response.read()
-        hint_s.append(time.perf_counter() - start)
-        if response.status_code != 200:
-            raise RuntimeError(f"/v1/assoc/thought answered {response.status_code}")
+        durations, _ = timed_requests(client, thought_requests([cue], f"{label}-{i}"))
+        hint_s.extend(durations)
 
     def alone(cue: str) -> None:
         start = time.perf_counter()

@@ -111,7 +111,24 @@ async def test_a_model_handed_in_wins_over_an_early_load(tmp_path: Path) -> None
     )
     async with opened as rt:
         assert rt.index.status().model == "hash-given"
+        assert early.closed  # loaded for nothing: closed at once, not kept for the run
     assert not given.closed  # handed in: its maker closes it
+
+
+async def test_an_early_load_still_running_is_closed_when_it_ends_if_unused(
+    tmp_path: Path,
+) -> None:
+    settings = Settings(data_dir=tmp_path / "data", timezone="UTC", embed={"provider": "local"})
+    given, early = ClosingEmbedder(), ClosingEmbedder()
+    pending: Future[Embedder | None] = Future()
+    async with Runtime.open(settings, clock=ManualClock(START), embedder=given, model_load=pending):
+        assert not early.closed
+        pending.set_result(early)  # the load ends while the daemon runs on the given model
+        assert early.closed
+    failed: Future[Embedder | None] = Future()
+    async with Runtime.open(settings, clock=ManualClock(START), embedder=given, model_load=failed):
+        failed.set_exception(EmbedError("the model file is truncated"))  # nothing to close
+    assert not given.closed
 
 
 def test_serve_answers_with_the_model_loaded_from_its_first_answer(

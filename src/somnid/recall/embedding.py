@@ -44,6 +44,16 @@ FETCH_BATCHES = 32  # texts asked of the index at once, in model batches
 STORE_BATCHES = 4  # model batches embedded between two writes of vectors
 
 
+def _close_unused(load: Future[Embedder | None]) -> None:
+    """Close the model of an early load that a handed-in embedder made unneeded (in the
+    loading thread, or here at once if it is done). A failed load left nothing open."""
+    if load.cancelled() or load.exception() is not None:
+        return
+    model = load.result()
+    if model is not None:
+        model.close()
+
+
 class EmbedWorker:
     """Loads the embedder, then keeps every indexed text embedded. start() / stop()."""
 
@@ -60,6 +70,8 @@ class EmbedWorker:
         self.index = index
         self._given = embedder
         self._early = None if embedder is not None else model_load  # see load_early
+        if embedder is not None and model_load is not None:
+            model_load.add_done_callback(_close_unused)  # nobody else holds that model
         off = settings.provider == "off" and embedder is None
         self.state = EmbedState.OFF if off else EmbedState.STARTING
         self.error: str | None = None

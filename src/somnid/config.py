@@ -134,7 +134,8 @@ class EmbedSettings(_Section):
     api_key_env: str = "SOMNID_EMBED_API_KEY"
     dim: int | None = None
     threads: int = Field(2, ge=1, le=64)
-    batch_size: int = Field(32, ge=1, le=1024)
+    # Texts per model call (local; default 1: each text alone) or per request (http; 32).
+    batch_size: int | None = Field(None, ge=1, le=1024)
 
 
 class RecallSettings(_Section):

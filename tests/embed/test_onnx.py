@@ -65,6 +65,25 @@ def test_int8_vectors_depend_only_slightly_on_batch_mates(e5_int8_dir: Path) -> 
     assert np.sum(together * alone, axis=1).min() > 0.98
 
 
+def test_by_default_each_text_runs_alone_so_its_vector_is_its_own(e5_int8_dir: Path) -> None:
+    # The default: one text per model call, two calls at a time. A text's vector is then
+    # the one it has alone, bit for bit, whatever is embedded with it and in which order.
+    embedder = OnnxEmbedder.load(e5_int8_dir, threads=2)
+    try:
+        many = TEXTS * 4
+        together = embedder.embed_passages(many)
+        alone = np.vstack([embedder.embed_passages([t]) for t in many])
+        np.testing.assert_array_equal(together, alone)
+        reversed_ = embedder.embed_passages(many[::-1])[::-1]
+        np.testing.assert_array_equal(together, reversed_)
+        query = embedder.embed_queries(["where did I move last spring"])
+        assert np.array_equal(query, embedder.embed_queries(["where did I move last spring"]))
+    finally:
+        embedder.close()
+    with pytest.raises(EmbedError, match="closed"):
+        embedder.embed_passages(TEXTS)
+
+
 def test_queries_and_passages_use_their_prefixes(int8_embedder: OnnxEmbedder) -> None:
     text = "where did I move last spring"
     query = int8_embedder.embed_queries([text])[0]

@@ -13,6 +13,12 @@ from somnid.embed.base import Embedder, EmbedError
 
 log = logging.getLogger(__name__)
 
+# Texts per call when embed.batch_size is not set. Locally each text runs alone (its vector
+# then depends on it only; see embed/onnx.py), ``embed.threads`` calls at once; a server is
+# sent many texts per request, each request costing a round trip.
+LOCAL_BATCH = 1
+HTTP_BATCH = 32
+
 
 def build_embedder(settings: EmbedSettings, models_dir: Path) -> Embedder | None:
     """The configured embedder, loaded. Blocking (may convert the default model once)."""
@@ -30,7 +36,7 @@ def build_embedder(settings: EmbedSettings, models_dir: Path) -> Embedder | None
             settings.model,
             dim=settings.dim,
             api_key=os.environ.get(settings.api_key_env),
-            batch_size=settings.batch_size,
+            batch_size=settings.batch_size or HTTP_BATCH,
         )
     from somnid.embed.e5convert import default_model_dir, install_default_model
     from somnid.embed.onnx import OnnxEmbedder
@@ -46,7 +52,7 @@ def build_embedder(settings: EmbedSettings, models_dir: Path) -> Embedder | None
 
             model_dir = install_default_model(models_dir, progress=progress)
     embedder = OnnxEmbedder.load(
-        model_dir, threads=settings.threads, batch_size=settings.batch_size
+        model_dir, threads=settings.threads, batch_size=settings.batch_size or LOCAL_BATCH
     )
     if settings.dim is not None and embedder.dim != settings.dim:
         raise EmbedError(f"model dimension {embedder.dim} differs from embed.dim {settings.dim}")

@@ -14,13 +14,21 @@ A model directory holds ``model.onnx``, ``tokenizer.json`` and a small ``config.
 The graph must take ``input_ids`` and ``attention_mask`` (and may take ``token_type_ids``,
 fed as zeros) and return either token states [batch, sequence, dim] (pooled here) or
 sentence vectors [batch, dim]. Other keys in config.json are ignored.
+
+Each text runs alone by default (``batch_size`` 1), ``parallel`` calls at a time. An int8
+graph quantises a call's activations on one scale, so in a batch a text's vector would move
+with the texts beside it (a cosine of 0.994 at worst on conversation turns): alone, it
+depends on the text only, as a query's does, and a rebuilt index holds the same vectors. On
+two cores that is also faster than batches of 32: as fast on short turns, 1.4-1.5 times on
+texts of ~140 tokens (no padding, activations that stay in cache).
 """
 
 from __future__ import annotations
 
 import concurrent.futures
 import json
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -94,7 +102,8 @@ class OnnxEmbedder:
     """Embeds texts with an ONNX encoder; see the module docstring for the directory layout.
 
     Build it with `OnnxEmbedder.load`, which reads everything once. Calls are blocking and
-    may come from several threads at once.
+    may come from several threads at once; a call of many texts runs ``parallel`` model
+    calls at once, in threads of its own.
     """
 
     def __init__(
@@ -103,16 +112,20 @@ class OnnxEmbedder:
         tokenizer: TokenIds | Tokenizer,
         config: ModelConfig,
         *,
-        batch_size: int = 32,
+        batch_size: int = 1,
+        parallel: int = 1,
     ) -> None:
-        if batch_size < 1:
-            raise ValueError("batch_size must be positive")
+        if batch_size < 1 or parallel < 1:
+            raise ValueError("batch_size and parallel must be positive")
         self._session: Any = session
         if isinstance(tokenizer, Tokenizer):
             tokenizer = LibraryIds(tokenizer, config.max_length)
         self._tokens: TokenIds = tokenizer
         self._config = config
         self._batch_size = batch_size
+        self._parallel = parallel
+        self._calls: concurrent.futures.ThreadPoolExecutor | None = None
+        self._calls_lock = threading.Lock()
         self.name = config.name
         self._pad_id = tokenizer.pad_id
         self._feeds = _input_types(session)
@@ -121,15 +134,16 @@ class OnnxEmbedder:
         self.dim = self._resolve_dim(graph_dim)
 
     @classmethod
-    def load(cls, model_dir: Path, threads: int = 2, batch_size: int = 32) -> OnnxEmbedder:
-        """Load ``model_dir``; EmbedError names the missing or invalid file."""
+    def load(cls, model_dir: Path, threads: int = 2, batch_size: int = 1) -> OnnxEmbedder:
+        """Load ``model_dir``; EmbedError names the missing or invalid file. ``threads``
+        is both the session's own threads and how many model calls run at once."""
         config = ModelConfig.read(model_dir / CONFIG_FILE)
         # Side by side: building the session releases the GIL, reading the tokenizer holds
         # it (~0.8 s for XLM-R's 250k pieces), so together they take as long as the slower.
         with concurrent.futures.ThreadPoolExecutor(1, "somnid-model-load") as pool:
             session = pool.submit(_load_session, model_dir / MODEL_FILE, threads)
             tokenizer = _load_tokenizer(model_dir / TOKENIZER_FILE, config.max_length)
-            return cls(session.result(), tokenizer, config, batch_size=batch_size)
+            return cls(session.result(), tokenizer, config, batch_size=batch_size, parallel=threads)
 
     @property
     def config(self) -> ModelConfig:
@@ -151,6 +165,10 @@ class OnnxEmbedder:
         return len(self._tokens.ids([prefix + text])[0])
 
     def close(self) -> None:
+        with self._calls_lock:
+            calls, self._calls = self._calls, None
+        if calls is not None:
+            calls.shutdown(wait=True)
         self._session = None
 
     def _resolve_dim(self, graph_dim: int | None) -> int:
@@ -169,12 +187,13 @@ class OnnxEmbedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         encodings = self._tokens.ids([prefix + text for text in texts])
-        # Sorting by length keeps the padding within each batch small.
+        size = self._batch_size
+        # In batches, texts of like length side by side: the padding stays small.
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i]))
+        groups = [order[start : start + size] for start in range(0, len(order), size)]
         out = np.empty((len(texts), self.dim), dtype=np.float32)
-        for start in range(0, len(order), self._batch_size):
-            rows = order[start : start + self._batch_size]
-            vectors = self._run([encodings[i] for i in rows])
+        runs = self._map(lambda rows: self._run([encodings[i] for i in rows]), groups)
+        for rows, vectors in zip(groups, runs, strict=True):
             if vectors.shape[1] != self.dim:
                 raise EmbedError(
                     f"model {self.name!r} produced {vectors.shape[1]}-d vectors, "
@@ -182,6 +201,24 @@ class OnnxEmbedder:
                 )
             out[rows] = vectors
         return normalize_rows(out) if self._config.normalize else out
+
+    def _map(self, run: Callable[[list[int]], Matrix], groups: list[list[int]]) -> Iterator[Matrix]:
+        """``run`` over ``groups`` in order: one after another, or ``parallel`` at a time in
+        the embedder's own threads when there are several."""
+        if self._parallel == 1 or len(groups) == 1:
+            return map(run, groups)
+        with self._calls_lock:
+            if self._calls is None:
+                if self._session is None:
+                    raise EmbedError(f"embedder {self.name!r} is closed")
+                self._calls = concurrent.futures.ThreadPoolExecutor(
+                    self._parallel, thread_name_prefix="somnid-embed"
+                )
+            calls = self._calls
+        try:
+            return calls.map(run, groups)
+        except RuntimeError as exc:  # shut down meanwhile: closed
+            raise EmbedError(f"embedder {self.name!r} is closed") from exc
 
     def _run(self, batch: list[list[int]]) -> Matrix:
         session = self._session

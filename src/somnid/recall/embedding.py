@@ -40,8 +40,8 @@ class EmbedState(enum.StrEnum):
     FAILED = "failed"
 
 
-FETCH_BATCHES = 32  # texts asked of the index at once, in model batches
-STORE_BATCHES = 4  # model batches embedded between two writes of vectors
+FETCH_TEXTS = 1024  # texts asked of the index at once
+STORE_TEXTS = 128  # texts embedded between two writes of vectors
 
 
 def _close_unused(load: Future[Embedder | None]) -> None:
@@ -157,9 +157,7 @@ class EmbedWorker:
             # Cleared before the index is asked: a write meanwhile sets it again, and then
             # the worker must not call itself idle on an answer that missed that write.
             self._wake.clear()
-            pending = await self._patiently(
-                self.index.missing_vectors, self.settings.batch_size * FETCH_BATCHES
-            )
+            pending = await self._patiently(self.index.missing_vectors, FETCH_TEXTS)
             if not pending:
                 if self._wake.is_set():
                     continue
@@ -167,10 +165,10 @@ class EmbedWorker:
                 self._idle.set()
                 await self._wake.wait()
                 continue
-            # Texts of like length side by side, so a batch of the model pads little, as
-            # when the model is handed the whole store at once; stored a few batches at a time.
+            # Texts of like length side by side: a batch of the model pads little, and
+            # calls run side by side end together; stored a few hundred at a time.
             pending = await asyncio.to_thread(by_length, embedder, pending)
-            step = self.settings.batch_size * STORE_BATCHES
+            step = STORE_TEXTS
             for start in range(0, len(pending), step):
                 chunk = pending[start : start + step]
                 try:

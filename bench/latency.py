@@ -5,8 +5,10 @@ to disk (``bench/_stores.py``), ``somnid serve`` is started on it as a child pro
 
 * **index build**: from the embedding model being ready to every entry having its vector,
   in entries/s, beside the model's own throughput on a sample of the same texts (one
-  ``embed_passages`` call, batches of 32) measured in this process before the daemon starts
-  and again once it is idle; the ratio is taken against their mean. The model loads beside
+  ``embed_passages`` call, each text alone, two calls at once, as the daemon runs them)
+  measured in this process before the daemon starts and again once it is idle; the ratio is
+  taken against their mean. The same sample in batches of 32 (the daemon's way before
+  5018add) is measured once beside it, for reference. The model loads beside
   the first sync, so the rate once every file is indexed is given too;
 * **latency**: ``--queries`` distinct cues against ``/v1/assoc/thought`` (a new session each)
   and as many others against ``/v1/recall`` (limit 10), one after another over one
@@ -72,7 +74,7 @@ DEFAULT_OUT = REPO / "bench" / "results" / "latency.json"
 BACKENDS_OUT = REPO / "bench" / "results" / "latency_backends.json"
 MODEL_CACHE = REPO / "bench" / ".cache" / "models"
 HOST = "127.0.0.1"
-BATCH = 32
+BATCH = 32  # the batch of the reference run (the daemon runs each text alone)
 MB = 1024 * 1024
 
 
@@ -438,15 +440,16 @@ def model_batch_throughput(
     sample: int,
     seed: int,
     *pids: int,
+    batch: int = 1,
 ) -> dict[str, Any]:
     """The model's own throughput on a random sample of the store's texts (the very texts
     the daemon embeds), in this process: one ``embed_passages`` call over the whole sample,
-    which sorts the texts by length and runs them in batches of 32 (the daemon's batch size),
-    so padding is as small as it gets."""
+    run as ``embedder`` runs texts (the daemon's way: each alone, two calls at once; or in
+    batches of 32 sorted by length, the reference)."""
     rng = random.Random(f"somnid-latency-sample-{seed}-{len(entries)}")
     chosen = rng.sample(list(entries), min(sample, len(entries)))
     texts = [embed_text(entry) for entry in chosen]
-    embedder.embed_passages(texts[:BATCH])  # warm-up
+    embedder.embed_passages(texts[:BATCH])  # warm-up (the pool's threads too)
     mark = cpu_mark(*pids)
     cpu = time.process_time()
     start = time.perf_counter()
@@ -455,7 +458,7 @@ def model_batch_throughput(
     cpu = time.process_time() - cpu
     return {
         "sample": len(texts),
-        "batch": BATCH,
+        "batch": batch,
         "seconds": round(seconds, 3),
         "texts_per_s": round(len(texts) / seconds, 2),
         "texts_per_cpu_s": round(len(texts) / cpu, 2),
@@ -790,6 +793,7 @@ def run_size(
     model_dir: Path,
     embedder: OnnxEmbedder,
     cue_source: CueSource,
+    batched: OnnxEmbedder,
 ) -> dict[str, Any]:
     result: dict[str, Any] = {"size": size, "seed": options.seed}
     result["foreign_cpus_before"] = wait_quiet(options.quiet_timeout)
@@ -821,6 +825,9 @@ def run_size(
         sample = min(options.sample, size)
         progress(f"{size}: the model alone on {sample} of the texts")
         alone_before = model_batch_throughput(embedder, entries, options.sample, options.seed)
+        batches = model_batch_throughput(
+            batched, entries, options.sample, options.seed, batch=BATCH
+        )
         progress(f"{size}: model alone {alone_before['texts_per_s']:.1f} texts/s; starting somnid")
 
         timeout = options.build_timeout or 120.0 + size / 20
@@ -868,6 +875,7 @@ def run_size(
             "model_alone_before": alone_before,
             "model_alone_after": alone_after,
             "model_texts_per_s": round(model_rate, 2),
+            "model_in_batches_of_32": batches,
             "ratio": round(rate / model_rate, 3),
             "after_sync": {
                 "from_s": timeline["build_synced_s"],
@@ -948,7 +956,8 @@ def format_size(result: dict[str, Any]) -> str:
         f" {startup['model_ready_s']:.2f} s, all vectors {startup['vectors_done_s']:.2f} s",
         f"index build  {build['entries_per_s']:.1f} entries/s over {build['seconds']:.1f} s;"
         f" model alone {before['texts_per_s']:.1f} / {after['texts_per_s']:.1f} texts/s"
-        f" (before / after, batch {before['batch']}, {before['sample']} texts)"
+        f" (before / after, batch {before['batch']}, {before['sample']} texts;"
+        f" in batches of 32 {build['model_in_batches_of_32']['texts_per_s']:.1f})"
         f" → ratio {build['ratio']:.2f}",
         f"             once every file was indexed ({steady['from_s']:.1f} s):"
         f" {_num(steady['entries_per_s'])} entries/s for {steady['entries']} entries"
@@ -1124,7 +1133,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     progress(f"model in {MODEL_CACHE}")
     model_dir = install_default_model(MODEL_CACHE)
-    embedder = OnnxEmbedder.load(model_dir, threads=2, batch_size=BATCH)  # as the daemon
+    embedder = OnnxEmbedder.load(model_dir, threads=2)  # as the daemon runs it
+    batched = OnnxEmbedder.load(model_dir, threads=2, batch_size=BATCH)  # for reference
     cue_source = CueSource(args.seed)
     meta = {
         "somnid": somnid_version,
@@ -1137,7 +1147,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     results: dict[int, dict[str, Any]] = {}
     try:
         for size in args.size_list:
-            result = run_size(size, options, model_dir, embedder, cue_source)
+            result = run_size(size, options, model_dir, embedder, cue_source, batched)
             result["run"] = meta
             results[size] = result
             print(format_size(result), flush=True)
@@ -1145,6 +1155,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             write_results(args.out, results, args.fresh)
     finally:
         embedder.close()
+        batched.close()
     progress(f"wrote {args.out}")
     missed = [
         f"{size}: {v['label']}"

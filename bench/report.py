@@ -204,7 +204,10 @@ LATENCY_ROWS: tuple[tuple[str, list[Cell]], ...] = (
     ("hint ÷ the cue alone, paired cue by cue (p50s)",
      [Cell(("latency", "hint_vs_cue", "ratio"), 2)]),
     ("index build, entries/s", [Cell(("build", "entries_per_s"))]),
-    ("the model alone, texts/s (batches of 32)", [Cell(("build", "model_texts_per_s"))]),
+    ("the model alone, texts/s (each text alone, two at a time, as the daemon)",
+     [Cell(("build", "model_texts_per_s"))]),
+    ("the model in batches of 32 (the daemon's way before 5018add), texts/s",
+     [Cell(("build", "model_in_batches_of_32", "texts_per_s"))]),
     (
         "build ÷ model alone: whole build / once every file is indexed",
         [

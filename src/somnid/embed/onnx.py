@@ -19,8 +19,8 @@ Each text runs alone by default (``batch_size`` 1), ``parallel`` calls at a time
 graph quantises a call's activations on one scale, so in a batch a text's vector would move
 with the texts beside it (a cosine of 0.994 at worst on conversation turns): alone, it
 depends on the text only, as a query's does, and a rebuilt index holds the same vectors. On
-two cores that is also faster than batches of 32: as fast on short turns, 1.4-1.5 times on
-texts of ~140 tokens (no padding, activations that stay in cache).
+two cores that costs no speed against batches of 32 (sorted by length): 0.94-0.95 times on
+short turns, 1.75 times on texts of ~140 tokens (no padding, activations that stay in cache).
 """
 
 from __future__ import annotations

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import json
-import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -123,9 +122,12 @@ class OnnxEmbedder:
         self._tokens: TokenIds = tokenizer
         self._config = config
         self._batch_size = batch_size
-        self._parallel = parallel
-        self._calls: concurrent.futures.ThreadPoolExecutor | None = None
-        self._calls_lock = threading.Lock()
+        # Its threads start with the first call of many texts (none for queries alone).
+        self._calls = (
+            concurrent.futures.ThreadPoolExecutor(parallel, thread_name_prefix="somnid-embed")
+            if parallel > 1
+            else None
+        )
         self.name = config.name
         self._pad_id = tokenizer.pad_id
         self._feeds = _input_types(session)
@@ -165,10 +167,8 @@ class OnnxEmbedder:
         return len(self._tokens.ids([prefix + text])[0])
 
     def close(self) -> None:
-        with self._calls_lock:
-            calls, self._calls = self._calls, None
-        if calls is not None:
-            calls.shutdown(wait=True)
+        if self._calls is not None:
+            self._calls.shutdown(wait=True)
         self._session = None
 
     def _resolve_dim(self, graph_dim: int | None) -> int:
@@ -205,19 +205,11 @@ class OnnxEmbedder:
     def _map(self, run: Callable[[list[int]], Matrix], groups: list[list[int]]) -> Iterator[Matrix]:
         """``run`` over ``groups`` in order: one after another, or ``parallel`` at a time in
         the embedder's own threads when there are several."""
-        if self._parallel == 1 or len(groups) == 1:
+        if self._calls is None or len(groups) == 1:
             return map(run, groups)
-        with self._calls_lock:
-            if self._calls is None:
-                if self._session is None:
-                    raise EmbedError(f"embedder {self.name!r} is closed")
-                self._calls = concurrent.futures.ThreadPoolExecutor(
-                    self._parallel, thread_name_prefix="somnid-embed"
-                )
-            calls = self._calls
         try:
-            return calls.map(run, groups)
-        except RuntimeError as exc:  # shut down meanwhile: closed
+            return self._calls.map(run, groups)
+        except RuntimeError as exc:  # shut down: closed
             raise EmbedError(f"embedder {self.name!r} is closed") from exc
 
     def _run(self, batch: list[list[int]]) -> Matrix:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import datetime as dt
 import os
 import shutil
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -40,8 +42,23 @@ class Clock:
         return self.now
 
 
-def settle(folder: Path) -> None:
-    os.utime(folder, ns=(LONG_AGO_NS, LONG_AGO_NS))
+class Later:
+    """Background work, run when the test says."""
+
+    def __init__(self) -> None:
+        self.work: list[Callable[[], None]] = []
+
+    def __call__(self, work: Callable[[], None]) -> None:
+        self.work.append(work)
+
+    def run(self) -> None:
+        work, self.work = self.work, []
+        for item in work:
+            item()
+
+
+def settle(folder: Path, later_ns: int = 0) -> None:
+    os.utime(folder, ns=(LONG_AGO_NS + later_ns, LONG_AGO_NS + later_ns))
 
 
 def test_a_count_is_kept_while_its_folder_is_unchanged(tmp_path: Path) -> None:
@@ -99,6 +116,86 @@ def test_a_folder_that_is_gone_is_counted_by_the_caller(tmp_path: Path) -> None:
     assert counts.get(tmp_path, lambda: 5) == 5
     shutil.rmtree(tmp_path)
     assert counts.get(tmp_path, lambda: 0) == 0
+
+
+def test_a_large_folder_is_counted_in_the_background_the_probe_given_the_last_count(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "a").mkdir()
+    settle(tmp_path)
+    clock, later = Clock(), Later()
+    counts = FolderCounts(monotonic=clock, spawn=later, background_from=1)
+    count = Counter(tmp_path)
+    assert counts.get(tmp_path, count) == 1  # nothing to answer with yet: counted here
+    (tmp_path / "new").mkdir()
+    settle(tmp_path, 1)  # the folder moved, long enough ago to be kept
+    assert counts.get(tmp_path, count) == 1  # the last count, at once
+    assert counts.get(tmp_path, count) == 1
+    assert count.calls == 1 and len(later.work) == 1  # one count in the background at a time
+    later.run()
+    assert count.calls == 2
+    assert counts.get(tmp_path, count) == 2  # kept: the folder has not moved since
+    assert count.calls == 2 and not later.work
+    clock.now += MAX_AGE_S  # old: taken again, in the background too
+    assert counts.get(tmp_path, count) == 2 and len(later.work) == 1
+    (tmp_path / "new").rmdir()
+    later.run()
+    assert counts.get(tmp_path, count) == 1
+    (tmp_path / "a").rmdir()
+    settle(tmp_path, 2)
+    assert counts.get(tmp_path, count) == 1 and len(later.work) == 1
+    later.run()  # 0 entries: under the size, so the probe counts again
+    (tmp_path / "b").mkdir()
+    assert counts.get(tmp_path, count) == 1 and not later.work
+
+
+def test_a_small_folder_is_still_counted_in_the_probe(tmp_path: Path) -> None:
+    settle(tmp_path)
+    later = Later()
+    counts, count = FolderCounts(spawn=later, background_from=2), Counter(tmp_path)
+    assert counts.get(tmp_path, count) == 0
+    (tmp_path / "new").mkdir()
+    assert counts.get(tmp_path, count) == 1
+    assert count.calls == 2 and not later.work
+
+
+def test_a_background_count_runs_in_a_thread_and_a_folder_gone_meanwhile_is_no_error(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "kind"
+    folder.mkdir()
+    settle(folder)
+    clock, threads = Clock(), list[threading.Thread]()
+    ready = threading.Event()  # the background count waits for the test's go
+
+    def spawn(work: Callable[[], None]) -> None:
+        def waiting() -> None:
+            ready.wait()
+            work()
+
+        threads.append(threading.Thread(target=waiting, daemon=True))
+        threads[-1].start()
+
+    counts = FolderCounts(monotonic=clock, spawn=spawn, background_from=0)
+    count = Counter(folder)
+    assert counts.get(folder, count) == 0
+    (folder / "a").mkdir()
+    settle(folder, 1)
+    assert counts.get(folder, count) == 0
+    ready.set()
+    threads[-1].join()
+    assert counts.get(folder, count) == 1
+    ready.clear()
+    (folder / "b").mkdir()
+    settle(folder, 2)
+    assert counts.get(folder, count) == 1
+    shutil.rmtree(folder)  # gone before the background count reads it
+    ready.set()
+    threads[-1].join()  # its stat failed: nothing kept, nothing raised
+    assert count.calls == 2
+    folder.mkdir()
+    assert counts.get(folder, count) == 0  # counted in the probe, as a new folder
+    assert count.calls == 3 and len(threads) == 2
 
 
 @pytest.mark.parametrize("kind", [Kind.KNOWLEDGE, Kind.EPISODE])

@@ -159,6 +159,21 @@ def test_a_small_folder_is_still_counted_in_the_probe(tmp_path: Path) -> None:
     assert count.calls == 2 and not later.work
 
 
+def test_a_thread_that_cannot_start_leaves_the_count_to_the_probe(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    settle(tmp_path)
+
+    def refuse(_work: Callable[[], None]) -> None:
+        raise RuntimeError("can't start new thread")
+
+    counts, count = FolderCounts(spawn=refuse, background_from=1), Counter(tmp_path)
+    assert counts.get(tmp_path, count) == 1
+    (tmp_path / "b").mkdir()
+    assert counts.get(tmp_path, count) == 2
+    (tmp_path / "c").mkdir()
+    assert counts.get(tmp_path, count) == 3 and count.calls == 3
+
+
 def test_a_background_count_runs_in_a_thread_and_a_folder_gone_meanwhile_is_no_error(
     tmp_path: Path,
 ) -> None:

@@ -43,6 +43,7 @@ BACKGROUND_FROM = 5_000
 """A folder with this many entries is counted in the background (10k entries: 54–75 ms)."""
 
 Spawn = Callable[[Callable[[], None]], None]
+"""Starts work in another thread (never in the caller's: it holds a lock the work takes)."""
 
 
 def _in_thread(work: Callable[[], None]) -> None:
@@ -94,12 +95,22 @@ class FolderCounts:
             if last is not None:
                 if last.settled and last.mtime_ns == mtime_ns and now - last.at < MAX_AGE_S:
                     return last.count
-                if last.count >= self._background_from:
-                    if folder not in self._counting:
-                        self._counting.add(folder)
-                        self._spawn(lambda: self._recount(folder, count))
+                if last.count >= self._background_from and self._in_background(folder, count):
                     return last.count
         return self._take(folder, mtime_ns, count)
+
+    def _in_background(self, folder: Path, count: Callable[[], int]) -> bool:
+        """A count of ``folder`` is on its way in another thread (started now, or already
+        running); False if no thread could be started (the interpreter is exiting). Called
+        with the lock held."""
+        if folder in self._counting:
+            return True
+        try:
+            self._spawn(lambda: self._recount(folder, count))
+        except RuntimeError:  # "can't start new thread"
+            return False
+        self._counting.add(folder)
+        return True
 
     def _take(self, folder: Path, mtime_ns: int, count: Callable[[], int]) -> int:
         start = self._monotonic()

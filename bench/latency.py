@@ -844,7 +844,12 @@ def run_size(
             }
             result["startup"]["progress"] = timeline["progress"]
             progress(f"{size}: built in {build_s:.1f} s ({rate:.1f}/s); measuring latency")
-            wait_quiet(options.quiet_timeout, pid)
+            # The daemon itself too: once the build is over it commits the store to its
+            # history and starts watching the files (at 100k: minutes of git and inotify).
+            settle = time.monotonic()
+            wait_quiet(options.quiet_timeout)
+            result["daemon_settle_s"] = round(time.monotonic() - settle, 1)
+            progress(f"{size}: quiet {result['daemon_settle_s']} s after the build")
             mark = cpu_mark(pid)
             latency, cues = measure_latency(
                 daemon, cue_source, options.queries, options.warmup, size, embedder

@@ -15,6 +15,7 @@ from somnid.config import Settings
 from somnid.embed.base import HashEmbedder, Matrix
 from somnid.memory.clock import ManualClock
 from somnid.memory.kinds import Kind
+from somnid.recall.index import Index
 from somnid.runtime import Runtime
 
 START = dt.datetime(2026, 10, 3, 12, 0, tzinfo=dt.UTC)
@@ -188,3 +189,43 @@ async def test_crash_leftovers_are_swept_but_live_temp_files_are_not(settings: S
     async with Runtime.open(settings, clock=ManualClock(START)) as rt:
         await rt.index.wait_idle()
         assert not stale.exists() and fresh.exists()
+
+
+async def test_rewrites_of_front_matter_do_not_send_the_worker_scanning(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each look for texts without a vector scans every entry (~0.15 s at 100k). A decay
+    pass rewrites every file's score and no text: it must not cause one look per write."""
+    asks: list[int] = []
+    missing = Index.missing_vectors
+
+    def counted(index: Index, limit: int) -> list[tuple[str, str]]:
+        asks.append(limit)
+        return missing(index, limit)
+
+    monkeypatch.setattr(Index, "missing_vectors", counted)
+    clock = ManualClock(START)
+    embedder = CountingEmbedder()
+    async with Runtime.open(settings, clock=clock, embedder=embedder) as rt:
+        for number in range(20):
+            await rt.memories.create(
+                Kind.KNOWLEDGE,
+                f"fact-{number}",
+                description=f"fact {number}",
+                body=f"body {number}",
+            )
+        await rt.index.wait_idle()
+        before = len(asks)
+        for number in range(5):
+            await rt.memories.record_usage(Kind.KNOWLEDGE, f"fact-{number}")
+        clock.advance(dt.timedelta(days=3))
+        report = await rt.maintenance.run()
+        assert len(report.decayed) == 20  # twenty files rewritten, no text changed
+        await rt.index.wait_idle()
+        assert len(asks) == before
+        assert embedder.passages == 20
+
+        await rt.memories.update(Kind.KNOWLEDGE, "fact-3", body="a new body for fact three")
+        await rt.index.wait_idle()
+        assert len(asks) > before  # a text changed: the worker looked, and embedded it
+        assert embedder.passages == 21

@@ -83,14 +83,16 @@ class Reconciler:
         docs = [document_of(entry, self.clock.tz) for entry in entries]
         return [changed for _, changed in self.index.upsert_many(docs)]
 
-    def path(self, path: Path) -> None:
-        """Bring the index in line with one file (absolute path), whatever happened to it."""
+    def path(self, path: Path) -> bool:
+        """Bring the index in line with one file (absolute path), whatever happened to it.
+        True if searchable text changed (or appeared): only then may a text wait for its
+        vector. A rewrite of the front matter alone (a decay pass's score) says False."""
         rel = str(self.store.layout.relative(path))
         row = self.index.row_by_path(rel)
         if row is not None:
             try:  # never path.read_bytes(): a FIFO there would block the watcher for good
                 if etag_of(self.store.raw(path)) == row.file_hash:
-                    return
+                    return False
             except (OSError, BrokenFile):
                 pass
         try:
@@ -101,25 +103,28 @@ class Reconciler:
             entry = None
         if entry is None or entry.kind not in INDEXED_KINDS:
             self.index.delete(rel)
-            return
-        self._apply(entry)
+            return False
+        return self._apply(entry)
 
-    def folder(self, folder: Path) -> None:
-        """Reconcile whatever is (or was) inside ``folder``: after a folder move or removal."""
+    def folder(self, folder: Path) -> bool:
+        """Reconcile whatever is (or was) inside ``folder``: after a folder move or removal.
+        True if searchable text changed in it (as :meth:`path`)."""
         root = self.store.layout.root
         try:
             prefix = str(self.store.layout.relative(folder))
         except ValueError:
-            return
+            return False
         if prefix in (".", ""):
             self.full()
-            return
+            return True
+        changed = False
         for row in self.index.rows_under(prefix + "/"):
-            self.path(root / row.path)
+            changed |= self.path(root / row.path)
         if folder.is_dir():
             for path in sorted(folder.rglob("*.md")):
                 if self.store.layout.classify(path) is not None:
-                    self.path(path)
+                    changed |= self.path(path)
+        return changed
 
     def full(self) -> SyncReport:
         """Compare every live entry file with the index by hash; fix what differs."""

@@ -358,19 +358,28 @@ class RecallSystem:
         """Listener for writes through the API: reconcile the path now."""
         await self._file_changed(self._store.layout.root / path)
 
+    # The embedding worker is woken only when searchable text changed: each wake asks the
+    # index for texts without a vector, a scan of every entry (~0.15 s at 100k). A decay
+    # pass rewrites every file's score and no text; waking on each of those writes kept a
+    # core busy with that scan for the whole pass.
+
     async def _file_changed(self, path: Path) -> None:
+        changed = True
         try:
-            await asyncio.to_thread(self._reconciler.path, path)
+            changed = await asyncio.to_thread(self._reconciler.path, path)
         except IndexUnavailable as exc:
             self._missed(exc)
-        self._worker.wake()
+        if changed:
+            self._worker.wake()
 
     async def _folder_changed(self, folder: Path) -> None:
+        changed = True
         try:
-            await asyncio.to_thread(self._reconciler.folder, folder)
+            changed = await asyncio.to_thread(self._reconciler.folder, folder)
         except IndexUnavailable as exc:
             self._missed(exc)
-        self._worker.wake()
+        if changed:
+            self._worker.wake()
 
     def _missed(self, exc: IndexUnavailable) -> None:
         """The index missed a change (its server is down): the file is written, and a

@@ -46,3 +46,34 @@ async def test_a_file_staged_by_hand_stays_out_of_somnids_commits(tmp_path: Path
         "mine",
         "notes-by-hand.txt",
     ]
+
+
+async def test_a_deletion_left_staged_does_not_stop_history(tmp_path: Path) -> None:
+    """A commit killed between its ``git add`` and its ``git commit`` leaves a deletion
+    staged: the path is then neither in the work tree nor in the index, and a ``git add``
+    naming it fails. Every later commit naming it failed, at start and after writes."""
+    data = tmp_path / "data"
+    async with Runtime.open(settings_of(data), clock=ManualClock(START)) as rt:
+        for name in ("vpn", "dns", "ntp"):
+            await rt.memories.create(Kind.KNOWLEDGE, name, body=f"{name} notes\n")
+        assert rt.history.committer is not None
+        await rt.history.committer.flush()
+    # While stopped: vpn removed and its deletion staged, as a killed commit leaves it.
+    (data / "memory/knowledge/vpn/SKILL.md").unlink()
+    (data / "memory/knowledge/vpn").rmdir()
+    git(data, "add", "-A", "--", "memory/knowledge/vpn")
+    async with Runtime.open(settings_of(data), clock=ManualClock(START)) as rt:
+        committer = rt.history.committer
+        assert committer is not None
+        await committer.flush()  # after the catch-up at start
+        assert committer.last_error is None
+        assert "memory/knowledge/vpn/SKILL.md" not in git(data, "ls-tree", "-r", "HEAD")
+        # The same while running: dns archived, its old path's deletion staged by then.
+        await rt.memories.archive(Kind.KNOWLEDGE, "dns")
+        git(data, "add", "-A", "--", "memory/knowledge/dns")
+        await committer.flush()
+        assert committer.last_error is None
+        tree = git(data, "ls-tree", "-r", "--name-only", "HEAD").split()
+        assert "memory/knowledge/dns/SKILL.md" not in tree
+        assert "memory/archived/dns/SKILL.md" in tree
+        assert git(data, "status", "--porcelain") == ""

@@ -407,7 +407,15 @@ class Committer:
         asked = list(specs) if len(specs) <= ON_COMMAND_LINE else list(TRACKED)
         tracked = self.git.run("ls-files", "-z", "--", *asked).split(b"\0")
         known = with_folders(p.decode("utf-8") for p in tracked if p)
-        return [spec for spec in specs if spec in known or (self.layout.root / spec).exists()]
+        found = [spec for spec in specs if spec in known or (self.layout.root / spec).exists()]
+        gone = [spec for spec in specs if spec not in found]
+        if gone and len(gone) <= ON_COMMAND_LINE and self.git.has_head():
+            # Neither here nor in the index: a deletion staged already (a commit killed
+            # between its add and its commit). Still ours to commit if HEAD has it.
+            committed = self.git.run("ls-tree", "-r", "-z", "--name-only", "HEAD", "--", *gone)
+            in_head = with_folders(p.decode("utf-8") for p in committed.split(b"\0") if p)
+            found += [spec for spec in gone if spec in in_head]
+        return found
 
     def labels(self, paths: Iterable[str]) -> list[str]:
         """``knowledge/foo``, ``episode/bar (archived)``, or the path for other files."""

@@ -10,7 +10,9 @@ is staged as it was.
 
 from __future__ import annotations
 
-from somnid.history.git import Git
+import os
+
+from somnid.history.git import Git, GitError
 
 
 def commit_paths_only(
@@ -24,7 +26,7 @@ def commit_paths_only(
     # message goes as an argument (a listing of five labels and the trailers: far below the
     # 128 KB an argument may hold).
     paths = ["--pathspec-from-file=-", "--pathspec-file-nul"]
-    git.run("add", "-A", *paths, input=listed, env=env)
+    _add(git, specs, env)
     if tops:
         specs = _known(git, specs, env)
         if not [spec for spec in specs if not spec.startswith(":(exclude")]:
@@ -35,6 +37,36 @@ def commit_paths_only(
         return False  # nothing of ours changed
     git.run("commit", "-q", "--no-verify", "-m", message, *only, input=listed, env=env)
     return True
+
+
+def _add(git: Git, specs: list[str], env: dict[str, str]) -> None:
+    """``git add -A`` of ``specs``. A path whose deletion is staged already is neither in
+    the work tree nor in the index, and git refuses the whole add for it ("did not match
+    any files"); a commit killed between its add and its commit leaves one, and every later
+    commit naming it failed. Such specs are left out of the add: ``commit --only`` still
+    takes them from HEAD, so the deletion is committed."""
+    paths = ["--pathspec-from-file=-", "--pathspec-file-nul"]
+    done = git.call("add", "-A", *paths, input=_listed(specs), env=env)
+    if done.returncode == 0:
+        return
+    if b"did not match any files" not in done.stderr:
+        said = done.stderr.decode("utf-8", "replace").strip()[-500:]
+        raise GitError(f"git add failed ({done.returncode}): {said}")
+    present = [spec for spec in specs if spec.startswith(":(exclude") or _there(git, spec, env)]
+    if [spec for spec in present if not spec.startswith(":(exclude")]:
+        git.run("add", "-A", *paths, input=_listed(present), env=env)
+
+
+def _there(git: Git, spec: str, env: dict[str, str]) -> bool:
+    """Whether ``spec`` names something in the work tree or in the index."""
+    plain = spec.removeprefix(":(literal)")
+    if os.path.lexists(git.root / plain):
+        return True
+    return bool(git.call("ls-files", "-z", "--", spec, env=env).stdout)
+
+
+def _listed(specs: list[str]) -> bytes:
+    return "\0".join(specs).encode("utf-8")
 
 
 def _known(git: Git, specs: list[str], env: dict[str, str]) -> list[str]:

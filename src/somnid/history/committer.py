@@ -35,7 +35,7 @@ from somnid.errors import BrokenFile, SomnidError
 from somnid.history.git import Git, spare_descriptors
 from somnid.history.messages import commit_message, dream_message, listing
 from somnid.history.pathspecs import ON_COMMAND_LINE, as_tops, with_folders, within
-from somnid.history.staging import commit_paths_only
+from somnid.history.staging import commit_paths_only, in_head
 from somnid.memory.entry import Entry
 from somnid.memory.kinds import Kind
 from somnid.provenance import DREAM, Actor, DreamRecord, current_actor
@@ -409,12 +409,8 @@ class Committer:
         known = with_folders(p.decode("utf-8") for p in tracked if p)
         found = [spec for spec in specs if spec in known or (self.layout.root / spec).exists()]
         gone = [spec for spec in specs if spec not in found]
-        if gone and len(gone) <= ON_COMMAND_LINE and self.git.has_head():
-            # Neither here nor in the index: a deletion staged already (a commit killed
-            # between its add and its commit). Still ours to commit if HEAD has it.
-            committed = self.git.run("ls-tree", "-r", "-z", "--name-only", "HEAD", "--", *gone)
-            in_head = with_folders(p.decode("utf-8") for p in committed.split(b"\0") if p)
-            found += [spec for spec in gone if spec in in_head]
+        if gone and len(gone) <= ON_COMMAND_LINE:  # its deletion staged already, maybe
+            found += in_head(self.git, gone)
         return found
 
     def labels(self, paths: Iterable[str]) -> list[str]:

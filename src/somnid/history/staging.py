@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 
 from somnid.history.git import Git, GitError
+from somnid.history.pathspecs import with_folders
 
 
 def commit_paths_only(
@@ -55,6 +56,16 @@ def _add(git: Git, specs: list[str], env: dict[str, str]) -> None:
     present = [spec for spec in specs if spec.startswith(":(exclude") or _there(git, spec, env)]
     if [spec for spec in present if not spec.startswith(":(exclude")]:
         git.run("add", "-A", *paths, input=_listed(present), env=env)
+
+
+def in_head(git: Git, specs: list[str]) -> list[str]:
+    """The ``specs`` HEAD has (a file, or a folder holding one). A path gone from both the
+    work tree and the index is still somnid's to commit when its deletion is staged."""
+    if not git.has_head():
+        return []
+    out = git.run("ls-tree", "-r", "-z", "--name-only", "HEAD", "--", *specs)
+    known = with_folders(path.decode("utf-8") for path in out.split(b"\0") if path)
+    return [spec for spec in specs if spec in known]
 
 
 def _there(git: Git, spec: str, env: dict[str, str]) -> bool:

@@ -358,10 +358,8 @@ class RecallSystem:
         """Listener for writes through the API: reconcile the path now."""
         await self._file_changed(self._store.layout.root / path)
 
-    # The embedding worker is woken only when searchable text changed: each wake asks the
-    # index for texts without a vector, a scan of every entry (~0.15 s at 100k). A decay
-    # pass rewrites every file's score and no text; waking on each of those writes kept a
-    # core busy with that scan for the whole pass.
+    # The worker is woken only when searchable text changed: each wake scans every entry for
+    # texts without a vector (~0.15 s at 100k), and a decay pass rewrites every file's score.
 
     async def _file_changed(self, path: Path) -> None:
         changed = True

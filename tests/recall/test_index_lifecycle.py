@@ -42,6 +42,17 @@ async def names(rt: Runtime, query: str, kinds: tuple[Kind, ...] | None = None) 
     return [hit.name for hit in await rt.recall.search(query, kinds=kinds, limit=5)]
 
 
+async def fill(rt: Runtime, kind: Kind, prefix: str, count: int) -> None:
+    """``count`` entries ``<prefix>-<n>``, each with its own text."""
+    for number in range(count):
+        await rt.memories.create(
+            kind,
+            f"{prefix}-{number}",
+            description=f"event {number}",
+            body=f"something happened, number {number}",
+        )
+
+
 async def until(predicate: object, seconds: float = 10.0) -> None:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
@@ -100,13 +111,7 @@ async def _async_equal(awaitable: object, expected: object) -> bool:
 async def test_restart_reembeds_nothing_and_a_deleted_index_is_rebuilt(settings: Settings) -> None:
     first = CountingEmbedder()
     async with Runtime.open(settings, clock=ManualClock(START), embedder=first) as rt:
-        for number in range(30):
-            await rt.memories.create(
-                Kind.EPISODE,
-                f"ep-{number}",
-                description=f"event {number}",
-                body=f"something happened, number {number}",
-            )
+        await fill(rt, Kind.EPISODE, "ep", 30)
         await rt.index.wait_idle()
         status = rt.index.status()
         assert (status.vectors, status.pending) == (30, 0)
@@ -207,13 +212,7 @@ async def test_rewrites_of_front_matter_do_not_send_the_worker_scanning(
     clock = ManualClock(START)
     embedder = CountingEmbedder()
     async with Runtime.open(settings, clock=clock, embedder=embedder) as rt:
-        for number in range(20):
-            await rt.memories.create(
-                Kind.KNOWLEDGE,
-                f"fact-{number}",
-                description=f"fact {number}",
-                body=f"body {number}",
-            )
+        await fill(rt, Kind.KNOWLEDGE, "fact", 20)
         await rt.index.wait_idle()
         before = len(asks)
         for number in range(5):

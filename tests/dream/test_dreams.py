@@ -12,6 +12,8 @@ import pytest
 from somnid.config import Settings
 from somnid.memory.clock import ManualClock
 from somnid.memory.kinds import Kind
+from somnid.recall.reconcile import SyncReport
+from somnid.recall.system import RecallSystem
 from somnid.runtime import Runtime
 from somnid.sessions.records import Message
 from somnid.store import frontmatter
@@ -146,7 +148,17 @@ async def test_budget_and_iteration_caps(runtime: Runtime) -> None:
     assert result.reason == "no_log_processed: max_iterations" and result.iterations == 3
 
 
-async def test_cancel_mid_dream_then_resume(runtime: Runtime) -> None:
+async def test_cancel_mid_dream_then_resume(
+    runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    syncs: list[str] = []
+    full_sync = RecallSystem.sync
+
+    async def counted(system: RecallSystem) -> SyncReport:
+        syncs.append("sync")
+        return await full_sync(system)
+
+    monkeypatch.setattr(RecallSystem, "sync", counted)
     first = await conversation(runtime, "a", "first conversation about apples")
     second = await conversation(runtime, "b", "second conversation about pears")
     llm = ScriptedLLM([
@@ -168,6 +180,10 @@ async def test_cancel_mid_dream_then_resume(runtime: Runtime) -> None:
     assert llm.cancelled.is_set()  # the LLM call in flight was aborted
     assert (runtime.layout.root / "memory/knowledge/apples/SKILL.md").is_file()
     assert result.journal is not None  # an interrupted dream still leaves its journal
+    # No full sync after a cut-short dream (12 s at 100k, while an agent starts): each of
+    # its writes reached the index as it was made.
+    assert syncs == []
+    assert [h.name for h in await runtime.recall.search("apples")] == ["apples"]
     pending = [p.path.stem for p in await runtime.sessions.pending_logs()]
     assert pending == [second]
     use(
@@ -182,6 +198,7 @@ async def test_cancel_mid_dream_then_resume(runtime: Runtime) -> None:
     )
     resumed = await runtime.dreamer.run("test")
     assert resumed.logs == [second] and resumed.processed == [second]
+    assert syncs == ["sync"]  # a dream that ran to its end syncs once, as a safety net
 
 
 async def test_a_lost_host_interrupts_cleanly(runtime: Runtime) -> None:

@@ -317,8 +317,12 @@ class Dreamer:
                 result.journal = str(self.layout.relative(path))
             except Exception:
                 log.exception("could not write the dream journal")
-            with contextlib.suppress(Exception):
-                await asyncio.shield(self.recall.sync())
+            if result.reason != "cancelled":
+                # A cut-short dream skips the full sync (12 s at 100k): an agent is starting,
+                # or the daemon stops. Every write of the dream reached the index as it was
+                # made; the next dream's sync, or the next start's, is the safety net.
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(self.recall.sync())
         for hook in self.on_finished:  # history: one commit for the dream
             with contextlib.suppress(Exception):
                 await hook(result.record())

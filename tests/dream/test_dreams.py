@@ -230,6 +230,8 @@ async def test_maintenance_sleep_without_an_llm(runtime: Runtime) -> None:
     assert result.retired == 1  # 0.5 * 0.9**10 < 0.2
     assert [p.path.stem for p in await runtime.sessions.pending_logs()] == [log]
     assert result.journal is not None
+    journal = (runtime.layout.root / result.journal).read_text(encoding="utf-8")
+    assert "- 1 entries decayed; retired: knowledge old" in journal
 
 
 async def test_dreams_always_decay_once(runtime: Runtime) -> None:
@@ -248,3 +250,30 @@ async def test_dreams_always_decay_once(runtime: Runtime) -> None:
     assert result.decayed >= 1  # the model never called decay_all_knowledge
     entry = await runtime.memories.get(Kind.KNOWLEDGE, "k")
     assert round(entry.vitals(dt.UTC).score, 4) == 0.405
+
+
+async def test_an_upkeep_pass_cut_short_still_says_what_it_did(runtime: Runtime) -> None:
+    """The journal and the history commit of a dream cut short in its upkeep pass count
+    the entries the pass did rewrite (they said 0 decayed, 0 retired)."""
+    for number in range(6):
+        await runtime.memories.create(Kind.KNOWLEDGE, f"k{number}", body=f"fact {number}")
+    clock = runtime.clock
+    assert isinstance(clock, ManualClock)
+    clock.advance(dt.timedelta(days=2))
+    runtime.dreamer.backend = None
+    rewritten: list[str] = []
+
+    async def cut_after_three(entry: object, path: str) -> None:
+        rewritten.append(path)
+        if len(rewritten) == 3:  # an agent starts: the dream's task is cancelled
+            task = asyncio.current_task()
+            assert task is not None
+            task.cancel()
+
+    runtime.memories.subscribe(cut_after_three)
+    result = await runtime.dreamer.run("idle")
+    assert result.status == "interrupted" and result.reason == "cancelled"
+    assert result.decayed == 3 and result.retired == 0
+    assert result.journal is not None
+    journal = (runtime.layout.root / result.journal).read_text(encoding="utf-8")
+    assert "- 3 entries decayed; retired: none" in journal

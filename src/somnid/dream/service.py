@@ -136,6 +136,7 @@ class Dreamer:
         self._task: asyncio.Task[DreamResult] | None = None
         self._current: DreamResult | None = None
         self._ledger: Ledger | None = None
+        self._upkeep: DecayReport | None = None  # a sleep's pass without a dream's ledger
         self._probed: str | None = None  # why the last probe failed ("" once it worked)
         # Told of each finished dream, after its journal (the history commits it).
         self.on_finished: list[Callable[[DreamRecord], Awaitable[None]]] = []
@@ -258,8 +259,11 @@ class Dreamer:
             result.skipped_logs.append(pending.path.stem)
 
     async def _maintenance(self, result: DreamResult, reason: str) -> None:
-        report = await self.maintenance.run()
-        self._count_decay(result, report)
+        report = self._upkeep = DecayReport(day=self.clock.now().date())
+        try:
+            await self.maintenance.run(report)
+        finally:  # cut short (an agent starts): the journal and commit say what it did
+            self._count_decay(result, report)
         await self.recall.sync()
         result.status, result.reason = "maintenance", reason
 
@@ -326,7 +330,7 @@ class Dreamer:
         for hook in self.on_finished:  # history: one commit for the dream
             with contextlib.suppress(Exception):
                 await hook(result.record())
-        self._ledger = None
+        self._ledger = self._upkeep = None
         self.stats.add(result)
         self.last = result
         self._current = None
@@ -364,9 +368,10 @@ class Dreamer:
             entry.profiles = list(ledger.profiles)
             entry.refused_profiles = list(ledger.refused_profiles)
             entry.notes = "\n\n".join(ledger.notes)
-            if ledger.decay is not None:
-                entry.decayed = len(ledger.decay.decayed)
-                entry.retired = [f"{c.kind.value} {c.name}" for c in ledger.decay.retired]
+        decay = ledger.decay if ledger is not None and ledger.decay else self._upkeep
+        if decay is not None:  # a sleep without a model wrote "0 entries decayed" here
+            entry.decayed = len(decay.decayed)
+            entry.retired = [f"{c.kind.value} {c.name}" for c in decay.retired]
         return write_journal(self.layout, entry)
 
     def status(self) -> dict[str, Any]:

@@ -51,11 +51,14 @@ class Maintenance:
         self.intention_expiry_days = intention_expiry_days
         self._lock = asyncio.Lock()
 
-    async def run(self) -> DecayReport:
-        """One decay + retirement + expiry pass; passes never overlap."""
+    async def run(self, report: DecayReport | None = None) -> DecayReport:
+        """One decay + retirement + expiry pass; passes never overlap. ``report`` (its day
+        is set here) is filled as the pass goes: a pass cut short leaves in it what it did."""
         async with self._lock:
             now = self.clock.now()
-            report = DecayReport(day=now.date())
+            if report is None:
+                report = DecayReport(day=now.date())
+            report.day = now.date()
             memories = self.memories
             entries = await memories.scan((Kind.KNOWLEDGE, Kind.SKILL, Kind.EPISODE))
             for entry in entries:

@@ -850,8 +850,8 @@ def run_size(
             }
             result["startup"]["progress"] = timeline["progress"]
             progress(f"{size}: built in {build_s:.1f} s ({rate:.1f}/s); measuring latency")
-            # The daemon itself too: once the build is over it commits the store to its
-            # history and starts watching the files (at 100k: minutes of git and inotify).
+            # The daemon itself too: whatever it still does once the build is over (its
+            # history's first commit of the store) is not measured as request latency.
             settle = time.monotonic()
             wait_quiet(options.quiet_timeout)
             result["daemon_settle_s"] = round(time.monotonic() - settle, 1)

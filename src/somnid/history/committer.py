@@ -375,14 +375,16 @@ class Committer:
             return None
         # A folder's odd files are excluded by name (git refuses to add a FIFO at all): with
         # pathspec magic on for this one call, every path marked literal.
-        odd = [rel for rel in self.changed_paths(specs) if self._kept_out(rel)]
+        every = self.changed_paths() if len(specs) > ON_COMMAND_LINE else None  # one status
+        mine = self.changed_paths(specs) if every is None else within(every, specs)
+        odd = [rel for rel in mine if self._kept_out(rel)]
         left_out = set(odd)
         specs = [spec for spec in specs if spec not in left_out]
         if not specs:
             return None
-        tops = len(specs) > ON_COMMAND_LINE
-        if tops:
-            specs, others = as_tops(specs, self.changed_paths(), TRACKED)
+        tops = every is not None and len(specs) > ON_COMMAND_LINE
+        if tops and every is not None:
+            specs, others = as_tops(specs, every, TRACKED)
             odd += others
         magic: dict[str, str] = {}
         if odd:

@@ -3,6 +3,7 @@ dropped after its header (or body) deadline."""
 
 from __future__ import annotations
 
+import json
 import socket
 import time
 from pathlib import Path
@@ -75,3 +76,56 @@ def test_a_stalled_request_is_dropped_after_the_header_timeout(tmp_path: Path) -
             while sock.recv(4096):
                 pass
             assert time.monotonic() - started < 30
+
+
+@pytest.mark.stress
+def test_a_request_cut_short_by_shutdown_answers_503_in_the_error_shape(tmp_path: Path) -> None:
+    # A request whose body never finishes holds the drain for its whole budget (1 s); the
+    # server then cancels it. The body's own deadline is far off, so the cancel is what ends it.
+    env = (("SOMNID_SHUTDOWN_TIMEOUT_S", "1"), ("SOMNID_BODY_TIMEOUT_S", "600"))
+    with start_daemon(tmp_path / "data", *env) as daemon:
+        port = int(daemon.base_url.rsplit(":", 1)[1])
+        with socket.create_connection(("127.0.0.1", port), timeout=120) as sock:
+            # A whole request first: the daemon has taken this connection.
+            sock.sendall(b"GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            assert _one_answer(sock).startswith(b"HTTP/1.1 200 ")
+            head = (
+                "POST /v1/recall HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                f"Authorization: Bearer {daemon.token}\r\n"
+                "Content-Type: application/json\r\nContent-Length: 100\r\n\r\n"
+            )
+            sock.sendall(head.encode() + b'{"query"')
+            # An answer on another connection sent after it: the loop has read these bytes
+            # too (it reads every ready connection before it answers), so the request is
+            # in flight when the signal lands, not refused with the connection.
+            with daemon.client(timeout=60) as other:
+                assert other.get("/v1/health").status_code == 200
+            assert daemon.stop(timeout=120) == 0
+            answer = b""
+            while chunk := sock.recv(4096):
+                answer += chunk
+    head_text, _, body = answer.partition(b"\r\n\r\n")
+    assert head_text.startswith(b"HTTP/1.1 503 "), head_text
+    assert b"content-type: application/problem+json" in head_text.lower()
+    problem = json.loads(body)
+    assert problem["code"] == "shutting_down" and problem["status"] == 503
+    assert problem["instance"] == "/v1/recall"
+    log = daemon.log()
+    assert "Exception in ASGI application" not in log
+    assert '"status": 503' in log  # the access line says what the client was told
+
+
+def _one_answer(sock: socket.socket) -> bytes:
+    """One whole answer with a ``content-length`` from a kept-alive connection."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += sock.recv(4096)
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = next(
+        int(line.split(b":", 1)[1])
+        for line in head.split(b"\r\n")
+        if line.lower().startswith(b"content-length:")
+    )
+    while len(body) < length:
+        body += sock.recv(4096)
+    return head + b"\r\n\r\n" + body

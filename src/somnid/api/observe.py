@@ -4,7 +4,9 @@ A pure ASGI middleware over HTTP and websockets. Each request gets an id: the cl
 ``X-Request-Id`` when it is sane (1 to 64 of ``A-Z a-z 0-9 . _ -``), else a new one. The id
 is in every log line written while the request is served (``somnid.logs.request_id``) and is
 sent back as ``X-Request-Id`` on every answer, refusals of the guard (401, 403) and of the
-request limits (413, 415) included, since this middleware wraps them, and on a 500.
+request limits (413, 415) included, since this middleware wraps them, and on a 500. A
+request the server cancels (its shutdown budget ran out) is answered here too: ``503``
+``shutting_down`` in the one error shape, not the server's bare 500 and a logged traceback.
 
 One access line per request (logger ``somnid.access``): method, path, status, milliseconds,
 with the route template as a field; at debug level for successful health probes and scrapes,
@@ -17,6 +19,7 @@ every name a series.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 import secrets
@@ -40,7 +43,7 @@ _QUIET_ROUTES = frozenset({"/v1/health", "/metrics"})
 # Any token is a method to the server: others are timed as OTHER, so no client can make series.
 _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 UNMATCHED = "unmatched"
-CLIENT_GONE = 499  # nginx's "client closed request": cancelled before any answer
+CLIENT_GONE = 499  # nginx's "client closed request": ended before any answer
 
 
 class Observe:
@@ -80,6 +83,18 @@ class Observe:
                 await _internal_error(send, scope, id_header)
                 status = 500
             raise
+        except asyncio.CancelledError:
+            # Only the server cancels a request's own task: its shutdown budget ran out
+            # (a client that goes away is told by ``receive``, not by a cancel). An answer
+            # in the one error shape, and the cancel ends here: re-raised, the server would
+            # log it as a crash and answer a bare 500.
+            if status is not None or scope["type"] != "http":
+                raise
+            await _stopping(send, scope, id_header)
+            status = 503
+            task = asyncio.current_task()
+            if task is not None:
+                task.uncancel()
         finally:
             self._done(scope, status or CLIENT_GONE, time.perf_counter() - start)
 
@@ -142,6 +157,18 @@ def _leaf_routes(routes: Iterable[BaseRoute]) -> Iterator[BaseRoute]:
             yield route
         else:
             yield from _leaf_routes(inner)
+
+
+async def _stopping(send: Send, scope: Scope, id_header: tuple[bytes, bytes]) -> None:
+    await send_problem(
+        send,
+        503,
+        "shutting_down",
+        "the daemon stopped before this request finished: what it had written is kept; "
+        "send it again once the daemon is back",
+        instance=scope["path"],
+        headers=[id_header, (b"connection", b"close")],
+    )
 
 
 async def _internal_error(send: Send, scope: Scope, id_header: tuple[bytes, bytes]) -> None:

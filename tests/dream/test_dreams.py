@@ -148,9 +148,8 @@ async def test_budget_and_iteration_caps(runtime: Runtime) -> None:
     assert result.reason == "no_log_processed: max_iterations" and result.iterations == 3
 
 
-async def test_cancel_mid_dream_then_resume(
-    runtime: Runtime, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def count_syncs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The full index syncs from now on, one ``"sync"`` each."""
     syncs: list[str] = []
     full_sync = RecallSystem.sync
 
@@ -159,6 +158,13 @@ async def test_cancel_mid_dream_then_resume(
         return await full_sync(system)
 
     monkeypatch.setattr(RecallSystem, "sync", counted)
+    return syncs
+
+
+async def test_cancel_mid_dream_then_resume(
+    runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    syncs = count_syncs(monkeypatch)
     first = await conversation(runtime, "a", "first conversation about apples")
     second = await conversation(runtime, "b", "second conversation about pears")
     llm = ScriptedLLM([
@@ -218,7 +224,10 @@ async def test_one_dream_at_a_time(runtime: Runtime) -> None:
     await runtime.dreamer.cancel()
 
 
-async def test_maintenance_sleep_without_an_llm(runtime: Runtime) -> None:
+async def test_maintenance_sleep_without_an_llm(
+    runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    syncs = count_syncs(monkeypatch)
     log = await conversation(runtime, "c", "a log that waits for a real dream")
     await runtime.memories.create(Kind.KNOWLEDGE, "old", body="fades")
     clock = runtime.clock
@@ -232,6 +241,21 @@ async def test_maintenance_sleep_without_an_llm(runtime: Runtime) -> None:
     assert result.journal is not None
     journal = (runtime.layout.root / result.journal).read_text(encoding="utf-8")
     assert "- 1 entries decayed; retired: knowledge old" in journal
+    assert syncs == ["sync"]  # one full sync (12 s at 100k), not one per step
+
+
+async def test_an_upkeep_sleep_without_logs_still_syncs_once(
+    runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    syncs = count_syncs(monkeypatch)
+    await runtime.memories.create(Kind.KNOWLEDGE, "old", body="fades")
+    clock = runtime.clock
+    assert isinstance(clock, ManualClock)
+    clock.advance(dt.timedelta(days=10))
+    use(runtime, ScriptedLLM([]))
+    result = await runtime.dreamer.run("idle")
+    assert (result.status, result.reason, result.retired) == ("skipped", "no_pending_logs", 1)
+    assert syncs == ["sync"]
 
 
 async def test_dreams_always_decay_once(runtime: Runtime) -> None:

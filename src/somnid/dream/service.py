@@ -264,8 +264,7 @@ class Dreamer:
             await self.maintenance.run(report)
         finally:  # cut short (an agent starts): the journal and commit say what it did
             self._count_decay(result, report)
-        await self.recall.sync()
-        result.status, result.reason = "maintenance", reason
+        result.status, result.reason = "maintenance", reason  # ``_finish`` syncs once
 
     def _count_decay(self, result: DreamResult, report: DecayReport) -> None:
         result.decayed = len(report.decayed)
@@ -315,18 +314,20 @@ class Dreamer:
                 self._count_decay(result, ledger.decay)
         with contextlib.suppress(Exception):
             result.pending_after = sum(1 for p in await self.sessions.pending_logs() if p.dreamable)
-        if result.status != "skipped" or result.skipped_logs:
+        journaled = result.status != "skipped" or bool(result.skipped_logs)
+        if journaled:
             try:
                 path = await asyncio.shield(asyncio.to_thread(self._write_journal, result, ledger))
                 result.journal = str(self.layout.relative(path))
             except Exception:
                 log.exception("could not write the dream journal")
-            if result.reason != "cancelled":
-                # A cut-short dream skips the full sync (12 s at 100k): an agent is starting,
-                # or the daemon stops. Every write of the dream reached the index as it was
-                # made; the next dream's sync, or the next start's, is the safety net.
-                with contextlib.suppress(Exception):
-                    await asyncio.shield(self.recall.sync())
+        # (A sleep "skipped" for want of logs still ran its upkeep pass.)
+        if (journaled or self._upkeep is not None) and result.reason != "cancelled":
+            # One full sync, a safety net (12 s at 100k). A cut-short dream skips it: an
+            # agent is starting, or the daemon stops. Every write of the dream reached the
+            # index as it was made; the next dream's sync, or the next start's, is the net.
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self.recall.sync())
         for hook in self.on_finished:  # history: one commit for the dream
             with contextlib.suppress(Exception):
                 await hook(result.record())

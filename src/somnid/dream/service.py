@@ -321,6 +321,11 @@ class Dreamer:
                 result.journal = str(self.layout.relative(path))
             except Exception:
                 log.exception("could not write the dream journal")
+        # History takes the journal now, with the dream's writes: in the sync below, a
+        # sweep for hand edits would take it for one.
+        for hook in self.on_finished:  # history: one commit for the dream
+            with contextlib.suppress(Exception):
+                await hook(result.record())
         # (A sleep "skipped" for want of logs still ran its upkeep pass.)
         if (journaled or self._upkeep is not None) and result.reason != "cancelled":
             # One full sync, a safety net (12 s at 100k). A cut-short dream skips it: an
@@ -328,9 +333,6 @@ class Dreamer:
             # index as it was made; the next dream's sync, or the next start's, is the net.
             with contextlib.suppress(Exception):
                 await asyncio.shield(self.recall.sync())
-        for hook in self.on_finished:  # history: one commit for the dream
-            with contextlib.suppress(Exception):
-                await hook(result.record())
         self._ledger = self._upkeep = None
         self.stats.add(result)
         self.last = result

@@ -222,6 +222,9 @@ class Runtime:
             runtime._closers.append(recall.stop)
             await history.start()  # commits behind: a write never waits for its commit
             runtime._closers.append(history.stop)
+            # Before history's last commit: writes whose callers were cancelled (a dream
+            # cut short) finish and are announced, so the commit takes them as theirs.
+            runtime._closers.append(memories.drain)
             await sync.start()  # after history: it syncs history's repository
             runtime._closers.append(sync.stop)
             # Closers run in reverse: the scheduler stops first, then the dream and the

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from somnid.config import Settings
+from somnid.dream.result import DreamResult
 from somnid.memory.clock import ManualClock
 from somnid.memory.kinds import Kind
 from somnid.recall.reconcile import SyncReport
@@ -286,16 +287,18 @@ async def test_an_upkeep_pass_cut_short_still_says_what_it_did(runtime: Runtime)
     clock.advance(dt.timedelta(days=2))
     runtime.dreamer.backend = None
     rewritten: list[str] = []
+    dream: asyncio.Task[DreamResult] | None = None
 
     async def cut_after_three(entry: object, path: str) -> None:
         rewritten.append(path)
         if len(rewritten) == 3:  # an agent starts: the dream's task is cancelled
-            task = asyncio.current_task()
-            assert task is not None
-            task.cancel()
+            assert dream is not None
+            dream.cancel()
 
     runtime.memories.subscribe(cut_after_three)
-    result = await runtime.dreamer.run("idle")
+    started, dream = runtime.dreamer.start("idle")
+    assert started and dream is not None
+    result = await dream  # the dream ends itself, interrupted
     assert result.status == "interrupted" and result.reason == "cancelled"
     assert result.decayed == 3 and result.retired == 0
     assert result.journal is not None

@@ -6,6 +6,7 @@ showed an API edit under the hand edit's name)."""
 from __future__ import annotations
 
 import asyncio
+import threading
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from somnid.memory.entry import Entry
 from somnid.memory.kinds import Kind
 from somnid.runtime import Runtime
 from somnid.services.memories import MemoryService
+from somnid.store import frontmatter
 from tests.clients import TEST_TOKEN
 from tests.conftest import START
 from tests.history.helpers import subjects
@@ -111,3 +113,43 @@ async def test_a_write_under_way_at_start_is_not_in_the_start_commit(
     made = subjects(data)
     assert made[0] == "somnid: knowledge/vpn", made
     assert all("knowledge/vpn" not in subject for subject in made[1:]), made
+
+
+async def test_a_write_whose_caller_is_cancelled_is_still_announced(tmp_path: Path) -> None:
+    """A dream cut short (or a request the shutdown ends) is cancelled while its write runs
+    in a worker thread; the thread writes on. Unannounced, the file was committed as a hand
+    edit (seen at 100k: an upkeep pass's archive after its dream's commit)."""
+    data = tmp_path / "data"
+    async with Runtime.open(settings_of(data), clock=ManualClock(START)) as rt:
+        memories, committer = rt.memories, rt.history.committer
+        assert committer is not None
+        await committer.flush()
+        await memories.create(Kind.KNOWLEDGE, "vpn", body="port 1194\n")
+        await committer.flush()
+
+        in_thread, go_on = threading.Event(), threading.Event()
+
+        def slow(doc: frontmatter.Document) -> None:
+            in_thread.set()
+            go_on.wait(120)  # a cap for a hang
+            doc.meta["score"] = 0.3
+
+        write = asyncio.create_task(memories.mutate(Kind.KNOWLEDGE, "vpn", slow))
+        assert await asyncio.to_thread(in_thread.wait, 120)
+        write.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await write
+        assert memories.writing  # still somnid's write: a sweep now waits for it
+        committer.hand_edited()
+        await committer.flush()
+        go_on.set()
+        await memories.drain()
+        assert not memories.writing
+        assert (await memories.get(Kind.KNOWLEDGE, "vpn")).meta["score"] == 0.3
+        await committer.flush()  # the write's own commit
+        committer.hand_edited()
+        await committer.flush()  # nothing is left for a sweep
+
+    made = subjects(data)
+    assert not any(subject.startswith("Hand edit") for subject in made), made
+    assert made[:2] == ["somnid: knowledge/vpn"] * 2, made

@@ -87,22 +87,36 @@ class Maintenance:
                 doc.meta["last_decay"] = now
             outcome.append(after.score)
 
+        def change() -> Change:
+            score = outcome[-1] if outcome else before.score  # the last run is the one written
+            return Change(entry.kind, entry.name, before.score, score)
+
         try:
             updated = await self.memories.mutate(
                 entry.kind, entry.name, apply, unless_etag=entry.etag
             )
         except (BrokenFile, NotFound):
             return
-        score = outcome[-1] if outcome else before.score  # the last run is the one written
-        change = Change(entry.kind, entry.name, before.score, score)
-        if score != before.score:
-            report.decayed.append(change)
+        except asyncio.CancelledError:
+            # Cut short (an agent starts): the write goes on to its end regardless
+            # (MemoryService), so once it is in it counts like any other.
+            await asyncio.shield(self.memories.drain())
+            if change().score_after != before.score:
+                report.decayed.append(change())
+            raise
+        if change().score_after != before.score:
+            report.decayed.append(change())
         if should_retire(updated.vitals(tz), entry.kind, self.retire_below):
             try:
                 await self.memories.archive(entry.kind, entry.name, reason="retired")
             except (BrokenFile, NotFound):
                 return
-            report.retired.append(change)
+            except asyncio.CancelledError:
+                await asyncio.shield(self.memories.drain())
+                if not await asyncio.shield(self.memories.exists(entry.kind, entry.name)):
+                    report.retired.append(change())
+                raise
+            report.retired.append(change())
 
     async def _maybe_expire(self, entry: Entry, now: dt.datetime, report: DecayReport) -> None:
         """Expire an open intention only when its due date (or, without one, its creation) is

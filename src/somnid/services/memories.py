@@ -1,7 +1,10 @@
 """Memory use-cases: create, read, list, update, archive, restore, reinforce.
 
 Async on the outside, the blocking store in a worker thread on the inside. Every change is
-announced to the registered listeners (the index subscribes) after the file is on disk.
+announced to the registered listeners (the index subscribes) after the file is on disk. A
+write and its announcement run to their end even when the caller is cancelled (a dream cut
+short, a request the shutdown ends): the thread writes on regardless, and a file on disk
+that was never announced would be taken for a hand edit.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
 
 from somnid.errors import InvalidInput, StorageError
@@ -101,6 +104,7 @@ class MemoryService:
         self._listeners: list[ChangeListener] = []
         self._missed: dict[str, Entry | None] = {}  # path -> notice a listener failed
         self._writing = 0
+        self._in_flight: set[asyncio.Task[Any]] = set()  # writes whose caller was cancelled
         self.writes_begun = 0
         """Writes started so far: with :attr:`writing`, how history tells a write of its
         own (on disk, not yet announced) from a hand edit."""
@@ -119,6 +123,37 @@ class MemoryService:
             yield
         finally:
             self._writing -= 1
+
+    async def _written(
+        self,
+        write: Callable[[], Entry],
+        left: PurePath | None = None,
+        *,
+        tell: Callable[[Entry], bool] = lambda _entry: True,
+    ) -> Entry:
+        """``write`` in a worker thread, then announced: ``left`` (the path it moved the entry
+        from) as gone, and the entry (if ``tell`` says so). Shielded: a cancelled caller
+        leaves both to finish (:meth:`drain` waits for them)."""
+
+        async def whole() -> Entry:
+            async with self._announced():
+                entry = await asyncio.to_thread(write)
+                if left is not None:
+                    await self.notify(None, str(left))
+                if tell(entry):
+                    await self.notify(entry, str(entry.path))
+                return entry
+
+        task = asyncio.ensure_future(whole())
+        self._in_flight.add(task)
+        task.add_done_callback(self._in_flight.discard)
+        return await asyncio.shield(task)
+
+    async def drain(self) -> None:
+        """Wait for the writes still under way whose callers were cancelled (at shutdown:
+        before history's last commit, which then takes them)."""
+        while self._in_flight:
+            await asyncio.wait(list(self._in_flight))
 
     def subscribe(self, listener: ChangeListener) -> None:
         self._listeners.append(listener)
@@ -160,11 +195,10 @@ class MemoryService:
     ) -> Entry:
         """Read, ``change`` the document in place, write it back; announced like any write,
         unless the entry still has ``unless_etag`` (nothing changed)."""
-        async with self._announced():
-            entry = await asyncio.to_thread(self._store.mutate, kind, name, change)
-            if unless_etag is None or entry.etag != unless_etag:
-                await self.notify(entry, str(entry.path))
-        return entry
+        return await self._written(
+            lambda: self._store.mutate(kind, name, change),
+            tell=lambda entry: unless_etag is None or entry.etag != unless_etag,
+        )
 
     # Blocking doors for code that already runs in a worker thread (history, status).
 
@@ -237,10 +271,7 @@ class MemoryService:
         check_fields(fields)
         now = self.clock.now()
         meta = new_entry_meta(kind, now, description, fields)
-        async with self._announced():
-            entry = await asyncio.to_thread(self._create, kind, name, meta, body, now)
-            await self.notify(entry, str(entry.path))
-        return entry
+        return await self._written(lambda: self._create(kind, name, meta, body, now))
 
     def _create(
         self, kind: Kind, name: str | None, meta: dict[str, Any], body: str, now: dt.datetime
@@ -270,20 +301,17 @@ class MemoryService:
     ) -> Entry:
         if fields and kind is Kind.INTENTION and fields.get("due") not in (None, ""):
             fields = {**fields, "due": parse_due(fields["due"], self.clock.tz)}
-        async with self._announced():
-            entry = await asyncio.to_thread(
-                lambda: self._store.update(
-                    kind,
-                    name,
-                    description=description,
-                    body=body,
-                    fields=fields,
-                    if_match=if_match,
-                    archived=archived,
-                )
+        return await self._written(
+            lambda: self._store.update(
+                kind,
+                name,
+                description=description,
+                body=body,
+                fields=fields,
+                if_match=if_match,
+                archived=archived,
             )
-            await self.notify(entry, str(entry.path))
-        return entry
+        )
 
     async def archive(
         self, kind: Kind, name: str, *, reason: str = "archived", if_match: str | None = None
@@ -292,23 +320,14 @@ class MemoryService:
             raise InvalidInput(f"{kind.value} entries are not archived")
         before = await self.get(kind, name)
         stamp = {"status": _CLOSED_STATUS.get(reason, reason)} if kind is Kind.INTENTION else None
-        async with self._announced():
-            entry = await asyncio.to_thread(
-                lambda: self._store.archive(
-                    kind, name, reason=reason, if_match=if_match, stamp=stamp
-                )
-            )
-            await self.notify(None, str(before.path))
-            await self.notify(entry, str(entry.path))
-        return entry
+        return await self._written(
+            lambda: self._store.archive(kind, name, reason=reason, if_match=if_match, stamp=stamp),
+            before.path,
+        )
 
     async def restore(self, kind: Kind, archived_name: str) -> Entry:
         before = await self.get(kind, archived_name, archived=True)
-        async with self._announced():
-            entry = await asyncio.to_thread(self._store.restore, kind, archived_name)
-            await self.notify(None, str(before.path))
-            await self.notify(entry, str(entry.path))
-        return entry
+        return await self._written(lambda: self._store.restore(kind, archived_name), before.path)
 
     async def record_usage(self, kind: Kind, name: str) -> Entry:
         """The entry was used: reinforce it (spaced repetition; episodes reconsolidate)."""

@@ -83,7 +83,7 @@ def test_install_service_writes_a_unit_systemd_accepts(env: dict[str, str]) -> N
         "NotifyAccess=main",
         "Restart=on-failure",
         "RestartPreventExitStatus=2 3",
-        "TimeoutStopSec=30",  # shutdown_timeout_s is 10
+        "TimeoutStopSec=60",  # shutdown_timeout_s is 10
         "UMask=0077",
         "NoNewPrivileges=yes",
         "ProtectSystem=strict",
@@ -109,7 +109,7 @@ def test_the_stop_timeout_stays_above_the_shutdown_budget(env: dict[str, str]) -
     env["SOMNID_SHUTDOWN_TIMEOUT_S"] = "120"
     result = somnid(env, "install-service", "--dry-run")
     assert result.returncode == 0
-    assert "TimeoutStopSec=140" in result.stdout.splitlines()
+    assert "TimeoutStopSec=170" in result.stdout.splitlines()
     assert not unit_file(env).exists() and not Path(env["SOMNID_DATA_DIR"]).exists()
 
 

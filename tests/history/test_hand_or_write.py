@@ -6,6 +6,7 @@ showed an API edit under the hand edit's name)."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import threading
 from pathlib import Path
 
@@ -153,3 +154,39 @@ async def test_a_write_whose_caller_is_cancelled_is_still_announced(tmp_path: Pa
     made = subjects(data)
     assert not any(subject.startswith("Hand edit") for subject in made), made
     assert made[:2] == ["somnid: knowledge/vpn"] * 2, made
+
+
+async def test_a_failed_write_whose_caller_is_cancelled_is_not_reported_as_lost(
+    tmp_path: Path,
+) -> None:
+    """Nobody is left to take the error of a write whose caller went away: it is logged, not
+    left to asyncio's "Task exception was never retrieved" when the task is collected."""
+    data = tmp_path / "data"
+    unretrieved: list[dict[str, object]] = []
+    loop = asyncio.get_running_loop()
+    loop.set_exception_handler(lambda _loop, context: unretrieved.append(context))
+    try:
+        async with Runtime.open(settings_of(data), clock=ManualClock(START)) as rt:
+            memories = rt.memories
+            before = await memories.create(Kind.KNOWLEDGE, "vpn", body="port 1194\n")
+            in_thread, go_on = threading.Event(), threading.Event()
+
+            def failing(doc: frontmatter.Document) -> None:
+                in_thread.set()
+                go_on.wait(120)  # a cap for a hang
+                raise ValueError("the change could not be made")
+
+            write = asyncio.create_task(memories.mutate(Kind.KNOWLEDGE, "vpn", failing))
+            assert await asyncio.to_thread(in_thread.wait, 120)
+            write.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await write
+            go_on.set()
+            await memories.drain()
+            assert not memories.writing
+            assert (await memories.get(Kind.KNOWLEDGE, "vpn")).etag == before.etag
+            del write
+            gc.collect()
+    finally:
+        loop.set_exception_handler(None)
+    assert unretrieved == []

@@ -146,8 +146,14 @@ class MemoryService:
 
         task = asyncio.ensure_future(whole())
         self._in_flight.add(task)
-        task.add_done_callback(self._in_flight.discard)
+        task.add_done_callback(self._settled)
         return await asyncio.shield(task)
+
+    def _settled(self, task: asyncio.Task[Any]) -> None:
+        self._in_flight.discard(task)
+        # A caller that waited got the error itself; one that was cancelled cannot.
+        if not task.cancelled() and (error := task.exception()) is not None:
+            log.debug("a write ended in %s", type(error).__name__)
 
     async def drain(self) -> None:
         """Wait for the writes still under way whose callers were cancelled (at shutdown:

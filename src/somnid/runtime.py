@@ -218,15 +218,22 @@ class Runtime:
                 status, sessions, intentions, prompt, seen, tools, bridge, dreamer, scheduler,
                 history, sync,
             )  # fmt: skip
-            await recall.start()
-            runtime._closers.append(recall.stop)
-            await history.start()  # commits behind: a write never waits for its commit
-            runtime._closers.append(history.stop)
-            # Before history's last commit: writes whose callers were cancelled (a dream
-            # cut short) finish and are announced, so the commit takes them as theirs.
-            runtime._closers.append(memories.drain)
-            await sync.start()  # after history: it syncs history's repository
-            runtime._closers.append(sync.stop)
+            # Health's counts, taken beside the model's load and history's first git status
+            # (whose threads read the same folders first: at 100k a cold count took less
+            # than half as long beside it as before it), so the first probe need not count.
+            counted = asyncio.create_task(status.count_first())
+            try:
+                await recall.start()
+                runtime._closers.append(recall.stop)
+                await history.start()  # commits behind: a write never waits for its commit
+                runtime._closers.append(history.stop)
+                # Before history's last commit: writes whose callers were cancelled (a dream
+                # cut short) finish and are announced, so the commit takes them as theirs.
+                runtime._closers.append(memories.drain)
+                await sync.start()  # after history: it syncs history's repository
+                runtime._closers.append(sync.stop)
+            finally:
+                await counted
             # Closers run in reverse: the scheduler stops first, then the dream and the
             # bridge, then open session logs are finalised, and recall stops last.
             runtime._closers.append(sessions.stop)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from dataclasses import dataclass
 from typing import Literal
 
@@ -18,6 +19,8 @@ from somnid.store.health import State
 from somnid.store.layout import Layout
 from somnid.store.memories import MemoryStore
 from somnid.store.reader import BrokenReport
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +53,15 @@ class StatusService:
         """Cheap enough for every health probe: counts entry files (parses none of them),
         the pending session logs (by the sessions' own rule), the files broken by hand."""
         return await asyncio.to_thread(self._files)
+
+    async def count_first(self) -> None:
+        """Take the entry counts once, while the daemon starts (beside the model's load):
+        the first health probe then answers from them. Counted in that probe, a restart at
+        100k entries kept it 2.8 s, past the plugin's 1 s probe."""
+        try:
+            await asyncio.to_thread(self._memories.counts)
+        except OSError as exc:  # the probe counts again, and says what is wrong
+            log.warning("could not count the entries: %s", exc)
 
     def _files(self) -> Status:
         memories = self._memories

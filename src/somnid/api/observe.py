@@ -164,8 +164,8 @@ async def _stopping(send: Send, scope: Scope, id_header: tuple[bytes, bytes]) ->
         send,
         503,
         "shutting_down",
-        "the daemon stopped before this request finished: what it had written is kept; "
-        "send it again once the daemon is back",
+        "the daemon stopped before this request finished; a write it had begun was "
+        "finished and kept: once the daemon is back, look before sending a write again",
         instance=scope["path"],
         headers=[id_header, (b"connection", b"close")],
     )

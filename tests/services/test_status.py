@@ -13,8 +13,7 @@ from somnid.memory.kinds import Kind
 from somnid.runtime import Runtime
 from somnid.store.reader import EntryReader
 from tests.conftest import START
-
-LONG_AGO_NS = 1_700_000_000 * 1_000_000_000  # a settled mtime: November 2023
+from tests.store.test_counts import LONG_AGO_NS  # a settled mtime
 
 
 async def test_the_first_health_probe_answers_from_counts_taken_at_start(

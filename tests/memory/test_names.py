@@ -19,6 +19,8 @@ from somnid.memory.names import check_name, slugify
         ("部署 窗口", "部署-窗口"),
         ("ＦＵＬＬ　ｗｉｄｔｈ", "FULL-width"),  # NFKC
         ("a\u200bb", "ab"),  # zero-width space removed
+        ("a\ufe0fb", "ab"),  # a variation selector too: "a️b" looked like "ab"
+        ("e\u0301", "é"),  # a mark on a letter stays (NFKC composes it)
         ("release.notes.v2", "release.notes.v2"),
         ("{{template}}", "template"),
         ("--x--", "x"),
@@ -52,6 +54,7 @@ def test_slugs(raw: str, slug: str) -> None:
         "archived",
         "???",
         "\u200b\u200b",
+        "\u0301\u0301",  # marks alone show as nothing
         "x" * 101,
         "名" * 80,  # 240 bytes of UTF-8
     ],
@@ -59,6 +62,14 @@ def test_slugs(raw: str, slug: str) -> None:
 def test_hostile_names_are_refused(raw: str) -> None:
     with pytest.raises(InvalidName):
         slugify(raw)
+
+
+def test_the_archive_s_number_may_go_beyond_the_length_limit() -> None:
+    assert check_name("m" * 100 + "--12") == "m" * 100 + "--12"
+    with pytest.raises(InvalidName):
+        check_name("m" * 101 + "--2")
+    with pytest.raises(InvalidName):
+        check_name("m" * 100 + "-2")
 
 
 @pytest.mark.parametrize("name", ["..", ".hidden", "a/b", "a b", "archived", "", "x\x00"])

@@ -28,6 +28,7 @@ log = logging.getLogger(__name__)
 
 PROBLEM_JSON = "application/problem+json"
 UNEXPECTED = "somnid hit an unexpected error; see its log"
+MAX_INSTANCE = 512
 
 _STATUS: list[tuple[type[errors.SomnidError], int]] = [
     (errors.InvalidArguments, 422),
@@ -72,8 +73,10 @@ def problem_body(
         "detail": detail,
         "code": code,
     }
-    if instance is not None:
-        body["instance"] = instance
+    if instance is not None:  # a path of 70 kB is not echoed whole
+        body["instance"] = (
+            instance if len(instance) <= MAX_INSTANCE else instance[:MAX_INSTANCE] + "…"
+        )
     body.update({key: value for key, value in extra.items() if value is not None})
     return body
 

@@ -172,7 +172,10 @@ async def _stopping(send: Send, scope: Scope, id_header: tuple[bytes, bytes]) ->
 
 
 async def _internal_error(send: Send, scope: Scope, id_header: tuple[bytes, bytes]) -> None:
-    """The 500 the app's handler would send, with the id: it sends nothing once we have."""
+    """The 500 the app's handler would send, with the id: it sends nothing once we have.
+    The server closes the connection after it (the error goes on up to it): the answer says
+    so, or a client sends its next request into a closed socket."""
+    headers = [id_header, (b"connection", b"close")]
     await send_problem(
-        send, 500, "internal_error", UNEXPECTED, instance=scope["path"], headers=[id_header]
+        send, 500, "internal_error", UNEXPECTED, instance=scope["path"], headers=headers
     )

@@ -60,6 +60,14 @@ def check_commit(commit: str) -> str:
     return commit
 
 
+def check_path(path: str) -> str:
+    """A file or folder of the data dir, as the history names it: relative, inside."""
+    parts = PurePosixPath(path.replace("\\", "/")).parts
+    if path.startswith(("/", "\\")) or ".." in parts:
+        raise InvalidInput(f"{path[:80]!r} is not a path inside the data dir (memory/…)")
+    return path
+
+
 def resolve(git: Git, commit: str) -> str:
     check_commit(commit)
     done = git.call("rev-parse", "--verify", "-q", f"{commit}^{{commit}}")

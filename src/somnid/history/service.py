@@ -191,6 +191,8 @@ class History:
     async def commits(
         self, *, offset: int, limit: int, dreams: bool = False, path: str | None = None
     ) -> tuple[list[history_log.Commit], int]:
+        if path:
+            history_log.check_path(path)
         return await self._read(
             lambda c: history_log.commits(
                 c.git, self.layout, offset=offset, limit=limit, dreams=dreams, path=path

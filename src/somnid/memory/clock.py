@@ -64,11 +64,22 @@ class ManualClock:
         self._now = when.astimezone(self._tz)
 
 
+FIRST_YEAR, LAST_YEAR = 2, 9998
+"""The years of a time somnid reads or takes. Python's range is 1-9999, but a time at its very
+edge cannot be moved into another zone (year 1 at +14:00 is before the first instant in UTC),
+nor a day or a month either side of it; a year of slack at each end keeps every such step in
+range. A time outside is unreadable (read) or refused (taken)."""
+
+
+def in_range(when: dt.date) -> bool:
+    return FIRST_YEAR <= when.year <= LAST_YEAR
+
+
 def to_datetime(value: object, tz: dt.tzinfo) -> dt.datetime | None:
     """Read a front-matter time: a datetime, a date, or an ISO string; naive ones get ``tz``.
 
     A date alone (the original plugin wrote dates only) means midnight of that day in ``tz``.
-    Anything unreadable is None.
+    Anything unreadable is None, and so is a time outside :data:`FIRST_YEAR`..:data:`LAST_YEAR`.
     """
     when: dt.datetime
     if isinstance(value, dt.datetime):
@@ -87,14 +98,30 @@ def to_datetime(value: object, tz: dt.tzinfo) -> dt.datetime | None:
             when = dt.datetime(day.year, day.month, day.day)
     else:
         return None
+    if not in_range(when):
+        return None
     if when.tzinfo is None:
         when = when.replace(tzinfo=tz)
+    return when
+
+
+def parse_time(text: str) -> dt.datetime:
+    """A time a client gives: an ISO 8601 date or date-time, whole (naive if it names no
+    zone). ValueError says what is wrong: not ISO 8601, or outside the years somnid reads."""
+    try:
+        when = dt.datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise ValueError(
+            f"{text[:64]!r} is not an ISO 8601 time such as 2023-05-08T13:56:00+02:00"
+        ) from None
+    if not in_range(when):
+        raise ValueError(f"{text[:64]!r} is outside the years {FIRST_YEAR}-{LAST_YEAR}")
     return when
 
 
 def local_date(value: object, tz: dt.tzinfo) -> dt.date | None:
     """The calendar day of a front-matter time, in ``tz``."""
     if isinstance(value, dt.date) and not isinstance(value, dt.datetime):
-        return value
+        return value if in_range(value) else None
     when = to_datetime(value, tz)
     return None if when is None else when.astimezone(tz).date()

@@ -9,7 +9,8 @@ reserved on Windows, and the folder names somnid itself uses. So is a pictograph
 folder name it is a mess of joiners and variation selectors.
 
 A name is at most :data:`MAX_NAME_CHARS` characters and :data:`MAX_NAME_BYTES` bytes of
-UTF-8 (a folder name, with room for an archive suffix); the HTTP schema states the same.
+UTF-8 (a folder name); the HTTP schema states the same. The archive may add its suffix
+(``--2``) beyond them: a name at the limit can be archived a second time.
 Names are unique without regard to case: the store refuses ``Deploy-Window`` next to
 ``deploy-window`` (a case-insensitive file system could not hold both).
 """
@@ -23,6 +24,9 @@ from somnid.errors import InvalidName
 
 MAX_NAME_CHARS = 100
 MAX_NAME_BYTES = 200
+ARCHIVE_SUFFIX = "--"
+"""An archived copy's name is the entry's, or (another copy having it) ``<name>--<n>``."""
+_ARCHIVE_NUMBER = re.compile(rf"{ARCHIVE_SUFFIX}[0-9]{{1,9}}$")
 
 # Folder names somnid uses inside the kind directories.
 _RESERVED = {"archived", "session-log", "dream-log"}
@@ -32,6 +36,10 @@ _WINDOWS_DEVICES = {"con", "prn", "aux", "nul"} | {
 _FORBIDDEN = re.compile(r"[/\\\x00-\x1f\x7f]")
 _DASHES = re.compile(r"-{2,}")
 _SYMBOLS = ("So", "Sk")  # pictographs, emoji and their skin-tone modifiers
+
+
+def _selector(ch: str) -> bool:
+    return "\ufe00" <= ch <= "\ufe0f" or "\U000e0100" <= ch <= "\U000e01ef"
 
 
 def _slug_char(ch: str) -> bool:
@@ -51,8 +59,9 @@ def slugify(raw: str) -> str:
     if raw.strip() in (".", ".."):
         raise InvalidName(f"name {raw!r} is not allowed")
     text = unicodedata.normalize("NFKC", raw)
-    # Zero-width and other format characters are invisible and make look-alike names.
-    text = "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
+    # Zero-width and other format characters and variation selectors are invisible and
+    # make look-alike names.
+    text = "".join(ch for ch in text if unicodedata.category(ch) != "Cf" and not _selector(ch))
     symbols = "".join(dict.fromkeys(ch for ch in text if unicodedata.category(ch) in _SYMBOLS))
     if symbols:
         raise InvalidName(
@@ -61,7 +70,7 @@ def slugify(raw: str) -> str:
         )
     text = _dashed(text.strip())
     text = _DASHES.sub("-", text).strip("-._")
-    if not text:
+    if not any(ch.isalnum() for ch in text):  # marks alone ("\u0301") show as nothing
         raise InvalidName(f"name {raw[:60]!r} has no usable characters")
     check_name(text)
     return text
@@ -71,11 +80,12 @@ def check_name(name: str) -> str:
     """Accept ``name`` only if it already is a safe slug; return it unchanged."""
     if not name or name in (".", "..") or _FORBIDDEN.search(name) or name.startswith("."):
         raise InvalidName(f"name {name[:60]!r} is not a safe name")
-    if len(name) > MAX_NAME_CHARS:
-        raise InvalidName(f"name is {len(name)} characters long; at most {MAX_NAME_CHARS}")
-    if len(name.encode()) > MAX_NAME_BYTES:
+    own = _ARCHIVE_NUMBER.sub("", name) or name  # the limits leave the archive's number out
+    if len(own) > MAX_NAME_CHARS:
+        raise InvalidName(f"name is {len(own)} characters long; at most {MAX_NAME_CHARS}")
+    if len(own.encode()) > MAX_NAME_BYTES:
         raise InvalidName(
-            f"name takes {len(name.encode())} bytes of UTF-8; at most {MAX_NAME_BYTES}"
+            f"name takes {len(own.encode())} bytes of UTF-8; at most {MAX_NAME_BYTES}"
         )
     stem = name.split(".", 1)[0].lower()
     if name.lower() in _RESERVED or stem in _WINDOWS_DEVICES:

@@ -8,6 +8,7 @@ again, and only changed text is re-embedded.
 from __future__ import annotations
 
 import datetime as dt
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +21,8 @@ from somnid.recall.dates import memory_dates
 from somnid.recall.text import asks_question, indexed_text, related_names
 from somnid.store.memories import MemoryStore
 from somnid.store.reader import etag_of
+
+log = logging.getLogger(__name__)
 
 SYNC_BATCH = 256  # entries per index transaction during a full sync
 
@@ -77,10 +80,18 @@ class Reconciler:
 
     def _apply(self, entry: Entry) -> bool:
         """Upsert one entry; True if its searchable text changed."""
-        return self._apply_many([entry])[0]
+        return any(self._apply_many([entry]))
 
     def _apply_many(self, entries: list[Entry]) -> list[bool]:
-        docs = [document_of(entry, self.clock.tz) for entry in entries]
+        """Upsert entries; an entry somnid cannot make out (logged) is left out of recall:
+        one such file must not stop a sync of all the others."""
+        docs = []
+        for entry in entries:
+            try:
+                docs.append(document_of(entry, self.clock.tz))
+            except Exception:
+                log.exception("could not index %s; it stays out of recall", entry.path)
+                self.index.delete(str(entry.path))
         return [changed for _, changed in self.index.upsert_many(docs)]
 
     def path(self, path: Path) -> bool:

@@ -18,7 +18,7 @@ import time
 from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from somnid.config import Settings
 from somnid.embed.base import Embedder
@@ -172,7 +172,8 @@ class RecallSystem:
         if self._worker.loads_quickly:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._worker.loaded.wait(), MODEL_FIRST_S)
-        self._initial = asyncio.create_task(self._first_sync(), name="somnid-first-sync")
+        self._initial = asyncio.create_task(self._first_sync(), name="index first sync")
+        self._initial.add_done_callback(_log_failure)
 
     async def stop(self) -> None:
         if self._watcher is not None:
@@ -226,7 +227,7 @@ class RecallSystem:
             return False
         self._rebuild = RebuildStatus("queued", vectors, None, 0, self._now(), None, None)
         self._rebuild_task = asyncio.create_task(
-            self.rebuild(vectors=vectors), name="somnid-index-rebuild"
+            self.rebuild(vectors=vectors), name="index rebuild"
         )
         self._rebuild_task.add_done_callback(_log_failure)
         return True
@@ -444,6 +445,6 @@ class RecallSystem:
         return "ok", self._worker.model
 
 
-def _log_failure(task: asyncio.Task[SyncReport]) -> None:
+def _log_failure(task: asyncio.Task[Any]) -> None:
     if not task.cancelled() and task.exception() is not None:
-        log.error("index rebuild failed", exc_info=task.exception())
+        log.error("%s failed", task.get_name(), exc_info=task.exception())

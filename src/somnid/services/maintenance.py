@@ -8,15 +8,18 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import logging
 from dataclasses import dataclass, field
 
-from somnid.errors import BrokenFile, NotFound
+from somnid.errors import BrokenFile, InvalidInput, NotFound
 from somnid.memory.clock import Clock, local_date
 from somnid.memory.entry import Entry, vitals_from_meta
 from somnid.memory.kinds import Kind
 from somnid.memory.lifecycle import decay, should_retire
 from somnid.services.memories import MemoryService
 from somnid.store import frontmatter
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +100,8 @@ class Maintenance:
             )
         except (BrokenFile, NotFound):
             return
+        except InvalidInput as exc:
+            return _skip(entry, report, exc)
         except asyncio.CancelledError:
             # Cut short (an agent starts): the write goes on to its end regardless
             # (MemoryService), so once it is in it counts like any other.
@@ -111,6 +116,8 @@ class Maintenance:
                 await self.memories.archive(entry.kind, entry.name, reason="retired")
             except (BrokenFile, NotFound):
                 return
+            except InvalidInput as exc:
+                return _skip(entry, report, exc)
             except asyncio.CancelledError:
                 await asyncio.shield(self.memories.drain())
                 if not await asyncio.shield(self.memories.exists(entry.kind, entry.name)):
@@ -132,4 +139,13 @@ class Maintenance:
             await self.memories.archive(entry.kind, entry.name, reason="expired")
         except (BrokenFile, NotFound):
             return
+        except InvalidInput as exc:
+            return _skip(entry, report, exc)
         report.expired_intentions.append(entry.name)
+
+
+def _skip(entry: Entry, report: DecayReport, why: InvalidInput) -> None:
+    """An entry the pass cannot write (its file would not read back as written): left as it
+    is and reported with the broken files; the pass goes on with the others."""
+    log.warning("upkeep left %s as it is: %s", entry.path, why.detail)
+    report.skipped.append(str(entry.path))

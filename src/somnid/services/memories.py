@@ -20,7 +20,7 @@ from pathlib import Path, PurePath
 from typing import Any
 
 from somnid.errors import InvalidInput, StorageError
-from somnid.memory.clock import Clock, to_datetime
+from somnid.memory.clock import Clock, parse_time, to_datetime
 from somnid.memory.entry import Entry, vitals_from_meta
 from somnid.memory.kinds import Kind, normalise_priority, normalise_salience
 from somnid.memory.lifecycle import initial_score, record_usage
@@ -56,11 +56,14 @@ class Page:
 
 
 def parse_due(value: object, tz: dt.tzinfo) -> dt.date:
-    """An intention's due date: an ISO date or date-time; anything else is refused."""
-    when = to_datetime(value, tz)
+    """An intention's due date: an ISO date or date-time, whole; anything else is refused."""
+    try:
+        when = parse_time(value) if isinstance(value, str) else to_datetime(value, tz)
+    except ValueError:
+        when = None
     if when is None:
-        raise InvalidInput(f"due must be an ISO date such as 2026-12-31, not {value!r}")
-    return when.astimezone(tz).date()
+        raise InvalidInput(f"due must be an ISO date such as 2026-12-31, not {str(value)[:64]!r}")
+    return (when if when.tzinfo else when.replace(tzinfo=tz)).astimezone(tz).date()
 
 
 def new_entry_meta(
@@ -178,6 +181,9 @@ class MemoryService:
                 except StorageError as exc:
                     self._missed[again] = was
                     log.warning("the index missed %s, to be told again: %s", again, exc.detail)
+                    break
+                except Exception:  # the write is done: it is not failed by what follows it
+                    log.exception("the index could not take %s; a sync will try again", again)
                     break
 
     @property

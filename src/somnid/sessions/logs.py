@@ -44,8 +44,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from somnid.config import CaptureSettings
-from somnid.errors import BrokenFile, Conflict, Unavailable
-from somnid.memory.clock import Clock
+from somnid.errors import BrokenFile, Conflict, InvalidInput, Unavailable
+from somnid.memory.clock import Clock, in_range
 from somnid.memory.scrub import scrub
 from somnid.sessions import parts, rewrite, transcript
 from somnid.sessions.archive import LOG_MOVES, archive_processed
@@ -290,6 +290,8 @@ class SessionLogs:
         is taken to be in it already), to the second."""
         if when is None:
             return None
+        if not in_range(when):
+            raise InvalidInput(f"timestamp {when.isoformat()} is outside the years somnid reads")
         if when.tzinfo is None:
             when = when.replace(tzinfo=self.clock.tz)
         return when.astimezone(self.clock.tz).replace(microsecond=0)

@@ -4,14 +4,24 @@ within the size limit)."""
 
 from __future__ import annotations
 
+import datetime as dt
+import math
 from typing import Any
 
 from somnid.errors import BrokenFile, InvalidInput
+from somnid.memory.clock import to_datetime
 from somnid.store import frontmatter
 from somnid.store.reader import MAX_FILE_BYTES
 
-# Keys a caller may not set through ``fields``: identity and history belong to somnid.
-PROTECTED_KEYS = frozenset({"name", "created"})
+# Keys a caller may not set through ``fields``: identity and history belong to somnid (the
+# archive's keys too: ``archived_from`` is the name a restore brings the entry back under).
+PROTECTED_KEYS = frozenset(
+    {"name", "created", "archived_at", "archive_reason", "archived_from", "restored_at"}
+)
+MAX_STABILITY = 10_000
+# Keys a caller may set only to what somnid itself would write (None removes one).
+_NUMBERS = {"score": (0.0, 1.0), "stability": (0.0, MAX_STABILITY)}
+_TIMES = frozenset({"last_used", "last_decay"})
 
 
 def render_entry(document: frontmatter.Document) -> bytes:
@@ -37,6 +47,7 @@ def check_fields(fields: dict[str, Any]) -> None:
             raise InvalidInput("front-matter keys must be non-empty strings")
         if key in PROTECTED_KEYS:
             raise InvalidInput(f"front-matter key {key!r} is managed by somnid and cannot be set")
+        _check_managed(key, fields[key])
     values, chars = _extent(fields)
     # Both are lower bounds of what rendering would make: a refusal here is one the reader
     # would give anyway, only without seconds of YAML rendering first.
@@ -48,6 +59,23 @@ def check_fields(fields: dict[str, Any]) -> None:
         raise InvalidInput(
             f"the fields take at least {chars} characters; front-matter holds at most "
             f"{frontmatter.MAX_FRONT_MATTER_CHARS}"
+        )
+
+
+def _check_managed(key: str, value: Any) -> None:
+    """A value of a key decay and recall read must be one they can read: a score within
+    0..1, a stability within 0..:data:`MAX_STABILITY`, a time somnid reads."""
+    if value is None:
+        return
+    if key in _NUMBERS:
+        low, high = _NUMBERS[key]
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        if not number or not math.isfinite(value) or not low <= value <= high:
+            raise InvalidInput(f"{key} must be a number from {low:g} to {high:g}, not {value!r}")
+    elif key in _TIMES and to_datetime(value, dt.UTC) is None:
+        raise InvalidInput(
+            f"{key} must be an ISO 8601 time such as 2026-10-03T12:00:00+00:00, "
+            f"not {str(value)[:64]!r}"
         )
 
 

@@ -37,12 +37,19 @@ def _yaml() -> YAML:
     yaml.width = 4096
     yaml.allow_duplicate_keys = False
     # Equal scalars (one timestamp written to three keys) must not become &anchors/*aliases:
-    # a person reading the file should see each value where it belongs.
+    # a person reading the file should see each value where it belongs. A scalar a person
+    # anchored (``&d hello`` … ``*d``) keeps its alias: written out twice, its anchor would
+    # be defined twice, which no reader takes.
     collections_only = yaml.representer.ignore_aliases
     yaml.representer.ignore_aliases = lambda data: (
-        not isinstance(data, dict | list) or collections_only(data)
+        (not isinstance(data, dict | list) and not _anchored(data)) or collections_only(data)
     )
     return yaml
+
+
+def _anchored(value: Any) -> bool:
+    anchor = getattr(value, "anchor", None)
+    return getattr(anchor, "value", None) is not None
 
 
 def parse(text: str, *, round_trip: bool = True) -> Document:

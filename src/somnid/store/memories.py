@@ -24,6 +24,7 @@ from somnid.errors import (
     BrokenFile,
     Conflict,
     InvalidInput,
+    InvalidName,
     NotFound,
     PreconditionFailed,
     StorageError,
@@ -31,7 +32,7 @@ from somnid.errors import (
 from somnid.memory.clock import Clock
 from somnid.memory.entry import Entry
 from somnid.memory.kinds import Kind
-from somnid.memory.names import check_name, slugify
+from somnid.memory.names import ARCHIVE_SUFFIX, check_name, slugify
 from somnid.store import frontmatter
 from somnid.store.atomic import fsync_dir, move_atomic, storage_error, write_atomic
 from somnid.store.fields import check_fields, render_entry
@@ -41,7 +42,6 @@ from somnid.store.safe import check_no_links, present, read_regular
 
 log = logging.getLogger(__name__)
 
-ARCHIVE_SUFFIX = "--"
 _OPTIMISTIC_ROUNDS = 3
 
 
@@ -60,9 +60,11 @@ class _Prepared:
 
 def _live_name(recorded: object, archived_name: str) -> str:
     """The name an archived entry had when live: recorded when archiving renamed it, else
-    its archived name less the ``--<n>`` a rename adds ("release--v2" stays itself)."""
+    its archived name less the ``--<n>`` a rename adds ("release--v2" stays itself). A
+    recorded name that is not a safe name (edited by hand) is not followed."""
     if isinstance(recorded, str) and recorded.strip():
-        return recorded.strip()
+        with contextlib.suppress(InvalidName):
+            return check_name(recorded.strip())
     stem, sep, number = archived_name.rpartition(ARCHIVE_SUFFIX)
     return stem if sep and stem and number.isdigit() else archived_name
 

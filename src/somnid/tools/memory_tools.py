@@ -106,6 +106,9 @@ class MemoryTools:
                 await self.memories.record_usage(entry.kind, entry.name)
             except (NotFound, BrokenFile):
                 continue
+            except InvalidInput as exc:  # the file as written back would not read: left as is
+                log.warning("a use of %s/%s was not noted: %s", entry.kind.value, entry.name, exc)
+                continue
             except StorageError as exc:
                 log.warning("a use of %s/%s was not noted: %s", entry.kind.value, entry.name, exc)
                 return

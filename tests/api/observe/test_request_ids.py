@@ -136,6 +136,7 @@ def test_an_unexpected_error_is_answered_with_its_id(lines: Lines) -> None:
         answer = client.get("/boom", headers={"X-Request-Id": "crash-1"})
     body = assert_problem(answer, 500, "internal_error")
     assert answer.headers["x-request-id"] == "crash-1" and "never" not in body
+    assert answer.headers["connection"] == "close"  # the server drops the socket after it
     logged = [line for line in lines.all() if line.get("request_id") == "crash-1"]
     assert {line["logger"] for line in logged} == {"somnid.api.errors", "somnid.access"}
     assert "RuntimeError: a bug" in next(a["exc"] for a in logged if "exc" in a)

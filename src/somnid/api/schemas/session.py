@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from somnid.api.schemas.common import Schema
+from somnid.memory.clock import parse_time
 from somnid.sessions.records import Appended, Closed, NoDream
 
 MAX_BATCH = 500
@@ -48,22 +49,11 @@ class MessageIn(Schema):
     @classmethod
     def _iso_8601(cls, value: str | None) -> str | None:
         if value is not None:
-            parse_timestamp(value)
+            parse_time(value)
         return value
 
     def moment(self) -> dt.datetime | None:
-        return parse_timestamp(self.timestamp) if self.timestamp is not None else None
-
-
-def parse_timestamp(value: str) -> dt.datetime:
-    """An ISO 8601 date-time (a bare date is midnight); ValueError says what is wrong."""
-    try:
-        when = dt.datetime.fromisoformat(value.strip())
-    except ValueError:
-        raise ValueError(
-            f"{value[:64]!r} is not an ISO 8601 time such as 2023-05-08T13:56:00+02:00"
-        ) from None
-    return when
+        return parse_time(self.timestamp) if self.timestamp is not None else None
 
 
 class MessagesIn(Schema):
@@ -94,11 +84,11 @@ class ToolCallIn(Schema):
     @classmethod
     def _iso_8601(cls, value: str | None) -> str | None:
         if value is not None:
-            parse_timestamp(value)
+            parse_time(value)
         return value
 
     def moment(self) -> dt.datetime | None:
-        return parse_timestamp(self.timestamp) if self.timestamp is not None else None
+        return parse_time(self.timestamp) if self.timestamp is not None else None
 
 
 class SkippedOut(Schema):

@@ -65,6 +65,7 @@ CREATE TABLE IF NOT EXISTS state (
 
 
 _SQLITE_READONLY = 8
+_SQLITE_IOERR = 10
 _SQLITE_FULL = 13
 
 
@@ -78,6 +79,8 @@ def _storage_error(exc: sqlite3.Error, path: Path) -> StorageError | None:
         return StorageError(f"no space left on the device holding {path}", code="disk_full")
     if code & 0xFF == _SQLITE_READONLY:
         return StorageError(f"the index is not writable: {path}", code="read_only")
+    if code & 0xFF == _SQLITE_IOERR:  # a file over its size limit, a failing disk
+        return StorageError(f"the index could not be written ({exc}): {path}")
     return None
 
 

@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from somnid.config import Settings
 from somnid.embed.base import Embedder
-from somnid.errors import IndexUnavailable, InvalidInput, SomnidError
+from somnid.errors import IndexUnavailable, InvalidInput, SomnidError, StorageError
 from somnid.memory.clock import Clock
 from somnid.memory.entry import Entry
 from somnid.memory.kinds import Kind
@@ -85,19 +85,15 @@ class IndexStatus:
 MODEL_FIRST_S = 10.0  # the longest start-up waits for a model at hand
 SETTLE_S = 0.5  # after start-up, before the watcher and the first sync begin
 HEAL_FIRST_S, HEAL_MAX_S = 0.2, 5.0  # retries of a full sync while the index is unreachable
+MISSED = (IndexUnavailable, StorageError)  # the index's server is away, or its disk full
 
 
 def open_index(settings: Settings, index_dir: Path) -> IndexBackend:
     """The index the settings name: the SQLite file in ``index_dir``, or PostgreSQL (its
     schema is made on first use, so a server that is down does not stop the daemon)."""
     recall = settings.recall
-    weights = (
-        recall.name_weight,
-        recall.description_weight,
-        recall.tags_weight,
-        recall.body_weight,
-        recall.context_weight,
-    )
+    weights: tuple[float, ...] = (recall.name_weight, recall.description_weight)
+    weights += (recall.tags_weight, recall.body_weight, recall.context_weight)
     config = settings.index
     if config.backend == "sqlite":
         return Index(index_dir / INDEX_FILE, weights)
@@ -200,7 +196,7 @@ class RecallSystem:
             log.warning("removed %d temp files left by an interrupted write", len(removed))
         try:
             await self.sync()  # reads every changed file: broken ones get reported on the way
-        except IndexUnavailable as exc:
+        except MISSED as exc:
             self._missed(exc)
         finally:
             self._worker.sync_done.set()
@@ -366,7 +362,7 @@ class RecallSystem:
         changed = True
         try:
             changed = await asyncio.to_thread(self._reconciler.path, path)
-        except IndexUnavailable as exc:
+        except MISSED as exc:
             self._missed(exc)
         if changed:
             self._worker.wake()
@@ -375,14 +371,14 @@ class RecallSystem:
         changed = True
         try:
             changed = await asyncio.to_thread(self._reconciler.folder, folder)
-        except IndexUnavailable as exc:
+        except MISSED as exc:
             self._missed(exc)
         if changed:
             self._worker.wake()
 
-    def _missed(self, exc: IndexUnavailable) -> None:
-        """The index missed a change (its server is down): the file is written, and a
-        full sync catches up once the server answers again."""
+    def _missed(self, exc: SomnidError) -> None:
+        """The index missed a change (its server is down, its disk full): the file is
+        written, and a full sync catches up once the index takes writes again."""
         if self.index_error is None:
             log.warning("the index missed a change, catching up when it is back: %s", exc)
         self.index_error = exc.detail
@@ -395,7 +391,7 @@ class RecallSystem:
             await asyncio.sleep(delay)
             try:
                 await self.sync()
-            except IndexUnavailable as exc:
+            except MISSED as exc:
                 self.index_error = exc.detail
                 delay = min(HEAL_MAX_S, delay * 2)
                 continue

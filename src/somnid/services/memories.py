@@ -183,7 +183,7 @@ class MemoryService:
                     log.warning("the index missed %s, to be told again: %s", again, exc.detail)
                     break
                 except Exception:  # the write is done: it is not failed by what follows it
-                    log.exception("the index could not take %s; a sync will try again", again)
+                    log.exception("the index could not take %s; the next sync takes it", again)
                     break
 
     @property

@@ -1290,6 +1290,8 @@ export interface components {
             storage: components["schemas"]["ComponentStatus"];
             /** @description unavailable while the index's server (PostgreSQL) cannot be reached: recall answers 503 index_unavailable, writes still land in the files and are indexed once it is back */
             index: components["schemas"]["IndexComponent"];
+            /** @description degraded while git refuses to commit (a stale .git/index.lock, a full disk): the writes are kept and committed once it takes them; off when history is */
+            history: components["schemas"]["ComponentStatus"];
             /** Pendinglogs */
             pendingLogs: number;
             /** Counts */
@@ -1360,9 +1362,10 @@ export interface components {
         IndexComponent: {
             /**
              * Status
+             * @description degraded: the index missed changes (its disk full, its server away a moment) and a sync is catching up; recall may miss what they wrote until then
              * @enum {string}
              */
-            status: "ok" | "unavailable";
+            status: "ok" | "degraded" | "unavailable";
             /**
              * Backend
              * @enum {string}

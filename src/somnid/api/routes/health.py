@@ -27,7 +27,10 @@ async def health(runtime: RuntimeDep, request: Request) -> HealthOut:
     storage, storage_detail = await runtime.status.storage()
     index = await runtime.status.index()
     degraded = status.broken or vector == "unavailable" or storage == "degraded"
-    degraded = degraded or not index.reachable
+    degraded = degraded or not index.reachable or index.error is not None
+    history = runtime.history.status()
+    behind = history.enabled and history.last_error is not None
+    degraded = degraded or behind
     layout = runtime.layout
     return HealthOut(
         status="degraded" if degraded else "ok",
@@ -39,11 +42,15 @@ async def health(runtime: RuntimeDep, request: Request) -> HealthOut:
         vector=ComponentStatus(status=vector, detail=vector_detail if full else None),
         storage=ComponentStatus(status=storage, detail=storage_detail if full else None),
         index=IndexComponent(
-            status="ok" if index.reachable else "unavailable",
+            status="unavailable" if not index.reachable else "degraded" if index.error else "ok",
             backend=index.backend,
             server_version=index.server_version if full else None,
             extension=index.extension if full else None,
             detail="; ".join(filter(None, (index.location, index.error))) if full else None,
+        ),
+        history=ComponentStatus(
+            status="degraded" if behind else "ok" if history.enabled else "off",
+            detail=(history.last_error or history.detail) if full else None,
         ),
         pending_logs=status.pending_logs,
         counts=status.counts,

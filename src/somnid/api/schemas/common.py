@@ -191,7 +191,10 @@ class ComponentStatus(Schema):
 
 
 class IndexComponent(Schema):
-    status: Literal["ok", "unavailable"]
+    status: Literal["ok", "degraded", "unavailable"] = Field(
+        description="degraded: the index missed changes (its disk full, its server away a "
+        "moment) and a sync is catching up; recall may miss what they wrote until then"
+    )
     backend: Literal["sqlite", "postgres"]
     server_version: str | None = Field(
         None, description="SQLite's library version, or the PostgreSQL server's; with the token"
@@ -222,6 +225,10 @@ class HealthOut(Schema):
         description="unavailable while the index's server (PostgreSQL) cannot be reached: "
         "recall answers 503 index_unavailable, writes still land in the files and are "
         "indexed once it is back"
+    )
+    history: ComponentStatus = Field(
+        description="degraded while git refuses to commit (a stale .git/index.lock, a full "
+        "disk): the writes are kept and committed once it takes them; off when history is"
     )
     pending_logs: int
     counts: dict[str, int]

@@ -3,17 +3,16 @@ acknowledged, and never on the event loop.
 
 - A write through the services is announced (``entry_changed``, a MemoryService listener)
   with the actor of the request or tool that made it; writes of one actor within the batch
-  window become one commit.
+  window become one commit. A commit git refuses (a stale lock, a full disk) is kept as
+  those writes and tried again.
 - A write with no actor while a dream runs is the dream's: held until the dream's journal
   is written (``dream_finished``), then one commit with a ``Dream-Id`` trailer.
 - A change the watcher reports (``follow``) that no write explains is a hand edit: its own
   commit, of the files that parse (a broken or half-saved file waits for its fix).
-- At start, whatever changed while somnid was down (or was not yet committed when it was
-  killed) is committed first.
-- What the index would not read stays out of history too: a path that is not a regular
-  file (a FIFO, a socket, a link) or is larger than the index reads (8 MB) is never staged,
-  said once in the log. A FIFO where a tracked file was made every commit fail; a 1 GB
-  file would be hashed into every commit.
+- At start, what changed while somnid was down (or was left uncommitted) comes first.
+- What the index would not read stays out of history: a path that is no regular file (a
+  FIFO, a link) or is over 8 MB is never staged, said once in the log (a FIFO made every
+  commit fail; a 1 GB file was hashed into every commit).
 
 Git runs in a worker thread, one operation at a time (``lock``), in arrival order.
 """
@@ -53,6 +52,7 @@ SOMNID = Actor("somnid", "somnid")
 START_SWEEP_S = 2.0
 POLL_S = 0.05  # how often a read that must not wait on a purge looks again
 MIN_SPARE_FDS = 24  # a git child and its pipes, with room for the server to accept
+RETRY_S = 5.0  # after a commit git refused (a stale index.lock, a full disk)
 
 
 class WatcherLike(Protocol):
@@ -209,10 +209,14 @@ class Committer:
             hand, self._hand = self._hand, False
             held = set(self._dream)
             if items or hand:
-                done = await asyncio.to_thread(self._commit, items, hand, held, wait)
-                if not done:  # a purge took git meanwhile: back in the queue, in order
-                    self._queue[:0] = items
-                    self._hand = self._hand or hand
+                done = False
+                try:
+                    done = await asyncio.to_thread(self._commit, items, hand, held, wait)
+                finally:  # not done: a purge took git, or git refused (a lock, a full disk):
+                    if not done:  # kept, in order, as the writes they are (not hand edits)
+                        self._queue[:0] = items
+                        self._hand = self._hand or hand
+                if not done:
                     self._wake.set()
                 elif self._hand_deferred:  # a write was under way: hand edits next time
                     self._hand_deferred = False
@@ -224,8 +228,7 @@ class Committer:
             await self._commit_start()
         finally:
             self._caught_up.set()
-        # Hand edits made before the watcher runs (it starts after the index settles) are
-        # seen by one sweep a moment later.
+        # Hand edits made before the watcher runs (after the index settles): one sweep later.
         asyncio.get_running_loop().call_later(START_SWEEP_S, self.hand_edited)
         while True:
             await self._wake.wait()
@@ -237,9 +240,10 @@ class Committer:
             self._wake.clear()
             try:
                 await self.flush()
-            except Exception as exc:  # never take the daemon down; the next commit retries
+            except Exception as exc:  # never take the daemon down; tried again shortly
                 self.last_error = str(exc)
                 log.warning("history: could not commit: %s", exc)
+                asyncio.get_running_loop().call_later(RETRY_S, self._wake.set)
 
     async def _commit_start(self) -> None:
         """Commit what changed while somnid was down. What was written since start is left
@@ -291,11 +295,8 @@ class Committer:
         """The loose changes as hand edits, unless a write of somnid's own was under way
         meanwhile: its file may be on disk before its announcement, and would be taken for
         a hand edit. Then the sweep waits for the next commit (caller holds the lock)."""
-        begun = self.memories.writes_begun
-        if self.memories.writing:
-            self._hand_deferred = True
-            return
-        if not self._commit_loose(HAND, "Hand edit", held, self._quiet(begun)):
+        quiet = self._quiet(self.memories.writes_begun)
+        if self.memories.writing or not self._commit_loose(HAND, "Hand edit", held, quiet):
             self._hand_deferred = True
 
     def _commit_loose(
@@ -340,11 +341,8 @@ class Committer:
             if stat.S_ISREG(info.st_mode) and info.st_size <= MAX_FILE_BYTES:
                 self._said.discard(rel)
                 return False
-            why = (
-                "not a regular file"
-                if not stat.S_ISREG(info.st_mode)
-                else f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MB"
-            )
+            big = f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MB"
+            why = big if stat.S_ISREG(info.st_mode) else "not a regular file"
         if rel not in self._said:
             self._said.add(rel)
             log.warning("history: leaving %s out: %s", rel, why)

@@ -142,6 +142,15 @@ class Git:
     def has_head(self) -> bool:
         return self.call("rev-parse", "--verify", "-q", "HEAD").returncode == 0
 
+    def check_attached(self) -> None:
+        """Refuse to go on while HEAD is detached (``git checkout <commit>`` in the data dir):
+        what somnid committed there would vanish from the tree at the next checkout of main."""
+        if self.call("symbolic-ref", "-q", "HEAD").returncode != 0:
+            raise GitError(
+                "HEAD is detached (a git checkout of a commit in the data dir): somnid commits "
+                f"only onto its branch; run `git checkout {BRANCH}` there"
+            )
+
     def open(self) -> None:
         """Create the repository if needed, and clear what a killed git left: a stale
         ``index.lock`` or ref lock (the data-dir lock says no other somnid runs here)."""
@@ -151,7 +160,13 @@ class Git:
             self.run("config", "gc.auto", "0")  # somnid decides when to gc (after a purge)
         self._remove_stale_locks()
         ignore = self.root / ".gitignore"
-        if not ignore.is_file() or ignore.read_text("utf-8") != GITIGNORE:
+        before = ignore.read_bytes() if ignore.is_file() else None
+        if before != GITIGNORE.encode("utf-8"):
+            if before is not None and not before.startswith(GITIGNORE.encode("utf-8")[:40]):
+                # Not somnid's (an older somnid's is replaced): a person wrote it; kept.
+                kept = self.root / ".gitignore.before-somnid"
+                write_atomic(kept, before)
+                log.warning("history: the data dir's own .gitignore is kept as %s", kept.name)
             write_atomic(ignore, GITIGNORE.encode("utf-8"))
 
     def _remove_stale_locks(self) -> None:

@@ -7,6 +7,7 @@ from a worker thread.
 from __future__ import annotations
 
 import re
+import secrets
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
@@ -16,7 +17,16 @@ from somnid.store.layout import DREAM_ID, Layout
 
 _COMMIT = re.compile(r"^[0-9a-fA-F]{4,40}$")
 _TRAILER = re.compile(r"^([A-Za-z-]+): (.*)$")
-_FORMAT = "--format=%x1e%H%x1f%P%x1f%an%x1f%ae%x1f%aI%x1f%B%x1f"
+_FIELDS = ("%H", "%P", "%an", "%ae", "%aI", "%B")
+
+
+def _format() -> tuple[str, str, str]:
+    """``git log``'s format and its record and field separators. They hold a fresh random
+    mark: a commit's text may hold any byte (a hand commit, one that came by sync), and
+    a fixed separator in it split the record wrongly (a 500 on every history read)."""
+    mark = secrets.token_hex(8)
+    record, field = f"\x1e{mark}\x1e", f"\x1f{mark}\x1f"
+    return f"--format={record}{field.join(_FIELDS)}{field}", record, field
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,12 +95,22 @@ def change_of(layout: Layout, status: str, path: str) -> Change:
     return Change(path, state, kind.value, name, archived)
 
 
-def _parse(layout: Layout, out: str) -> list[Commit]:
+def _source(email: str) -> str:
+    """Who made a commit: somnid's authors are ``<source>@somnid``; anyone else is a
+    person (``hand``), whose address is not shown."""
+    source, _, domain = email.partition("@")
+    return source if domain == "somnid" else "hand"
+
+
+def _log(git: Git, layout: Layout, *args: str) -> list[Commit]:
+    """``git log`` with ``args``, read into commits."""
+    form, record, field = _format()
+    out = git.text("log", form, *args)
     commits: list[Commit] = []
-    for record in out.split("\x1e")[1:]:
-        sha, parents, author, email, date, message, files = record.split("\x1f", 6)
+    for text in out.split(record)[1:]:
+        sha, parents, author, email, date, message, files = text.split(field, 6)
         trailers: dict[str, str] = {}
-        for line in message.strip().splitlines()[1:]:
+        for line in message.strip().split("\n")[1:]:
             match = _TRAILER.match(line.strip())
             if match:
                 trailers[match.group(1)] = match.group(2).strip()
@@ -104,9 +124,9 @@ def _parse(layout: Layout, out: str) -> list[Commit]:
                 id=sha,
                 parent=parents.split()[0] if parents.strip() else None,
                 author=author,
-                source=email.partition("@")[0],
+                source=_source(email),
                 date=date,
-                subject=message.strip().splitlines()[0] if message.strip() else "",
+                subject=message.strip().split("\n")[0] if message.strip() else "",
                 message=message.strip(),
                 trailers=trailers,
                 changes=changes,
@@ -133,18 +153,17 @@ def commits(
     wanted = ([path] if path else []) + (paths or [])
     where = ["--", *wanted] if wanted else []
     full = ["--full-diff"] if wanted else []  # a commit's changes are all of them, always
-    out = git.text(
-        "log", _FORMAT, "--name-status", *full, "--no-renames", f"--skip={offset}",
+    found = _log(
+        git, layout, "--name-status", *full, "--no-renames", f"--skip={offset}",
         f"--max-count={limit}", *select, "HEAD", *where,
     )  # fmt: skip
     total = int(git.text("rev-list", "--count", *select, "HEAD", *where).strip() or 0)
-    return _parse(layout, out), total
+    return found, total
 
 
 def commit(git: Git, layout: Layout, commit_id: str) -> Commit:
     sha = resolve(git, commit_id)
-    out = git.text("log", _FORMAT, "--name-status", "--no-renames", "-1", sha)
-    return _parse(layout, out)[0]
+    return _log(git, layout, "--name-status", "--no-renames", "-1", sha)[0]
 
 
 def diffs(

@@ -31,6 +31,7 @@ def commit_paths_only(
     # message goes as an argument (a listing of five labels and the trailers: far below the
     # 128 KB an argument may hold).
     paths = ["--pathspec-from-file=-", "--pathspec-file-nul"]
+    git.check_attached()
     _add(git, specs, env)
     if tops:
         specs = _known(git, specs, env)

@@ -257,6 +257,7 @@ class SyncService:
 
     def _round_blocking(self, remote: Remote, committer: Committer, changed: list[str]) -> None:
         with committer.lock:
+            committer.git.check_attached()  # the branch is what is shared, never a detached HEAD
             purges.record_local(committer, self.machine, self._since)
         for _ in range(PUSH_ROUNDS):
             theirs = remote.fetch()

@@ -1,0 +1,103 @@
+"""git refusing to commit (a stale index.lock, a full disk) and odd commit text: the writes
+stay the writes they are, health says history is behind, and history reads never 500."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from somnid.memory.clock import ManualClock
+from tests.api.problems import assert_problem
+from tests.history.helpers import git, history_client, subjects, wait_for
+
+
+@pytest.fixture
+def client(data_dir: Path, clock: ManualClock) -> Iterator[TestClient]:
+    with history_client(data_dir, clock, 0.2) as test_client:
+        yield test_client
+
+
+def _take(lock: Path) -> bool:
+    """Hold git's index lock as another git would: only when no git of somnid's holds it
+    (writing over a lock git holds would break the index it is writing)."""
+    try:
+        os.close(os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        return False
+    return True
+
+
+def test_a_write_git_refused_is_committed_as_itself_once_it_takes_it(
+    client: TestClient, data_dir: Path
+) -> None:
+    wait_for(lambda: bool(subjects(data_dir)))  # the start's commit is made
+    lock = data_dir / ".git" / "index.lock"
+    wait_for(lambda: _take(lock))  # another git, or one that was killed, holds the index
+    made = client.post("/v1/memories/knowledge", json={"name": "under-lock", "description": "d"})
+    assert made.status_code == 201, made.text
+    wait_for(lambda: client.get("/v1/health").json()["history"]["status"] == "degraded")
+    health = client.get("/v1/health").json()
+    assert health["status"] == "degraded" and "index.lock" in health["history"]["detail"]
+    # A listing commits what is pending first: it cannot, and says so rather than leave it out.
+    assert_problem(client.get("/v1/history"), 503, "history_error")
+    lock.unlink()
+    wait_for(lambda: client.get("/v1/health").json()["history"]["status"] == "ok")
+    items = client.get("/v1/history").json()["items"]
+    changed = [c for c in items if any(ch["name"] == "under-lock" for ch in c["changes"])]
+    assert [c["source"] for c in changed] == ["api"]
+    assert not [s for s in subjects(data_dir) if s.startswith("Hand edit")]
+
+
+def test_odd_bytes_in_a_commit_message_do_not_break_history(
+    client: TestClient, data_dir: Path
+) -> None:
+    made = client.post("/v1/memories/knowledge", json={"name": "k", "description": "one"})
+    assert made.status_code == 201, made.text
+    assert client.get("/v1/history").status_code == 200  # committed
+    path = data_dir / made.json()["path"]
+    path.write_text(path.read_text().replace("one", "two"))
+    git(data_dir, "add", "memory")
+    subprocess.run(
+        ["git", "-C", str(data_dir), "-c", "user.name=Ann", "-c", "user.email=ann@example.org",
+         "commit", "-q", "-m", "evil\x1esplit\x1ffield message"],
+        check=True,
+    )  # fmt: skip
+    listed = client.get("/v1/history")
+    assert listed.status_code == 200, listed.text
+    newest = listed.json()["items"][0]
+    assert newest["subject"] == "evil\x1esplit\x1ffield message"
+    assert newest["source"] == "hand" and newest["author"] == "Ann"
+    entry = client.get("/v1/history/entries/knowledge/k")
+    assert entry.status_code == 200, entry.text
+
+
+def test_a_gitignore_a_person_wrote_is_kept_beside_somnid_s(
+    data_dir: Path, clock: ManualClock
+) -> None:
+    data_dir.mkdir(parents=True)
+    (data_dir / ".gitignore").write_text("node_modules/\n")
+    with history_client(data_dir, clock, 0.2) as client:
+        assert client.get("/v1/health").status_code == 200
+    assert (data_dir / ".gitignore.before-somnid").read_text() == "node_modules/\n"
+    assert (data_dir / ".gitignore").read_text().startswith("# somnid keeps the history")
+
+
+def test_nothing_is_committed_onto_a_detached_head(client: TestClient, data_dir: Path) -> None:
+    wait_for(lambda: bool(subjects(data_dir)))
+    made = client.post("/v1/memories/knowledge", json={"name": "before", "description": "d"})
+    assert made.status_code == 201, made.text
+    assert client.get("/v1/history").status_code == 200  # committed on main
+    git(data_dir, "checkout", "-q", "--detach")
+    made = client.post("/v1/memories/knowledge", json={"name": "detached", "description": "d"})
+    assert made.status_code == 201, made.text
+    wait_for(lambda: client.get("/v1/health").json()["history"]["status"] == "degraded")
+    assert "detached" in client.get("/v1/health").json()["history"]["detail"]
+    git(data_dir, "checkout", "-q", "main")
+    wait_for(lambda: client.get("/v1/health").json()["history"]["status"] == "ok")
+    assert "knowledge/detached" in git(data_dir, "log", "-1", "--name-only", "--format=", "main")
+    assert (data_dir / made.json()["path"]).is_file()

@@ -20,6 +20,9 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from somnid.dream.quiet import QuietWindow
+from somnid.errors import InvalidInput
+from somnid.memory.clock import resolve_timezone
 from somnid.memory.scrub import check_patterns
 
 DEFAULT_PORT = 7373
@@ -93,12 +96,15 @@ class OpenAISettings(_Section):
     api_key_env: str = "OPENAI_API_KEY"
 
 
+YEAR_MS = 366 * 24 * 60 * 60 * 1000  # the longest wait a schedule takes: a time, not a count
+
+
 class DreamSettings(_Section):
     """Consolidation while asleep (the original's ``dream.*``)."""
 
     enabled: bool = True
-    idle_ms: int = Field(15 * 60 * 1000, ge=0)
-    max_interval_ms: int = Field(6 * 60 * 60 * 1000, ge=0)
+    idle_ms: int = Field(15 * 60 * 1000, ge=0, le=YEAR_MS)
+    max_interval_ms: int = Field(6 * 60 * 60 * 1000, ge=0, le=YEAR_MS)
     min_pending_logs: int = Field(1, ge=0)
     llm: Literal["bridge", "callback", "openai", "off"] = "bridge"
     mode: Literal["pipeline", "agentic"] = "pipeline"
@@ -114,14 +120,24 @@ class DreamSettings(_Section):
     max_iterations: int = Field(60, ge=1, le=1000)
     max_logs: int = Field(5, ge=1, le=100)
     token_budget: int = Field(200_000, ge=1000)
-    request_timeout_s: float = Field(120.0, gt=0)
-    request_timeout_per_1k_tokens_s: float = Field(300.0, ge=0)
+    request_timeout_s: float = Field(120.0, gt=0, le=86_400)
+    request_timeout_per_1k_tokens_s: float = Field(300.0, ge=0, le=86_400)
     """Pipeline requests wait this long per thousand tokens (prompt and answer cap), and
     never less than ``request_timeout_s``: a long window on a slow machine is not lost to
     a timeout meant for a short one."""
     callback_url: str | None = None
     openai: OpenAISettings = OpenAISettings()
     quiet_windows: list[str] = Field(default_factory=list)
+
+    @field_validator("quiet_windows", mode="after")
+    @classmethod
+    def _check_windows(cls, values: list[str]) -> list[str]:
+        for value in values:
+            try:
+                QuietWindow.parse(value)
+            except InvalidInput as exc:
+                raise ValueError(exc.detail) from None
+        return values
 
 
 class EmbedSettings(_Section):
@@ -148,11 +164,11 @@ class RecallSettings(_Section):
     cos_span: float = Field(0.12, gt=0.0, le=2.0)
     link_spread: float = Field(0.6, ge=0.0, le=1.0)
     candidates: int = Field(60, ge=5, le=2000)
-    name_weight: float = Field(3.0, ge=0.0)
-    description_weight: float = Field(2.0, ge=0.0)
-    tags_weight: float = Field(2.0, ge=0.0)
-    body_weight: float = Field(1.0, ge=0.0)
-    context_weight: float = Field(0.5, ge=0.0)
+    name_weight: float = Field(3.0, ge=0.0, le=100.0)
+    description_weight: float = Field(2.0, ge=0.0, le=100.0)
+    tags_weight: float = Field(2.0, ge=0.0, le=100.0)
+    body_weight: float = Field(1.0, ge=0.0, le=100.0)
+    context_weight: float = Field(0.5, ge=0.0, le=100.0)
     fusion: Literal["minmax", "rrf", "calibrated"] = "minmax"
     rrf_k: int = Field(60, ge=1, le=1000)
     time_boost: float = Field(0.4, ge=0.0, le=10.0)
@@ -266,10 +282,32 @@ class Settings(BaseSettings):
     history: HistorySettings = HistorySettings()
     sync: SyncSettings = SyncSettings()
 
+    @field_validator("data_dir", mode="before")
+    @classmethod
+    def _named_data_dir(cls, value: object) -> object:
+        # An empty value (SOMNID_DATA_DIR= from an unset variable) would be the folder
+        # somnid happens to start in: its files re-moded, its git repo taken over.
+        if isinstance(value, str) and not value.strip():
+            raise ValueError("data_dir is empty: name a folder (or leave it out for the default)")
+        return value
+
     @field_validator("data_dir", mode="after")
     @classmethod
     def _expand_data_dir(cls, value: Path) -> Path:
         return value.expanduser()
+
+    @field_validator("timezone", mode="after")
+    @classmethod
+    def _check_timezone(cls, value: str) -> str:
+        resolve_timezone(value)  # ValueError: unknown time zone
+        return value
+
+    @field_validator("token", mode="after")
+    @classmethod
+    def _check_token(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and not value.get_secret_value().strip():
+            raise ValueError("token is empty: set one, or leave it out for a generated one")
+        return value
 
     @field_validator("allowed_origins", mode="after")
     @classmethod
@@ -345,10 +383,10 @@ def explain(
         found: Any = document
         for key in keys:
             found = found.get(key) if isinstance(found, dict) else None
-        if variable in os.environ:
-            where = f"{variable}={os.environ[variable]!r}"
-        elif keys and keys[0] in overrides:
+        if keys and keys[0] in overrides:  # the command line wins over the environment
             where = f"{dotted} = {overrides[keys[0]]!r} (command line)"
+        elif variable in os.environ:
+            where = f"{variable}={os.environ[variable]!r}"
         elif path is not None and found is not None:
             where = f"{path}: {dotted} = {found!r}"
         else:

@@ -42,6 +42,8 @@ def read_token_file(path: Path) -> str | None:
         return None
     except OSError as exc:
         raise StorageError(f"cannot read the token file {path}: {exc.strerror}") from exc
+    except UnicodeDecodeError:
+        raise StorageError(f"the token file {path} is not text: fix it or move it away") from None
     return text or None
 
 

@@ -108,3 +108,17 @@ def test_token_is_created_when_missing_and_rotated_on_demand(data_dir: Path) -> 
 
     configured = somnid(offline_env(data_dir, SOMNID_TOKEN="from-config"), "token", "--rotate")
     assert configured.returncode == 1 and "set in the configuration" in configured.stderr
+
+
+def test_a_path_that_cannot_be_used_is_one_line_not_a_traceback(tmp_path: Path) -> None:
+    env = cli_env(tmp_path / "data", free_port())
+    done = somnid(env, "openapi", "--out", str(tmp_path / "no-such-folder" / "api.json"))
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert (
+        done.stderr.strip()
+        == f"somnid: No such file or directory: {tmp_path}/no-such-folder/api.json"
+    )
+    afile = tmp_path / "a-file"
+    afile.write_text("x\n")
+    doctor = somnid(env, "doctor", "--data-dir", str(afile))
+    assert "Traceback" not in doctor.stderr + doctor.stdout, doctor.stderr

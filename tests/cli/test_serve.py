@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -118,3 +119,55 @@ def test_a_bad_config_value_names_the_file_and_the_key(tmp_path: Path) -> None:
 
     from_env = somnid({**env, "SOMNID_RECALL__RRF_K": "many"}, "status")
     _one_line_error(from_env, 2, "SOMNID_RECALL__RRF_K='many': Input should be a valid integer")
+
+
+def test_an_empty_data_dir_is_refused_not_taken_for_the_current_folder(tmp_path: Path) -> None:
+    here = tmp_path / "project"
+    here.mkdir()
+    env = cli_env(tmp_path / "data", free_port())
+    from_env = subprocess.run(
+        [sys.executable, "-m", "somnid", "serve"], env={**env, "SOMNID_DATA_DIR": ""}, cwd=here,
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    _one_line_error(from_env, 2, "SOMNID_DATA_DIR='': data_dir is empty")
+    from_flag = subprocess.run(
+        [sys.executable, "-m", "somnid", "serve", "--data-dir", ""], env=env, cwd=here,
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert from_flag.returncode == 2 and "--data-dir: empty" in from_flag.stderr
+    assert list(here.iterdir()) == []  # nothing made, nothing re-moded
+
+
+@pytest.mark.parametrize(
+    ("extra", "says"),
+    [
+        ({"SOMNID_TIMEZONE": "Mars/Olympus"}, "SOMNID_TIMEZONE='Mars/Olympus': unknown time zone"),
+        ({"SOMNID_DREAM__QUIET_WINDOWS": '["garbage"]'}, "quiet window 'garbage' is not like"),
+        ({"SOMNID_TOKEN": " "}, "SOMNID_TOKEN"),
+        ({"SOMNID_DREAM__IDLE_MS": "1000000000000000"}, "SOMNID_DREAM__IDLE_MS="),
+    ],
+)
+def test_settings_that_would_fail_at_start_are_one_line_and_exit_2(
+    tmp_path: Path, extra: dict[str, str], says: str
+) -> None:
+    done = somnid(cli_env(tmp_path / "data", free_port(), **extra), "serve")
+    _one_line_error(done, 2, says)
+
+
+def test_what_a_person_left_in_the_data_dir_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "index").write_text("x\n")
+    _one_line_error(somnid(cli_env(data, free_port()), "serve"), 2, "index is a file where")
+    (data / "index").unlink()
+    (data / "token").mkdir()
+    _one_line_error(somnid(cli_env(data, free_port()), "serve"), 2, "token is not a file")
+    (data / "token").rmdir()
+    (data / "token").write_bytes(b"\xff\xfe")
+    _one_line_error(somnid(cli_env(data, free_port()), "serve"), 2, "is not text")
+
+
+def test_a_bad_flag_is_blamed_on_the_flag_not_on_the_environment(tmp_path: Path) -> None:
+    env = cli_env(tmp_path / "data", free_port())
+    done = somnid(env, "status", "--port", "99999")
+    _one_line_error(done, 2, "port = 99999 (command line)")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from somnid.config import Settings
-from somnid.dream.schedule import QuietWindow
+from somnid.dream.quiet import QuietWindow
 from somnid.errors import InvalidInput
 from somnid.memory.clock import ManualClock
 from somnid.runtime import Runtime

@@ -46,13 +46,20 @@ _COMMANDS = (
 )  # fmt: skip
 
 
+def _folder(text: str) -> Path:
+    """A folder named on the command line; an empty name would be the current folder."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("empty: name a folder (or leave it out)")
+    return Path(text)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="somnid", description="A memory daemon for LLM agents.")
     parser.add_argument("--version", action="version", version=f"somnid {__version__}")
     parser.add_argument("--config", type=Path, help="TOML config file (default: XDG config dir)")
     # Where the data and the daemon are: every command takes these, after its name.
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--data-dir", type=Path, help="the data dir (default: XDG data dir)")
+    common.add_argument("--data-dir", type=_folder, help="the data dir (default: XDG data dir)")
     common.add_argument("--host", help="the daemon's address (default 127.0.0.1)")
     common.add_argument("--port", type=int, help="the daemon's port (default 7373)")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -104,4 +111,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # `somnid recall --json x | head`: the reader has had enough
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_FAILED
+    except OSError as exc:  # a path given that is no folder, a file that cannot be written
+        where = f": {exc.filename}" if exc.filename else ""
+        print(f"somnid: {exc.strerror or exc}{where}", file=sys.stderr)
+        return EXIT_FAILED
+    except UnicodeError:  # an argument that is not text (bytes no encoding reads)
+        print("somnid: an argument is not valid text in this locale", file=sys.stderr)
+        return EXIT_USAGE
     return code

@@ -6,9 +6,13 @@ import argparse
 import faulthandler
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from somnid.cli._common import EXIT_LOCKED, EXIT_USAGE, CliError
 from somnid.config import Settings
+
+if TYPE_CHECKING:
+    from somnid.store.layout import Layout
 
 
 def add_parser(
@@ -37,7 +41,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         raise CliError(exc.detail, EXIT_USAGE) from None
     logs.configure(settings.log_level, settings.log_format)
     faulthandler.enable()  # a crash in native code still leaves a Python stack in the log
-    problem = data_dir_problem(settings.data_dir)
+    problem = data_dir_problem(settings.data_dir) or layout_problem(Layout(settings.data_dir))
     if problem is not None:
         raise CliError(problem, EXIT_USAGE)
     # The model loads while the daemon's modules are imported (~0.5 s off every start).
@@ -77,3 +81,24 @@ def data_dir_problem(data_dir: Path) -> str | None:
 
 def _why(exc: OSError) -> str:
     return exc.strerror or str(exc)
+
+
+def layout_problem(layout: Layout) -> str | None:
+    """Why somnid cannot start over what a person left in the data dir (a file where it
+    keeps a folder, a token file that is not one line of text), in one line; else None."""
+    from somnid.security import token_path
+
+    for folder in (layout.memory_dir, layout.skills_dir, layout.index_dir, layout.models_dir):
+        if folder.exists() and not folder.is_dir():
+            return f"{folder} is a file where somnid keeps a folder: move it away"
+    token = token_path(layout.root)
+    if token.exists() or token.is_symlink():
+        if token.is_symlink() or not token.is_file():
+            return f"{token} is not a file: move it away (somnid makes a new token)"
+        try:
+            token.read_text(encoding="utf-8")
+        except OSError as exc:
+            return f"cannot read the token file {token}: {_why(exc)}; fix it or move it away"
+        except UnicodeDecodeError:
+            return f"the token file {token} is not text: fix it or move it away"
+    return None

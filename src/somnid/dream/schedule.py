@@ -12,51 +12,19 @@ waits another ``idle_ms``. An agent turning ``running`` cancels the dream at onc
 from __future__ import annotations
 
 import datetime as dt
-import re
 from dataclasses import dataclass
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from somnid.config import DreamSettings
+from somnid.dream.quiet import QuietWindow
 from somnid.dream.service import Dreamer
-from somnid.errors import InvalidInput
 from somnid.memory.clock import Clock
 from somnid.sessions.service import SessionService
 
 JOB_ID = "dream-tick"
 TICK_SECONDS = 15
 REPORT_TTL = dt.timedelta(minutes=30)
-_WINDOW = re.compile(r"^\s*(\d{1,2}):(\d{2})\s*-\s*(\d{1,2}):(\d{2})(?:\s+(\S+))?\s*$")
-
-
-@dataclass(frozen=True, slots=True)
-class QuietWindow:
-    start: dt.time
-    end: dt.time
-    zone: dt.tzinfo | None
-
-    @classmethod
-    def parse(cls, text: str) -> QuietWindow:
-        """``"09:00-18:00 Asia/Shanghai"``; without a zone, the daemon's zone. May wrap
-        midnight (``"22:00-07:00"``)."""
-        match = _WINDOW.match(text)
-        if not match:
-            raise InvalidInput(f"quiet window {text!r} is not like '09:00-18:00 Asia/Shanghai'")
-        h1, m1, h2, m2, zone = match.groups()
-        try:
-            start, end = dt.time(int(h1), int(m1)), dt.time(int(h2), int(m2))
-            tz = ZoneInfo(zone) if zone else None
-        except (ValueError, ZoneInfoNotFoundError) as exc:
-            raise InvalidInput(f"quiet window {text!r}: {exc}") from None
-        return cls(start, end, tz)
-
-    def contains(self, when: dt.datetime) -> bool:
-        local = when.astimezone(self.zone) if self.zone else when
-        now = local.time().replace(tzinfo=None)
-        if self.start <= self.end:
-            return self.start <= now < self.end
-        return now >= self.start or now < self.end
 
 
 @dataclass(slots=True)

@@ -73,6 +73,27 @@ def test_a_log_replaced_in_place_is_left_alone(layout: Layout) -> None:
     assert path.read_text() == processed  # closing does not touch it either
 
 
+@pytest.mark.parametrize("rewritten", ["---\nsession_id: bro", "---\nedited: by hand\n---\n"])
+def test_a_log_rewritten_in_place_keeping_its_inode_is_left_alone(
+    layout: Layout, rewritten: str
+) -> None:
+    """An editor that saves in place, or ``>``: the same inode, other bytes. Appended to,
+    the next turn was glued onto a front-matter cut short and could not be read."""
+    logs = open_logs(layout)
+    path = layout.root / str(logs.append_messages("s", said("first")).path)
+    with path.open("r+") as handle:  # in place: the inode stays
+        handle.truncate(0)
+        handle.write(rewritten)
+
+    nxt = logs.append_messages("s", said("second"))
+    assert nxt.path is not None and nxt.path.name == "2026-10-03_002.md"
+    assert path.read_text() == rewritten
+    turns = session_turns(layout, "s", dt.UTC)
+    assert [turn.text for turn in turns][-1] == "second"
+    logs.close("s")
+    assert path.read_text() == rewritten
+
+
 def test_pending_logs_oldest_first_with_their_open_state(layout: Layout) -> None:
     logs = open_logs(layout)
     layout.session_log_dir.mkdir(parents=True)

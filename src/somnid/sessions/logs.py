@@ -354,6 +354,7 @@ class SessionLogs:
                 fd = parts.must_reopen(current)
                 size = os.fstat(fd).st_size
             append_durably(fd, data, size, current.path)
+            current.size = size + len(data)
         finally:
             if fd >= 0:
                 os.close(fd)
@@ -403,6 +404,7 @@ class SessionLogs:
             path,
             part=after.part + 1 if after else 1,
             file_id=(stat.st_dev, stat.st_ino),
+            size=stat.st_size,
             user=user or DEFAULT_USER,
             chat_type=chat_type,
             total=after.total if after else 0,

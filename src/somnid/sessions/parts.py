@@ -20,7 +20,8 @@ from somnid.store.safe import open_append
 @dataclass(slots=True)
 class OpenLog:
     """The writer state of one session: the part it appends to, and how to know it is
-    still the file it created (``file_id`` = device, inode)."""
+    still the file it wrote (``file_id`` = device, inode; ``size`` after its last write: a
+    file rewritten in place by someone else keeps its inode, not its size)."""
 
     path: Path
     part: int
@@ -29,6 +30,11 @@ class OpenLog:
     chat_type: str | None
     count: int = 0
     total: int = 0
+    size: int = 0
+
+    def own(self, info: os.stat_result) -> None:
+        """The file as somnid just wrote it is the one to append to."""
+        self.file_id, self.size = (info.st_dev, info.st_ino), info.st_size
 
     @property
     def stem(self) -> str:
@@ -51,7 +57,7 @@ def reopen(current: OpenLog) -> int | None:
     except OSError as exc:
         raise storage_error(exc, current.path) from exc
     stat = os.fstat(fd)
-    if (stat.st_dev, stat.st_ino) != current.file_id:
+    if (stat.st_dev, stat.st_ino) != current.file_id or stat.st_size != current.size:
         os.close(fd)
         return None
     return fd
@@ -91,6 +97,5 @@ def mark_open(root: Path, current: OpenLog) -> bool:
     if wants_dream(doc.meta):
         rewrite.set_before(doc.meta, "status", {"dream": False})
         rewrite.save(current.path, doc)
-        stat = current.path.stat()
-        current.file_id = (stat.st_dev, stat.st_ino)
+        current.own(current.path.stat())
     return True

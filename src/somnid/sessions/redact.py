@@ -98,8 +98,7 @@ def redact_logs(logs: SessionLogs, wanted: list[str]) -> list[Scrubbed]:
                 continue  # closed meanwhile: the pass below takes it
             count = _redact_file(logs, path, wanted)
             if count:
-                info = path.stat()
-                current.file_id = (info.st_dev, info.st_ino)
+                current.own(path.stat())
                 done.append(Scrubbed(logs.layout.relative(path), count))
     with LOG_MOVES:
         layout = logs.layout

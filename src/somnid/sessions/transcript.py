@@ -256,6 +256,9 @@ class Transcript:
     path: Path
     meta: dict[str, Any]
     turns: list[Turn]
+    unreadable: bool = False
+    """The body holds text, but no turn could be read from it (no turn header somnid
+    knows: written or broken by hand)."""
 
     @property
     def chat_id(self) -> str | None:
@@ -328,7 +331,8 @@ def read_log(path: Path, tz: dt.tzinfo) -> Transcript:
         body = doc.body
     except BrokenFile:
         meta, body = {}, text
-    return Transcript(path, meta, parse_turns(body, tz, log=path.stem))
+    turns = parse_turns(body, tz, log=path.stem)
+    return Transcript(path, meta, turns, unreadable=not turns and bool(body.strip()))
 
 
 def _readable(paths: Iterator[Path], tz: dt.tzinfo) -> Iterator[Transcript]:

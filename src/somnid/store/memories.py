@@ -321,11 +321,15 @@ class MemoryStore(EntryReader):
         if kind is Kind.PROFILE:
             names = [found for _path, found, _archived in self._profile_files()]
         else:
+            folder = self.layout.kind_dir(kind)
             try:
-                with os.scandir(self.layout.kind_dir(kind)) as children:
+                with os.scandir(folder) as children:
                     names = [child.name for child in children if child.name != ARCHIVED]
             except FileNotFoundError:
                 return None
+            except NotADirectoryError:  # nothing is written under it: a person rearranged
+                where = self.layout.relative(folder)
+                raise BrokenFile(f"{where} is a file where somnid keeps a folder") from None
         twins = (other for other in names if other != name and other.casefold() == folded)
         return next(twins, None)
 

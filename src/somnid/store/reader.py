@@ -131,6 +131,9 @@ class EntryReader:
             children = os.scandir(folder)
         except FileNotFoundError:
             return 0
+        except NotADirectoryError:
+            self._not_a_folder(folder)
+            return 0
         file_name = self.layout.file_name(kind)
         with children:
             return sum(
@@ -148,6 +151,9 @@ class EntryReader:
         try:
             children = sorted(os.scandir(folder), key=lambda item: item.name)
         except FileNotFoundError:
+            return
+        except NotADirectoryError:
+            self._not_a_folder(folder)
             return
         file_name = self.layout.file_name(kind)
         for child in children:
@@ -239,6 +245,11 @@ class EntryReader:
             path=rel,
             etag=etag_of(data),
             mtime=stat.st_mtime,
+        )
+
+    def _not_a_folder(self, folder: Path) -> None:
+        self._report_broken(
+            str(self.layout.relative(folder)), "a file where somnid keeps a folder of entries"
         )
 
     def _report_broken(self, rel: str, reason: str) -> None:

@@ -286,6 +286,19 @@ async def test_an_answer_unusable_twice_leaves_the_log_pending(runtime: Runtime)
     assert (result.status, result.processed) == ("deep_sleep", [log])
 
 
+async def test_a_log_with_no_turn_somnid_can_read_is_left_not_archived(runtime: Runtime) -> None:
+    """Written or broken by hand (no turn header somnid knows): marked processed it would
+    be archived without a model ever reading it."""
+    good = await conversation(runtime, "chat-1", *BOSTON)
+    odd = runtime.layout.session_log_dir / "2026-10-10_900.md"
+    text = "---\nsession_id: 2026-10-10_900\nstatus: pending\n---\n\nNotes a person wrote.\n"
+    odd.write_text(text)
+    use(runtime, ScriptedJSON(lambda r: extraction(("fact", ["L3"], "Calvin bought a kite."))))
+    result = await runtime.dreamer.run("test")
+    assert result.processed == [good]
+    assert odd.read_text() == text  # still pending, where a person finds it
+
+
 async def test_a_cut_answer_is_repaired_once(runtime: Runtime) -> None:
     await conversation(runtime, "chat-1", *BOSTON)
     answers = iter(

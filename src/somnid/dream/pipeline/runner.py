@@ -148,6 +148,11 @@ class PipelineDream:
         except (OSError, UnicodeError) as exc:
             log.warning("dream: session log %s cannot be read: %s", stem, exc)
             return False
+        if transcript.unreadable:  # marked processed, it would be archived unread
+            log.warning("dream: session log %s holds no turn somnid can read: left", stem)
+            ledger.add_left(stem)
+            self.emit({"type": "log_left", "log": stem, "window": 0})
+            return False
         user = log_user(transcript)
         windows = windows_of(stem, lines_of(transcript), self.settings.window_tokens)
         self.emit({"type": "log", "log": stem, "windows": len(windows)})

@@ -1,0 +1,35 @@
+"""A data dir a person rearranged: a file where somnid keeps a folder of entries is
+reported and left alone; everything else answers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from somnid.api.app import create_app
+from somnid.config import Settings
+from somnid.memory.clock import ManualClock
+from tests.api.problems import assert_problem
+from tests.clients import app_client
+
+
+def test_a_file_where_a_kind_s_folder_belongs(
+    settings: Settings, clock: ManualClock, data_dir: Path
+) -> None:
+    junk = data_dir / "memory" / "knowledge"
+    junk.parent.mkdir(parents=True)
+    junk.write_text("junk\n")
+    with app_client(create_app(settings, clock=clock), settings) as client:
+        health = client.get("/v1/health")
+        assert health.status_code == 200, health.text
+        assert health.json()["status"] == "degraded"
+        assert "memory/knowledge" in {item["path"] for item in health.json()["brokenFiles"]}
+        listed = client.get("/v1/memories")
+        assert listed.status_code == 200, listed.text
+        made = client.post("/v1/memories/knowledge", json={"name": "k", "description": "d"})
+        assert 400 <= made.status_code < 500 or made.status_code in (503, 507), made.text
+        assert made.headers["content-type"].startswith("application/problem+json")
+        episode = client.post("/v1/memories/episode", json={"description": "still works"})
+        assert episode.status_code == 201, episode.text
+        assert client.post("/v1/index/sync").status_code == 200
+        assert_problem(client.get("/v1/memories/knowledge/k"), 404, "not_found")
+    assert junk.read_text() == "junk\n"

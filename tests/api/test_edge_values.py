@@ -6,6 +6,7 @@ listing, the upkeep or the index."""
 from __future__ import annotations
 
 import datetime as dt
+import time
 from pathlib import Path
 
 import pytest
@@ -48,6 +49,14 @@ def test_a_due_date_is_read_whole_or_refused(client: TestClient, due: str) -> No
     assert_problem(
         client.post("/v1/intentions", json={"what": "renew", "due": due}), 400, "invalid_input"
     )
+
+
+def test_a_due_date_at_the_calendar_s_end_is_a_day_like_any_other(client: TestClient) -> None:
+    """``9999-12-31`` is a "never" of due dates: a day, which no zone moves."""
+    made = client.post("/v1/intentions", json={"what": "someday", "due": "9999-12-31"})
+    assert made.status_code == 201, made.text
+    assert made.json()["due"] == "9999-12-31"
+    assert client.post("/v1/maintenance/decay").status_code == 200
 
 
 def test_an_episode_dated_at_the_calendar_s_edge_is_kept_and_found(client: TestClient) -> None:
@@ -100,6 +109,8 @@ def test_a_hand_written_time_at_the_edge_reads_as_none_and_stops_nothing(
         ({"score": "high"}, "score"),
         ({"stability": -99999999999999999999}, "stability"),
         ({"last_used": "yesterday"}, "last_used"),
+        ({"last_used": "2026-12-31T25:00"}, "last_used"),
+        ({"last_decay": "2026-10-01xyz"}, "last_decay"),
         ({"archived_from": "../../x"}, "managed by somnid"),
         ({"archive_reason": "retired"}, "managed by somnid"),
         ({"restored_at": "2026-10-03"}, "managed by somnid"),
@@ -268,6 +279,16 @@ def test_a_write_is_answered_as_done_whatever_the_index_makes_of_it(
         raise RuntimeError("an index bug")
 
     monkeypatch.setattr(reconcile.Reconciler, "path", path)
-    answer = client.post("/v1/memories/knowledge", json={"name": "kept", "description": "d"})
+    answer = client.post("/v1/memories/knowledge", json={"name": "kept", "description": "emu"})
     assert answer.status_code == 201, answer.text
     assert (data_dir / answer.json()["path"]).is_file()
+    # The listeners after the index heard of it: history commits it as the write it is.
+    listed = client.get("/v1/history").json()["items"]
+    assert [c["source"] for c in listed if c["changes"][0]["name"] == "kept"] == ["api"]
+    # And a full sync catches the index up by itself.
+    deadline = time.monotonic() + 60
+    while "kept" not in [
+        i["name"] for i in client.post("/v1/recall", json={"query": "emu"}).json()["items"]
+    ]:
+        assert time.monotonic() < deadline, "the index never caught up"
+        time.sleep(0.05)

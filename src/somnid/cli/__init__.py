@@ -115,7 +115,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         where = f": {exc.filename}" if exc.filename else ""
         print(f"somnid: {exc.strerror or exc}{where}", file=sys.stderr)
         return EXIT_FAILED
-    except UnicodeError:  # an argument that is not text (bytes no encoding reads)
+    except UnicodeEncodeError as exc:
+        if "surrogates" not in str(exc):
+            raise
+        # An argument of bytes the locale does not read: Python keeps them as surrogates.
         print("somnid: an argument is not valid text in this locale", file=sys.stderr)
         return EXIT_USAGE
     return code

@@ -17,7 +17,7 @@ from somnid.errors import Conflict, InvalidInput, NotFound, PreconditionFailed
 from somnid.memory.clock import Clock
 from somnid.memory.entry import Entry
 from somnid.memory.kinds import Kind
-from somnid.memory.lifecycle import clamp_score
+from somnid.memory.lifecycle import MAX_STABILITY, clamp_score
 from somnid.services.memories import MemoryService
 
 RETRIES = 5
@@ -134,7 +134,7 @@ class MemoryEdits:
         fields: dict[str, Any] = {}
         changes: list[str] = []
         if stability_delta:
-            stability = max(0, vitals.stability + stability_delta)
+            stability = min(MAX_STABILITY, max(0, vitals.stability + stability_delta))
             fields["stability"] = stability
             changes.append(f"stability {vitals.stability}→{stability}")
             if stability_delta > 0:

@@ -28,9 +28,12 @@ class QuietWindow:
         h1, m1, h2, m2, zone = match.groups()
         try:
             start, end = dt.time(int(h1), int(m1)), dt.time(int(h2), int(m2))
-            tz = ZoneInfo(zone) if zone else None
-        except (ValueError, ZoneInfoNotFoundError) as exc:
+        except ValueError as exc:
             raise InvalidInput(f"quiet window {text!r}: {exc}") from None
+        try:
+            tz = ZoneInfo(zone) if zone else None
+        except (ValueError, ZoneInfoNotFoundError, OSError):  # OSError: "Europe" is a folder
+            raise InvalidInput(f"quiet window {text!r}: unknown time zone {zone!r}") from None
         return cls(start, end, tz)
 
     def contains(self, when: dt.datetime) -> bool:

@@ -43,6 +43,7 @@ from somnid.recall.system import RecallSystem
 from somnid.services.maintenance import DecayReport, Maintenance
 from somnid.sessions.records import PendingLog
 from somnid.sessions.service import SessionService
+from somnid.sessions.transcript import file_mark
 from somnid.store.layout import Layout
 
 log = logging.getLogger(__name__)
@@ -136,6 +137,7 @@ class Dreamer:
         self._task: asyncio.Task[DreamResult] | None = None
         self._current: DreamResult | None = None
         self._ledger: Ledger | None = None
+        self._unreadable: dict[str, tuple[int, int]] = {}  # logs left unread, as they were
         self._upkeep: DecayReport | None = None  # a sleep's pass without a dream's ledger
         self._probed: str | None = None  # why the last probe failed ("" once it worked)
         # Told of each finished dream, after its journal (the history commits it).
@@ -220,6 +222,10 @@ class Dreamer:
             pending = [p for p in await self.sessions.pending_logs() if not p.open]
             await self._skip_no_dream([p for p in pending if not p.dream], result)
             dreamable = [p for p in pending if p.dream]
+            # A log no turn of which could be read waits for a person: passed by until it
+            # changes, so that five such logs do not take every dream's places.
+            unread = await asyncio.to_thread(self._unread, [p.path for p in dreamable])
+            dreamable = [p for p in dreamable if p.path.stem not in unread]
             result.logs = [p.path.stem for p in dreamable[: self.settings.max_logs]]
             status, reason = await self.probe_llm() if result.logs else self.llm_status()
             if status != "ok":
@@ -288,6 +294,7 @@ class Dreamer:
                 )  # fmt: skip
                 await pipeline.run(result, ledger)
         finally:
+            self._unreadable.update(ledger.unreadable)
             # Decay and retirement run once per dream, whether or not the model asked.
             if ledger.decay is None:
                 with contextlib.suppress(Exception):
@@ -296,6 +303,11 @@ class Dreamer:
             # Nothing the dream was given got consolidated: that is no deep sleep.
             result.status = "interrupted"
             result.reason = f"no_log_processed: {result.reason or 'the model gave nothing usable'}"
+
+    def _unread(self, paths: list[Path]) -> set[str]:
+        """The stems of ``paths`` left unread by a dream and unchanged since (blocking)."""
+        marks = self._unreadable
+        return {p.stem for p in paths if p.stem in marks and marks[p.stem] == file_mark(p)}
 
     async def _finish(self, result: DreamResult) -> None:
         ledger = self._ledger

@@ -22,16 +22,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
-import stat
 import threading
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Protocol
 
-from somnid.errors import BrokenFile, SomnidError
-from somnid.history.git import Git, spare_descriptors
+from somnid.history.git import Git, GitError, spare_descriptors
+from somnid.history.leftout import LeftOut
 from somnid.history.messages import commit_message, dream_message, listing
 from somnid.history.pathspecs import ON_COMMAND_LINE, as_tops, with_folders, within
 from somnid.history.staging import commit_paths_only, in_head
@@ -40,7 +38,6 @@ from somnid.memory.kinds import Kind
 from somnid.provenance import DREAM, Actor, DreamRecord, current_actor
 from somnid.services.memories import MemoryService
 from somnid.store.layout import FOLDER_FILES, Layout
-from somnid.store.reader import MAX_FILE_BYTES
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +89,7 @@ class Committer:
         self._dream: dict[str, None] = {}
         self._hand = False
         self._hand_deferred = False  # set in the worker thread: a write was under way
-        self._said: set[str] = set()  # paths left out of history, said in the log once
+        self._left = LeftOut(layout, memories)  # what history leaves out, and why
         self._wake = asyncio.Event()
         self._order = asyncio.Lock()
         self._caught_up = asyncio.Event()  # the start's commit is made (or failed)
@@ -193,8 +190,7 @@ class Committer:
     async def flush(self, *, wait: bool = True) -> None:
         """Commit everything noted so far, now (before a revert, a purge, a history read).
         ``wait=False`` (a read): waits for a commit under way, never for a long hold of git
-        (:attr:`held_long`, a purge's rewrite); then it commits nothing and the noted writes
-        stay queued for the next commit."""
+        (:attr:`held_long`, a purge's rewrite): then the noted writes wait for the next."""
         if self._task is not None:  # what changed while somnid was down comes first
             await self._caught_up.wait()
         if not wait:
@@ -210,12 +206,11 @@ class Committer:
             held = set(self._dream)
             if items or hand:
                 done = False
-                try:
+                try:  # ``items`` keeps what is not committed: a purge took git, or git
                     done = await asyncio.to_thread(self._commit, items, hand, held, wait)
-                finally:  # not done: a purge took git, or git refused (a lock, a full disk):
-                    if not done:  # kept, in order, as the writes they are (not hand edits)
-                        self._queue[:0] = items
-                        self._hand = self._hand or hand
+                finally:  # refused it (a lock, a full disk): kept, in order, as themselves
+                    self._queue[:0] = items
+                    self._hand = self._hand or (hand and not done)
                 if not done:
                     self._wake.set()
                 elif self._hand_deferred:  # a write was under way: hand edits next time
@@ -269,25 +264,34 @@ class Committer:
         return lambda: not self.memories.writing and self.memories.writes_begun == begun
 
     def _commit(self, items: list[_Item], hand: bool, held: set[str], wait: bool = True) -> bool:
-        """Commit ``items`` (and the hand edits); False, committing nothing, when ``wait`` is
-        False and git is busy."""
+        """Commit ``items`` (and the hand edits), each taken from ``items`` once committed (one
+        git refuses stays, its paths out of the hand edits, and its refusal is raised after the
+        others); False, committing nothing, when ``wait`` is False and git is busy."""
         if wait:
             self.lock.acquire()
         else:
             while not self.lock.acquire(timeout=POLL_S):
                 if self.held_long:
                     return False
+        refused: list[GitError] = []
         try:
-            for item in items:
+            for item in list(items):
                 if item.dream:
                     message = dream_message(item.dream, self._profiles(item.paths))
                 else:
                     message = self._write_message(item)
-                self.commit_paths(list(item.paths), message, item.actor)
+                try:
+                    self.commit_paths(list(item.paths), message, item.actor)
+                except GitError as exc:
+                    refused.append(exc)
+                    continue
+                items.remove(item)
             if hand:
-                self._commit_hand_edits(held)
+                self._commit_hand_edits(held | {path for item in items for path in item.paths})
         finally:
             self.lock.release()
+        if refused:
+            raise refused[0]
         self.last_error = None
         return True
 
@@ -310,7 +314,9 @@ class Committer:
         nothing, when ``still`` says a write of somnid's own began meanwhile."""
         skip = set(exclude)
         changed = [path for path in self.changed_paths() if path not in skip]
-        whole = [path for path in changed if not self._kept_out(path) and self._whole(path)]
+        whole = [
+            path for path in changed if not self._left.kept_out(path) and self._left.whole(path)
+        ]
         if whole and not still():
             return False
         if whole:
@@ -328,40 +334,6 @@ class Committer:
         found = [record[3:].decode("utf-8") for record in out.split(b"\0") if len(record) > 3]
         return found if asked is wanted else within(found, wanted)
 
-    def _kept_out(self, rel: str) -> bool:
-        """True for a path history leaves alone: not a regular file, or too large (said
-        once a path). A path that is gone is a deletion, and is committed."""
-        try:
-            info = os.lstat(self.layout.root / rel)
-        except FileNotFoundError:
-            return False
-        except OSError as exc:
-            why = f"unreadable ({exc.strerror})"
-        else:
-            if stat.S_ISREG(info.st_mode) and info.st_size <= MAX_FILE_BYTES:
-                self._said.discard(rel)
-                return False
-            big = f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MB"
-            why = big if stat.S_ISREG(info.st_mode) else "not a regular file"
-        if rel not in self._said:
-            self._said.add(rel)
-            log.warning("history: leaving %s out: %s", rel, why)
-        return True
-
-    def _whole(self, rel: str) -> bool:
-        """False for an entry file that does not parse (half saved, or broken by hand)."""
-        path = self.layout.root / rel
-        if not path.is_file() or self.layout.classify(path) is None:
-            return True
-        try:
-            self.memories.read_path(path)
-        except BrokenFile as exc:
-            log.warning("history: not committing %s until it parses: %s", rel, exc.detail)
-            return False
-        except (OSError, SomnidError):
-            return False
-        return True
-
     def commit_paths(self, paths: list[str], message: str, actor: Actor) -> str | None:
         """Stage ``paths`` (an entry file stands for its folder) and commit them alone;
         the new commit's id, or None if nothing changed (caller holds the lock)."""
@@ -375,7 +347,7 @@ class Committer:
         # pathspec magic on for this one call, every path marked literal.
         every = self.changed_paths() if len(specs) > ON_COMMAND_LINE else None  # one status
         mine = self.changed_paths(specs) if every is None else within(every, specs)
-        odd = [rel for rel in mine if self._kept_out(rel)]
+        odd = [rel for rel in mine if self._left.kept_out(rel)]
         left_out = set(odd)
         specs = [spec for spec in specs if spec not in left_out]
         if not specs:

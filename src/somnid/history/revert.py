@@ -46,6 +46,7 @@ def revert(
     """Undo ``commit_id``; with ``entry`` (its label and paths), only what it changed of
     that entry: the rest of the commit stays, and only later changes to the entry refuse."""
     git, layout = committer.git, committer.layout
+    git.check_attached()  # before any file is put back: the commit would be refused
     info = read_commit(git, layout, commit_id)
     # Only memory: a hand-made commit may also have touched the token, the config or notes
     # of a person's own; a revert never writes or deletes those.

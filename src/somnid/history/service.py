@@ -390,6 +390,7 @@ class History:
         progress: purging.Progress,
         actor: Actor,
     ) -> tuple[list[str], int, str | None]:
+        committer.git.check_attached()  # before anything is deleted or rewritten
         self.purging, committer.held_long = progress, True
         try:
             return self._purge_held(committer, kind, name, specs, progress, actor)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 from typing import Protocol
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -23,7 +24,7 @@ def resolve_timezone(name: str) -> dt.tzinfo:
         return local if local is not None else dt.UTC
     try:
         return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError) as exc:
+    except (ZoneInfoNotFoundError, ValueError, OSError) as exc:  # "Europe" is a folder
         raise ValueError(f"unknown time zone: {name!r}") from exc
 
 
@@ -120,8 +121,12 @@ def parse_time(text: str) -> dt.datetime:
 
 
 def local_date(value: object, tz: dt.tzinfo) -> dt.date | None:
-    """The calendar day of a front-matter time, in ``tz``."""
+    """The calendar day of a front-matter time, in ``tz``. A date alone is a day wherever
+    it falls (``9999-12-31``, a "never" of a due date, included): no zone moves it."""
     if isinstance(value, dt.date) and not isinstance(value, dt.datetime):
-        return value if in_range(value) else None
+        return value
+    if isinstance(value, str) and len(value.strip()) == len("2026-12-31"):
+        with contextlib.suppress(ValueError):
+            return dt.date.fromisoformat(value.strip())
     when = to_datetime(value, tz)
     return None if when is None else when.astimezone(tz).date()

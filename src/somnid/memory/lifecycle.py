@@ -22,6 +22,7 @@ SAME_DAY_SCORE = 0.05
 EPISODE_RECONSOLIDATION = 0.03
 STABILITY_FLATTENING = 0.5
 RETIRE_BELOW = 0.2
+MAX_STABILITY = 10_000  # far beyond any use: a cap for what a client or a dream sets
 
 
 @dataclass(frozen=True, slots=True)

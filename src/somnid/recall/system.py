@@ -84,7 +84,7 @@ class IndexStatus:
 
 MODEL_FIRST_S = 10.0  # the longest start-up waits for a model at hand
 SETTLE_S = 0.5  # after start-up, before the watcher and the first sync begin
-HEAL_FIRST_S, HEAL_MAX_S = 0.2, 5.0  # retries of a full sync while the index is unreachable
+HEAL_FIRST_S, HEAL_MAX_S = 0.2, 30.0  # retries of a full sync while the index misses writes
 MISSED = (IndexUnavailable, StorageError)  # the index's server is away, or its disk full
 
 
@@ -362,7 +362,7 @@ class RecallSystem:
         changed = True
         try:
             changed = await asyncio.to_thread(self._reconciler.path, path)
-        except MISSED as exc:
+        except Exception as exc:  # the file is written: a full sync catches up with it
             self._missed(exc)
         if changed:
             self._worker.wake()
@@ -371,19 +371,20 @@ class RecallSystem:
         changed = True
         try:
             changed = await asyncio.to_thread(self._reconciler.folder, folder)
-        except MISSED as exc:
+        except Exception as exc:
             self._missed(exc)
         if changed:
             self._worker.wake()
 
-    def _missed(self, exc: SomnidError) -> None:
+    def _missed(self, exc: Exception) -> None:
         """The index missed a change (its server is down, its disk full): the file is
         written, and a full sync catches up once the index takes writes again."""
         if self.index_error is None:
             log.warning("the index missed a change, catching up when it is back: %s", exc)
-        self.index_error = exc.detail
+        self.index_error = exc.detail if isinstance(exc, SomnidError) else repr(exc)
         if self._heal is None or self._heal.done():
-            self._heal = asyncio.create_task(self._catch_up(), name="somnid-index-heal")
+            self._heal = asyncio.create_task(self._catch_up(), name="index catch-up")
+            self._heal.add_done_callback(_log_failure)
 
     async def _catch_up(self) -> None:
         delay = HEAL_FIRST_S
@@ -391,8 +392,8 @@ class RecallSystem:
             await asyncio.sleep(delay)
             try:
                 await self.sync()
-            except MISSED as exc:
-                self.index_error = exc.detail
+            except Exception as exc:  # tried again, and said in health meanwhile
+                self.index_error = exc.detail if isinstance(exc, SomnidError) else repr(exc)
                 delay = min(HEAL_MAX_S, delay * 2)
                 continue
             log.info("the index is back and caught up with the files")

@@ -20,7 +20,7 @@ from pathlib import Path, PurePath
 from typing import Any
 
 from somnid.errors import InvalidInput, StorageError
-from somnid.memory.clock import Clock, parse_time, to_datetime
+from somnid.memory.clock import Clock, local_date, parse_time
 from somnid.memory.entry import Entry, vitals_from_meta
 from somnid.memory.kinds import Kind, normalise_priority, normalise_salience
 from somnid.memory.lifecycle import initial_score, record_usage
@@ -56,14 +56,17 @@ class Page:
 
 
 def parse_due(value: object, tz: dt.tzinfo) -> dt.date:
-    """An intention's due date: an ISO date or date-time, whole; anything else is refused."""
+    """An intention's due date: an ISO date (any, ``9999-12-31`` too) or date-time, whole;
+    anything else is refused."""
+    day = local_date(value, tz) if isinstance(value, dt.date | str) else None
     try:
-        when = parse_time(value) if isinstance(value, str) else to_datetime(value, tz)
+        if isinstance(value, str) and len(value.strip()) != len("2026-12-31"):
+            day = local_date(parse_time(value), tz)  # strict, then in the zone
     except ValueError:
-        when = None
-    if when is None:
+        day = None
+    if day is None:
         raise InvalidInput(f"due must be an ISO date such as 2026-12-31, not {str(value)[:64]!r}")
-    return (when if when.tzinfo else when.replace(tzinfo=tz)).astimezone(tz).date()
+    return day
 
 
 def new_entry_meta(
@@ -182,9 +185,9 @@ class MemoryService:
                     self._missed[again] = was
                     log.warning("the index missed %s, to be told again: %s", again, exc.detail)
                     break
-                except Exception:  # the write is done: it is not failed by what follows it
-                    log.exception("the index could not take %s; the next sync takes it", again)
-                    break
+                except Exception:  # the write is done: it is not failed by what follows it,
+                    log.exception("a listener could not take %s", again)  # nor kept from
+                    continue  # the listeners after this one (history, sync)
 
     @property
     def layout(self) -> Layout:

@@ -74,7 +74,7 @@ def finalise(
     """Write ``end_time`` and ``message_count`` (and the link to the next part) into the
     front-matter, atomically. A file that is no longer ours, or was broken by hand, is
     left alone."""
-    doc = rewrite.own_document(root, current.path, current.file_id, "finalising")
+    doc = rewrite.own_document(root, current.path, current.file_id, current.size, "finalising")
     if doc is None:
         return
     updates: dict[str, Any] = {"end_time": now, "message_count": current.count}
@@ -91,7 +91,9 @@ def mark_open(root: Path, current: OpenLog) -> bool:
     """``dream: false`` into the open log (the caller holds the session's lock); the
     writer then knows the rewritten file as its own. A file that is no longer ours, or
     was broken by hand, is left alone (the session continues in a new, marked part)."""
-    doc = rewrite.own_document(root, current.path, current.file_id, "marking dream: false")
+    doc = rewrite.own_document(
+        root, current.path, current.file_id, current.size, "marking dream: false"
+    )
     if doc is None:
         return False
     if wants_dream(doc.meta):

@@ -31,13 +31,14 @@ def read_meta(root: Path, path: Path) -> Any:
 
 
 def own_document(
-    root: Path, path: Path, file_id: tuple[int, int], doing: str
+    root: Path, path: Path, file_id: tuple[int, int], size: int, doing: str
 ) -> frontmatter.Document | None:
-    """The log's document if ``path`` is still the file ``file_id`` names and it parses;
-    None (and a warning saying what was not done) otherwise."""
+    """The log's document if ``path`` is still the file ``file_id`` names, as somnid left
+    it (``size``: rewritten in place, it keeps its inode), and it parses; None (and a
+    warning saying what was not done) otherwise."""
     try:
         stat = path.stat()
-        if (stat.st_dev, stat.st_ino) != file_id:
+        if (stat.st_dev, stat.st_ino) != file_id or stat.st_size != size:
             raise FileNotFoundError(path)
         return frontmatter.parse(read(root, path))
     except (FileNotFoundError, BrokenFile, UnicodeDecodeError) as exc:

@@ -335,6 +335,15 @@ def read_log(path: Path, tz: dt.tzinfo) -> Transcript:
     return Transcript(path, meta, turns, unreadable=not turns and bool(body.strip()))
 
 
+def file_mark(path: Path) -> tuple[int, int]:
+    """What tells a log changed since it was read: (mtime_ns, size); (0, -1) once gone."""
+    try:
+        info = path.stat()
+    except OSError:
+        return 0, -1
+    return info.st_mtime_ns, info.st_size
+
+
 def _readable(paths: Iterator[Path], tz: dt.tzinfo) -> Iterator[Transcript]:
     for path in paths:
         try:

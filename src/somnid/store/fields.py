@@ -9,7 +9,8 @@ import math
 from typing import Any
 
 from somnid.errors import BrokenFile, InvalidInput
-from somnid.memory.clock import to_datetime
+from somnid.memory.clock import parse_time, to_datetime
+from somnid.memory.lifecycle import MAX_STABILITY
 from somnid.store import frontmatter
 from somnid.store.reader import MAX_FILE_BYTES
 
@@ -18,7 +19,6 @@ from somnid.store.reader import MAX_FILE_BYTES
 PROTECTED_KEYS = frozenset(
     {"name", "created", "archived_at", "archive_reason", "archived_from", "restored_at"}
 )
-MAX_STABILITY = 10_000
 # Keys a caller may set only to what somnid itself would write (None removes one).
 _NUMBERS = {"score": (0.0, 1.0), "stability": (0.0, MAX_STABILITY)}
 _TIMES = frozenset({"last_used", "last_decay"})
@@ -72,11 +72,22 @@ def _check_managed(key: str, value: Any) -> None:
         number = isinstance(value, int | float) and not isinstance(value, bool)
         if not number or not math.isfinite(value) or not low <= value <= high:
             raise InvalidInput(f"{key} must be a number from {low:g} to {high:g}, not {value!r}")
-    elif key in _TIMES and to_datetime(value, dt.UTC) is None:
+    elif key in _TIMES and not _time(value):
         raise InvalidInput(
             f"{key} must be an ISO 8601 time such as 2026-10-03T12:00:00+00:00, "
             f"not {str(value)[:64]!r}"
         )
+
+
+def _time(value: Any) -> bool:
+    """A time somnid reads, given whole (``2026-12-31T25:00`` is not cut to its day)."""
+    if isinstance(value, str):
+        try:
+            parse_time(value)
+        except ValueError:
+            return False
+        return True
+    return to_datetime(value, dt.UTC) is not None
 
 
 def _extent(value: Any) -> tuple[int, int]:

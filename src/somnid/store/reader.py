@@ -134,6 +134,7 @@ class EntryReader:
         except NotADirectoryError:
             self._not_a_folder(folder)
             return 0
+        self._a_folder(folder)
         file_name = self.layout.file_name(kind)
         with children:
             return sum(
@@ -155,6 +156,7 @@ class EntryReader:
         except NotADirectoryError:
             self._not_a_folder(folder)
             return
+        self._a_folder(folder)
         file_name = self.layout.file_name(kind)
         for child in children:
             if child.name == ARCHIVED:
@@ -246,6 +248,11 @@ class EntryReader:
             etag=etag_of(data),
             mtime=stat.st_mtime,
         )
+
+    def _a_folder(self, folder: Path) -> None:
+        """A folder where a file was reported: put back by a person, no longer broken."""
+        if self._broken:
+            self._forget_broken(str(self.layout.relative(folder)))
 
     def _not_a_folder(self, folder: Path) -> None:
         self._report_broken(

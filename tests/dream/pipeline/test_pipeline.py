@@ -288,15 +288,20 @@ async def test_an_answer_unusable_twice_leaves_the_log_pending(runtime: Runtime)
 
 async def test_a_log_with_no_turn_somnid_can_read_is_left_not_archived(runtime: Runtime) -> None:
     """Written or broken by hand (no turn header somnid knows): marked processed it would
-    be archived without a model ever reading it."""
+    be archived without a model ever reading it. Left pending, it is passed by until it
+    changes: five of them, older than a good log, do not take every dream's places."""
     good = await conversation(runtime, "chat-1", *BOSTON)
-    odd = runtime.layout.session_log_dir / "2026-10-10_900.md"
-    text = "---\nsession_id: 2026-10-10_900\nstatus: pending\n---\n\nNotes a person wrote.\n"
-    odd.write_text(text)
+    texts = {}
+    for number in range(1, runtime.settings.dream.max_logs + 1):
+        odd = runtime.layout.session_log_dir / f"2026-10-09_00{number}.md"
+        texts[odd] = f"---\nsession_id: {odd.stem}\nstatus: pending\n---\n\nNotes {number}.\n"
+        odd.write_text(texts[odd])
     use(runtime, ScriptedJSON(lambda r: extraction(("fact", ["L3"], "Calvin bought a kite."))))
-    result = await runtime.dreamer.run("test")
-    assert result.processed == [good]
-    assert odd.read_text() == text  # still pending, where a person finds it
+    first = await runtime.dreamer.run("test")
+    assert first.processed == [] and first.logs == [odd.stem[:-1] + f"{n}" for n in range(1, 6)]
+    second = await runtime.dreamer.run("test")
+    assert second.processed == [good]
+    assert {path: path.read_text() for path in texts} == texts  # still pending, as written
 
 
 async def test_a_cut_answer_is_repaired_once(runtime: Runtime) -> None:

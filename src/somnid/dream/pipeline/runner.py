@@ -43,7 +43,7 @@ from somnid.dream.result import DreamResult
 from somnid.dream.similarity import DUPLICATE_SIMILARITY, similarity
 from somnid.dream.tools import DreamTools
 from somnid.memory.clock import Clock
-from somnid.sessions.transcript import read_log
+from somnid.sessions.transcript import file_mark, read_log
 
 log = logging.getLogger(__name__)
 
@@ -151,6 +151,7 @@ class PipelineDream:
         if transcript.unreadable:  # marked processed, it would be archived unread
             log.warning("dream: session log %s holds no turn somnid can read: left", stem)
             ledger.add_left(stem)
+            ledger.unreadable[stem] = file_mark(found.path)
             self.emit({"type": "log_left", "log": stem, "window": 0})
             return False
         user = log_user(transcript)

@@ -90,7 +90,10 @@ def find_dates(text: str, ref: dt.date | None, *, any_year: bool = False) -> lis
         for m in pattern.finditer(text):
             if any(m.start() < s.end and s.start < m.end() for s in spans):
                 continue
-            found = _read(kind, m, day, any_year)
+            try:
+                found = _read(kind, m, day, any_year)
+            except (OverflowError, ValueError):  # a day beyond the calendar's end
+                continue
             if found is None:
                 continue
             grain, ranges, around = found

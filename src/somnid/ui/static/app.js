@@ -75,7 +75,8 @@ const T = {
     kept_this: "已解决：条目保留本机的版本。", took_other: "已解决：条目现在是另一台机器的版本。",
   },
 };
-const CORE = ["description", "stability", "score", "created", "last_used", "last_decay"];
+const CORE = ["description", "stability", "score", "created", "last_used", "last_decay",
+  "archived_at", "archive_reason", "archived_from", "restored_at"];  // somnid keeps these
 let lang = localStorage.getItem("somnid-lang") || (navigator.language.startsWith("zh") ? "zh" : "en");
 let current = null; // the entry open in the editor
 let events = null;

@@ -76,3 +76,40 @@ def test_a_purge_with_history_travels(tmp_path: Path) -> None:
         # Its history is not purged again: a rewrote history once, after the purge.
         assert a.log().count("a purge rewrote history") == 1
         assert b.log().count("a purge rewrote history") == 0
+
+
+def test_an_entry_s_edit_never_lands_in_another_entry(tmp_path: Path) -> None:
+    """Merged by path: entry files share most of their front-matter, and git's rename
+    detection paired the purged ``yy`` with ``xx``'s archived copy, so b's edit of ``yy``
+    (the purged text) came back in ``xx``'s file. And an entry archived on one machine and
+    edited on the other comes back live with the edit (edit beats delete), its archived
+    copy kept."""
+    remote = bare_remote(tmp_path / "remote.git")
+    with (
+        machine(tmp_path / "a" / "data", remote) as a,
+        machine(tmp_path / "b" / "data", remote) as b,
+    ):
+        write(a, "yy", "my bank pin is 4321\n")
+        write(a, "xx", "the kettle is blue\n")
+        write(a, "kept", "the shed key is under the mat\n")
+        sync(a)
+        sync(b)
+        patch(b, "yy", body="my bank pin is 9999 now\n")
+        patch(b, "kept", body="the shed key is under the pot\n")
+        with a.client() as client:
+            done = client.post("/v1/memories/knowledge/yy/purge", params={"confirm": "yy"})
+            assert done.status_code == 200, done.text
+            for name in ("xx", "kept"):
+                archived = client.post(f"/v1/memories/knowledge/{name}/archive")
+                assert archived.status_code == 200, archived.text
+        sync(a)
+        sync(b)
+        sync(a)
+        for daemon in (a, b):
+            files = memory_files(daemon.data_dir)
+            assert not [p for p, text in files.items() if "9999" in text and "/yy/" not in p]
+            xx = [text for p, text in files.items() if "/xx/" in p]
+            assert xx and all("the kettle is blue" in text for text in xx), xx
+            live = read(daemon, "kept")  # edit beats delete: live again, with the edit
+            assert live is not None and live["body"] == "the shed key is under the pot\n"
+        assert memory_files(a.data_dir) == memory_files(b.data_dir)

@@ -121,6 +121,20 @@ def test_two_machines_share_one_memory(
             fsck(daemon.data_dir)
         assert memory_files(a.data_dir) == memory_files(b.data_dir)
 
+        # Taking the other's version over a file a person is editing (it does not parse, so
+        # history does not hold it) would lose their text: refused, both files as they were.
+        entry_file = a.data_dir / conflict["entry"]
+        mine = entry_file.read_text()
+        entry_file.write_text("---\ndescription: [unclosed\n---\n\nhalf typed\n")
+        with a.client() as client:
+            taking = client.delete(
+                "/v1/sync/conflicts", params={"path": conflict["path"], "keep": "other"}
+            )
+        assert taking.status_code == 409 and taking.json()["code"] == "broken_file", taking.text
+        assert entry_file.read_text().endswith("half typed\n")
+        assert (a.data_dir / conflict["path"]).is_file()
+        entry_file.write_text(mine)
+
         # Settling the conflict removes its file (history keeps it); the other follows.
         with a.client() as client:
             missing = client.delete("/v1/sync/conflicts", params={"path": "memory/nope.md"})

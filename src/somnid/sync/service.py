@@ -359,6 +359,9 @@ class SyncService:
                 data = await asyncio.to_thread(target.read_bytes)
             except OSError:
                 raise NotFound(f"no conflict file {path!r}") from None
+            # A file a person is editing does not parse, so history does not hold it: it is
+            # not replaced (BrokenFile: 409 broken_file), as no other write replaces it.
+            await asyncio.to_thread(self.memories.read_path, entry)
             if self.history.committer is not None:
                 await self.history.committer.flush()  # this machine's version into history
             await asyncio.to_thread(self.memories.put_raw, entry, data)

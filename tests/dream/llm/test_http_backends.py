@@ -266,6 +266,22 @@ async def test_messages_are_normalised(server: tuple[str, Behaviour]) -> None:
     assert result.usage.total == 0
 
 
+async def test_a_lone_surrogate_in_an_answer_can_be_sent_back(
+    server: tuple[str, Behaviour],
+) -> None:
+    """``"\\ud800"`` is valid JSON but no UTF-8: echoed in a repair request it made the
+    request impossible to encode, and the dream ended in error."""
+    url, behaviour = server
+    behaviour.body = {
+        "choices": [{"message": {"role": "assistant", "content": '{\ud800"memories": ['}}]
+    }
+    backend = OpenAIBackend(f"{url}/v1/", "m", api_key=None, timeout_s=5)
+    result = await backend.chat(MESSAGES, TOOLS)
+    assert result.message["content"] == '{?"memories": ['
+    await backend.chat([*MESSAGES, result.message], TOOLS)  # sent back as it is
+    assert behaviour.requests[-1][1]["messages"][-1]["content"] == '{?"memories": ['
+
+
 # -- openai --------------------------------------------------------------------------------
 
 

@@ -189,7 +189,7 @@ def parse_assistant_message(raw: object, source: str) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": _text(raw.get("content"))}
     reasoning = raw.get("reasoning_content")
     if isinstance(reasoning, str) and reasoning:
-        message["reasoning_content"] = reasoning
+        message["reasoning_content"] = valid_text(reasoning)
     calls = raw.get("tool_calls")
     if calls:
         if not isinstance(calls, list):
@@ -209,15 +209,21 @@ def parse_chat_reply(body: object, source: str) -> ChatResult:
     )
 
 
+def valid_text(text: str) -> str:
+    """``text`` as UTF-8 can carry it: a lone surrogate (``"\\ud800"`` is valid JSON) made
+    the answer impossible to send back in a repair request, and the dream ended in error."""
+    return text.encode("utf-8", "replace").decode("utf-8")
+
+
 def _text(content: object) -> str:
     if content is None:
         return ""
     if isinstance(content, str):
-        return content
+        return valid_text(content)
     if isinstance(content, list):  # content parts: keep the text ones
         parts = [p.get("text") for p in content if isinstance(p, Mapping)]
-        return "".join(p for p in parts if isinstance(p, str))
-    return str(content)
+        return valid_text("".join(p for p in parts if isinstance(p, str)))
+    return valid_text(str(content))
 
 
 def _tool_call(raw: object, source: str) -> dict[str, Any]:
@@ -235,4 +241,5 @@ def _tool_call(raw: object, source: str) -> dict[str, Any]:
     call_id = raw.get("id")
     if not isinstance(call_id, str) or not call_id:
         call_id = f"call_{uuid.uuid4().hex[:12]}"  # the loop pairs results by id
-    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+    function = {"name": valid_text(name), "arguments": valid_text(arguments)}
+    return {"id": valid_text(call_id), "type": "function", "function": function}

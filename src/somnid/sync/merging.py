@@ -172,8 +172,9 @@ def _merge_by_path(
     rename detection): the tree of what merged, and per path both sides changed (or one
     changed and the other deleted) {stage: (mode, blob)} (1 base, 2 ours, 3 theirs)."""
     env = {"GIT_INDEX_FILE": str(index)}  # a scratch index: the repository's stays as is
-    base = _merge_base(git, head, theirs) or git.text("hash-object", "-t", "tree", "/dev/null")
-    git.run("read-tree", "-m", "-i", "--aggressive", base.strip(), head, theirs, env=env)
+    empty = "hash-object", "-w", "-t", "tree", "/dev/null"  # unrelated histories: no base
+    base = _merge_base(git, head, theirs) or git.text(*empty).strip()
+    git.run("read-tree", "-m", "-i", "--aggressive", base, head, theirs, env=env)
     stages: dict[str, dict[int, tuple[str, str]]] = {}
     for raw in git.run("ls-files", "-s", "-z", env=env).split(b"\0"):
         info, _, path = raw.decode("utf-8").partition("\t")

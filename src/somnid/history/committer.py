@@ -276,6 +276,12 @@ class Committer:
         refused: list[GitError] = []
         try:
             for item in list(items):
+                if any(
+                    path in other.paths
+                    for other in items[: items.index(item)]
+                    for path in item.paths
+                ):
+                    continue  # after a refused write of the same file: waits behind it
                 if item.dream:
                     message = dream_message(item.dream, self._profiles(item.paths))
                 else:

@@ -1,11 +1,9 @@
 """Merging the remote's history into ours without git touching the work tree.
 
-Blocking; the caller holds the committer's lock. The two commits are merged path by path
-into a tree (``git read-tree -m``, in a scratch index; no rename detection, which paired
-different entries); the files both sides changed are merged here (entry files by the rules
-of somnid's merge driver, ``purged.jsonl`` line by line); what could still not merge is
-settled here (ours stays, theirs is stored beside it as a conflict file; an edit beats a
-delete); the merge commit is written; then every file the
+Blocking; the caller holds the committer's lock. ``git merge-tree --write-tree`` merges the
+two commits into a tree (somnid's merge driver merges the entry files both sides changed);
+what could still not merge is settled here (ours stays, theirs is stored beside it as a
+conflict file; an edit beats a delete); the merge commit is written; then every file the
 merge changed is put in place through ``MemoryService.put_raw`` (the store, the one writer
 of memory files) before HEAD moves. A SIGKILL anywhere leaves either the old HEAD with
 some merged files on disk (committed at the next start, merged again cleanly) or the new
@@ -23,11 +21,11 @@ from pathlib import Path, PurePosixPath
 from somnid.errors import BrokenFile, SomnidError
 from somnid.history import purge as purging
 from somnid.history.committer import Committer
-from somnid.history.git import BRANCH, Git
+from somnid.history.git import BRANCH, Git, GitError
 from somnid.provenance import Actor
 from somnid.store.layout import ENTRY_FILES, FOLDER_FILES
 from somnid.sync import purges
-from somnid.sync.merge import merge_entry
+from somnid.sync.merge import DRIVER, merge_entry
 from somnid.sync.remote import TRACKING
 
 SYNC = Actor("sync", "somnid sync")
@@ -123,12 +121,17 @@ def _ancestor(git: Git, older: str, newer: str) -> bool:
 
 def _merge_commit(git: Git, head: str, theirs: str, machine: str) -> tuple[str, list[str]]:
     with tempfile.TemporaryDirectory(prefix="somnid-sync-") as scratch:
-        # Path by path: files both sides changed are merged below, in process (entry files
-        # by the rules of somnid's driver, somnid.sync.merge). Never by git's merge-tree:
-        # its rename detection (which git 2.39 cannot turn off there) paired entry files,
-        # which share most of their front-matter: a purged entry's edit from the other
-        # side went into another entry's archived copy.
-        tree, stages = _merge_by_path(git, Path(scratch) / "merged", head, theirs)
+        # Entry files both sides changed are left unmerged by git (the driver is "false"
+        # here, a fork instead of a Python start a file) and merged below, in process, by
+        # the same rules as somnid's driver (somnid.sync.merge).
+        done = git.call(
+            "-c", f"merge.{DRIVER}.driver=false",
+            "merge-tree", "--write-tree", "--allow-unrelated-histories", "-z", head, theirs,
+        )  # fmt: skip
+        if done.returncode not in (0, 1):
+            said = done.stderr.decode("utf-8", "replace").strip()[-500:]
+            raise GitError(f"git merge-tree failed ({done.returncode}): {said}")
+        tree, stages = _parse_merge_tree(done.stdout)
         aside: dict[str, bytes] = {}
         fixed: dict[str, str] = {}
         decided = _decided_by_purges(git, head, theirs)
@@ -165,43 +168,29 @@ def _merge_commit(git: Git, head: str, theirs: str, machine: str) -> tuple[str, 
     return commit, sorted(aside)
 
 
-def _merge_by_path(
-    git: Git, index: Path, head: str, theirs: str
-) -> tuple[str, dict[str, dict[int, tuple[str, str]]]]:
-    """Git's three-way merge of the two trees, each path alone (``read-tree -m``: no
-    rename detection): the tree of what merged, and per path both sides changed (or one
-    changed and the other deleted) {stage: (mode, blob)} (1 base, 2 ours, 3 theirs)."""
-    env = {"GIT_INDEX_FILE": str(index)}  # a scratch index: the repository's stays as is
-    empty = "hash-object", "-w", "-t", "tree", "/dev/null"  # unrelated histories: no base
-    base = _merge_base(git, head, theirs) or git.text(*empty).strip()
-    git.run("read-tree", "-m", "-i", "--aggressive", base, head, theirs, env=env)
-    stages: dict[str, dict[int, tuple[str, str]]] = {}
-    for raw in git.run("ls-files", "-s", "-z", env=env).split(b"\0"):
-        info, _, path = raw.decode("utf-8").partition("\t")
-        if path and not info.endswith(" 0"):
-            mode, blob, stage = info.split()
-            stages.setdefault(path, {})[int(stage)] = (mode, blob)
-    if stages:  # what is unmerged is settled by the caller; the rest is the tree
-        listed = "".join(f"{path}\0" for path in stages).encode("utf-8")
-        git.run("update-index", "-z", "--force-remove", "--stdin", input=listed, env=env)
-    return git.text("write-tree", env=env).strip(), stages
-
-
 def _merge_file(path: str, base: bytes, ours: bytes, theirs: bytes) -> tuple[bytes | None, bool]:
     """(the merged file, or None to keep ours as it is; whether theirs goes beside it)."""
-    name = PurePosixPath(path).name
-    if name == PurePosixPath(purges.RECORD).name:  # append-only: every line of both sides
-        kept = ours.splitlines(keepends=True)
-        known = set(kept)
-        added = [line for line in theirs.splitlines(keepends=True) if line not in known]
-        return b"".join(kept + added), False
-    if name not in ENTRY_FILES:
-        return None, True  # not an entry: both are kept, ours in place
+    if PurePosixPath(path).name not in ENTRY_FILES:
+        return None, True  # not an entry: git could not merge it, so both are kept
     try:
         merged = merge_entry(base.decode("utf-8"), ours.decode("utf-8"), theirs.decode("utf-8"))
     except (UnicodeDecodeError, BrokenFile):
         return None, True
     return merged.text.encode("utf-8"), merged.theirs_kept_aside
+
+
+def _parse_merge_tree(out: bytes) -> tuple[str, dict[str, dict[int, tuple[str, str]]]]:
+    """The tree id and, per conflicted path, {stage: (mode, blob)} (1 base, 2 ours, 3 theirs)."""
+    fields = out.split(b"\0")
+    tree = fields[0].decode().strip()
+    stages: dict[str, dict[int, tuple[str, str]]] = {}
+    for raw in fields[1:]:
+        if not raw:
+            break  # the conflicted files end with an empty field; messages follow
+        info, _, path = raw.decode("utf-8").partition("\t")
+        mode, blob, stage = info.split()
+        stages.setdefault(path, {})[int(stage)] = (mode, blob)
+    return tree, stages
 
 
 def _decided_by_purges(git: Git, head: str, theirs: str) -> dict[str, str]:

@@ -76,3 +76,35 @@ def test_a_purge_with_history_travels(tmp_path: Path) -> None:
         # Its history is not purged again: a rewrote history once, after the purge.
         assert a.log().count("a purge rewrote history") == 1
         assert b.log().count("a purge rewrote history") == 0
+
+
+def test_an_edit_of_a_purged_entry_lands_in_no_other_entry(tmp_path: Path) -> None:
+    """A purges one entry and archives another; B edited the purged one meanwhile. git's
+    rename detection alone put B's edit into the other entry's archived copy."""
+    remote = bare_remote(tmp_path / "remote.git")
+    with (
+        machine(tmp_path / "a" / "data", remote) as a,
+        machine(tmp_path / "b" / "data", remote) as b,
+    ):
+        write(a, "yy", "my bank pin is 4321\n", description="secret")
+        write(a, "xx", "the kettle is blue\n", description="ordinary")
+        sync(a)
+        sync(b)
+        patch(b, "yy", body="my bank pin is 9999 now\n")
+        with a.client() as client:
+            done = client.post("/v1/memories/knowledge/yy/purge", params={"confirm": "yy"})
+            assert done.status_code == 200, done.text
+            done = client.post("/v1/memories/knowledge/xx/archive")
+            assert done.status_code == 200, done.text
+        sync(a)
+        sync(b)
+        sync(a)
+        for daemon in (a, b):
+            assert read(daemon, "yy") is None
+            files = memory_files(daemon.data_dir)
+            assert not [rel for rel, text in files.items() if "bank pin" in text], daemon
+            kettle = files["memory/archived/xx/SKILL.md"]
+            assert "the kettle is blue" in kettle and "archived_at" in kettle
+            assert not [rel for rel in files if ".conflict-" in rel]
+            fsck(daemon.data_dir)
+        assert memory_files(a.data_dir) == memory_files(b.data_dir)

@@ -17,6 +17,7 @@ Names are unique without regard to case: the store refuses ``Deploy-Window`` nex
 
 from __future__ import annotations
 
+import contextlib
 import re
 import unicodedata
 
@@ -93,3 +94,14 @@ def check_name(name: str) -> str:
     if not all(_slug_char(ch) for ch in name):
         raise InvalidName(f"name {name!r} contains characters a name may not have")
     return name
+
+
+def live_name(recorded: object, archived_name: str) -> str:
+    """The name an archived entry had when live: recorded when archiving renamed it, else
+    its archived name less the ``--<n>`` a rename adds ("release--v2" stays itself). A
+    recorded name that is not a safe name (edited by hand) is not followed."""
+    if isinstance(recorded, str) and recorded.strip():
+        with contextlib.suppress(InvalidName):
+            return check_name(recorded.strip())
+    stem, sep, number = archived_name.rpartition(ARCHIVE_SUFFIX)
+    return stem if sep and stem and number.isdigit() else archived_name

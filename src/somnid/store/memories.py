@@ -24,7 +24,6 @@ from somnid.errors import (
     BrokenFile,
     Conflict,
     InvalidInput,
-    InvalidName,
     NotFound,
     PreconditionFailed,
     StorageError,
@@ -32,7 +31,7 @@ from somnid.errors import (
 from somnid.memory.clock import Clock
 from somnid.memory.entry import Entry
 from somnid.memory.kinds import Kind
-from somnid.memory.names import ARCHIVE_SUFFIX, check_name, slugify
+from somnid.memory.names import ARCHIVE_SUFFIX, check_name, live_name, slugify
 from somnid.store import frontmatter
 from somnid.store.atomic import fsync_dir, move_atomic, storage_error, write_atomic
 from somnid.store.fields import check_fields, render_entry
@@ -56,17 +55,6 @@ class _Prepared:
     current: Entry
     target: Path
     data: bytes
-
-
-def _live_name(recorded: object, archived_name: str) -> str:
-    """The name an archived entry had when live: recorded when archiving renamed it, else
-    its archived name less the ``--<n>`` a rename adds ("release--v2" stays itself). A
-    recorded name that is not a safe name (edited by hand) is not followed."""
-    if isinstance(recorded, str) and recorded.strip():
-        with contextlib.suppress(InvalidName):
-            return check_name(recorded.strip())
-    stem, sep, number = archived_name.rpartition(ARCHIVE_SUFFIX)
-    return stem if sep and stem and number.isdigit() else archived_name
 
 
 class MemoryStore(EntryReader):
@@ -258,13 +246,13 @@ class MemoryStore(EntryReader):
         check_name(archived_name)
         with self._write_lock:
             archived = self.read(kind, archived_name, archived=True)
-            live_name = _live_name(archived.meta.get("archived_from"), archived_name)
-            if self.exists(kind, live_name):
+            live = live_name(archived.meta.get("archived_from"), archived_name)
+            if self.exists(kind, live):
                 raise Conflict(
-                    f"a live {kind.value} named {live_name!r} exists; archive or rename it first",
-                    name=live_name,
+                    f"a live {kind.value} named {live!r} exists; archive or rename it first",
+                    name=live,
                 )
-            self._refuse_case_twin(kind, live_name)
+            self._refuse_case_twin(kind, live)
             when = self.clock.now()
 
             def unmark(doc: frontmatter.Document) -> None:
@@ -275,7 +263,7 @@ class MemoryStore(EntryReader):
                 if kind is Kind.INTENTION:
                     doc.meta["status"] = "open"
 
-            return self._move_and_mark(kind, (archived_name, True), (live_name, False), unmark)
+            return self._move_and_mark(kind, (archived_name, True), (live, False), unmark)
 
     def _move_and_mark(
         self,

@@ -1,7 +1,9 @@
 """Merging the remote's history into ours without git touching the work tree.
 
 Blocking; the caller holds the committer's lock. ``git merge-tree --write-tree`` merges the
-two commits into a tree (somnid's merge driver merges the entry files both sides changed);
+two commits into a tree, as :mod:`somnid.sync.moves` prepares them (somnid's own moves told,
+each delete that meets an edit settled: git's rename detection never pairs two entries);
+somnid's merge driver merges the entry files both sides changed;
 what could still not merge is settled here (ours stays, theirs is stored beside it as a
 conflict file; an edit beats a delete); the merge commit is written; then every file the
 merge changed is put in place through ``MemoryService.put_raw`` (the store, the one writer
@@ -23,8 +25,8 @@ from somnid.history import purge as purging
 from somnid.history.committer import Committer
 from somnid.history.git import BRANCH, Git, GitError
 from somnid.provenance import Actor
-from somnid.store.layout import ENTRY_FILES, FOLDER_FILES
-from somnid.sync import purges
+from somnid.store.layout import ENTRY_FILES, FOLDER_FILES, Layout
+from somnid.sync import moves, purges
 from somnid.sync.merge import DRIVER, merge_entry
 from somnid.sync.remote import TRACKING
 
@@ -83,7 +85,7 @@ def merge_remote(
             if head is None or _ancestor(git, head, theirs):
                 new, conflicts = theirs, list[str]()
             else:
-                new, conflicts = _merge_commit(git, head, theirs, machine)
+                new, conflicts = _merge_commit(git, committer.layout, head, theirs, machine)
             plan = _plan(committer, head, new, keep=broken)
             with committer.memories.exclusive():
                 if not last and _written_since(committer, head, plan):
@@ -119,14 +121,23 @@ def _ancestor(git: Git, older: str, newer: str) -> bool:
     return git.call("merge-base", "--is-ancestor", older, newer).returncode == 0
 
 
-def _merge_commit(git: Git, head: str, theirs: str, machine: str) -> tuple[str, list[str]]:
+def _merge_commit(
+    git: Git, layout: Layout, head: str, theirs: str, machine: str
+) -> tuple[str, list[str]]:
+    base = _merge_base(git, head, theirs)
+    decided = _decided_by_purges(git, base, head, theirs)
+    # git is told somnid's own moves and never meets a delete against an edit: its rename
+    # detection then has nothing to pair that carries an edit (somnid.sync.moves).
+    ours, other = moves.prepared(
+        git, layout, base, head, theirs, decided, lambda ids: _blobs(git, ids)
+    )
     with tempfile.TemporaryDirectory(prefix="somnid-sync-") as scratch:
         # Entry files both sides changed are left unmerged by git (the driver is "false"
         # here, a fork instead of a Python start a file) and merged below, in process, by
         # the same rules as somnid's driver (somnid.sync.merge).
         done = git.call(
             "-c", f"merge.{DRIVER}.driver=false",
-            "merge-tree", "--write-tree", "--allow-unrelated-histories", "-z", head, theirs,
+            "merge-tree", "--write-tree", "--allow-unrelated-histories", "-z", ours, other,
         )  # fmt: skip
         if done.returncode not in (0, 1):
             said = done.stderr.decode("utf-8", "replace").strip()[-500:]
@@ -134,24 +145,23 @@ def _merge_commit(git: Git, head: str, theirs: str, machine: str) -> tuple[str, 
         tree, stages = _parse_merge_tree(done.stdout)
         aside: dict[str, bytes] = {}
         fixed: dict[str, str] = {}
-        decided = _decided_by_purges(git, head, theirs)
         texts = _blobs(git, [blob for by in stages.values() for _mode, blob in by.values()])
         for path, by_stage in stages.items():
-            ours, other = by_stage.get(2), by_stage.get(3)
-            if ours and other:
-                base = by_stage.get(1)
+            mine, yours = by_stage.get(2), by_stage.get(3)
+            if mine and yours:
+                was = by_stage.get(1)
                 merged, aside_theirs = _merge_file(
-                    path, texts[base[1]] if base else b"", texts[ours[1]], texts[other[1]]
+                    path, texts[was[1]] if was else b"", texts[mine[1]], texts[yours[1]]
                 )
                 fixed[path] = (
-                    ours[1]
+                    mine[1]
                     if merged is None
                     else git.run("hash-object", "-w", "--stdin", input=merged).decode().strip()
                 )
                 if aside_theirs:  # would not merge: ours stays, theirs beside it
-                    aside[conflict_path(path, theirs)] = texts[other[1]]
-            elif ours or other:  # modify/delete: the edit wins
-                fixed[path] = (ours or other or ("", ""))[1]
+                    aside[conflict_path(path, theirs)] = texts[yours[1]]
+            elif mine or yours:  # modify/delete: the edit wins
+                fixed[path] = (mine or yours or ("", ""))[1]
         if decided:  # the side that purged decides what is at its paths
             fixed = {p: b for p, b in fixed.items() if not _under(p, decided)}
             aside = {p: d for p, d in aside.items() if not _under(p, decided)}
@@ -193,10 +203,9 @@ def _parse_merge_tree(out: bytes) -> tuple[str, dict[str, dict[int, tuple[str, s
     return tree, stages
 
 
-def _decided_by_purges(git: Git, head: str, theirs: str) -> dict[str, str]:
+def _decided_by_purges(git: Git, base: str | None, head: str, theirs: str) -> dict[str, str]:
     """{path: the commit whose version of it stands} for the paths of a purge one side
-    made since the merge base (ours when both did)."""
-    base = _merge_base(git, head, theirs)
+    made since the merge base ``base`` (ours when both did)."""
     decided: dict[str, str] = {}
     for side in (theirs, head):
         for purge in purges.fresh(git, side, base):

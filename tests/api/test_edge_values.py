@@ -292,3 +292,21 @@ def test_a_write_is_answered_as_done_whatever_the_index_makes_of_it(
     ]:
         assert time.monotonic() < deadline, "the index never caught up"
         time.sleep(0.05)
+
+
+def test_a_priority_no_one_can_read_is_refused_not_made_mid(client: TestClient) -> None:
+    """ "urgent" was stored as ``mid``: the agent believed it had asked for urgency."""
+    answer = client.post(
+        "/v1/tools/add_intention", json={"args": {"what": "x", "priority": "urgent"}}
+    )
+    assert_problem(answer, 400, "invalid_input")
+    answer = client.post(
+        "/v1/memories/intention", json={"description": "x", "fields": {"priority": "urgent"}}
+    )
+    assert_problem(answer, 400, "invalid_input")
+    made = client.post("/v1/tools/add_intention", json={"args": {"what": "y", "priority": "High"}})
+    assert made.status_code == 200 and "high)" in made.json()["result"], made.text
+    name = made.json()["result"].split()[2].rstrip(":")
+    answer = client.patch(f"/v1/memories/intention/{name}", json={"fields": {"priority": 3}})
+    assert_problem(answer, 400, "invalid_input")
+    assert client.get(f"/v1/memories/intention/{name}").json()["meta"]["priority"] == "high"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import enum
 
+from somnid.errors import InvalidInput
+
 
 class Kind(enum.StrEnum):
     """A kind of memory. The value is what the API and the index call it."""
@@ -45,7 +47,17 @@ def normalise_salience(value: object) -> str:
     return text if text in SALIENCE_SCORE else "low"
 
 
+def check_priority(value: object) -> str:
+    """A priority someone gives (a tool, a request): ``low``, ``mid`` (or ``medium``) or
+    ``high``; anything else is refused, never quietly made ``mid``."""
+    text = value.strip().lower() if isinstance(value, str) else None
+    if text not in (*PRIORITIES, "medium"):
+        raise InvalidInput(f"priority must be low, mid or high, not {str(value)[:40]!r}")
+    return normalise_priority(text)
+
+
 def normalise_priority(value: object) -> str:
+    """A priority as read from a file (a person's hand): anything unknown reads as ``mid``."""
     text = str(value or "").strip().lower()
     if text in ("", "medium"):
         return "mid"

@@ -7,7 +7,7 @@ from typing import Any
 from somnid.errors import InvalidInput
 from somnid.memory.clock import Clock
 from somnid.memory.intentions import Agenda, Intention, agenda, intention_of
-from somnid.memory.kinds import Kind, normalise_priority
+from somnid.memory.kinds import Kind, check_priority
 from somnid.services.memories import MemoryService
 
 MAX_WHAT = 2000
@@ -33,7 +33,7 @@ class Intentions:
             raise InvalidInput("an intention needs a description of what to do")
         if len(what) > MAX_WHAT:
             raise InvalidInput(f"an intention's description is longer than {MAX_WHAT} characters")
-        fields: dict[str, Any] = {"priority": normalise_priority(priority)}
+        fields: dict[str, Any] = {"priority": check_priority(priority)}
         if due:
             fields["due"] = due
         if cue and cue.strip():

@@ -22,7 +22,7 @@ from typing import Any
 from somnid.errors import InvalidInput, StorageError
 from somnid.memory.clock import Clock, local_date, parse_time
 from somnid.memory.entry import Entry, vitals_from_meta
-from somnid.memory.kinds import Kind, normalise_priority, normalise_salience
+from somnid.memory.kinds import Kind, check_priority, normalise_priority, normalise_salience
 from somnid.memory.lifecycle import initial_score, record_usage
 from somnid.store import frontmatter
 from somnid.store.fields import check_fields
@@ -284,6 +284,8 @@ class MemoryService:
     ) -> Entry:
         fields = dict(fields or {})
         check_fields(fields)
+        if kind is Kind.INTENTION and "priority" in fields:
+            fields["priority"] = check_priority(fields["priority"])
         now = self.clock.now()
         meta = new_entry_meta(kind, now, description, fields)
         return await self._written(lambda: self._create(kind, name, meta, body, now))
@@ -316,6 +318,8 @@ class MemoryService:
     ) -> Entry:
         if fields and kind is Kind.INTENTION and fields.get("due") not in (None, ""):
             fields = {**fields, "due": parse_due(fields["due"], self.clock.tz)}
+        if fields and kind is Kind.INTENTION and fields.get("priority") is not None:
+            fields = {**fields, "priority": check_priority(fields["priority"])}
         return await self._written(
             lambda: self._store.update(
                 kind,

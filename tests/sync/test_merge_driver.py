@@ -77,6 +77,22 @@ def test_keys_both_sides_changed() -> None:
     assert meta["score"] == 0.4  # from the side used last (theirs)
 
 
+def test_odd_hand_values_merge_as_what_they_stand_for() -> None:
+    """A tag written alone is a list of one; a number beats a value that is none (NaN, a
+    word), on whichever side, so decay and recall can still read the entry."""
+    ours = edit(BASE, ("tags: [wind, paper]", "tags: wind"), ("stability: 1", "stability: .nan"))
+    ours = edit(ours, ("score: 0.5", "score: high"))
+    theirs = edit(BASE, ("tags: [wind, paper]", "tags: [wind, paper, sky]"))
+    theirs = edit(theirs, ("stability: 1", "stability: 5"), ("score: 0.5", "score: 0.7"))
+    meta = meta_of(merge_entry(BASE, ours, theirs).text)
+    assert meta["tags"] == ["wind", "sky"]  # paper removed by ours, sky added by theirs
+    assert (meta["stability"], meta["score"]) == (5, 0.7)
+    # The other way round: the same.
+    meta = meta_of(merge_entry(BASE, theirs, ours).text)
+    assert sorted(meta["tags"]) == ["sky", "wind"]
+    assert (meta["stability"], meta["score"]) == (5, 0.7)
+
+
 def test_a_key_removed_on_one_side_and_kept_on_the_other_goes() -> None:
     ours = edit(BASE, ("project: garden\n", ""))
     theirs = edit(BASE, ("line one", "line 1"))

@@ -7,10 +7,12 @@ path. The rules (docs/memory-model.md, "Merging two machines' memory"):
 
 - front-matter keys merge three-way: a key one side changed takes that side's value; a key
   both changed takes, for a list, the union (less what either side removed); for a mapping,
-  the same rules key by key; for ``created``, the earlier; for ``last_used``,
+  the same rules key by key (a value written alone, ``tags: a``, against a list is a list
+  of one); for ``created``, the earlier; for ``last_used``,
   ``last_decay``, ``updated`` and ``*_at``, the later; for ``stability``, the larger; for
   anything else (``score``, text), the value of the side used or decayed most recently
-  (ours on a tie);
+  (ours on a tie); for ``score`` and ``stability``, a finite number always beats a value
+  that is none (``.nan``, ``high``), on either side;
 - the body merges line by line with ``git merge-file``; a body both sides changed on the
   same lines cannot merge: the entry keeps ours, and theirs (the whole file) is noted in
   ``$SOMNID_MERGE_NOTES`` so the sync stores it beside the entry as a conflict. The result
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 import os
 import subprocess
 import sys
@@ -47,6 +50,9 @@ it (a person's own ``git merge``), such a file is left to git as a conflict (exi
 EARLIER = frozenset({"created"})
 LATER = frozenset({"last_used", "last_decay", "updated", "when_updated"})
 LARGER = frozenset({"stability"})
+NUMBERS = frozenset({"stability", "score"})
+"""Keys decay and recall read as numbers: a number beats a value that is none (``.nan``,
+``high``) whichever side it is on."""
 RECENCY = ("updated", "last_used", "last_decay")
 _MISSING: Any = object()
 
@@ -112,6 +118,10 @@ def _merge_value(key: Any, b: Any, o: Any, t: Any, theirs_newer: bool) -> Any:
         return o
     if o is _MISSING or t is _MISSING:  # one side changed it, the other removed it
         return t if o is _MISSING else o
+    if isinstance(o, list) != isinstance(t, list) and _scalar(o) and _scalar(t):
+        # "tags: a" on one side, "tags: [a, b]" on the other: one a list of one
+        o, t = (o if isinstance(o, list) else [o]), (t if isinstance(t, list) else [t])
+        b = b if isinstance(b, list) or b is _MISSING else [b]
     if isinstance(o, list) and isinstance(t, list):
         gone = [
             item for item in (b if isinstance(b, list) else []) if item not in o or item not in t
@@ -126,13 +136,21 @@ def _merge_value(key: Any, b: Any, o: Any, t: Any, theirs_newer: bool) -> Any:
         except TypeError:
             later = theirs_newer
         return (o if later else t) if key in EARLIER else (t if later else o)
+    if key in NUMBERS and _number(o) != _number(t):
+        return o if _number(o) else t
     if key in LARGER and _number(o) and _number(t):
         return max(o, t)
     return t if theirs_newer else o
 
 
 def _number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
+    """A finite number (never a bool, never NaN or infinity)."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _scalar(value: Any) -> bool:
+    """A list, or a value that can stand as a list of one (not a map, not missing)."""
+    return value is not _MISSING and value is not None and not isinstance(value, dict)
 
 
 def _merge_body(base: str, ours: str, theirs: str) -> tuple[str, bool]:

@@ -210,3 +210,23 @@ def test_a_fifo_or_an_oversize_file_stays_out_and_never_stops_a_commit(
     tracked = git(data_dir, "ls-files")
     assert "big.bin" not in tracked
     assert "memory/knowledge/odd/notes.txt" in tracked  # its last regular version stays
+
+
+@pytest.mark.parametrize("window_s", [LONG])
+def test_a_repository_inside_an_entry_folder_never_takes_another_writes_commit(
+    client: TestClient, data_dir: Path
+) -> None:
+    """A folder holding a repository of its own is left out; the writes committed with it
+    stay the API's (its spec, matching nothing git knew, made the commit take nothing, and
+    the hand-edit sweep then took the other entry as a person's edit)."""
+    folder = data_dir / "memory/knowledge/nested"
+    folder.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(folder)], check=True)
+    for name in ("nested", "plain"):
+        made = client.post("/v1/memories/knowledge", json={"name": name, "body": "one\n"})
+        assert made.status_code == 201, made.text
+    items = history(client)
+    assert "memory/knowledge/plain/SKILL.md" in git(data_dir, "ls-files")
+    assert "memory/knowledge/nested" not in git(data_dir, "ls-files")
+    plain = [i for i in items if "knowledge/plain" in str(i["subject"])]
+    assert plain and plain[0]["source"] == "api", items

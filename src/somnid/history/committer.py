@@ -354,8 +354,10 @@ class Committer:
         every = self.changed_paths() if len(specs) > ON_COMMAND_LINE else None  # one status
         mine = self.changed_paths(specs) if every is None else within(every, specs)
         odd = [rel for rel in mine if self._left.kept_out(rel)]
-        left_out = set(odd)
-        specs = [spec for spec in specs if spec not in left_out]
+        # A folder git lists whole ("memory/knowledge/x/": a repository of its own inside)
+        # takes its spec with it: a spec that matches nothing made the commit take nothing.
+        left_out = {rel.rstrip("/") for rel in odd}
+        specs = [s for s in specs if not any(s == o or s.startswith(o + "/") for o in left_out)]
         if not specs:
             return None
         tops = every is not None and len(specs) > ON_COMMAND_LINE

@@ -100,6 +100,17 @@ def test_the_memory_browser_end_to_end(site: tuple[str, httpx.Client, Any]) -> N
         assert TEST_TOKEN not in page.url
         page.wait_for_selector("#list li[data-name=kites]")
 
+        # A file broken by hand is in no listing: the browser names it, and why.
+        broken = app.state.runtime.layout.root / "memory/knowledge/torn/SKILL.md"
+        broken.parent.mkdir(parents=True)
+        broken.write_text("---\nname: torn\ndescription: [unclosed\n---\n\nhalf saved\n")
+        page.select_option("#scope", "archived")
+        page.select_option("#scope", "live")
+        page.wait_for_selector("#broken li[data-path='memory/knowledge/torn/SKILL.md']")
+        expect(page.locator("#list li[data-name=torn]")).to_have_count(0)
+        broken.unlink()
+        broken.parent.rmdir()
+
         # Search, with the score's parts.
         page.click("button[data-tab=search]")
         page.fill("#q", "green kites")

@@ -68,7 +68,7 @@ class Guard:
                 f"requests from the web origin {_shown(headers.get('origin'))} are not "
                 "allowed; add it to allowed_origins if it is yours",
             )
-        elif not is_public(scope["path"]) and not self._authorized(scope, headers):
+        elif not is_public(scope["path"]) and not authorized(scope, headers):
             refusal = (
                 401,
                 "unauthorized",
@@ -97,23 +97,27 @@ class Guard:
             await receive()  # the handshake's websocket.connect comes first
             await _refuse_websocket(scope, send, status, code, detail)
 
-    def _authorized(self, scope: Scope, headers: dict[str, str]) -> bool:
-        expected = _expected_token(scope)
-        if expected is None:
-            return False
-        presented = bearer(headers.get("authorization"))
-        if presented is None and scope["type"] == "http":  # the memory browser's cookie
-            state: dict[str, Any] = scope.get("state") or {}
-            sessions = state.get("ui_sessions")
-            return cookie_matches(
-                sessions if isinstance(sessions, UISessions) else None,
-                expected, headers, scope["method"], scope["path"],
-            )  # fmt: skip
-        if presented is None and scope["type"] == "websocket":
-            query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
-            values = query.get(_WS_QUERY_TOKEN)
-            presented = values[0] if values else None
-        return token_matches(expected, presented)
+
+def authorized(scope: Scope, headers: dict[str, str] | None = None) -> bool:
+    """Whether a request holds the token (its header, or the browser's cookie); on a public
+    route too, whose answer then says more (health's details)."""
+    headers = _headers(scope) if headers is None else headers
+    expected = _expected_token(scope)
+    if expected is None:
+        return False
+    presented = bearer(headers.get("authorization"))
+    if presented is None and scope["type"] == "http":  # the memory browser's cookie
+        state: dict[str, Any] = scope.get("state") or {}
+        sessions = state.get("ui_sessions")
+        return cookie_matches(
+            sessions if isinstance(sessions, UISessions) else None,
+            expected, headers, scope["method"], scope["path"],
+        )  # fmt: skip
+    if presented is None and scope["type"] == "websocket":
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        values = query.get(_WS_QUERY_TOKEN)
+        presented = values[0] if values else None
+    return token_matches(expected, presented)
 
 
 def _expected_token(scope: Scope) -> str | None:

@@ -3,8 +3,9 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Request
 
 from somnid.api.deps import RuntimeDep, answer_challenge
+from somnid.api.guard import authorized
 from somnid.api.schemas.common import BrokenFileOut, ComponentStatus, HealthOut, IndexComponent
-from somnid.security import bearer, data_dir_id, token_matches
+from somnid.security import data_dir_id
 
 router = APIRouter(tags=["health"])
 
@@ -18,9 +19,10 @@ router = APIRouter(tags=["health"])
 async def health(runtime: RuntimeDep, request: Request) -> HealthOut:
     """Is somnid up, where is its data, and is anything wrong with it. With a
     Somnid-Challenge header, the answer proves somnid holds the token (Somnid-Proof)."""
-    # Without the token (health is public): no path, no detail that may hold one, no
-    # broken file; the data dir as an id the CLI can check (somnid.security.data_dir_id).
-    full = token_matches(request.state.token, bearer(request.headers.get("authorization")))
+    # Without the token or the browser's cookie (health is public): no path, no detail that
+    # may hold one, no broken file; the data dir as an id the CLI can check
+    # (somnid.security.data_dir_id).
+    full = authorized(request.scope)
     status = await runtime.status.files()
     vector, vector_detail = runtime.status.vector
     llm, llm_detail = runtime.dreamer.llm_status()

@@ -38,6 +38,7 @@ const T = {
     this_version: "This machine's (in the entry)", other_version: "The other machine's", no_entry_file: "(the entry file is gone)",
     keep_this: "Keep this machine's", take_other: "Take the other",
     kept_this: "Settled: the entry keeps this machine's version.", took_other: "Settled: the entry now holds the other machine's version.",
+    broken_intro: "Files somnid cannot read are left alone, as they are, until fixed by hand:",
   },
   zh: {
     title: "somnid 记忆", memories: "记忆", search: "搜索", intentions: "待办意图",
@@ -73,6 +74,7 @@ const T = {
     this_version: "本机的版本（条目中）", other_version: "另一台机器的版本", no_entry_file: "（条目文件已不存在）",
     keep_this: "保留本机的", take_other: "采用另一台的",
     kept_this: "已解决：条目保留本机的版本。", took_other: "已解决：条目现在是另一台机器的版本。",
+    broken_intro: "somnid 读不了的文件原样保留，等人手工修好："
   },
 };
 const CORE = ["description", "stability", "score", "created", "last_used", "last_decay",
@@ -209,6 +211,21 @@ async function loadList() {
     "data-name": item.name,
     onclick: () => openEntry(item.kind, item.name, item.archived),
   }, item.name, el("div", { class: "muted" }, item.description || ""))) : [el("li", { class: "muted" }, t("empty"))]));
+  paintBroken();
+}
+
+// Files broken by hand are listed by no listing (they do not parse): health names them.
+async function paintBroken() {
+  let files;
+  try {
+    files = (await api("GET", "/v1/health")).data.brokenFiles;
+  } catch (error) {
+    files = error.body && error.body.brokenFiles; // a degraded health still names them
+  }
+  files = files || [];
+  $("broken").hidden = files.length === 0;
+  $("broken").replaceChildren(el("div", {}, t("broken_intro")), el("ul", {}, ...files.map((file) =>
+    el("li", { "data-path": file.path }, el("code", {}, file.path), " ", el("span", { class: "muted" }, file.reason)))));
 }
 
 async function openEntry(kind, name, archived) {

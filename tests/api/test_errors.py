@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gzip
+
 import pytest
 from fastapi.testclient import TestClient
 
@@ -31,6 +33,13 @@ def test_media_type_and_size(client: TestClient) -> None:
         "/v1/memories/knowledge", content=b"name=x", headers={"content-type": "text/plain"}
     )
     assert_problem(plain, 415, "unsupported_media_type")
+    packed = client.post(
+        "/v1/memories/knowledge",
+        content=gzip.compress(b'{"name": "x"}'),
+        headers={"content-type": "application/json", "content-encoding": "gzip"},
+    )
+    assert "gzip" in assert_problem(packed, 415, "unsupported_media_type")["detail"]
+    assert client.get("/v1/memories/knowledge/x").status_code == 404
     huge = client.post("/v1/memories/knowledge", json={"name": "x", "body": "a" * 2_000_000})
     assert_problem(huge, 413, "body_too_large")
 

@@ -1,7 +1,8 @@
 """Request gatekeeping before a route runs: body size (413) and media type (415).
 
 A pure ASGI middleware: it buffers at most ``max_body_bytes`` + 1 of the body, answers 413
-past that, and 415 when a body is sent with a content type other than JSON.
+past that, and 415 when a body is sent with a content type other than JSON or with a
+``Content-Encoding`` (gzip, say: read as JSON it would be a confusing 400).
 """
 
 from __future__ import annotations
@@ -59,6 +60,11 @@ class RequestLimits:
         media = headers.get("content-type", "").split(";", 1)[0].strip().lower()
         if body and media not in _JSON_TYPES:
             detail = f"send JSON with Content-Type: application/json (got {media or 'none'!r})"
+            await _reject(send, scope, 415, "unsupported_media_type", detail)
+            return
+        coding = headers.get("content-encoding", "").strip().lower()
+        if body and coding not in ("", "identity"):
+            detail = f"send the body as it is, without Content-Encoding (got {coding[:40]!r})"
             await _reject(send, scope, 415, "unsupported_media_type", detail)
             return
         replayed = False

@@ -87,3 +87,15 @@ def test_bad_create_bodies(client: TestClient, body: object) -> None:
 def test_bad_due_date(client: TestClient) -> None:
     response = client.post("/v1/memories/intention", json={"fields": {"due": "next tuesday"}})
     assert_problem(response, 400, "invalid_input")
+
+
+def test_head_is_the_get_it_asks_about_without_its_body(client: TestClient) -> None:
+    client.post("/v1/memories/knowledge", json={"name": "kites", "body": "red\n"})
+    got = client.get("/v1/memories/knowledge/kites")
+    head = client.head("/v1/memories/knowledge/kites")
+    assert head.status_code == 200 and head.content == b""
+    assert head.headers["etag"] == got.headers["etag"]
+    assert head.headers["content-length"] == got.headers["content-length"]
+    missing = client.head("/v1/memories/knowledge/nothing")
+    assert missing.status_code == 404 and missing.content == b""
+    assert client.head("/v1/recall").status_code == 405  # no GET there either

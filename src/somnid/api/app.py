@@ -18,6 +18,7 @@ from somnid.api.actor import ActorContext
 from somnid.api.errors import PROBLEM_JSON
 from somnid.api.exporter import Exporter
 from somnid.api.guard import PUBLIC_PATHS, Guard
+from somnid.api.head import HeadAsGet
 from somnid.api.limits import RequestLimits
 from somnid.api.mcp import McpEndpoint
 from somnid.api.observe import Observe
@@ -93,7 +94,8 @@ def create_app(
     )
     errors.install(app)
     app.state.exporter = exporter = Exporter(__version__)
-    app.add_middleware(ActorContext)  # innermost: the route's writes know who asked
+    app.add_middleware(HeadAsGet)  # innermost: HEAD is the GET it asks about, without a body
+    app.add_middleware(ActorContext)  # the route's writes know who asked
     app.add_middleware(RequestLimits, max_body_bytes=settings.max_body_bytes)
     app.add_middleware(Guard, policy=HostPolicy.from_settings(settings))
     if settings.allowed_origins:

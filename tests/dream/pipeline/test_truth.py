@@ -8,13 +8,20 @@ a description, six identical todos from a log with no agent, "last week" as one 
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from somnid.config import Settings
-from somnid.dream.pipeline.attribution import Spoken, attribute, named_subjects
+from somnid.dream.pipeline.attribution import (
+    Spoken,
+    attribute,
+    named_subjects,
+    said_of,
+    third_party,
+)
 from somnid.dream.pipeline.people import Fact, parse
 from somnid.dream.pipeline.reading import clauses, settled_kind
 from somnid.dream.pipeline.specifics import scaffolding, vague, without_label
@@ -489,3 +496,59 @@ async def test_a_poisoned_profile_line_is_refused_and_counted_as_refused(runtime
     assert result.candidates["profile_refused"] == 1, result.candidates
     profile = await runtime.memories.get(Kind.PROFILE, "ann")
     assert "Lisbon" in profile.body and "ssh" not in profile.body
+
+
+async def test_a_fact_about_someone_not_speaking_must_be_said_of_them(runtime: Runtime) -> None:
+    """Ann talks of her bees and her neighbour Bob; "Bob keeps bees in Lyon", cited on her
+    own line about her bees, went into her profile. What is said of Bob must be said on a
+    line that names him."""
+    said = [
+        ("user", "I keep bees on my roof in Lyon."),
+        ("agent", "Lovely! How many hives do you have?"),
+        ("user", "Three hives, and my neighbour Bob hates them."),
+        ("agent", "Does the honey sell well at the market?"),
+        ("user", "Yes, forty jars every autumn at the Croix-Rousse market."),
+        ("agent", "Forty jars, noted."),
+    ]
+    await agent_log(runtime, said)
+    memories = [
+        {"who": "ann", "evidence": [1], "kind": "fact", "text": "Bob keeps bees in Lyon."},
+        {"who": "ann", "evidence": [3], "kind": "fact", "text": "Bob hates the three hives."},
+    ]
+    use(runtime, ScriptedJSON(by_stage(lambda r: json.dumps({"memories": memories}))))
+    result = await runtime.dreamer.run("test")
+    assert result.candidates["misattributed"] == 1, result.candidates
+    assert result.candidates["added"] == 1, result.candidates
+    profile = (await runtime.memories.get(Kind.PROFILE, "ann")).body
+    assert "Bob keeps bees" not in profile and "Bob hates the three hives" in profile, profile
+
+
+HEARD = [
+    "I keep bees on my roof in Lyon.",
+    "My guinea pig Oscar loves carrots.",
+    "Pottery calms me.",
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ("Bob keeps bees in Lyon.", "Bob"),  # named by no line: not a speaker either
+        ("Oscar loves carrots.", "Oscar"),  # a name inside a line
+        ("Oscar's favourite food is carrots.", "Oscar"),
+        ("Lyon is where Ann keeps bees.", "Lyon"),
+        ("Pottery calms Ann.", None),  # capitalised only where a sentence starts
+        ("Ann keeps bees.", None),  # a speaker
+        ("The user keeps bees.", None),
+        ("She keeps bees.", None),
+        ("keeps bees in Lyon.", None),
+    ],
+)
+def test_a_third_party_is_a_name_no_speaker_goes_by(text: str, named: str | None) -> None:
+    assert third_party(text, ["Ann", "agent"], HEARD) == named
+
+
+def test_what_is_said_of_a_third_party_is_said_on_a_line_naming_them() -> None:
+    lines = [Spoken("Ann", line) for line in HEARD]
+    assert said_of("Oscar", "Oscar loves carrots.", lines, ["Ann"])
+    assert not said_of("Oscar", "Oscar keeps bees in Lyon.", lines, ["Ann"])

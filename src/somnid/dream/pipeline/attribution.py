@@ -121,6 +121,49 @@ def named_subjects(
     return (first,)
 
 
+_OPENER_WORDS = (
+    "the a an this that these those it its he she they we you his her their our your my "
+    "there here in on at when after before during since while if as for to with from by "
+    "some many most all every each one both later recently today yesterday tomorrow now "
+    "then also once what who how why where which"
+)
+_OPENERS = frozenset(_OPENER_WORDS.split())
+"""Words a sentence opens with that name nobody."""
+_OPENING = re.compile(r"\s*([^\W\d_][\w'’-]*)")
+
+
+def third_party(text: str, speakers: Sequence[str], lines: Sequence[str]) -> str | None:
+    """The name ``text`` opens with when no speaker goes by it: "Bob keeps bees" in a talk
+    between Alice and the agent. A capitalised first word is a name when a line writes it
+    capitalised inside a sentence ("my neighbour Bob"), or when no line has it at all."""
+    match = _OPENING.match(text)
+    if match is None or not match.group(1)[0].isupper():
+        return None
+    word = re.sub(r"['’]s$", "", match.group(1))
+    if len(word) < 2 or word.casefold() in _OPENERS:
+        return None
+    names = name_words(speakers)
+    if any(_is_name_word(w, names) for w in content_words(word)):
+        return None
+    inside = re.compile(rf"[^\s.!?:\"“]\s+{re.escape(word)}(?![^\W_])")
+    anywhere = re.compile(rf"(?<![^\W_]){re.escape(word)}(?![^\W_])", re.IGNORECASE)
+    if any(inside.search(line) for line in lines):
+        return word
+    return None if any(anywhere.search(line) for line in lines) else word
+
+
+def said_of(name: str, text: str, evidence: Sequence[Spoken], speakers: Sequence[str]) -> bool:
+    """Whether the cited lines that name ``name`` say what ``text`` says of them: at least
+    :data:`OWN_SHARE` of its other content words ("Bob keeps bees in Lyon" is not said by
+    "my neighbour Bob hates them", though the same talk says who keeps bees)."""
+    words = claim_words(text, speakers) - content_words(name)
+    if not words:
+        return True
+    naming = re.compile(rf"(?<![^\W_]){re.escape(name)}(?![^\W_])", re.IGNORECASE)
+    lines = [line for line in evidence if naming.search(line.text)]
+    return _share(words, lines, name_words(speakers)) >= OWN_SHARE
+
+
 def _share(words: set[str], lines: Sequence[Spoken], names: set[str]) -> float:
     if not words:
         return 0.0

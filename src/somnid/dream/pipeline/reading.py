@@ -34,6 +34,8 @@ from somnid.dream.pipeline.attribution import (
     attribute,
     claim_words,
     named_subjects,
+    said_of,
+    third_party,
 )
 from somnid.dream.pipeline.candidate import Candidate, candidate_of
 from somnid.dream.pipeline.checks import GROUNDED_SHARE, copies_placeholder, first_person
@@ -145,6 +147,7 @@ def read(proposal: Proposal, window: Window, user: str, has_agent: bool, tz: dt.
     problems: list[str] = []
     previous: tuple[str, ...] = ()
     person_kind = proposal.kind in PERSON_KINDS
+    heard = [line.text for line in (*window.lines, *window.context)]
     for sentence in clauses(text, speakers):
         if sentence.endswith(("?", "？")):
             problems.append("ungrounded")  # a question the model copied says nothing
@@ -158,6 +161,10 @@ def read(proposal: Proposal, window: Window, user: str, has_agent: bool, tz: dt.
         words = claim_words(sentence, speakers)
         if words and len(words & said) / len(words) < GROUNDED_SHARE:
             problems.append("ungrounded")
+            continue
+        other = third_party(sentence, speakers, heard)
+        if other is not None and not said_of(other, sentence, evidence, speakers):
+            problems.append("misattributed")  # of someone who is not speaking here
             continue
         if not kept and person_kind and not named_subjects(sentence, speakers, aliases):
             # What happened, or what someone is like, says who. A sentence that names

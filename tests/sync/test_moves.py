@@ -3,6 +3,7 @@ detection never pairs two entries, and somnid's own moves still carry an edit.""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from somnid.history.git import Git
@@ -56,7 +57,25 @@ def _repo(tmp_path: Path, files: dict[str, str | None]) -> tuple[Path, str]:
     root = tmp_path / "repo"
     root.mkdir()
     git(root, "init", "-q", "-b", "main")
+    # As a data dir has them: entry files merge by somnid's rules, never with git's markers.
+    (root / ".git/info/attributes").write_text(
+        "SKILL.md merge=somnid\nINTENT.md merge=somnid\npurged.jsonl merge=union\n"
+    )
     return root, _commit(root, files, "base")
+
+
+def _sides(
+    root: Path, base: str, ours: dict[str, str | None], theirs: dict[str, str | None]
+) -> tuple[str, str]:
+    mine = _commit(root, ours, "ours")
+    git(root, "checkout", "-q", "-f", base)
+    return mine, _commit(root, theirs, "theirs")
+
+
+def _purged(name: str) -> str:
+    specs = [f"memory/knowledge/{name}", f"memory/archived/{name}"]
+    record = {"kind": "knowledge", "name": name, "specs": specs, "history": False}
+    return json.dumps({**record, "at": "2026-12-06T08:00:00+00:00", "machine": "aaaaaa"}) + "\n"
 
 
 def test_no_rename_pairs_two_entries(tmp_path: Path) -> None:
@@ -125,3 +144,67 @@ def test_a_restore_carries_the_other_sides_edit(tmp_path: Path) -> None:
     assert "score: 0.4" in live and "archived_at" not in live
     assert _at(root, merged, archived("rr")) is None
     assert aside == []
+
+
+def test_a_name_ending_in_a_number_is_archived_under_itself(tmp_path: Path) -> None:
+    """ "release--2" archived as itself (no archived_from): its live name is its own, not
+    "release"; the other side's decay follows it into the archive."""
+    live = entry("release--2", "ship on friday")
+    root, base = _repo(tmp_path, {knowledge("release--2"): live, knowledge("o"): entry("o", "o")})
+    ours, theirs = _sides(
+        root,
+        base,
+        {
+            knowledge("release--2"): None,
+            archived("release--2"): entry("release--2", "ship on friday", ARCHIVED),
+        },
+        {knowledge("release--2"): live.replace("score: 0.5", "score: 0.4")},
+    )
+    merged, _ = _merge(root, ours, theirs)
+    assert _at(root, merged, knowledge("release--2")) is None
+    assert "score: 0.4" in (_at(root, merged, archived("release--2")) or "")
+
+
+def test_an_entry_archived_while_a_new_one_takes_its_name(tmp_path: Path) -> None:
+    """The other side's decay of the old entry goes into its archived copy, never into the
+    new entry of the same name (known by ``created``)."""
+    old = entry("x", "the kettle is blue")
+    new = entry("x", "the car is red").replace("created: 2026-12-06", "created: 2026-12-07")
+    root, base = _repo(tmp_path, {knowledge("x"): old})
+    ours, theirs = _sides(
+        root,
+        base,
+        {archived("x"): entry("x", "the kettle is blue", ARCHIVED), knowledge("x"): new},
+        {knowledge("x"): old.replace("score: 0.5", "score: 0.31")},
+    )
+    merged, _ = _merge(root, ours, theirs)
+    live, kept = _at(root, merged, knowledge("x")) or "", _at(root, merged, archived("x")) or ""
+    assert "the car is red" in live and "score: 0.5" in live
+    assert "the kettle is blue" in kept and "score: 0.31" in kept
+
+
+def test_a_purge_follows_the_entry_the_other_side_moved(tmp_path: Path) -> None:
+    """Ours purges x; theirs archived it as x--2 (an older x was archived already): the
+    purged text goes there too. Either side merging; and theirs' syncs never fail."""
+    root, base = _repo(
+        tmp_path,
+        {
+            knowledge("x"): entry("x", "my bank pin is 4321"),
+            archived("x"): entry("x", "an older x", ARCHIVED),
+            knowledge("o"): entry("o", "o"),
+        },
+    )
+    purger, mover = _sides(
+        root,
+        base,
+        {knowledge("x"): None, archived("x"): None, "memory/purged.jsonl": _purged("x")},
+        {
+            knowledge("x"): None,
+            archived("x--2"): entry("x", "my bank pin is 4321", ARCHIVED + "archived_from: x\n"),
+        },
+    )
+    for ours, theirs in ((purger, mover), (mover, purger)):
+        merged, _ = _merge(root, ours, theirs)
+        listed = git(root, "ls-tree", "-r", "--name-only", merged).split()
+        assert not [rel for rel in listed if "bank pin" in (_at(root, merged, rel) or "")]
+        assert _at(root, merged, knowledge("o")) is not None

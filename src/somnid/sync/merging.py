@@ -128,9 +128,8 @@ def _merge_commit(
     decided = _decided_by_purges(git, base, head, theirs)
     # git is told somnid's own moves and never meets a delete against an edit: its rename
     # detection then has nothing to pair that carries an edit (somnid.sync.moves).
-    ours, other = moves.prepared(
-        git, layout, base, head, theirs, decided, lambda ids: _blobs(git, ids)
-    )
+    told = moves.prepared(git, layout, head, theirs, decided, lambda ids: _blobs(git, ids))
+    ours, other, decided = told.ours, told.theirs, {**decided, **told.decided}
     with tempfile.TemporaryDirectory(prefix="somnid-sync-") as scratch:
         # Entry files both sides changed are left unmerged by git (the driver is "false"
         # here, a fork instead of a Python start a file) and merged below, in process, by
@@ -232,7 +231,8 @@ def _amend_tree(
     git.run("read-tree", tree, env=env)
     lines = []
     for spec, side in decided.items():
-        git.run("rm", "-r", "-q", "--cached", "--ignore-unmatch", "--", spec, env=env)
+        # -f: the scratch index differs from HEAD and the work tree, which plain rm refuses
+        git.run("rm", "-r", "-q", "-f", "--cached", "--ignore-unmatch", "--", spec, env=env)
         kept = git.text("ls-tree", "-r", "-z", side, "--", spec)  # the lines --index-info reads
         lines += [record for record in kept.split("\0") if record]
     for path, blob in fixed.items():

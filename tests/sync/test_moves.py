@@ -208,3 +208,24 @@ def test_a_purge_follows_the_entry_the_other_side_moved(tmp_path: Path) -> None:
         listed = git(root, "ls-tree", "-r", "--name-only", merged).split()
         assert not [rel for rel in listed if "bank pin" in (_at(root, merged, rel) or "")]
         assert _at(root, merged, knowledge("o")) is not None
+
+
+def test_a_purge_and_a_new_entry_of_that_name_merge_into_a_diverged_machine(
+    tmp_path: Path,
+) -> None:
+    """A purged x and wrote a new x; B has a commit of its own. The purge's paths were taken
+    out of the merge's scratch index with a plain ``git rm --cached``, which refuses a file
+    that differs from HEAD and the work tree: every sync of B failed."""
+    root, base = _repo(
+        tmp_path, {knowledge("x"): entry("x", "old x"), knowledge("o"): entry("o", "o")}
+    )
+    purger, diverged = _sides(
+        root,
+        base,
+        {knowledge("x"): entry("x", "a new x"), "memory/purged.jsonl": _purged("x")},
+        {knowledge("o"): entry("o", "o edited on B")},
+    )
+    git(root, "checkout", "-q", "-f", diverged)  # B's data dir: HEAD and work tree are B's
+    merged, _ = _merge(root, diverged, purger)
+    assert "a new x" in (_at(root, merged, knowledge("x")) or "")
+    assert "o edited on B" in (_at(root, merged, knowledge("o")) or "")

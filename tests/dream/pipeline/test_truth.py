@@ -523,6 +523,34 @@ async def test_a_fact_about_someone_not_speaking_must_be_said_of_them(runtime: R
     assert "Bob keeps bees" not in profile and "Bob hates the three hives" in profile, profile
 
 
+async def test_the_agents_first_person_is_not_the_users(runtime: Runtime) -> None:
+    """The 1.5B model wrote the agent's "I will remember that Clara visits next week" as
+    ann's (who: ann, cited on her line and the agent's): the agent's line says it all."""
+    said = [
+        ("user", "I keep bees on my roof in Lyon, three hives now."),
+        ("agent", "Lovely! How is the honey this year?"),
+        ("user", "My sister Clara is visiting next week, she wants to see the hives."),
+        ("agent", "I will remember that Clara visits next week."),
+    ]
+    await agent_log(runtime, said)
+    memories = [
+        {
+            "who": "ann",
+            "evidence": [3, 4],
+            "kind": "todo",
+            "text": "I will remember that Clara visits next week.",
+        }
+    ]
+    use(runtime, ScriptedJSON(by_stage(lambda r: json.dumps({"memories": memories}))))
+    result = await runtime.dreamer.run("test")
+    assert result.candidates["added"] == 1, result.candidates
+    written = "\n".join(
+        path.read_text() for path in (runtime.layout.root / "memory/intentions").rglob("INTENT.md")
+    )
+    assert "ann: I will remember" not in written, written
+    assert "I will remember that Clara visits next week" in written, written
+
+
 HEARD = [
     "I keep bees on my roof in Lyon.",
     "My guinea pig Oscar loves carrots.",

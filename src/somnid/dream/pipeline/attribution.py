@@ -164,6 +164,20 @@ def said_of(name: str, text: str, evidence: Sequence[Spoken], speakers: Sequence
     return _share(words, lines, name_words(speakers)) >= OWN_SHARE
 
 
+def whose_words(text: str, evidence: Sequence[Spoken], speakers: Sequence[str]) -> str | None:
+    """The speaker whose own cited lines say the most of ``text`` (None on a tie or with no
+    line): "I will remember that Clara visits next week" is the agent's words, though the
+    user's line says Clara visits."""
+    names, words = name_words(speakers), claim_words(text, speakers)
+    by_speaker: dict[str, list[Spoken]] = {}
+    for line in evidence:
+        by_speaker.setdefault(line.speaker, []).append(line)
+    shares = sorted(((_share(words, lines, names), who) for who, lines in by_speaker.items()))
+    if not shares or (len(shares) > 1 and shares[-1][0] == shares[-2][0]):
+        return None
+    return shares[-1][1]
+
+
 def _share(words: set[str], lines: Sequence[Spoken], names: set[str]) -> float:
     if not words:
         return 0.0

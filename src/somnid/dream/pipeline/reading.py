@@ -10,7 +10,10 @@ politics", where the shelter is Maria's). So a proposal is read a sentence at a 
    count) and owned by the person it is about (``misattributed`` otherwise, see
    :mod:`.attribution`); a sentence that names nobody is about the one before it. A
    sentence in a speaker's own first person ("I …") is that speaker's, if the model named
-   them as ``who`` and their lines say it;
+   them as ``who`` and their lines say it, unless (with an agent in the log) another
+   speaker's cited lines say more of it (the agent's "I will remember that Clara visits" is
+   not the user's); a sentence that
+   opens with someone who does not speak here must be said on a line naming them;
 3. the sentences that hold are kept (those that do not are counted as ``trimmed``), and
    grouped by whom they are about: two people's facts become two memories (``split``);
 4. each memory must say something particular (``vague`` otherwise, see :mod:`.specifics`),
@@ -36,6 +39,7 @@ from somnid.dream.pipeline.attribution import (
     named_subjects,
     said_of,
     third_party,
+    whose_words,
 )
 from somnid.dream.pipeline.candidate import Candidate, candidate_of
 from somnid.dream.pipeline.checks import GROUNDED_SHARE, copies_placeholder, first_person
@@ -154,6 +158,10 @@ def read(proposal: Proposal, window: Window, user: str, has_agent: bool, tz: dt.
             continue
         if first_person(sentence) and not named_subjects(sentence, speakers, aliases):
             owner = proposal.who if proposal.who in {line.speaker for line in spoken} else None
+            if owner is not None and has_agent:
+                # Whoever said it so: a small model copies the agent's "I will remember …"
+                # as the user's. Not between people, where a reply often echoes the words.
+                owner = whose_words(sentence, evidence, speakers) or owner
             if owner is None:
                 problems.append("misattributed")
                 continue

@@ -275,10 +275,79 @@ def test_the_time_pass_matches_and_bounds_as_every_pair_would() -> None:
         assert when, query
         for a in range(TODAY.toordinal() - 900, TODAY.toordinal() + 30, 2):
             ranges = [(a, a + 2), (a + 300, a + 300)]
+            # Each of the entry's ranges meets a span no more precisely than its own length.
             best = max(
-                (GRAIN_WEIGHT[g] for _t, g, wanted in when.spans if _touches(list(wanted), ranges)),
+                (
+                    min(GRAIN_WEIGHT[g], 0.9 if found == (a, a + 2) else 1.0)
+                    for _t, g, wanted in when.spans
+                    for found in ranges
+                    if _touches(list(wanted), [found])
+                ),
                 default=0.0,
             )
             assert when.match(ranges) == best, (query, a)
             outside = bool(when.bound) and not _touches(list(when.bound), ranges)
             assert when.outside(ranges, None) == outside, (query, a)
+
+
+def test_an_entry_meets_a_query_no_more_precisely_than_its_own_dates() -> None:
+    """ "in 2023" against "June 27, 2023" is a year's match, not a day's."""
+    when = query_time("the garden fence on June 27, 2023", TODAY)
+    day = dt.date(2023, 6, 27).toordinal()
+    year = (dt.date(2023, 1, 1).toordinal(), dt.date(2023, 12, 31).toordinal())
+    summer = (dt.date(2023, 6, 1).toordinal(), dt.date(2023, 8, 31).toordinal())
+    assert when.match([(day, day)]) == GRAIN_WEIGHT["day"]
+    assert when.match([summer]) == GRAIN_WEIGHT["season"]
+    assert when.match([year]) == GRAIN_WEIGHT["year"]
+    assert when.match([year, (day, day)]) == GRAIN_WEIGHT["day"]
+
+
+D = dt.date
+
+
+@pytest.mark.parametrize(
+    ("query", "bound"),
+    [
+        # A range of calendar days or months: every day between, and only those.
+        ("bicycle between 2023-05-01 and 2023-05-10", (D(2023, 5, 1), D(2023, 5, 10))),
+        ("bicycle from May to July 2023", (D(2023, 5, 1), D(2023, 7, 31))),
+        ("from November to February 2023", (D(2022, 11, 1), D(2023, 2, 28))),
+        # One side of a date: every day on it, not the date itself.
+        ("bicycle before 2024", (D.min, D(2023, 12, 31))),
+        ("bicycle prior to May 2023", (D.min, D(2023, 4, 30))),
+        ("bicycle since 2023", (D(2023, 1, 1), D.max)),
+        ("bicycle after June 2023", (D(2023, 7, 1), D.max)),
+        ("2023年之前她骑自行车吗", (D.min, D(2022, 12, 31))),
+        ("2023年以来她骑自行车吗", (D(2023, 1, 1), D.max)),
+        # A stretch next to a date, with its unit: as before (the month before it).
+        ("the week before August 3, 2023", (D(2023, 7, 3), D(2023, 8, 3))),
+    ],
+)
+def test_a_range_or_a_side_of_a_date_bounds_the_search(
+    query: str, bound: tuple[dt.date, dt.date]
+) -> None:
+    when = query_time(query, TODAY)
+    assert days(list(when.bound)) == [bound], when.describe()
+
+
+def test_a_side_of_a_date_lifts_the_stretch_next_to_it_not_the_date() -> None:
+    when = query_time("bicycle before 2024", TODAY)
+    in_2023, in_2024 = D(2023, 6, 1).toordinal(), D(2024, 6, 1).toordinal()
+    assert when.match([(in_2023, in_2023)]) > 0 and when.match([(in_2024, in_2024)]) == 0
+    assert when.outside([(in_2024, in_2024)], None) and not when.outside([(in_2023, in_2023)], None)
+
+
+def test_chinese_months_in_numerals_and_a_month_of_last_year() -> None:
+    assert first_span("去年五月我们去了哪里") == ("month", [(D(2022, 5, 1), D(2022, 5, 31))])
+    assert first_span("2023年五月3日") == ("day", [(D(2023, 5, 3), D(2023, 5, 3))])
+    grain, ranges = first_span("十二月的聚会")
+    assert grain == "month" and (D(2022, 12, 1), D(2022, 12, 31)) in ranges
+
+
+def test_as_of_a_year_is_a_reference_point_and_no_keyword() -> None:
+    """The year's pattern takes "of 2024": "as of 2024" was read as an event in 2024."""
+    when = query_time("kayak as of 2024", TODAY)
+    assert not when.spans and when.until == D(2024, 12, 31).toordinal()
+    assert query_terms("kayak as of 2024") == ["kayak"]
+    assert query_terms("budget report for 2024") == ["budget", "report", "2024"]
+    assert query_terms("made by hand") == ["made", "hand"]

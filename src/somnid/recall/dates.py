@@ -89,12 +89,20 @@ class TimeQuery:
         return not self._bound.touch(ranges)
 
     def match(self, ranges: list[tuple[int, int]]) -> float:
-        """The grain weight of the most precise span an entry's dates overlap; 0 if none."""
-        if ranges:
+        """How precisely an entry's dates meet the query's: for each of its ranges, the
+        grain weight of the most precise span it overlaps, but no more than its own grain's
+        (an entry that says "in 2023" meets "June 27, 2023" as a year, not as a day); the
+        best of them; 0 if none."""
+        best = 0.0
+        for found in ranges:
+            own = _precision(found)
             for weight, periods in self._spans:
-                if periods.touch(ranges):
-                    return weight
-        return 0.0
+                if min(weight, own) <= best:
+                    break  # the spans come most precise first: none after can do better
+                if periods.touch((found,)):
+                    best = min(weight, own)
+                    break
+        return best
 
     def bounds(self) -> tuple[int, int] | None:
         """The widest range any span covers (a prefilter for the index)."""
@@ -121,6 +129,17 @@ class TimeQuery:
         return "; ".join(parts)
 
 
+def _precision(found: tuple[int, int]) -> float:
+    """The grain weight a range's length stands for: a day, a weekend, a week, a month, a
+    season, a year or more."""
+    days = found[1] - found[0] + 1
+    grain = (
+        "day" if days <= 1 else "weekend" if days <= 3 else "week" if days <= 9
+        else "month" if days <= 45 else "season" if days <= 100 else "year"
+    )  # fmt: skip
+    return GRAIN_WEIGHT[grain]
+
+
 def query_time(query: str, today: dt.date) -> TimeQuery:
     """The time a query asks about, relative to ``today``: the spans it names, the period
     its calendar dates bound, and a reference point (``as of``, ``by``, ``截至``), which is
@@ -134,14 +153,25 @@ def query_time(query: str, today: dt.date) -> TimeQuery:
             past = [e for _s, e in span.ranges if e <= today.toordinal()] or [span.ranges[0][1]]
             until = max(past) if until is None else min(until, max(past))
             continue
+        around = _AROUND.search(query[max(0, span.start - 40) : span.start])
+        zh = _ZH_SIDE.match(query[span.end :])
+        open_side = _ZH_SIDES[zh["side"]] if zh else None
+        if around is not None and around["unit"] is None:
+            open_side = " ".join(around["side"].lower().split())
+        if open_side is not None and len(span.ranges) == 1 and not span.relative:
+            # "before 2024", "since May 2023", 2023年以来: every day on that side of it is
+            # meant (bound), the stretch next to it likelier (the span); not the date itself.
+            spans.append(_beside(span.text, span.ranges[0], open_side))
+            bound.append(_side(span.ranges[0], open_side))
+            continue
         spans.append((span.text, span.grain, span.ranges))
         # A question's relative time ("yesterday", "last summer") is often relative to a
         # moment the asker has in mind, not to the clock: only calendar dates bound.
         if not span.relative:
             # "the week before August 3": the month up to the day; "after": the month from it.
-            widen = _AROUND.search(query[max(0, span.start - 8) : span.start])
+            widen = around["side"].lower() if around is not None else None
             for first, last in span.ranges:
-                if widen is not None and widen[1].lower() == "before":
+                if widen in _BEFORE:
                     first -= 31
                 elif widen is not None:
                     last += 31
@@ -155,7 +185,41 @@ _ASKS_WHEN = re.compile(
     r"|\bhow\s+long\s+ago\b|什么时候|何时|哪一?天|哪一?年|哪个月|几月|几号|多久以前",
     re.IGNORECASE,
 )
-_AROUND = re.compile(r"\b(before|after)\s+(?:the\s+)?$", re.IGNORECASE)
+_AROUND = re.compile(
+    r"(?P<unit>\b(?:day|night|morning|evening|week|weekend|month|year|monday|tuesday"
+    r"|wednesday|thursday|friday|saturday|sunday)s?\s+)?"
+    r"\b(?P<side>before|after|since|prior\s+to|earlier\s+than|later\s+than)\s+(?:the\s+)?$",
+    re.IGNORECASE,
+)
+_BEFORE = ("before", "prior to", "earlier than")
+_ZH_SIDE = re.compile(r"\s*的?(?P<side>之前|以前|以来|之后|以后|起)")
+_ZH_SIDES = {"之前": "before", "以前": "before", "以来": "since", "起": "since", "之后": "after",
+             "以后": "after"}  # fmt: skip
+_FIRST_DAY, _LAST_DAY = dt.date.min.toordinal(), dt.date.max.toordinal()
+
+
+def _side(found: tuple[int, int], side: str) -> tuple[int, int]:
+    """The days on ``side`` of a range: before it, after it, or from it on (since)."""
+    first, last = found
+    if side in _BEFORE:
+        return _FIRST_DAY, first - 1
+    return (first if side == "since" else last + 1), _LAST_DAY
+
+
+def _beside(
+    text: str, found: tuple[int, int], side: str
+) -> tuple[str, str, tuple[tuple[int, int], ...]]:
+    """The stretch next to a range on ``side`` (as long as it, a week at least), as a span."""
+    first, last = found
+    length = max(last - first + 1, 7)
+    if side in _BEFORE:
+        near = (first - length, first - 1)
+    else:
+        near = (first, last) if side == "since" else (last + 1, last + length)
+    grain = {1.0: "day", 0.9: "weekend", 0.7: "week", 0.5: "month", 0.4: "season"}.get(
+        _precision(near), "year"
+    )
+    return text, grain, (near,)
 
 
 def memory_dates(text: str, when: dt.date | None) -> list[tuple[int, int]]:

@@ -7,11 +7,14 @@ bigrams (``部署窗口`` → ``部署 署窗 窗口``) on both the document and
 
 from __future__ import annotations
 
+import datetime as dt
+import functools
 import hashlib
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from somnid.memory.dates import find_dates, is_reference
 from somnid.memory.entry import Entry
 from somnid.memory.kinds import Kind
 
@@ -90,17 +93,37 @@ def _size(sentence: str) -> int:
     return len(_WORD.findall(_CJK_RUN.sub(lambda m: " ".join(m.group(0)), sentence)))
 
 
+_ANY_DAY = dt.date(2000, 1, 1)  # where reference points are, not which days: any day reads them
+
+
 def query_terms(query: str, *, drop_stop_words: bool = True) -> list[str]:
     """Distinct search terms of a query, in order: words (len ≥ 2, or a digit: the day of a
     date) and CJK bigrams.
 
     Stop words, and CJK bigrams holding a function character, are dropped unless nothing
-    else is left."""
-    terms = _terms(query)
+    else is left; so is a reference point (``as of 2024``, ``截至5月``): the time a question
+    stands at says nothing of what it asks, and an entry that merely names 2024 is no
+    better an answer for it."""
+    terms = _terms(_without_references(query))
     if not drop_stop_words:
         return terms
     kept = [term for term in terms if _says(term)]
     return kept or terms
+
+
+_REFERENCE_WORD = re.compile(
+    r"\b(?:as\s+of|by|until|till|up\s+(?:to|until))\b|截至|截止|为止", re.I
+)
+
+
+@functools.lru_cache(maxsize=512)
+def _without_references(query: str) -> str:
+    if not _REFERENCE_WORD.search(query):
+        return query  # the cheap look: no reference point without one of these words
+    spans = [s for s in find_dates(query, _ANY_DAY, any_year=True) if is_reference(query, s)]
+    for span in reversed(spans):
+        query = f"{query[: span.start]} {query[span.end :]}"
+    return query
 
 
 def content_terms(text: str) -> set[str]:

@@ -15,7 +15,9 @@ from somnid.memory.dates.words import COUNT, MONTH_WORD, WEEKDAY_WORD, ZH_COUNT
 
 _ORD = r"(?:st|nd|rd|th)?"
 _YEAR = r"(?P<y>(?:19|20)\d{2})"
-_ZH_MONTH = rf"(?:{_YEAR}\s*年\s*)?(?P<m>\d{{1,2}})\s*月"
+ZH_MONTH_NUMBER = r"(?:\d{1,2}|十[一二]?|[一二三四五六七八九])"
+"""A month's number in digits or Chinese numerals (五月, 十二月)."""
+_ZH_MONTH = rf"(?:{_YEAR}\s*年\s*)?(?P<m>{ZH_MONTH_NUMBER})\s*月"
 _NTH = r"(?P<nth>first|second|third|fourth|last|final)"
 _PART_EN = (
     r"(?P<part>early|mid|middle\s+of|late|(?:the\s+)?(?:start|beginning|middle|end)\s+of"
@@ -45,6 +47,16 @@ PATTERNS: list[tuple[str, str]] = [
                      rf"(?:,?\s+{_YEAR}\b)?"),
     ("zh_day_range", rf"{_ZH_MONTH}\s*(?P<d1>\d{{1,2}})\s*[日号]?\s*(?P<to>-|–|—|~|～|到|至)\s*"
                      r"(?:(?P<m2>\d{1,2})\s*月\s*)?(?P<d2>\d{1,2})\s*[日号]"),
+    # From one calendar date or month to another: "between 2023-05-01 and 2023-05-10",
+    # "from May to July 2023".
+    ("iso_range", rf"\b(?:(?P<b>between|from)\s+)?{_ISO}\s*{_TO}\s*(?P<y2>(?:19|20)\d{{2}})-"
+                  r"(?P<m2>\d{1,2})-(?P<d2>\d{1,2})\b"),
+    ("month_range", rf"\b(?P<b>between|from)\s+(?P<m>{MONTH_WORD})\.?"
+                    rf"(?:\s+(?P<y1>(?:19|20)\d{{2}}))?\s*{_TO}\s*(?P<m2>{MONTH_WORD})\.?"
+                    rf"(?:,?\s+{_YEAR})?\b"),
+    # A month of a year named by its distance from this one: 去年五月, 明年3月.
+    ("zh_rel_year_month", rf"(?P<which>前年|去年|今年|明年|后年)\s*的?\s*"
+                          rf"(?P<m>{ZH_MONTH_NUMBER})\s*月(?:\s*(?P<d>\d{{1,2}})\s*[日号])?"),
     # A week or weekend named by a day of it (the dream writes "week of 2023-09-25").
     ("week_of", rf"\b(?P<unit>week(?:end)?)\s+of\s+{_ISO}\b"),
     # The calendar: 8 May 2023, 8th of May, May 8, 2022, May 8th, October 2023, October.
@@ -92,6 +104,8 @@ CALENDAR = frozenset(
         "day_range",
         "day_range_dm",
         "zh_day_range",
+        "iso_range",
+        "month_range",
         "week_of",
         "month",
         "iso",

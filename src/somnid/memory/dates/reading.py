@@ -118,6 +118,8 @@ def _read(kind: str, m: re.Match[str], ref: dt.date, any_year: bool) -> Found | 
         return _part(kind, g, years)
     if kind in RANGES:
         return _range(kind, g, ref, any_year)
+    if kind in ("iso_range", "month_range"):
+        return _long_range(kind, g, ref, any_year)
     if kind == "week_of":
         day = _date(int(g["y"]), int(g["m"]), int(g["d"]))
         if day is None:
@@ -136,7 +138,7 @@ def _read(kind: str, m: re.Match[str], ref: dt.date, any_year: bool) -> Found | 
             return None  # "march on", a lower-case month alone: not taken for a date
         return _day_or_month(g["y"], month, day_text, ref, any_year)
     if kind in ("iso", "zh_date"):
-        return _day_or_month(g["y"], int(g["m"]), g["d"], ref, any_year)
+        return _day_or_month(g["y"], _month(g["m"]), g["d"], ref, any_year)
     # zh_year, year
     return "year", [cal.year_range(int(g["y"]))], 0
 
@@ -176,6 +178,9 @@ def _relative(kind: str, m: re.Match[str], ref: dt.date) -> Found | None:
         return "weekend", [cal.weekend_range(ref, DIRECTION[g["which"]])], 0
     if kind == "zh_year_word":
         return "year", [cal.year_range(ref.year + _ZH_YEARS[g["w"]])], 0
+    if kind == "zh_rel_year_month":
+        year = str(ref.year + _ZH_YEARS[g["which"]])
+        return _day_or_month(year, _month(g["m"]), g["d"], ref, False)
     if kind == "zh_rel_unit":
         unit = "month" if g["unit"] == "月" else "week"
         return _unit(unit, DIRECTION[g["which"]], ref)
@@ -237,6 +242,47 @@ def _day_or_month(
     return ("day" if day is not None else "month"), ranges, 0
 
 
+def _month(text: str | None) -> int:
+    """A month's number, in digits or Chinese numerals (五, 十二); 0 for none."""
+    return count(text or "") or 0
+
+
+def _long_range(kind: str, g: dict[str, str | None], ref: dt.date, any_year: bool) -> Found | None:
+    """From one calendar day to another (``between 2023-05-01 and 2023-05-10``), or from
+    the start of one month to the end of another (``from May to July 2023``); a year at
+    most. ``and`` joins them only after ``between``."""
+    if (g["to"] or "").lower() == "and" and (g.get("b") or "").lower() != "between":
+        return None
+    first_month, last_month = _month(g["m"]), _month(g["m2"])
+    if kind == "month_range":
+        first_month = month_number(g["m"] or "") or 0
+        last_month = month_number(g["m2"] or "") or 0
+    if not (1 <= first_month <= 12 and 1 <= last_month <= 12):
+        return None
+    ranges: list[cal.Range] = []
+    if kind == "iso_range":
+        start = _date(int(g["y"] or 0), first_month, int(g["d"] or 0))
+        end = _date(int(g["y2"] or 0), last_month, int(g["d2"] or 0))
+        if start is not None and end is not None:
+            ranges.append((start.toordinal(), end.toordinal()))
+    else:
+        ends_in = g.get("y")  # "from May to July 2023": both in 2023 (May in 2022 if past July)
+        for year in _years(g.get("y1") or ends_in, first_month, 1, ref, any_year):
+            wraps = last_month < first_month
+            first = cal.month_range(year - (wraps and not g.get("y1")), first_month)[0]
+            last = cal.month_range(year + (wraps and bool(g.get("y1"))), last_month)[1]
+            ranges.append((first, last))
+    ranges = [(a, b) for a, b in ranges if 0 <= b - a <= 366]
+    if not ranges:
+        return None
+    days = ranges[0][1] - ranges[0][0] + 1
+    grain = (
+        "day" if days == 1 else "week" if days <= 9 else "month" if days <= 45
+        else "season" if days <= 100 else "year"
+    )  # fmt: skip
+    return grain, ranges, 0
+
+
 MAX_RANGE_DAYS = 92
 """A longer "from … to …" is not read as one stretch of days (a season at most)."""
 
@@ -248,7 +294,7 @@ def _range(kind: str, g: dict[str, str | None], ref: dt.date, any_year: bool) ->
     if (g["to"] or "").lower() == "and" and not g.get("b"):
         return None  # "on Aug 11 and 15": two days
     if kind == "zh_day_range":
-        first_month, last_month = int(g["m"] or 0), int(g["m2"] or g["m"] or 0)
+        first_month, last_month = _month(g["m"]), _month(g["m2"] or g["m"])
     elif kind == "day_range":
         first_month = month_number(g["m"] or "") or 0
         last_month = month_number(g["m2"] or "") or first_month
@@ -278,7 +324,7 @@ def _part(kind: str, g: dict[str, str | None], years: list[int]) -> Found | None
     """A part of a month or season: the nth week or weekend, early/mid/late, the end."""
     if kind in ("nth_of_month", "zh_nth_of_month", "part_of_month", "zh_part_of_month"):
         word = g["m"] or ""
-        month = month_number(word) if kind in ("nth_of_month", "part_of_month") else int(word)
+        month = month_number(word) if kind in ("nth_of_month", "part_of_month") else _month(word)
         if month is None or not 1 <= month <= 12:
             return None
         if kind in ("part_of_month", "zh_part_of_month"):
@@ -347,7 +393,9 @@ _ZH_UNTIL_AFTER = re.compile(r"^\s*(?:为止|以前|之前)")
 def is_reference(text: str, span: Span) -> bool:
     """The date is a reference point (``as of May 2023``, ``by May 2023``, ``截至2023年5月``,
     ``到5月为止``): when a question stands, not the time of an event."""
-    before = text[max(0, span.start - 12) : span.start]
+    # "as of 2024": the year's pattern takes "of 2024", so the "of" is read with "as".
+    lead = re.match(r"(?:of|in)\s+", span.text, re.IGNORECASE)
+    before = text[max(0, span.start - 12) : span.start + (lead.end() if lead else 0)]
     if not _REFERENCE_BEFORE.search(before):
         return False
     if before.rstrip().endswith("到"):  # 到 alone is "to" (went to …): only 到 … 为止

@@ -161,7 +161,7 @@ def query_time(query: str, today: dt.date) -> TimeQuery:
         if open_side is not None and len(span.ranges) == 1 and not span.relative:
             # "before 2024", "since May 2023", 2023年以来: every day on that side of it is
             # meant (bound), the stretch next to it likelier (the span); not the date itself.
-            spans.append(_beside(span.text, span.ranges[0], open_side))
+            spans.append(_beside(f"{open_side} {span.text}", span.ranges[0], open_side))
             bound.append(_side(span.ranges[0], open_side))
             continue
         spans.append((span.text, span.grain, span.ranges))

@@ -17,6 +17,7 @@ These are not ``SomnidError``s: they never reach an HTTP client; the dream loop 
 from __future__ import annotations
 
 import json
+import math
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -96,10 +97,18 @@ class Usage:
         )
 
 
+MAX_TOKENS_COUNTED = 10_000_000
+"""More tokens than any one answer holds: a larger count (1e308, from a broken host) is 0."""
+
+
 def _count(value: object) -> int:
+    """A token count as a host reports it: 0 for anything that is not a finite number of
+    at most :data:`MAX_TOKENS_COUNTED` (``Infinity`` and ``NaN`` took the socket down)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return 0
-    return max(0, int(value))
+    if not math.isfinite(value) or not 0 <= value <= MAX_TOKENS_COUNTED:
+        return 0
+    return int(value)
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,6 +29,8 @@ from somnid.tools.seen import SeenTracker
 
 WEAK_SCORE = 0.30
 BODY_CHARS = 2000
+TYPED_POOL = 200
+"""How many hits a search of one knowledge type reads before it filters them by type."""
 
 
 log = logging.getLogger(__name__)
@@ -270,12 +272,15 @@ class MemoryTools:
         limit = min(20, max(1, limit))
         wanted = entry_type.strip().lower()
         if query.strip():
+            # Filtered by type after the search: asked for many more, or the type's entries
+            # below the first three times the limit were never seen.
+            pool = TYPED_POOL if wanted else limit * 3
             recalled = await self.recaller.find(
                 query,
                 kinds=(Kind.KNOWLEDGE,),
-                limit=limit * 3,
+                limit=pool,
                 project=ctx.project,
-                select=lambda hits: self.seen.select(ctx.session_id, hits, limit * 3, key=_path),
+                select=lambda hits: self.seen.select(ctx.session_id, hits, pool, key=_path),
             )
             entries = [item.entry for item in recalled.found]
         else:

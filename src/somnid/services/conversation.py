@@ -71,7 +71,9 @@ def _pick(turns: list[Turn], query: str, limit: int) -> list[Turn]:
         for i in (index, index - 1, index + 1):
             if len(keep) >= limit:
                 break
-            if 0 <= i < len(turns):
+            # A neighbour from the same log only: the turns of every other session are one
+            # list, and the line before another user's hit is no context of it.
+            if 0 <= i < len(turns) and turns[i].log == turns[index].log:
                 keep.add(i)
         if len(keep) >= limit:
             break
@@ -124,6 +126,9 @@ def search_conversation(
     used = len(head)
     for line in reversed(blocks):  # newest first, so the budget drops the oldest
         if used + len(line) + 1 > budget:
+            room = budget - used - len(labels.omitted) - 3
+            if not kept and room > 0:  # the newest alone is over the budget: its start
+                kept.append(line[:room] + "…")
             kept.append(labels.omitted)
             break
         kept.append(line)

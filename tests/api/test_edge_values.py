@@ -335,3 +335,15 @@ def test_a_knowledge_type_is_found_below_three_times_the_limit(client: TestClien
         args = {"query": "lynx", "entry_type": "decision", "limit": limit}
         found = client.post("/v1/tools/search_knowledge", json={"args": args}).json()["result"]
         assert found.count("type=decision") == limit, found
+
+
+def test_an_undated_episode_is_in_no_date_range(client: TestClient, data_dir: Path) -> None:
+    """Without when or created it read as year 1: every ``until`` kept it."""
+    folder = data_dir / "memory/episodes/undated-heron"
+    folder.mkdir(parents=True)
+    (folder / "SKILL.md").write_text("---\ndescription: heron nest found\n---\n\nAnn: a nest.\n")
+    for args in ({"until": "1990-01-01"}, {"since": "1990-01-01"}):
+        found = client.post("/v1/tools/search_episodes", json={"args": args}).json()["result"]
+        assert "heron" not in found, (args, found)
+    found = client.post("/v1/tools/search_episodes", json={"args": {}}).json()["result"]
+    assert "heron" in found

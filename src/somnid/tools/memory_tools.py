@@ -219,6 +219,8 @@ class MemoryTools:
         kept: list[tuple[Entry, float | None]] = []
         for entry, score in pairs:
             day = self._when(entry).date()
+            if (start or end) and day == dt.date.min:
+                continue  # no date of its own: in no range a search names
             if (start and day < start) or (end and day > end):
                 continue
             if tag and tag not in entry.text_field("tags").casefold():

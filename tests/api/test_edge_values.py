@@ -347,3 +347,20 @@ def test_an_undated_episode_is_in_no_date_range(client: TestClient, data_dir: Pa
         assert "heron" not in found, (args, found)
     found = client.post("/v1/tools/search_episodes", json={"args": {}}).json()["result"]
     assert "heron" in found
+
+
+def test_a_day_the_calendar_has_not_reads_as_text_not_a_broken_file(
+    client: TestClient, data_dir: Path
+) -> None:
+    """``when: 2023-02-30`` by hand made the whole entry broken ("ValueError"), out of
+    recall; a value somnid cannot use is read as missing, and kept."""
+    folder = data_dir / "memory/episodes/puffins"
+    folder.mkdir(parents=True)
+    text = "---\ndescription: puffin colony count\nwhen: 2023-02-30\n---\n\nAnn: we counted.\n"
+    (folder / "SKILL.md").write_text(text)
+    got = client.get("/v1/memories/episode/puffins")
+    assert got.status_code == 200, got.text
+    assert client.get("/v1/health").json()["brokenFiles"] == []
+    changed = client.patch("/v1/memories/episode/puffins", json={"body": "Ann: 412 pairs.\n"})
+    assert changed.status_code == 200, changed.text
+    assert "2023-02-30" in (folder / "SKILL.md").read_text()

@@ -75,7 +75,17 @@ def _mapping(loader: Any, node: yaml.MappingNode) -> dict[Any, Any]:
     return result
 
 
+def _timestamp(loader: Any, node: yaml.ScalarNode) -> Any:
+    """A date or time; a day the calendar has not (``2023-02-30``, ``25:61``) stays the
+    text it is, as a value somnid cannot use is read as missing, not as a broken file."""
+    try:
+        return _Base.construct_yaml_timestamp(loader, node)
+    except (ValueError, OverflowError):
+        return str(loader.construct_scalar(node))
+
+
 Loader.add_constructor("tag:yaml.org,2002:int", _int)
+Loader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp)
 Loader.add_constructor("tag:yaml.org,2002:map", _mapping)
 
 

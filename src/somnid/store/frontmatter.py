@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap
+from ruamel.yaml.constructor import RoundTripConstructor
 from ruamel.yaml.error import YAMLError
 
 from somnid.errors import BrokenFile
@@ -44,7 +45,17 @@ def _yaml() -> YAML:
     yaml.representer.ignore_aliases = lambda data: (
         (not isinstance(data, dict | list) and not _anchored(data)) or collections_only(data)
     )
+    yaml.constructor.add_constructor("tag:yaml.org,2002:timestamp", _rt_timestamp)
     return yaml
+
+
+def _rt_timestamp(constructor: Any, node: Any) -> Any:
+    """As the fast reader: a date the calendar has not stays its text (written back as
+    it was, quoted: a person's value is kept, never made a broken file)."""
+    try:
+        return RoundTripConstructor.construct_yaml_timestamp(constructor, node)
+    except (ValueError, OverflowError):
+        return constructor.construct_scalar(node)
 
 
 def _anchored(value: Any) -> bool:

@@ -124,13 +124,14 @@ BROKEN_FILES: dict[str, bytes] = {
     ).encode(),
     "memory/knowledge/deep/SKILL.md": b"---\nx: " + b"[" * 5000 + b"]" * 5000 + b"\n---\n\nx\n",
     "memory/knowledge/bad-utf8/SKILL.md": b"---\nname: bad-utf8\n---\n\n\xff\xfe\x00\x80 garbage\n",
-    "memory/knowledge/bad-date/SKILL.md": b"---\nname: bad-date\ncreated: 2026-02-30\n---\n\nx\n",
     "skills/agent_learned_skills/tab/SKILL.md": b"---\nname: tab\n\tdescription: x\n---\n\nx\n",
 }
 
 # Hand-edited files that are valid YAML with values of the wrong type or out of range: they
 # are read, listed and searched with defaults, never a 500.
 ODD_FILES: dict[str, str] = {
+    # A day the calendar has not: read as missing (its text kept), not a broken file.
+    "memory/knowledge/bad-date/SKILL.md": "---\nname: bad-date\ncreated: 2026-02-30\n---\n\nx\n",
     "memory/knowledge/odd-numbers/SKILL.md": (
         "---\nname: odd-numbers\ndescription: odd numbers\nscore: .nan\nstability: .inf\n"
         "last_used: 1e999\ncreated: -1\nlast_decay: [x]\nrelated: 12\ntags: {a: [1]}\n---\n\n"

@@ -12,8 +12,8 @@ politics", where the shelter is Maria's). So a proposal is read a sentence at a 
    sentence in a speaker's own first person ("I …") is that speaker's, if the model named
    them as ``who`` and their lines say it, unless (with an agent in the log) another
    speaker's cited lines say more of it (the agent's "I will remember that Clara visits" is
-   not the user's); a sentence that
-   opens with someone who does not speak here must be said on a line naming them;
+   not the user's); a sentence that opens with someone who does not speak here must be
+   said on a line naming them;
 3. the sentences that hold are kept (those that do not are counted as ``trimmed``), and
    grouped by whom they are about: two people's facts become two memories (``split``);
 4. each memory must say something particular (``vague`` otherwise, see :mod:`.specifics`),

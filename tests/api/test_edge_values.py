@@ -335,6 +335,15 @@ def test_a_knowledge_type_is_found_below_three_times_the_limit(client: TestClien
         args = {"query": "lynx", "entry_type": "decision", "limit": limit}
         found = client.post("/v1/tools/search_knowledge", json={"args": args}).json()["result"]
         assert found.count("type=decision") == limit, found
+    # In one session: what a typed search read but did not show is not "seen" after it.
+    typed = {"query": "lynx", "entry_type": "decision", "limit": 2}
+    call = {"args": typed, "sessionId": "lynx-session"}
+    assert (
+        client.post("/v1/tools/search_knowledge", json=call).json()["result"].count("decision") >= 2
+    )
+    facts = {"args": {"query": "lynx", "limit": 10}, "sessionId": "lynx-session"}
+    found = client.post("/v1/tools/search_knowledge", json=facts).json()["result"]
+    assert found.count("type=fact") == 10, found
 
 
 def test_an_undated_episode_is_in_no_date_range(client: TestClient, data_dir: Path) -> None:

@@ -282,7 +282,9 @@ class MemoryTools:
                 kinds=(Kind.KNOWLEDGE,),
                 limit=pool,
                 project=ctx.project,
-                select=lambda hits: self.seen.select(ctx.session_id, hits, pool, key=_path),
+                select=lambda hits: self.seen.select(
+                    ctx.session_id, hits, pool, key=_path, mark=False
+                ),
             )
             entries = [item.entry for item in recalled.found]
         else:
@@ -293,6 +295,7 @@ class MemoryTools:
         if ctx.project:
             entries = [e for e in entries if e.field("project") in (None, "", ctx.project)]
         entries = entries[:limit]
+        self.seen.saw(ctx.session_id, [str(entry.path) for entry in entries])  # shown: these
         if not entries:
             return "No matching knowledge. Try other keywords, recall_memories or search_episodes."
         order = "by relevance" if query.strip() else "by strength"

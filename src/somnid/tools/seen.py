@@ -33,9 +33,16 @@ class SeenTracker:
         return seen
 
     def select(
-        self, session_id: str | None, ranked: Sequence[T], limit: int, key: Callable[[T], str]
+        self,
+        session_id: str | None,
+        ranked: Sequence[T],
+        limit: int,
+        key: Callable[[T], str],
+        *,
+        mark: bool = True,
     ) -> list[T]:
-        """The top ``BLIND_TOP`` as ranked, then unseen ones, up to ``limit``; marks them seen."""
+        """The top ``BLIND_TOP`` as ranked, then unseen ones, up to ``limit``; marks them
+        seen (``mark``: a caller that shows only some of them marks those with :meth:`saw`)."""
         if session_id is None:
             return list(ranked[:limit])
         seen = self._session(session_id)
@@ -45,8 +52,14 @@ class SeenTracker:
                 break
             if key(item) not in seen:
                 chosen.append(item)
-        seen.update(key(item) for item in chosen)
+        if mark:
+            seen.update(key(item) for item in chosen)
         return chosen
+
+    def saw(self, session_id: str | None, keys: Sequence[str]) -> None:
+        """Mark ``keys`` as shown to the session."""
+        if session_id is not None:
+            self._session(session_id).update(keys)
 
     def forget(self, session_id: str) -> bool:
         return self._seen.pop(session_id, None) is not None

@@ -41,6 +41,21 @@ def test_health_create_and_hand_edit(daemon: Daemon) -> None:
         assert docs.status_code == 200 and "swagger" in docs.text.lower()
 
 
+def test_head_of_a_stream_ends_and_the_connection_goes_on(daemon: Daemon) -> None:
+    """HEAD of the sleep events stream: headers, then the answer is over (the stream held
+    a keep-alive connection, and the client's next request waited behind it)."""
+    with daemon.client(timeout=60) as client:
+        head = client.head("/v1/sleep/events")
+        assert head.status_code == 200 and head.content == b""
+        assert head.headers["content-type"].startswith("text/event-stream")
+        assert client.get("/v1/health").status_code == 200  # the same connection
+        got = client.get("/v1/memories")
+        head = client.head("/v1/memories")
+        assert (
+            head.content == b"" and head.headers["content-length"] == got.headers["content-length"]
+        )
+
+
 def test_second_daemon_on_the_same_dir_exits_at_once(daemon: Daemon, tmp_path: Path) -> None:
     log = tmp_path / "second.log"
     second = spawn(daemon.data_dir, free_port(), log)

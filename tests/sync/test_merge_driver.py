@@ -87,6 +87,8 @@ def test_odd_hand_values_merge_as_what_they_stand_for() -> None:
     meta = meta_of(merge_entry(BASE, ours, theirs).text)
     assert meta["tags"] == ["wind", "sky"]  # paper removed by ours, sky added by theirs
     assert (meta["stability"], meta["score"]) == (5, 0.7)
+    big = edit(BASE, ("score: 0.5", "score: " + "9" * 401))  # an int no float holds
+    assert meta_of(merge_entry(BASE, big, theirs).text)["stability"] == 5
     # The other way round: the same.
     meta = meta_of(merge_entry(BASE, theirs, ours).text)
     tags = meta["tags"]

@@ -145,7 +145,9 @@ def _merge_value(key: Any, b: Any, o: Any, t: Any, theirs_newer: bool) -> Any:
 
 def _number(value: Any) -> bool:
     """A finite number (never a bool, never NaN or infinity)."""
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    return isinstance(value, int) or math.isfinite(value)  # an int of any size is finite
 
 
 def _scalar(value: Any) -> bool:

@@ -246,7 +246,7 @@ def test_usage_from_the_wire() -> None:
     assert Usage.from_wire({"prompt_tokens": "many", "completion_tokens": True}) == Usage()
     # A broken host: Infinity took the bridge's socket down (int() of it), 1e308 stayed in
     # the tokens metric until a restart.
-    for odd in (float("inf"), float("nan"), 1e308, -5):
+    for odd in (float("inf"), float("nan"), 1e308, -5, 10**400):
         assert Usage.from_wire({"prompt_tokens": odd, "cached_tokens": odd}) == Usage()
     assert Usage(1, 2, 0) + Usage(10, 20, 5) == Usage(11, 22, 5)
     assert (Usage(1, 2, 0) + Usage(10, 20, 5)).total == 33

@@ -106,9 +106,9 @@ def _count(value: object) -> int:
     at most :data:`MAX_TOKENS_COUNTED` (``Infinity`` and ``NaN`` took the socket down)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return 0
-    if not math.isfinite(value) or not 0 <= value <= MAX_TOKENS_COUNTED:
-        return 0
-    return int(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return 0  # a JSON integer has no bound: compared as it is, never made a float
+    return int(value) if 0 <= value <= MAX_TOKENS_COUNTED else 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -304,6 +304,8 @@ def test_a_priority_no_one_can_read_is_refused_not_made_mid(client: TestClient) 
         "/v1/memories/intention", json={"description": "x", "fields": {"priority": "urgent"}}
     )
     assert_problem(answer, 400, "invalid_input")
+    blank = client.post("/v1/tools/add_intention", json={"args": {"what": "z", "priority": ""}})
+    assert blank.status_code == 200 and "mid)" in blank.json()["result"], blank.text
     made = client.post("/v1/tools/add_intention", json={"args": {"what": "y", "priority": "High"}})
     assert made.status_code == 200 and "high)" in made.json()["result"], made.text
     name = made.json()["result"].split()[2].rstrip(":")

@@ -312,11 +312,15 @@ D = dt.date
         ("bicycle between 2023-05-01 and 2023-05-10", (D(2023, 5, 1), D(2023, 5, 10))),
         ("bicycle from May to July 2023", (D(2023, 5, 1), D(2023, 7, 31))),
         ("from November to February 2023", (D(2022, 11, 1), D(2023, 2, 28))),
+        ("from May 2022 to July 2023", (D(2022, 5, 1), D(2023, 7, 31))),
+        ("from Nov 2022 to Feb", (D(2022, 11, 1), D(2023, 2, 28))),
         # One side of a date: every day on it, not the date itself.
         ("bicycle before 2024", (D.min, D(2023, 12, 31))),
         ("bicycle prior to May 2023", (D.min, D(2023, 4, 30))),
         ("bicycle since 2023", (D(2023, 1, 1), D.max)),
         ("bicycle after June 2023", (D(2023, 7, 1), D.max)),
+        ("what happened after summer 2023", (D(2023, 9, 1), D.max)),
+        ("5月以来我读了哪些书", (D(2023, 5, 1), D.max)),  # the latest May not after today
         ("2023年之前她骑自行车吗", (D.min, D(2022, 12, 31))),
         ("2023年以来她骑自行车吗", (D(2023, 1, 1), D.max)),
         # A stretch next to a date, with its unit: as before (the month before it).
@@ -351,3 +355,12 @@ def test_as_of_a_year_is_a_reference_point_and_no_keyword() -> None:
     assert query_terms("kayak as of 2024") == ["kayak"]
     assert query_terms("budget report for 2024") == ["budget", "report", "2024"]
     assert query_terms("made by hand") == ["made", "hand"]
+    assert query_terms("what did I watch till 2023") == ["watch"]  # nor the word that makes it
+    assert "截至" not in query_terms("截至2023年5月我住在哪里")
+
+
+def test_a_range_of_months_in_a_memory_is_read_from_its_own_day() -> None:
+    """ "from Nov to Feb" said on 2023-11-02 is this winter, not the last one."""
+    assert days(memory_dates("We travel from Nov to Feb.", D(2023, 11, 2))) == [
+        (D(2023, 11, 1), D(2024, 2, 29))
+    ]

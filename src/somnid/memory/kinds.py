@@ -50,6 +50,8 @@ def normalise_salience(value: object) -> str:
 def check_priority(value: object) -> str:
     """A priority someone gives (a tool, a request): ``low``, ``mid`` (or ``medium``) or
     ``high``; anything else is refused, never quietly made ``mid``."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return "mid"  # none given (a tool's "" is "not set", as for its other fields)
     text = value.strip().lower() if isinstance(value, str) else None
     if text not in (*PRIORITIES, "medium"):
         raise InvalidInput(f"priority must be low, mid or high, not {str(value)[:40]!r}")

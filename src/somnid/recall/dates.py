@@ -158,11 +158,13 @@ def query_time(query: str, today: dt.date) -> TimeQuery:
         open_side = _ZH_SIDES[zh["side"]] if zh else None
         if around is not None and around["unit"] is None:
             open_side = " ".join(around["side"].lower().split())
-        if open_side is not None and len(span.ranges) == 1 and not span.relative:
+        if open_side is not None and not span.relative:
             # "before 2024", "since May 2023", 2023年以来: every day on that side of it is
             # meant (bound), the stretch next to it likelier (the span); not the date itself.
-            spans.append(_beside(f"{open_side} {span.text}", span.ranges[0], open_side))
-            bound.append(_side(span.ranges[0], open_side))
+            # A date without a year ("since May"): its latest reading not after today.
+            seen = [r for r in span.ranges if r[0] <= today.toordinal()] or [span.ranges[0]]
+            spans.append(_beside(f"{open_side} {span.text}", max(seen), open_side))
+            bound.append(_side(max(seen), open_side))
             continue
         spans.append((span.text, span.grain, span.ranges))
         # A question's relative time ("yesterday", "last summer") is often relative to a

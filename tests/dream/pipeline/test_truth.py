@@ -21,7 +21,9 @@ from somnid.dream.pipeline.attribution import (
     named_subjects,
     said_of,
     third_party,
+    whose_words,
 )
+from somnid.dream.pipeline.checks import first_person
 from somnid.dream.pipeline.people import Fact, parse
 from somnid.dream.pipeline.reading import clauses, settled_kind
 from somnid.dream.pipeline.specifics import scaffolding, vague, without_label
@@ -574,6 +576,27 @@ HEARD = [
 )
 def test_a_third_party_is_a_name_no_speaker_goes_by(text: str, named: str | None) -> None:
     assert third_party(text, ["Ann", "agent"], HEARD) == named
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Because of a new job, Ann is moving to Berlin.",
+        "Currently Ann lives in Paris.",
+        "I'm meeting Ann in Berlin next month.",
+    ],
+)
+def test_an_opening_word_no_line_has_is_no_third_party_beside_a_speaker(text: str) -> None:
+    assert third_party(text, ["Ann", "agent"], HEARD) is None
+
+
+def test_the_agents_echo_of_the_users_plan_is_not_the_agents_first_person() -> None:
+    lines = [
+        Spoken("user", "I'm going to see Clara next week."),
+        Spoken("agent", "Noted: you will visit Clara next week."),
+    ]
+    assert whose_words("I will visit Clara next week.", lines, ["user", "agent"]) == "agent"
+    assert not first_person(lines[1].text)  # so reading keeps the model's "who"
 
 
 def test_what_is_said_of_a_third_party_is_said_on_a_line_naming_them() -> None:

@@ -125,7 +125,11 @@ _OPENER_WORDS = (
     "the a an this that these those it its he she they we you his her their our your my "
     "there here in on at when after before during since while if as for to with from by "
     "some many most all every each one both later recently today yesterday tomorrow now "
-    "then also once what who how why where which"
+    "then also once what who how why where which because although though however currently "
+    "meanwhile finally eventually usually sometimes often always never still just even maybe "
+    "perhaps unfortunately luckily fortunately sadly happily apparently actually basically "
+    "overall initially soon earlier originally despite unless until so but and or yet thanks "
+    "according i i'm i'll i've i'd i’m i’ll i’ve i’d"
 )
 _OPENERS = frozenset(_OPENER_WORDS.split())
 """Words a sentence opens with that name nobody."""
@@ -146,9 +150,13 @@ def third_party(text: str, speakers: Sequence[str], lines: Sequence[str]) -> str
     if any(_is_name_word(w, names) for w in content_words(word)):
         return None
     inside = re.compile(rf"[^\s.!?:\"“]\s+{re.escape(word)}(?![^\W_])")
-    anywhere = re.compile(rf"(?<![^\W_]){re.escape(word)}(?![^\W_])", re.IGNORECASE)
     if any(inside.search(line) for line in lines):
         return word
+    # A word no line has is a name only in a sentence that names no speaker: "Because of a
+    # new job, Ann is moving" is Ann's, whatever its first word.
+    if named_subjects(text, speakers):
+        return None
+    anywhere = re.compile(rf"(?<![^\W_]){re.escape(word)}(?![^\W_])", re.IGNORECASE)
     return None if any(anywhere.search(line) for line in lines) else word
 
 

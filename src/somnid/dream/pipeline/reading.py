@@ -158,10 +158,13 @@ def read(proposal: Proposal, window: Window, user: str, has_agent: bool, tz: dt.
             continue
         if first_person(sentence) and not named_subjects(sentence, speakers, aliases):
             owner = proposal.who if proposal.who in {line.speaker for line in spoken} else None
-            if owner is not None and has_agent:
-                # Whoever said it so: a small model copies the agent's "I will remember …"
-                # as the user's. Not between people, where a reply often echoes the words.
-                owner = whose_words(sentence, evidence, speakers) or owner
+            best = whose_words(sentence, evidence, speakers) if has_agent else None
+            if owner is not None and best is not None:
+                # Whoever said it so, in their own first person: a small model copies the
+                # agent's "I will remember …" as the user's; the agent's echo ("Noted: you
+                # will visit Clara") is not its own. Not between people: replies echo.
+                mine = [line.text for line in evidence if line.speaker == best]
+                owner = best if any(first_person(text) for text in mine) else owner
             if owner is None:
                 problems.append("misattributed")
                 continue

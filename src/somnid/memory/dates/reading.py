@@ -97,9 +97,10 @@ def find_dates(text: str, ref: dt.date | None, *, any_year: bool = False) -> lis
             if found is None:
                 continue
             grain, ranges, around = found
-            spans.append(
-                Span(m.start(), m.end(), m.group(0).strip(), kind, grain, tuple(ranges), around)
-            )
+            whole = m.group(0)  # the span is its words, not the spaces a pattern took with them
+            start = m.start() + len(whole) - len(whole.lstrip())
+            end = m.end() - len(whole) + len(whole.rstrip())
+            spans.append(Span(start, end, whole.strip(), kind, grain, tuple(ranges), around))
     spans.sort(key=lambda span: span.start)
     if ref is None:
         return [s for s in spans if not s.relative and _HAS_YEAR.search(s.text)]
@@ -249,7 +250,7 @@ def _month(text: str | None) -> int:
 
 def _long_range(kind: str, g: dict[str, str | None], ref: dt.date, any_year: bool) -> Found | None:
     """From one calendar day to another (``between 2023-05-01 and 2023-05-10``), or from
-    the start of one month to the end of another (``from May to July 2023``); a year at
+    the start of one month to the end of another (``from May to July 2023``); two years at
     most. ``and`` joins them only after ``between``."""
     if (g["to"] or "").lower() == "and" and (g.get("b") or "").lower() != "between":
         return None
@@ -266,13 +267,20 @@ def _long_range(kind: str, g: dict[str, str | None], ref: dt.date, any_year: boo
         if start is not None and end is not None:
             ranges.append((start.toordinal(), end.toordinal()))
     else:
-        ends_in = g.get("y")  # "from May to July 2023": both in 2023 (May in 2022 if past July)
-        for year in _years(g.get("y1") or ends_in, first_month, 1, ref, any_year):
-            wraps = last_month < first_month
-            first = cal.month_range(year - (wraps and not g.get("y1")), first_month)[0]
-            last = cal.month_range(year + (wraps and bool(g.get("y1"))), last_month)[1]
-            ranges.append((first, last))
-    ranges = [(a, b) for a, b in ranges if 0 <= b - a <= 366]
+        # The years as named: "from May 2022 to July 2023"; "from Nov to Feb 2024" (Nov of
+        # 2023); "from Nov 2023 to Feb" (Feb of 2024); none named: the first month's year as
+        # a date's, the last month's the same or the next.
+        wraps = int(last_month < first_month)
+        if g.get("y1"):
+            years = [(int(g["y1"] or 0), int(g["y"] or 0) or int(g["y1"] or 0) + wraps)]
+        elif g.get("y"):
+            years = [(int(g["y"] or 0) - wraps, int(g["y"] or 0))]
+        else:
+            years = [(y, y + wraps) for y in _years(None, first_month, 1, ref, any_year)]
+        for first_year, last_year in years:
+            first = cal.month_range(first_year, first_month)[0]
+            ranges.append((first, cal.month_range(last_year, last_month)[1]))
+    ranges = [(a, b) for a, b in ranges if 0 <= b - a <= 731]
     if not ranges:
         return None
     days = ranges[0][1] - ranges[0][0] + 1

@@ -200,6 +200,8 @@ function show(tab) {
 
 // --- memories --------------------------------------------------------------------------
 
+let filtering = false;
+
 async function loadList() {
   const kind = $("kind").value;
   const archived = $("scope").value === "archived";
@@ -211,7 +213,7 @@ async function loadList() {
     "data-name": item.name,
     onclick: () => openEntry(item.kind, item.name, item.archived),
   }, item.name, el("div", { class: "muted" }, item.description || ""))) : [el("li", { class: "muted" }, t("empty"))]));
-  paintBroken();
+  if (!filtering) paintBroken(); // not once a keystroke: health reads the data dir
 }
 
 // Files broken by hand are listed by no listing (they do not parse): health names them.
@@ -224,7 +226,7 @@ async function paintBroken() {
   }
   files = files || [];
   $("broken").hidden = files.length === 0;
-  $("broken").replaceChildren(el("div", {}, t("broken_intro")), el("ul", {}, ...files.map((file) =>
+  $("broken").replaceChildren(el("div", { "data-t": "broken_intro" }, t("broken_intro")), el("ul", {}, ...files.map((file) =>
     el("li", { "data-path": file.path }, el("code", {}, file.path), " ", el("span", { class: "muted" }, file.reason)))));
 }
 
@@ -583,7 +585,7 @@ document.addEventListener("DOMContentLoaded", () => {
   $("logout").addEventListener("click", async () => { await api("POST", "/ui/logout"); showLogin(); });
   document.querySelectorAll("#tabs button").forEach((b) => b.addEventListener("click", () => show(b.dataset.tab)));
   for (const id of ["kind", "scope"]) $(id).addEventListener("change", loadList);
-  $("filter").addEventListener("input", loadList);
+  $("filter").addEventListener("input", () => { filtering = true; loadList().finally(() => { filtering = false; }); });
   $("save").addEventListener("click", save);
   $("reload").addEventListener("click", () => openEntry(current.kind, current.name, current.archived));
   $("archive").addEventListener("click", () => act("archive"));

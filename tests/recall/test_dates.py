@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import random
 
 import pytest
 
+from somnid.memory.dates import find_dates
 from somnid.recall.dates import GRAIN_WEIGHT, Periods, memory_dates, query_time
 from somnid.recall.passes import ASKS_WHEN_SHARE, boost_time
 from somnid.recall.scorer import Scored
@@ -364,3 +366,13 @@ def test_a_range_of_months_in_a_memory_is_read_from_its_own_day() -> None:
     assert days(memory_dates("We travel from Nov to Feb.", D(2023, 11, 2))) == [
         (D(2023, 11, 1), D(2024, 2, 29))
     ]
+
+
+def test_a_body_of_many_dates_has_each_read_once() -> None:
+    """Spans taken are found by bisection (8000 compared each with all took 3 s; the time is
+    bench matter): each date once, a finer pattern's stretch never read twice."""
+    body = "去年五月, in the last week of July 2023 we met. " * 4000
+    spans = [s for s in find_dates(body, D(2023, 6, 1)) if s.text]
+    assert [s.text for s in spans[:2]] == ["去年五月", "the last week of July 2023"]
+    assert len(spans) == 8000
+    assert all(a.end <= b.start for a, b in itertools.pairwise(spans))

@@ -10,6 +10,7 @@ from somnid.memory.clock import ManualClock
 from somnid.services.conversation import search_conversation
 from somnid.sessions.logs import SessionLogs
 from somnid.sessions.records import Message
+from somnid.sessions.transcript import session_turns
 from somnid.store.layout import Layout
 
 START = dt.datetime(2026, 10, 3, 12, 0, tzinfo=dt.UTC)
@@ -89,3 +90,29 @@ def test_a_turn_longer_than_the_budget_is_cut_not_everything_dropped(tmp_path: P
     )
     assert "the ferry leaves at nine" in found and len(found) <= 2000, found[:300]
     assert found.splitlines()[1] == "(earlier lines left out to stay within the budget)"
+
+
+def test_in_the_current_session_a_neighbour_may_be_in_the_part_before(tmp_path: Path) -> None:
+    """A session's log parts are files of their own; its own turns are one conversation."""
+    layout = Layout(tmp_path)
+    clock = ManualClock(START)
+    logs = SessionLogs(layout, clock, CaptureSettings(log_max_bytes=4096))
+    for n in range(12):
+        clock.advance(dt.timedelta(minutes=1))
+        logs.append_messages("s", [Message(role="user", text=f"turn {n:02d} " + "y" * 600)])
+    logs.append_messages("s", [Message(role="user", text="the walrus surfaced")])
+    turns = session_turns(layout, "s", dt.UTC, roles=("user", "agent"))
+    assert len({turn.log for turn in turns}) > 1  # parts, indeed
+    first_of_part = next(i for i in range(1, len(turns)) if turns[i].log != turns[i - 1].log)
+    word = turns[first_of_part].text.split()[1]  # "07", say: a word of that turn only
+    found = search_conversation(
+        layout,
+        dt.UTC,
+        clock.now(),
+        session_id="s",
+        query=f"turn {word}",
+        limit=3,
+        budget=9000,
+        lang="en",
+    )
+    assert turns[first_of_part - 1].text[:7] in found, found[:400]

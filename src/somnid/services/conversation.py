@@ -57,9 +57,10 @@ def _score(turn: Turn, needle: str, terms: list[str]) -> int:
     return sum(1 for term in terms if term in text)
 
 
-def _pick(turns: list[Turn], query: str, limit: int) -> list[Turn]:
+def _pick(turns: list[Turn], query: str, limit: int, *, mixed: bool = False) -> list[Turn]:
     """Without a query the last ``limit`` turns; with one, the best matches and their
-    neighbours, in order."""
+    neighbours, in order (``mixed``: the turns of many sessions, a neighbour from the same
+    log only)."""
     if not query.strip():
         return turns[-limit:]
     needle = query.strip().casefold()
@@ -73,7 +74,7 @@ def _pick(turns: list[Turn], query: str, limit: int) -> list[Turn]:
                 break
             # A neighbour from the same log only: the turns of every other session are one
             # list, and the line before another user's hit is no context of it.
-            if 0 <= i < len(turns) and turns[i].log == turns[index].log:
+            if 0 <= i < len(turns) and (not mixed or turns[i].log == turns[index].log):
                 keep.add(i)
         if len(keep) >= limit:
             break
@@ -109,7 +110,7 @@ def search_conversation(
             for turn in reversed(recent_turns(layout, tz, limit=OTHER_SESSIONS_TURNS, roles=ROLES))
             if turn not in current
         ]
-        earlier = _pick(others, query, limit - len(chosen))
+        earlier = _pick(others, query, limit - len(chosen), mixed=True)
     if not chosen and not earlier:
         return (
             labels.nothing.format(query=query) if query.strip() else labels.nothing.format(query="")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -134,6 +135,23 @@ def test_two_machines_share_one_memory(
         assert entry_file.read_text().endswith("half typed\n")
         assert (a.data_dir / conflict["path"]).is_file()
         entry_file.write_text(mine)
+        # The same for an archived entry's file (read_path reads live entries only).
+        folder = a.data_dir / "memory/archived/torn"
+        folder.mkdir(parents=True)
+        torn = "---\ndescription: [unclosed\n---\n\nhalf typed, archived\n"
+        (folder / "SKILL.md").write_text(torn)
+        (folder / "SKILL.conflict-0123456789ab.md").write_text("---\nname: torn\n---\n\nx\n")
+        with a.client() as client:
+            taking = client.delete(
+                "/v1/sync/conflicts",
+                params={
+                    "path": "memory/archived/torn/SKILL.conflict-0123456789ab.md",
+                    "keep": "other",
+                },
+            )
+        assert taking.status_code == 409 and taking.json()["code"] == "broken_file", taking.text
+        assert (folder / "SKILL.md").read_text() == torn
+        shutil.rmtree(folder)
 
         # Settling the conflict removes its file (history keeps it); the other follows.
         with a.client() as client:

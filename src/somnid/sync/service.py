@@ -360,8 +360,13 @@ class SyncService:
             except OSError:
                 raise NotFound(f"no conflict file {path!r}") from None
             # A file a person is editing does not parse, so history does not hold it: it is
-            # not replaced (BrokenFile: 409 broken_file), as no other write replaces it.
+            # not replaced (BrokenFile: 409 broken_file), as no other write replaces it; an
+            # archived entry's file too (read_path reads live entries only).
             await asyncio.to_thread(self.memories.read_path, entry)
+            where = self.layout.classify(entry)
+            if where is not None and where[2]:
+                with contextlib.suppress(NotFound):  # gone: the other's version is all there is
+                    await self.memories.get(where[0], where[1], archived=True)
             if self.history.committer is not None:
                 await self.history.committer.flush()  # this machine's version into history
             await asyncio.to_thread(self.memories.put_raw, entry, data)

@@ -317,22 +317,13 @@ def test_a_priority_no_one_can_read_is_refused_not_made_mid(client: TestClient) 
 def test_a_knowledge_type_is_found_below_three_times_the_limit(client: TestClient) -> None:
     """Twelve facts about lynxes rank above four decisions: the type was filtered out of the
     first 3 × limit hits only, and "No matching knowledge" came back."""
-    for i in range(12):
-        body = {"name": f"lynx-fact-{i}", "description": f"lynx fact {i}: lynx lynx lynx"}
-        assert (
-            client.post(
-                "/v1/memories/knowledge", json={**body, "fields": {"type": "fact"}}
-            ).status_code
-            == 201
-        )
-    for i in range(4):
-        body = {"name": f"lynx-decision-{i}", "description": f"we decided on the lynx route {i}"}
-        assert (
-            client.post(
-                "/v1/memories/knowledge", json={**body, "fields": {"type": "decision"}}
-            ).status_code
-            == 201
-        )
+    made = [(f"lynx-fact-{i}", f"lynx fact {i}: lynx lynx lynx", "fact") for i in range(12)]
+    made += [
+        (f"lynx-decision-{i}", f"we decided on the lynx route {i}", "decision") for i in range(4)
+    ]
+    for name, description, kind in made:
+        body = {"name": name, "description": description, "fields": {"type": kind}}
+        assert client.post("/v1/memories/knowledge", json=body).status_code == 201
     for limit in (1, 2, 4):
         args = {"query": "lynx", "entry_type": "decision", "limit": limit}
         found = client.post("/v1/tools/search_knowledge", json={"args": args}).json()["result"]

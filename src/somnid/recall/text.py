@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from somnid.memory.dates import find_dates, is_reference
+from somnid.memory.dates import find_dates, reference_stretch
 from somnid.memory.entry import Entry
 from somnid.memory.kinds import Kind
 
@@ -116,23 +116,13 @@ _REFERENCE_WORD = re.compile(
 )
 
 
-_MARKER = re.compile(
-    r"(?:\bas(?:\s+of)?|\bby|\buntil|\btill|\bup\s+(?:to|until)|截至|截止到?|到)\s*(?:the\s+)?$",
-    re.IGNORECASE,
-)  # "as" alone: the year's pattern takes "of 2024"
-_MARKER_AFTER = re.compile(r"\s*(?:为止|以前|之前)")
-
-
 @functools.lru_cache(maxsize=512)
 def _without_references(query: str) -> str:
     if not _REFERENCE_WORD.search(query):
         return query  # the cheap look: no reference point without one of these words
-    spans = [s for s in find_dates(query, _ANY_DAY, any_year=True) if is_reference(query, s)]
-    for span in reversed(spans):  # the date and the words that make it one ("as of", 截至)
-        marker = _MARKER.search(query[: span.start])
-        start = marker.start() if marker else span.start
-        after = _MARKER_AFTER.match(query[span.end :])
-        query = f"{query[:start]} {query[span.end + (after.end() if after else 0) :]}"
+    found = [reference_stretch(query, s) for s in find_dates(query, _ANY_DAY, any_year=True)]
+    for start, end in reversed([where for where in found if where is not None]):
+        query = f"{query[:start]} {query[end:]}"  # the date and "as of", 截至 … with it
     return query
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -27,6 +27,7 @@ from somnid.dream.pipeline.checks import first_person
 from somnid.dream.pipeline.people import Fact, parse
 from somnid.dream.pipeline.reading import clauses, settled_kind
 from somnid.dream.pipeline.specifics import scaffolding, vague, without_label
+from somnid.dream.result import DreamResult
 from somnid.memory.clock import ManualClock
 from somnid.memory.dates import absolutise
 from somnid.memory.kinds import Kind
@@ -439,6 +440,15 @@ async def agent_log(runtime: Runtime, said: list[tuple[str, str]]) -> None:
     await runtime.sessions.close("chat-1")
 
 
+async def dream_agent_log(
+    runtime: Runtime, said: list[tuple[str, str]], memories: Sequence[Mapping[str, object]]
+) -> DreamResult:
+    """ann's log with the agent, dreamt by a model that proposes ``memories``."""
+    await agent_log(runtime, said)
+    use(runtime, ScriptedJSON(by_stage(lambda r: json.dumps({"memories": memories}))))
+    return await runtime.dreamer.run("test")
+
+
 async def test_what_the_user_is_like_goes_to_their_profile_in_a_log_with_an_agent(
     runtime: Runtime,
 ) -> None:
@@ -512,13 +522,11 @@ async def test_a_fact_about_someone_not_speaking_must_be_said_of_them(runtime: R
         ("user", "Yes, forty jars every autumn at the Croix-Rousse market."),
         ("agent", "Forty jars, noted."),
     ]
-    await agent_log(runtime, said)
     memories = [
         {"who": "ann", "evidence": [1], "kind": "fact", "text": "Bob keeps bees in Lyon."},
         {"who": "ann", "evidence": [3], "kind": "fact", "text": "Bob hates the three hives."},
     ]
-    use(runtime, ScriptedJSON(by_stage(lambda r: json.dumps({"memories": memories}))))
-    result = await runtime.dreamer.run("test")
+    result = await dream_agent_log(runtime, said, memories)
     assert result.candidates["misattributed"] == 1, result.candidates
     assert result.candidates["added"] == 1, result.candidates
     profile = (await runtime.memories.get(Kind.PROFILE, "ann")).body
@@ -534,7 +542,6 @@ async def test_the_agents_first_person_is_not_the_users(runtime: Runtime) -> Non
         ("user", "My sister Clara is visiting next week, she wants to see the hives."),
         ("agent", "I will remember that Clara visits next week."),
     ]
-    await agent_log(runtime, said)
     memories = [
         {
             "who": "ann",
@@ -543,8 +550,7 @@ async def test_the_agents_first_person_is_not_the_users(runtime: Runtime) -> Non
             "text": "I will remember that Clara visits next week.",
         }
     ]
-    use(runtime, ScriptedJSON(by_stage(lambda r: json.dumps({"memories": memories}))))
-    result = await runtime.dreamer.run("test")
+    result = await dream_agent_log(runtime, said, memories)
     assert result.candidates["added"] == 1, result.candidates
     written = "\n".join(
         path.read_text() for path in (runtime.layout.root / "memory/intentions").rglob("INTENT.md")

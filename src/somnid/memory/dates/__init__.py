@@ -11,7 +11,22 @@
   (2023-10-03)``), in forms the reading reads back as the same days.
 """
 
-from somnid.memory.dates.reading import ANY_YEAR, Span, find_dates, is_reference
+from somnid.memory.dates.reading import (
+    ANY_YEAR,
+    Span,
+    find_dates,
+    is_reference,
+    reference_stretch,
+)
 from somnid.memory.dates.values import Resolved, absolutise, resolve
 
-__all__ = ["ANY_YEAR", "Resolved", "Span", "absolutise", "find_dates", "is_reference", "resolve"]
+__all__ = [
+    "ANY_YEAR",
+    "Resolved",
+    "Span",
+    "absolutise",
+    "find_dates",
+    "is_reference",
+    "reference_stretch",
+    "resolve",
+]

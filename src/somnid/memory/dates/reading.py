@@ -407,11 +407,19 @@ _ZH_UNTIL_AFTER = re.compile(r"^\s*(?:为止|以前|之前)")
 def is_reference(text: str, span: Span) -> bool:
     """The date is a reference point (``as of May 2023``, ``by May 2023``, ``截至2023年5月``,
     ``到5月为止``): when a question stands, not the time of an event."""
+    return reference_stretch(text, span) is not None
+
+
+def reference_stretch(text: str, span: Span) -> tuple[int, int] | None:
+    """Where a reference point is in ``text``, with the words that make the date one
+    (``as of``, ``截至``, ``到 … 为止``); None when the date is no reference point."""
     # "as of 2024": the year's pattern takes "of 2024", so the "of" is read with "as".
     lead = re.match(r"(?:of|in)\s+", span.text, re.IGNORECASE)
-    before = text[max(0, span.start - 12) : span.start + (lead.end() if lead else 0)]
-    if not _REFERENCE_BEFORE.search(before):
-        return False
-    if before.rstrip().endswith("到"):  # 到 alone is "to" (went to …): only 到 … 为止
-        return bool(_ZH_UNTIL_AFTER.match(text[span.end :]))
-    return True
+    origin = max(0, span.start - 12)
+    marker = _REFERENCE_BEFORE.search(text[origin : span.start + (lead.end() if lead else 0)])
+    if marker is None:
+        return None
+    after = _ZH_UNTIL_AFTER.match(text[span.end :])
+    if marker.group(0).rstrip().endswith("到") and after is None:
+        return None  # 到 alone is "to" (went to …): only 到 … 为止
+    return origin + marker.start(), span.end + (after.end() if after else 0)

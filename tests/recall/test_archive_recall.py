@@ -178,6 +178,35 @@ async def test_a_line_archived_after_a_recall_is_found(tmp_path: Path) -> None:
     assert rt.recaller._archive_text is not made  # made again: the archive changed
 
 
+async def test_a_session_marked_never_to_be_dreamed_stays_out_of_the_archive_recall(
+    tmp_path: Path,
+) -> None:
+    """ "Never dream this" keeps a session out of long-term memory: its archived lines are
+    not recalled either (a dream-archived log, and a log a person marked by hand)."""
+    clock = ManualClock(SAID)
+    async with Runtime.open(settings_for(tmp_path), clock=clock) as rt:
+        await archive_a_session(rt)
+        said = [Message("user", "The quarterly tax return went to Dr Kowalski on Monday.")]
+        await rt.sessions.append_messages("private", said)
+        await rt.sessions.mark_no_dream("private")
+        await rt.sessions.close("private")
+        [pending] = await rt.sessions.pending_logs()
+        assert not pending.dream
+        await rt.sessions.mark_processed(pending.path, skipped=True)
+        skipped = await rt.recaller.find("quarterly tax return Kowalski", lines=5)
+        kept = await rt.recaller.find("gateway certificate expires", lines=5)
+        # By hand: a processed log whose front-matter says `dream: no`.
+        [archived] = [
+            p for p in rt.layout.session_log_archive.iterdir() if p.stem != pending.path.stem
+        ]
+        text = archived.read_text(encoding="utf-8")
+        archived.write_text(text.replace("---\n", "---\ndream: no\n", 1), encoding="utf-8")
+        by_hand = await rt.recaller.find("gateway certificate expires", lines=5)
+    assert skipped.lines == []
+    assert [line.text for line in kept.lines][:1] == [LINES[2].text]
+    assert by_hand.lines == []
+
+
 async def test_a_line_about_the_day_the_query_names_comes_first(tmp_path: Path) -> None:
     """A line said the day after the one asked about, that calls it "yesterday", shares no
     word with the question; it comes before a line that shares a common one. Read in

@@ -83,8 +83,10 @@ class SessionService:
 
     async def archived_lines(self) -> list[Turn]:
         """The user's and the agent's lines of every archived log, oldest first (``log``
-        names the file, ``speaker`` and ``timestamp`` say who and when). The same list
-        until a file in the archive changed; then only the changed and new files are read."""
+        names the file, ``speaker`` and ``timestamp`` say who and when), but for logs marked
+        ``dream: false``: a session kept out of long-term memory stays out of its recall.
+        The same list until a file in the archive changed; then only the changed and new
+        files are read."""
         return await self._run(self._archived_lines)
 
     def _archived_lines(self) -> list[Turn]:
@@ -105,7 +107,10 @@ class SessionService:
         for (name, mtime, size), path in zip(stamp, paths, strict=True):
             lines = known.get(name)
             if lines is None or lines[0] != (mtime, size):
-                lines = ((mtime, size), log_turns(path, self.logs.clock.tz, roles=ARCHIVE_ROLES))
+                turns_of = log_turns(
+                    path, self.logs.clock.tz, roles=ARCHIVE_ROLES, dreamable_only=True
+                )
+                lines = ((mtime, size), turns_of)
             read[name] = lines
             turns.extend(lines[1])
         self._archived, self._archive = read, (key, turns)

@@ -36,6 +36,7 @@ from typing import Any
 
 from somnid.errors import BrokenFile
 from somnid.memory.clock import to_datetime
+from somnid.sessions.records import wants_dream
 from somnid.store import frontmatter
 from somnid.store.layout import Layout
 from somnid.store.safe import read_text
@@ -383,9 +384,18 @@ def recent_turns(
     return found
 
 
-def log_turns(path: Path, tz: dt.tzinfo, *, roles: Collection[str] | None = None) -> list[Turn]:
+def log_turns(
+    path: Path,
+    tz: dt.tzinfo,
+    *,
+    roles: Collection[str] | None = None,
+    dreamable_only: bool = False,
+) -> list[Turn]:
     """One log's turns with ``roles`` (all without), in order; none if it cannot be read
-    (moved by a dream, or unreadable)."""
+    (moved by a dream, or unreadable), nor, with ``dreamable_only``, if it is marked
+    ``dream: false`` (its session was kept out of long-term memory on purpose)."""
     for transcript in _readable(iter([path]), tz):
+        if dreamable_only and not wants_dream(transcript.meta):
+            return []
         return [turn for turn in transcript.turns if roles is None or turn.role in roles]
     return []

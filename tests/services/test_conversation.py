@@ -116,3 +116,34 @@ def test_in_the_current_session_a_neighbour_may_be_in_the_part_before(tmp_path: 
         lang="en",
     )
     assert turns[first_of_part - 1].text[:7] in found, found[:400]
+
+
+def test_in_another_session_a_neighbour_may_be_in_its_part_before(tmp_path: Path) -> None:
+    """Other sessions' turns are one list, interleaved by log: the turn before a hit at
+    the start of a session's next part is that session's last, not another session's."""
+    layout = Layout(tmp_path)
+    clock = ManualClock(START)
+    logs = SessionLogs(layout, clock, CaptureSettings(log_max_bytes=4096))
+    logs.append_messages("s", [Message(role="user", text="turn 00 " + "y" * 600)])
+    logs.append_messages("t", [Message(role="user", text="My salary is 93k, keep it private.")])
+    for n in range(1, 12):
+        clock.advance(dt.timedelta(minutes=1))
+        logs.append_messages("s", [Message(role="user", text=f"turn {n:02d} " + "y" * 600)])
+    turns = session_turns(layout, "s", dt.UTC, roles=("user", "agent"))
+    [t_log] = {turn.log for turn in session_turns(layout, "t", dt.UTC)}
+    first_of_part = next(i for i in range(1, len(turns)) if turns[i].log != turns[i - 1].log)
+    assert turns[first_of_part - 1].log < t_log < turns[first_of_part].log  # t's log between
+    word = turns[first_of_part].text.split()[1]
+    found = search_conversation(
+        layout,
+        dt.UTC,
+        clock.now(),
+        session_id="c",
+        query=f"turn {word}",
+        limit=3,
+        budget=9000,
+        lang="en",
+    )
+    assert "From earlier sessions:" in found
+    assert turns[first_of_part - 1].text[:7] in found, found[:400]
+    assert "salary" not in found, found[:400]

@@ -60,25 +60,41 @@ def _score(turn: Turn, needle: str, terms: list[str]) -> int:
 def _pick(turns: list[Turn], query: str, limit: int, *, mixed: bool = False) -> list[Turn]:
     """Without a query the last ``limit`` turns; with one, the best matches and their
     neighbours, in order (``mixed``: the turns of many sessions, a neighbour from the same
-    log only)."""
+    session only, in whichever of its logs)."""
     if not query.strip():
         return turns[-limit:]
     needle = query.strip().casefold()
     terms = query_terms(query)
     scored = [(_score(turn, needle, terms), index) for index, turn in enumerate(turns)]
     hits = sorted((pair for pair in scored if pair[0] > 0), key=lambda p: (-p[0], -p[1]))
+    before, after = _neighbours(turns) if mixed else ({}, {})
     keep: set[int] = set()
     for _, index in hits:  # best matches first; their neighbours while there is room
-        for i in (index, index - 1, index + 1):
+        near = (before.get(index), after.get(index)) if mixed else (index - 1, index + 1)
+        for i in (index, *near):
             if len(keep) >= limit:
                 break
-            # A neighbour from the same log only: the turns of every other session are one
-            # list, and the line before another user's hit is no context of it.
-            if 0 <= i < len(turns) and (not mixed or turns[i].log == turns[index].log):
+            if i is not None and 0 <= i < len(turns):
                 keep.add(i)
         if len(keep) >= limit:
             break
     return [turns[i] for i in sorted(keep)]
+
+
+def _neighbours(turns: list[Turn]) -> tuple[dict[int, int], dict[int, int]]:
+    """Each turn's previous and next turn of the same session. The turns of every other
+    session are one list, interleaved by log: the line before another user's hit is no
+    context of it, and a session's next part is a log of its own."""
+    before: dict[int, int] = {}
+    after: dict[int, int] = {}
+    last: dict[str, int] = {}
+    for index, turn in enumerate(turns):
+        key = turn.session or turn.log
+        if key in last:
+            before[index] = last[key]
+            after[last[key]] = index
+        last[key] = index
+    return before, after
 
 
 def _line(turn: Turn, labels: Labels, tz: dt.tzinfo) -> str:

@@ -241,7 +241,9 @@ class Turn:
     """One block of a log. ``role`` is the tag before ``:`` (``user``, ``agent``, ``tool``,
     or whatever else a file holds); ``text`` is the block's text as written (for a tool
     call, its field lines); ``tool`` is set for ``[tool]`` blocks; ``log`` is the file stem;
-    ``line_id`` is the client's id for the line as written (None in logs without ids)."""
+    ``line_id`` is the client's id for the line as written (None in logs without ids);
+    ``session`` is the client session whose log holds it (the log's ``chat_id``; the stem
+    when the log names none): a session's parts are logs of their own."""
 
     role: str
     speaker: str | None
@@ -250,6 +252,7 @@ class Turn:
     tool: ToolBlock | None = None
     log: str = ""
     line_id: str | None = None
+    session: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,7 +270,7 @@ class Transcript:
         return None if value is None else str(value)
 
 
-def parse_turns(body: str, tz: dt.tzinfo, *, log: str = "") -> list[Turn]:
+def parse_turns(body: str, tz: dt.tzinfo, *, log: str = "", session: str = "") -> list[Turn]:
     """The blocks of a log body, in file order. Text before the first header is ignored;
     blocks whose text is empty are dropped (as the original did); naive times get ``tz``.
     A block's id line is never part of its text (the last one counts)."""
@@ -285,7 +288,7 @@ def parse_turns(body: str, tz: dt.tzinfo, *, log: str = "") -> list[Turn]:
         role, _, speaker = header["tag"].partition(":")
         when = to_datetime(header["ts"], tz)
         tool = _tool_of(text) if role == "tool" else None
-        turns.append(Turn(role, speaker or None, when, text, tool, log, line_id))
+        turns.append(Turn(role, speaker or None, when, text, tool, log, line_id, session))
 
     for line in body.split("\n"):
         match = _HEADER.match(line)
@@ -332,7 +335,9 @@ def read_log(path: Path, tz: dt.tzinfo) -> Transcript:
         body = doc.body
     except BrokenFile:
         meta, body = {}, text
-    turns = parse_turns(body, tz, log=path.stem)
+    chat_id = meta.get("chat_id")
+    session = path.stem if chat_id is None else str(chat_id)
+    turns = parse_turns(body, tz, log=path.stem, session=session)
     return Transcript(path, meta, turns, unreadable=not turns and bool(body.strip()))
 
 

@@ -96,39 +96,51 @@ def _size(sentence: str) -> int:
 _ANY_DAY = dt.date(2000, 1, 1)  # where reference points are, not which days: any day reads them
 
 
-def query_terms(query: str, *, drop_stop_words: bool = True) -> list[str]:
+def query_terms(query: str, *, with_dates: bool = False) -> list[str]:
     """Distinct search terms of a query, in order: words (len ≥ 2, or a digit: the day of a
     date) and CJK bigrams.
 
     Stop words, and CJK bigrams holding a function character, are dropped unless nothing
-    else is left; so is a reference point (``as of 2024``, ``截至5月``): the time a question
-    stands at says nothing of what it asks, and an entry that merely names 2024 is no
-    better an answer for it."""
-    terms = _terms(_without_references(query))
-    if not drop_stop_words:
-        return terms
+    else is left. So are the dates the query names, in part: a reference point whole (``as
+    of 2024``, ``截至5月``): the time a question stands at says nothing of what it asks, and
+    an entry that merely names 2024 is no better an answer for it; of any other date its
+    numerals (``9``, ``2022``, ``5月12日``): the time pass reads the date, and as keywords
+    they match every text holding the same number. A date's words stay (``November``,
+    ``summer``): a text may say them (``last summer``). A question of nothing but a date
+    and function words (``我5月12日做了什么``) has no terms: its date is all it asks by.
+    ``with_dates`` keeps every date whole, for a search that reads no time."""
+    text = query if with_dates else _keyword_text(query)
+    terms = _terms(text)
     kept = [term for term in terms if _says(term)]
-    return kept or terms
+    return kept or ([] if text != query else terms)
 
 
 _REFERENCE_WORD = re.compile(
     r"\b(?:as\s+of|by|until|till|up\s+(?:to|until))\b|截至|截止|为止", re.I
 )
+_NUMERAL = re.compile(r"[0-9〇零一二两三四五六七八九十]+\s*[年月日号]?")
 
 
 @functools.lru_cache(maxsize=512)
-def _without_references(query: str) -> str:
-    if not _REFERENCE_WORD.search(query):
-        return query  # the cheap look: no reference point without one of these words
-    found = [reference_stretch(query, s) for s in find_dates(query, _ANY_DAY, any_year=True)]
-    for start, end in reversed([where for where in found if where is not None]):
-        query = f"{query[:start]} {query[end:]}"  # the date and "as of", 截至 … with it
+def _keyword_text(query: str) -> str:
+    """``query`` as its keyword terms read it: see :func:`query_terms`."""
+    spans = find_dates(query, _ANY_DAY, any_year=True)
+    references = bool(_REFERENCE_WORD.search(query))  # the cheap look for one
+    for span in reversed(spans):
+        stretch = reference_stretch(query, span) if references else None
+        if stretch is not None:
+            start, end, kept = *stretch, ""
+        else:
+            start, end = span.start, span.end
+            kept = _NUMERAL.sub(" ", query[start:end])
+        query = f"{query[:start]} {kept} {query[end:]}"
     return query
 
 
 def content_terms(text: str) -> set[str]:
     """The terms of ``query_terms`` as a set, stop words and function bigrams always left
-    out (none is kept when nothing else is left): what a text says, for counting."""
+    out (none is kept when nothing else is left), and a text's dates kept whole: what a
+    text says, for counting."""
     words = set(_WORD.findall(text.casefold()))
     return {piece for word in words for piece in _pieces(word) if _says(piece)}
 

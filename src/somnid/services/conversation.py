@@ -64,7 +64,7 @@ def _pick(turns: list[Turn], query: str, limit: int, *, mixed: bool = False) -> 
     if not query.strip():
         return turns[-limit:]
     needle = query.strip().casefold()
-    terms = query_terms(query)
+    terms = query_terms(query, with_dates=True)  # no time pass here: a date is its words
     scored = [(_score(turn, needle, terms), index) for index, turn in enumerate(turns)]
     hits = sorted((pair for pair in scored if pair[0] > 0), key=lambda p: (-p[0], -p[1]))
     before, after = _neighbours(turns) if mixed else ({}, {})

@@ -194,9 +194,14 @@ _AROUND = re.compile(
     re.IGNORECASE,
 )
 _BEFORE = ("before", "prior to", "earlier than")
-_ZH_SIDE = re.compile(r"\s*的?(?P<side>之前|以前|以来|之后|以后|起)")
-_ZH_SIDES = {"之前": "before", "以前": "before", "以来": "since", "起": "since", "之后": "after",
-             "以后": "after"}  # fmt: skip
+# 起 is "since" only where the clause goes on (2021年起我…, 2021年起，), not in a word (起诉,
+# "sued"); 前 alone is "before" (2023年前), not "the first …" (2023年前三个月).
+_ZH_SIDE = re.compile(
+    r"\s*的?(?P<side>之前|以前|以来|之后|以后|起(?=$|[\s，。,.！？!?、；;：:我你他她它就都便一开直])"
+    r"|前(?![一二两三四五六七八九十\d几半个]))"
+)
+_ZH_SIDES = {"之前": "before", "以前": "before", "前": "before", "以来": "since", "起": "since",
+             "之后": "after", "以后": "after"}  # fmt: skip
 _FIRST_DAY, _LAST_DAY = dt.date.min.toordinal(), dt.date.max.toordinal()
 
 

@@ -50,6 +50,7 @@ us was we were what when where which while who whom why will with would you your
 any some such just also very about after before again against all am both each few more
 most other only own same up down out off over under until further once here during through
 above below between let lets ll re ve don doesn didn isn wasn weren won wouldn shouldn couldn
+since ago prior
 什么 怎么 怎样 没有 为了 哪里 哪个 这个 那个 这些 那些 我们 你们 他们 她们 可以 一个 就是
 还是 但是 因为 所以 如果 已经 的话 是不 不是 有没 吗
 """

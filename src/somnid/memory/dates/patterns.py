@@ -47,11 +47,14 @@ PATTERNS: list[tuple[str, str]] = [
                      rf"(?:,?\s+{_YEAR}\b)?"),
     ("zh_day_range", rf"{_ZH_MONTH}\s*(?P<d1>\d{{1,2}})\s*[日号]?\s*(?P<to>-|–|—|~|～|到|至)\s*"
                      r"(?:(?P<m2>\d{1,2})\s*月\s*)?(?P<d2>\d{1,2})\s*[日号]"),
+    ("zh_month_range", rf"从?{_ZH_MONTH}\s*份?\s*(?P<to>-|–|—|~|～|到|至)\s*"
+                       rf"(?:(?P<y2>(?:19|20)\d{{2}})\s*年\s*)?(?P<m2>{ZH_MONTH_NUMBER})\s*月份?"
+                       r"(?!\s*\d)"),
     # From one calendar date or month to another: "between 2023-05-01 and 2023-05-10",
     # "from May to July 2023".
     ("iso_range", rf"\b(?:(?P<b>between|from)\s+)?{_ISO}\s*{_TO}\s*(?P<y2>(?:19|20)\d{{2}})-"
                   r"(?P<m2>\d{1,2})-(?P<d2>\d{1,2})\b"),
-    ("month_range", rf"\b(?P<b>between|from)\s+(?P<m>{MONTH_WORD})\.?"
+    ("month_range", rf"\b(?:(?P<b>between|from)\s+)?(?P<m>{MONTH_WORD})\.?"
                     rf"(?:\s+(?P<y1>(?:19|20)\d{{2}}))?\s*{_TO}\s*(?P<m2>{MONTH_WORD})\.?"
                     rf"(?:,?\s+{_YEAR})?\b"),
     # A month of a year named by its distance from this one: 去年五月, 明年3月.
@@ -62,18 +65,25 @@ PATTERNS: list[tuple[str, str]] = [
     # The calendar: 8 May 2023, 8th of May, May 8, 2022, May 8th, October 2023, October.
     ("month", rf"\b(?:(?P<d1>\d{{1,2}}){_ORD}\s+(?:of\s+)?)?(?P<m>{MONTH_WORD})\.?"
               rf"(?:\s+(?P<d2>\d{{1,2}}){_ORD}\b)?(?:,?\s+{_YEAR})?\b"),
-    ("iso", r"\b(?P<y>(?:19|20)\d{2})[-/.](?P<m>\d{1,2})[-/.](?P<d>\d{1,2})\b"),
+    ("iso", r"\b(?P<y>(?:19|20)\d{2})[-/.](?P<m>\d{1,2})[-/.](?P<d>\d{1,2})(?:\b|(?=T\d))"),
     ("zh_date", rf"{_ZH_MONTH}(?:\s*(?P<d>\d{{1,2}})\s*[日号])?"),
     ("zh_year", rf"{_YEAR}\s*年"),
+    # A month as the dream writes it (2023-11); from one year to another (2022-2023, 2023-24,
+    # from 2020 to 2023, between 2019 and 2021).
+    ("year_month", rf"\b(?:in\s+|of\s+)?{_YEAR}-(?P<m>0[1-9]|1[0-2])\b(?![-/.]\d)"),
+    ("year_range", rf"\b(?:(?P<b>between|from)\s+)?(?:in\s+|of\s+)?{_YEAR}\s*{_TO}\s*"
+                   r"(?P<y2>(?:19|20)\d{2}|\d{2})\b(?![-/.]\d)"),
     ("year", rf"\b(?:in\s+|of\s+)?{_YEAR}\b"),
     # Relative to the day the words were said.
     ("day_word", r"\b(?P<w>the\s+day\s+before\s+yesterday|the\s+day\s+after\s+tomorrow"
                  r"|yesterday|last\s+night|tomorrow|today|tonight"
                  r"|this\s+(?:morning|afternoon|evening))\b"),
-    ("ago", rf"\b(?P<n>{COUNT})\s+(?P<unit>day|week|month|year)s?\s+(?P<dir>ago)\b"),
+    # "1.5 years ago" is not 5 years ago, nor "half a year ago" a year ago.
+    ("ago", rf"(?<![\d.,])(?<!half\s)\b(?P<n>{COUNT})\s+(?P<unit>day|week|month|year)s?\s+"
+            r"(?P<dir>ago)\b"),
     # "in two weeks", not "twice in a week"; "in a day" is how long (the next day is "tomorrow").
     ("in_count", rf"(?<!once\s)(?<!twice\s)(?<!times\s)\b(?P<dir>in)\s+"
-                 rf"(?!(?:a|an|one)\s+day\b)(?P<n>{COUNT})\s+(?P<unit>day|week|month|year)s?\b"),
+                 rf"(?!(?:a|an|one)\s+day\b)(?!\d+[.,]\d)(?!half\b)(?P<n>{COUNT})\s+(?P<unit>day|week|month|year)s?\b"),
     ("rel_weekday", rf"\b(?P<which>last|this|next)\s+(?P<w>{WEEKDAY_WORD})\b"),
     ("coming_weekday", rf"\b(?:this\s+)?coming\s+(?P<w>{WEEKDAY_WORD})\b"),
     ("bare_weekday", rf"\bon\s+(?P<w>{WEEKDAY_WORD})\b"),
@@ -84,10 +94,10 @@ PATTERNS: list[tuple[str, str]] = [
     ("zh_ago", rf"(?<![\d年])(?P<n>{ZH_COUNT})\s*(?P<unit>天|个星期|星期|周|个月|年)"
                r"(?P<dir>以前|之前|前|以后|之后|后)"),
     ("zh_season", r"(?P<which>去年|今年|明年)(?P<s>[春夏秋冬])天"),
-    ("zh_weekday", r"(?P<which>上|这|本|下)个?(?:周|星期|礼拜)(?P<w>[一二三四五六日天])"),
-    ("zh_weekend", r"(?P<which>上|这|本|下)个?周末"),
+    ("zh_weekday", r"(?P<which>上上|下下|上|这|本|下)个?(?:周|星期|礼拜)(?P<w>[一二三四五六日天])"),
+    ("zh_weekend", r"(?P<which>上上|下下|上|这|本|下)个?周末"),
     ("zh_bare_weekday", r"(?<![上下这本个每])(?:周|星期|礼拜)(?P<w>[一二三四五六日天])"),
-    ("zh_rel_unit", r"(?P<which>上|这|本|下)个?(?P<unit>周(?!围)|星期|礼拜|月)"),
+    ("zh_rel_unit", r"(?P<which>上上|下下|上|这|本|下)个?(?P<unit>周(?!围)|星期|礼拜|月)"),
     ("zh_year_word", r"(?P<w>前年|去年|今年|明年|后年)"),
 ]  # fmt: skip
 
@@ -106,11 +116,14 @@ CALENDAR = frozenset(
         "zh_day_range",
         "iso_range",
         "month_range",
+        "zh_month_range",
         "week_of",
         "month",
         "iso",
         "zh_date",
         "zh_year",
+        "year_month",
+        "year_range",
         "year",
     }
 )

@@ -20,8 +20,16 @@ One rule per phrase, the same in English and Chinese:
   8月11日到15日) is every day from the first to the last, at most a season; ``and`` makes a
   range only after ``between`` (``on Aug 11 and 15`` is two days).
 
+- a range of months or years (``Jan-Mar 2023``, ``from May to July``, 3月到5月, ``2022-2023``,
+  ``2023-24``) is every day from the first's start to the last's end (see
+  :mod:`~somnid.memory.dates.ranges`); ``2023-11`` is the month, as the dream writes it;
+- the middle of a month is its second ten days, of a season its middle month;
+- a month alone, with no day and no year, is a date only after a word that sets it in time
+  (``in May``, ``since may``, ``last August``), and not before a name (``June Carter``).
+
 A calendar date without a year is read in the reference's year (the year before when it
-would be more than two months ahead), or in every year from 1970 when ``any_year`` (a
+would be more than two months ahead, the year after when that is at most two months ahead:
+``January 3`` said on December 20), or in every year from 1970 when ``any_year`` (a
 question's "on October 3"). Without a reference day only dates that name their year are read.
 """
 
@@ -34,6 +42,16 @@ from dataclasses import dataclass
 
 from somnid.memory.dates import calendar as cal
 from somnid.memory.dates.patterns import COMPILED, MAY_HAVE_DATE, PARTS, RANGES, RELATIVE
+from somnid.memory.dates.ranges import (
+    ANY_YEAR,
+    Found,
+    date_or_none,
+    day_range,
+    long_range,
+    month_of,
+    year_range,
+    years_of,
+)
 from somnid.memory.dates.words import (
     DIRECTION,
     SEASONS,
@@ -44,7 +62,6 @@ from somnid.memory.dates.words import (
     month_number,
 )
 
-ANY_YEAR = range(1970, 2100)
 AROUND = {"day": 0, "week": 3, "month": 10, "year": 120}
 """How far either side of its day ``N units ago`` may be (three weeks ago is about a day)."""
 
@@ -113,9 +130,6 @@ def find_dates(text: str, ref: dt.date | None, *, any_year: bool = False) -> lis
     return spans
 
 
-Found = tuple[str, list[cal.Range], int]  # grain, ranges, around
-
-
 def _read(kind: str, m: re.Match[str], ref: dt.date, any_year: bool) -> Found | None:
     if kind in RELATIVE:
         return _relative(kind, m, ref)
@@ -124,11 +138,15 @@ def _read(kind: str, m: re.Match[str], ref: dt.date, any_year: bool) -> Found | 
         years = [int(g["y"])] if g.get("y") else list(ANY_YEAR) if any_year else [ref.year]
         return _part(kind, g, years)
     if kind in RANGES:
-        return _range(kind, g, ref, any_year)
-    if kind in ("iso_range", "month_range"):
-        return _long_range(kind, g, ref, any_year)
+        return day_range(kind, g, ref, any_year)
+    if kind in ("iso_range", "month_range", "zh_month_range"):
+        return long_range(kind, g, ref, any_year)
+    if kind == "year_range":
+        return year_range(g)
+    if kind == "year_month":
+        return "month", [cal.month_range(int(g["y"]), int(g["m"]))], 0
     if kind == "week_of":
-        day = _date(int(g["y"]), int(g["m"]), int(g["d"]))
+        day = date_or_none(int(g["y"]), int(g["m"]), int(g["d"]))
         if day is None:
             return None
         if g["unit"].lower() == "weekend":
@@ -139,15 +157,32 @@ def _read(kind: str, m: re.Match[str], ref: dt.date, any_year: bool) -> Found | 
         day_text = g["d1"] or g["d2"]
         if month is None:
             return None
-        if g["m"].lower() == "may" and not (day_text or g["y"]):
-            return None  # "may" the verb
-        if not (day_text or g["y"] or g["m"][0].isupper()):
-            return None  # "march on", a lower-case month alone: not taken for a date
+        if not (day_text or g["y"] or _month_alone(m)):
+            return None
         return _day_or_month(g["y"], month, day_text, ref, any_year)
     if kind in ("iso", "zh_date"):
-        return _day_or_month(g["y"], _month(g["m"]), g["d"], ref, any_year)
+        return _day_or_month(g["y"], month_of(g["m"]), g["d"], ref, any_year)
     # zh_year, year
     return "year", [cal.year_range(int(g["y"]))], 0
+
+
+_TIME_WORD_BEFORE = re.compile(
+    r"\b(?:in|since|before|after|by|until|till|from|during|through|throughout|of|early|late"
+    r"|mid|last|next|this|coming|past|around|about|each|every)\s+(?:the\s+)?(?:month\s+of\s+)?$",
+    re.IGNORECASE,
+)
+_NAME_AFTER = re.compile(r"\s+(?!I\b)[A-Z][a-z]")
+
+
+def _month_alone(m: re.Match[str]) -> bool:
+    """A month with no day and no year is a date only after a word that sets it in time
+    (``in May``, ``since may``, ``last August``); alone it is as likely a name (``What did
+    April say``, ``August Wilson``), a verb (``May I``, ``march on``). Nor before a name:
+    ``a talk by June Carter``."""
+    text = m.string
+    if not _TIME_WORD_BEFORE.search(text[max(0, m.start() - 30) : m.start()]):
+        return False
+    return not _NAME_AFTER.match(text, m.end())
 
 
 def _relative(kind: str, m: re.Match[str], ref: dt.date) -> Found | None:
@@ -187,7 +222,7 @@ def _relative(kind: str, m: re.Match[str], ref: dt.date) -> Found | None:
         return "year", [cal.year_range(ref.year + _ZH_YEARS[g["w"]])], 0
     if kind == "zh_rel_year_month":
         year = str(ref.year + _ZH_YEARS[g["which"]])
-        return _day_or_month(year, _month(g["m"]), g["d"], ref, False)
+        return _day_or_month(year, month_of(g["m"]), g["d"], ref, False)
     if kind == "zh_rel_unit":
         unit = "month" if g["unit"] == "月" else "week"
         return _unit(unit, DIRECTION[g["which"]], ref)
@@ -210,26 +245,6 @@ def _day(day: dt.date) -> Found:
     return "day", [cal.day_range(day)], 0
 
 
-def _date(year: int, month: int, day: int) -> dt.date | None:
-    try:
-        return dt.date(year, month, day)
-    except ValueError:
-        return None
-
-
-def _years(year_text: str | None, month: int, day: int, ref: dt.date, any_year: bool) -> list[int]:
-    """The years a calendar date is read in: the one it names; every year for a question's
-    year-less date; else, as a memory's "on 3 October", the reference's year, or the year
-    before when the date would be more than two months ahead of it."""
-    if year_text:
-        return [int(year_text)]
-    if any_year:
-        return list(ANY_YEAR)
-    if (month, day) > (ref.month, ref.day) and month - ref.month > 2:
-        return [ref.year - 1]
-    return [ref.year]
-
-
 def _day_or_month(
     year_text: str | None, month: int, day_text: str | None, ref: dt.date, any_year: bool
 ) -> Found | None:
@@ -239,106 +254,21 @@ def _day_or_month(
     if day is not None and not 1 <= day <= 31:
         return None
     ranges: list[cal.Range] = []
-    for year in _years(year_text, month, day or 1, ref, any_year):
+    for year in years_of(year_text, month, day or 1, ref, any_year):
         if day is None:
             ranges.append(cal.month_range(year, month))
-        elif (date := _date(year, month, day)) is not None:
+        elif (date := date_or_none(year, month, day)) is not None:
             ranges.append(cal.day_range(date))
     if not ranges:
         return None
     return ("day" if day is not None else "month"), ranges, 0
 
 
-def _month(text: str | None) -> int:
-    """A month's number, in digits or Chinese numerals (五, 十二); 0 for none."""
-    return count(text or "") or 0
-
-
-def _long_range(kind: str, g: dict[str, str | None], ref: dt.date, any_year: bool) -> Found | None:
-    """From one calendar day to another (``between 2023-05-01 and 2023-05-10``), or from
-    the start of one month to the end of another (``from May to July 2023``); two years at
-    most. ``and`` joins them only after ``between``."""
-    if (g["to"] or "").lower() == "and" and (g.get("b") or "").lower() != "between":
-        return None
-    first_month, last_month = _month(g["m"]), _month(g["m2"])
-    if kind == "month_range":
-        first_month = month_number(g["m"] or "") or 0
-        last_month = month_number(g["m2"] or "") or 0
-    if not (1 <= first_month <= 12 and 1 <= last_month <= 12):
-        return None
-    ranges: list[cal.Range] = []
-    if kind == "iso_range":
-        start = _date(int(g["y"] or 0), first_month, int(g["d"] or 0))
-        end = _date(int(g["y2"] or 0), last_month, int(g["d2"] or 0))
-        if start is not None and end is not None:
-            ranges.append((start.toordinal(), end.toordinal()))
-    else:
-        # The years as named: "from May 2022 to July 2023"; "from Nov to Feb 2024" (Nov of
-        # 2023); "from Nov 2023 to Feb" (Feb of 2024); none named: the first month's year as
-        # a date's, the last month's the same or the next.
-        wraps = int(last_month < first_month)
-        if g.get("y1"):
-            years = [(int(g["y1"] or 0), int(g["y"] or 0) or int(g["y1"] or 0) + wraps)]
-        elif g.get("y"):
-            years = [(int(g["y"] or 0) - wraps, int(g["y"] or 0))]
-        else:
-            years = [(y, y + wraps) for y in _years(None, first_month, 1, ref, any_year)]
-        for first_year, last_year in years:
-            first = cal.month_range(first_year, first_month)[0]
-            ranges.append((first, cal.month_range(last_year, last_month)[1]))
-    ranges = [(a, b) for a, b in ranges if 0 <= b - a <= 731]
-    if not ranges:
-        return None
-    days = ranges[0][1] - ranges[0][0] + 1
-    grain = (
-        "day" if days == 1 else "week" if days <= 9 else "month" if days <= 45
-        else "season" if days <= 100 else "year"
-    )  # fmt: skip
-    return grain, ranges, 0
-
-
-MAX_RANGE_DAYS = 92
-"""A longer "from … to …" is not read as one stretch of days (a season at most)."""
-
-
-def _range(kind: str, g: dict[str, str | None], ref: dt.date, any_year: bool) -> Found | None:
-    """Every day from the first to the last (``between Aug 11 and Aug 15``, ``May 3-7``,
-    ``8 to 14 May``, 8月11日到15日); a range into the next month or year (``Dec 28 - Jan 3``)
-    too. ``and`` joins two days into a range only after ``between``."""
-    if (g["to"] or "").lower() == "and" and not g.get("b"):
-        return None  # "on Aug 11 and 15": two days
-    if kind == "zh_day_range":
-        first_month, last_month = _month(g["m"]), _month(g["m2"] or g["m"])
-    elif kind == "day_range":
-        first_month = month_number(g["m"] or "") or 0
-        last_month = month_number(g["m2"] or "") or first_month
-    else:  # day_range_dm: "8 to 14 May", "30 April to 2 May"
-        if (g["m"] or "") == "may":
-            return None  # "between 3 and 4 may come": the verb
-        last_month = month_number(g["m"] or "") or 0
-        first_month = month_number(g["m1"] or "") or last_month
-    if not (1 <= first_month <= 12 and 1 <= last_month <= 12):
-        return None
-    first_day, last_day = int(g["d1"] or 0), int(g["d2"] or 0)
-    ranges: list[cal.Range] = []
-    for year in _years(g.get("y") or g.get("y1"), first_month, first_day, ref, any_year):
-        start = _date(year, first_month, first_day)
-        end = _date(year + (last_month < first_month), last_month, last_day)
-        if start is None or end is None or not 0 <= (end - start).days <= MAX_RANGE_DAYS:
-            continue
-        ranges.append((start.toordinal(), end.toordinal()))
-    if not ranges:
-        return None
-    days = ranges[0][1] - ranges[0][0] + 1
-    grain = "day" if days == 1 else "week" if days <= 9 else "month" if days <= 45 else "season"
-    return grain, ranges, 0
-
-
 def _part(kind: str, g: dict[str, str | None], years: list[int]) -> Found | None:
     """A part of a month or season: the nth week or weekend, early/mid/late, the end."""
     if kind in ("nth_of_month", "zh_nth_of_month", "part_of_month", "zh_part_of_month"):
         word = g["m"] or ""
-        month = month_number(word) if kind in ("nth_of_month", "part_of_month") else _month(word)
+        month = month_number(word) if kind in ("nth_of_month", "part_of_month") else month_of(word)
         if month is None or not 1 <= month <= 12:
             return None
         if kind in ("part_of_month", "zh_part_of_month"):
@@ -353,8 +283,12 @@ def _part(kind: str, g: dict[str, str | None], years: list[int]) -> Found | None
     part = (g.get("part") or "").lower()
     if not part:
         return "season", [(first, last)], 0
-    if _third(part) == 0:
+    third = _third(part)
+    if third == 0:
         return "month", [(first, first + 34)], 0
+    if third == 1:  # its middle month
+        middle = dt.date.fromordinal(first + 45)
+        return "month", [cal.month_range(middle.year, middle.month)], 0
     return "month", [(last - 34, last)], 0
 
 
@@ -363,7 +297,7 @@ _NTH = {"first": 0, "second": 1, "third": 2, "fourth": 3, "第一": 0, "第二":
 
 def _third(part: str) -> int:
     """Which third of a period a part names: 0 the start, 1 the middle, 2 the end."""
-    part = " ".join(part.lower().split())
+    part = " ".join(part.lower().split()).removeprefix("the ")
     if part in ("early", "初", "上旬") or part.endswith(("start of", "beginning of")):
         return 0
     if part in ("mid", "中旬") or part.startswith("middle"):
@@ -372,8 +306,8 @@ def _third(part: str) -> int:
 
 
 _PAST = re.compile(
-    r"\b(went|was|were|did|had|got|saw|met|came|took|made|ago|yesterday|last)\b|\w{3,}ed\b"
-    r"|了|过|已经|昨",
+    r"\b(went|was|were|did|had|got|saw|met|came|took|made|ago|yesterday|last)\b"
+    r"|(?<![a-z])[a-z]{3,}ed\b|了|过|已经|昨",
     re.I,
 )
 _FUTURE = re.compile(
@@ -382,6 +316,7 @@ _FUTURE = re.compile(
     re.I,
 )
 _STOPS = ".!?。！？;；"
+CLAUSE_CHARS = 200
 
 
 def tense(match: re.Match[str]) -> int:
@@ -389,18 +324,25 @@ def tense(match: re.Match[str]) -> int:
     the past (``I went … on Friday``, 周五去了), +1 when it speaks of a plan or the present
     (``I'm flying on Friday``, 周五要去); the past when it says neither."""
     text = match.string
-    start = max(text.rfind(mark, 0, match.start()) for mark in _STOPS) + 1
-    ends = [i for mark in _STOPS if (i := text.find(mark, match.end())) >= 0]
-    clause = text[start : min(ends) if ends else len(text)]
+    # At most CLAUSE_CHARS either side: an unpunctuated body is not one clause per weekday.
+    origin, limit = max(0, match.start() - CLAUSE_CHARS), match.end() + CLAUSE_CHARS
+    start = max(text.rfind(mark, origin, match.start()) for mark in _STOPS) + 1
+    start = max(start, origin)
+    ends = [i for mark in _STOPS if (i := text.find(mark, match.end(), limit)) >= 0]
+    clause = text[start : min(ends) if ends else limit]
     if _PAST.search(clause):
         return -1
     return 1 if _FUTURE.search(clause) else -1
 
 
 _REFERENCE_BEFORE = re.compile(
-    r"(?:\bas\s+of|\bby|\buntil|\btill|\bup\s+(?:to|until)|截至|截止到?|到)\s*(?:the\s+)?$",
+    r"(?P<marker>\bas\s+of|\bby|\buntil|\btill|\bup\s+(?:to|until)|截至|截止到?|到)\s*"
+    r"(?:the\s+)?(?:end\s+of\s+(?:the\s+)?)?$",
     re.IGNORECASE,
 )
+_NOT_FOR_A_RELATIVE_DAY = ("by", "up to", "up until")
+"""Markers that make no reference point of a relative date: "What were you up to last
+weekend?", "stop by tomorrow" (but "as of last week", "until yesterday" are)."""
 _ZH_UNTIL_AFTER = re.compile(r"^\s*(?:为止|以前|之前)")
 
 
@@ -415,11 +357,14 @@ def reference_stretch(text: str, span: Span) -> tuple[int, int] | None:
     (``as of``, ``截至``, ``到 … 为止``); None when the date is no reference point."""
     # "as of 2024": the year's pattern takes "of 2024", so the "of" is read with "as".
     lead = re.match(r"(?:of|in)\s+", span.text, re.IGNORECASE)
-    origin = max(0, span.start - 12)
+    origin = max(0, span.start - 24)
     marker = _REFERENCE_BEFORE.search(text[origin : span.start + (lead.end() if lead else 0)])
     if marker is None:
         return None
+    word = " ".join(marker["marker"].lower().split())
+    if span.relative and word in _NOT_FOR_A_RELATIVE_DAY:
+        return None
     after = _ZH_UNTIL_AFTER.match(text[span.end :])
-    if marker.group(0).rstrip().endswith("到") and after is None:
+    if word == "到" and after is None:
         return None  # 到 alone is "to" (went to …): only 到 … 为止
     return origin + marker.start(), span.end + (after.end() if after else 0)

@@ -46,7 +46,8 @@ ZH_COUNT = r"(?:\d{1,3}|[零一二两三四五六七八九十]{1,3})"
 _ZH_DIGITS = {"零": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7,
               "八": 8, "九": 9}  # fmt: skip
 
-DIRECTION = {"last": -1, "past": -1, "this": 0, "next": 1, "上": -1, "这": 0, "本": 0, "下": 1}
+DIRECTION = {"last": -1, "past": -1, "this": 0, "next": 1, "上": -1, "这": 0, "本": 0, "下": 1,
+             "上上": -2, "下下": 2}  # fmt: skip
 """Which way a relative word points from the day it is said: back, the same, ahead."""
 
 

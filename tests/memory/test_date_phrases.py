@@ -164,3 +164,36 @@ def test_words_that_only_set_a_date_are_no_keywords() -> None:
     assert query_terms("Where did Ann work prior to 2020?") == ["ann", "work"]
     assert query_terms("What has Bob done since May?") == ["bob", "done", "may"]
     assert query_terms("two weeks ago") == ["two", "weeks"]
+
+
+@pytest.mark.parametrize(
+    ("text", "first", "last"),
+    [
+        ("what did we discuss in the last two weeks", "2023-09-20", "2023-10-04"),
+        ("over the past 3 days", "2023-10-01", "2023-10-04"),
+        ("the past few days", "2023-10-01", "2023-10-04"),
+        ("过去三个月", "2023-07-04", "2023-10-04"),
+        ("最近一周我们聊了什么", "2023-09-27", "2023-10-04"),
+        ("近两年", "2021-10-04", "2023-10-04"),
+    ],
+)
+def test_a_rolling_window_is_every_day_up_to_the_day_said(text: str, first: str, last: str) -> None:
+    assert days(text) == [(first, last)]
+
+
+def test_before_last_and_after_next() -> None:
+    assert days("the weekend before last") == [("2023-09-23", "2023-09-24")]
+    assert days("the year before last") == [("2021-01-01", "2021-12-31")]
+    assert days("the week after next") == [("2023-10-16", "2023-10-22")]
+    assert days("the month before last") == [("2023-08-01", "2023-08-31")]
+
+
+def test_the_week_of_a_named_day() -> None:
+    assert days("the week of May 8, 2023") == [("2023-05-08", "2023-05-14")]
+    assert days("the weekend of 6 May 2023") == [("2023-05-06", "2023-05-07")]
+
+
+def test_a_sum_of_money_is_no_year() -> None:
+    assert days("it costs $2024 now") == []
+    assert days("about €2023 a month") == []
+    assert days("in 2023 it cost $2024") == [("2023-01-01", "2023-12-31")]

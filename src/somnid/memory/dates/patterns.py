@@ -62,6 +62,10 @@ PATTERNS: list[tuple[str, str]] = [
                           rf"(?P<m>{ZH_MONTH_NUMBER})\s*月(?:\s*(?P<d>\d{{1,2}})\s*[日号])?"),
     # A week or weekend named by a day of it (the dream writes "week of 2023-09-25").
     ("week_of", rf"\b(?P<unit>week(?:end)?)\s+of\s+{_ISO}\b"),
+    # "the week of May 8", "the weekend of 6 May 2023".
+    ("week_of_day", rf"\b(?P<unit>week(?:end)?)\s+of\s+(?:the\s+)?(?:(?P<d1>\d{{1,2}}){_ORD}\s+"
+                    rf"(?:of\s+)?)?(?P<m>{MONTH_WORD})\.?(?:\s+(?P<d2>\d{{1,2}}){_ORD})?\b"
+                    rf"(?:,?\s+{_YEAR})?\b"),
     # The calendar: 8 May 2023, 8th of May, May 8, 2022, May 8th, October 2023, October.
     ("month", rf"\b(?:(?P<d1>\d{{1,2}}){_ORD}\s+(?:of\s+)?)?(?P<m>{MONTH_WORD})\.?"
               rf"(?:\s+(?P<d2>\d{{1,2}}){_ORD}\b)?(?:,?\s+{_YEAR})?\b"),
@@ -73,7 +77,7 @@ PATTERNS: list[tuple[str, str]] = [
     ("year_month", rf"\b(?:in\s+|of\s+)?{_YEAR}-(?P<m>0[1-9]|1[0-2])\b(?![-/.]\d)"),
     ("year_range", rf"\b(?:(?P<b>between|from)\s+)?(?:in\s+|of\s+)?{_YEAR}\s*{_TO}\s*"
                    r"(?P<y2>(?:19|20)\d{2}|\d{2})\b(?![-/.]\d)"),
-    ("year", rf"\b(?:in\s+|of\s+)?{_YEAR}\b"),
+    ("year", rf"(?<![$€£¥#])\b(?:in\s+|of\s+)?{_YEAR}\b"),
     # Relative to the day the words were said.
     ("day_word", r"\b(?P<w>the\s+day\s+before\s+yesterday|the\s+day\s+after\s+tomorrow"
                  r"|yesterday|last\s+night|tomorrow|today|tonight"
@@ -88,6 +92,11 @@ PATTERNS: list[tuple[str, str]] = [
     ("coming_weekday", rf"\b(?:this\s+)?coming\s+(?P<w>{WEEKDAY_WORD})\b"),
     ("bare_weekday", rf"\bon\s+(?P<w>{WEEKDAY_WORD})\b"),
     ("rel_season", r"\b(?P<which>last|this|next)\s+(?P<s>spring|summer|autumn|fall|winter)\b"),
+    # Rolling windows up to the day said: "the last two weeks", 过去三个月.
+    ("rolling", rf"\b(?:the\s+)?(?:last|past|previous)\s+"
+                rf"(?P<n>{COUNT}|few|several|couple(?:\s+of)?)\s+(?P<unit>day|week|month|year)s\b"),
+    ("twice_removed", r"\b(?:the\s+)?(?P<unit>week|weekend|month|year)\s+"
+                      r"(?P<which>before\s+last|after\s+next)\b"),
     ("rel_unit", r"\b(?P<which>last|this|next|past)\s+(?P<unit>week|weekend|month|year)\b"),
     ("zh_day_word", r"(?P<w>大前天|大后天|前天|后天|昨天|昨晚|昨日|今天|今晚|今日|今早"
                     r"|明天|明晚|明日)"),
@@ -97,6 +106,8 @@ PATTERNS: list[tuple[str, str]] = [
     ("zh_weekday", r"(?P<which>上上|下下|上|这|本|下)个?(?:周|星期|礼拜)(?P<w>[一二三四五六日天])"),
     ("zh_weekend", r"(?P<which>上上|下下|上|这|本|下)个?周末"),
     ("zh_bare_weekday", r"(?<![上下这本个每])(?:周|星期|礼拜)(?P<w>[一二三四五六日天])"),
+    ("zh_rolling", rf"(?:过去|最近|近)\s*(?P<n>{ZH_COUNT}|几)\s*"
+                   r"(?P<unit>天|个星期|星期|周|个月|年)"),
     ("zh_rel_unit", r"(?P<which>上上|下下|上|这|本|下)个?(?P<unit>周(?!围)|星期|礼拜|月)"),
     ("zh_year_word", r"(?P<w>前年|去年|今年|明年|后年)"),
 ]  # fmt: skip
@@ -118,6 +129,7 @@ CALENDAR = frozenset(
         "month_range",
         "zh_month_range",
         "week_of",
+        "week_of_day",
         "month",
         "iso",
         "zh_date",

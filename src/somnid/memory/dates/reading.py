@@ -152,6 +152,8 @@ def _read(kind: str, m: re.Match[str], ref: dt.date, any_year: bool) -> Found | 
         if g["unit"].lower() == "weekend":
             return "weekend", [cal.weekend_range(day, 0)], 0
         return "week", [cal.week_range(day)], 0
+    if kind == "week_of_day":
+        return _week_of_day(g, ref, any_year)
     if kind == "month":
         month = month_number(g["m"])
         day_text = g["d1"] or g["d2"]
@@ -185,8 +187,48 @@ def _month_alone(m: re.Match[str]) -> bool:
     return not _NAME_AFTER.match(text, m.end())
 
 
+def _week_of_day(g: dict[str, str | None], ref: dt.date, any_year: bool) -> Found | None:
+    """The calendar week, or weekend, of a named day (``the week of May 8``)."""
+    month, day = month_number(g["m"] or ""), int(g["d1"] or g["d2"] or 0)
+    if month is None or not day:
+        return None
+    weekend = (g["unit"] or "").lower() == "weekend"
+    ranges = []
+    for year in years_of(g["y"], month, day, ref, any_year):
+        if (date := date_or_none(year, month, day)) is not None:
+            ranges.append(cal.weekend_range(date, 0) if weekend else cal.week_range(date))
+    return (("weekend" if weekend else "week"), ranges, 0) if ranges else None
+
+
+ROLLING_FEW = 3
+"""What "the past few days" counts."""
+
+
+def _rolling(kind: str, g: dict[str, str | None], ref: dt.date) -> Found | None:
+    """The days from ``N units`` before ``ref`` up to it (``the last two weeks``, 过去三个月)."""
+    word = (g["n"] or "").lower()
+    if word.startswith("couple"):
+        n: int | None = 2
+    else:
+        n = ROLLING_FEW if word in ("few", "several", "几") else count(word)
+    if not n:
+        return None
+    unit = _ZH_UNIT[g["unit"] or ""] if kind == "zh_rolling" else (g["unit"] or "").lower()
+    first = cal.shift(ref, unit, -n).toordinal()
+    days = ref.toordinal() - first
+    grain = "week" if days <= 9 else "month" if days <= 45 else "season" if days <= 100 else "year"
+    return grain, [(first, ref.toordinal())], 0
+
+
 def _relative(kind: str, m: re.Match[str], ref: dt.date) -> Found | None:
     g = m.groupdict()
+    if kind in ("rolling", "zh_rolling"):
+        return _rolling(kind, g, ref)
+    if kind == "twice_removed":
+        unit, back = (g["unit"] or "").lower(), (g["which"] or "").lower().startswith("before")
+        if unit == "weekend":
+            return "weekend", [cal.weekend_range(ref, -2 if back else 2)], 0
+        return _unit(unit, -2 if back else 2, ref)
     if kind in ("day_word", "zh_day_word"):
         word = " ".join(g["w"].lower().split())
         offset = _ZH_DAYS[word] if kind == "zh_day_word" else _EN_DAYS.get(word, 0)

@@ -24,7 +24,6 @@ from somnid.errors import (
     BrokenFile,
     Conflict,
     InvalidInput,
-    NotFound,
     PreconditionFailed,
     StorageError,
 )
@@ -149,10 +148,7 @@ class MemoryStore(EntryReader):
         if_match: str | None,
     ) -> _Prepared:
         """Read the entry, apply ``change``, render the result: no lock taken."""
-        path = self._locate(kind, name, archived=archived)
-        if path is None:
-            raise NotFound(f"no {'archived ' if archived else ''}{kind.value} named {name!r}")
-        current = self._parse_file(path, kind, name, archived, round_trip=True)
+        path, current = self._located(kind, name, archived=archived, round_trip=True)
         if if_match is not None and if_match != current.etag:
             raise PreconditionFailed(
                 f"{kind.value} {name!r} changed since it was read (etag {current.etag})",
@@ -220,10 +216,7 @@ class MemoryStore(EntryReader):
             raise InvalidInput(f"{kind.value} entries are not archived")
         check_name(name)
         with self._write_lock:
-            path = self._locate(kind, name, archived=False)
-            if path is None:
-                raise NotFound(f"no {kind.value} named {name!r}")
-            live = self._parse_file(path, kind, name, False)  # a broken file is not moved
+            _, live = self._located(kind, name, archived=False)  # a broken one is not moved
             if if_match is not None and if_match != live.etag:
                 raise PreconditionFailed(
                     f"{kind.value} {name!r} changed since it was read", etag=live.etag
@@ -297,6 +290,15 @@ class MemoryStore(EntryReader):
         self.health.succeeded()
 
     def _move(self, source: Path, target: Path) -> None:
+        """Move an entry's folder. An empty folder where it goes (what deleting an entry's
+        file by hand leaves) is taken; one holding files is a person's: Conflict."""
+        with contextlib.suppress(FileNotFoundError, OSError):
+            target.rmdir()  # only ever an empty folder
+        if os.path.lexists(target):
+            raise Conflict(
+                f"{self.layout.relative(target)} exists without an entry file in it; "
+                "move it away first"
+            )
         try:
             move_atomic(source, target)
         except StorageError as exc:

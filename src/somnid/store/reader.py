@@ -63,9 +63,11 @@ class EntryReader:
         check_name(name)
         path = self._locate(kind, name, archived=archived)
         if path is None:
-            where = "archived " if archived else ""
-            raise NotFound(f"no {where}{kind.value} named {name!r}")
-        return self._load(path, kind, name, archived)
+            raise gone(kind, name, archived)
+        try:
+            return self._load(path, kind, name, archived)
+        except FileNotFoundError:  # archived, restored or deleted since it was found
+            raise gone(kind, name, archived) from None
 
     def read_path(self, path: Path) -> Entry | None:
         """The live entry stored at ``path`` (absolute), or None if ``path`` is no live entry.
@@ -77,7 +79,10 @@ class EntryReader:
         kind, name, _ = located
         if not present(path):
             return None
-        return self._load(path, kind, name, False)
+        try:
+            return self._load(path, kind, name, False)
+        except FileNotFoundError:  # moved away since
+            return None
 
     def exists(self, kind: Kind, name: str, *, archived: bool = False) -> bool:
         return self._locate(kind, name, archived=archived) is not None
@@ -189,6 +194,19 @@ class EntryReader:
         if LEGACY_DEFAULT_USER not in seen and present(legacy):
             yield legacy, LEGACY_DEFAULT_USER, False
 
+    def _located(
+        self, kind: Kind, name: str, *, archived: bool, round_trip: bool = False
+    ) -> tuple[Path, Entry]:
+        """Find and parse an entry for a change; NotFound when it is not there, or moved away
+        (archived, restored, deleted by hand) between the two."""
+        path = self._locate(kind, name, archived=archived)
+        if path is None:
+            raise gone(kind, name, archived)
+        try:
+            return path, self._parse_file(path, kind, name, archived, round_trip=round_trip)
+        except FileNotFoundError:
+            raise gone(kind, name, archived) from None
+
     def _locate(self, kind: Kind, name: str, *, archived: bool) -> Path | None:
         if kind is Kind.PROFILE and archived:
             return None
@@ -269,3 +287,8 @@ class EntryReader:
     def _forget_broken(self, rel: str) -> None:
         with self._broken_lock:
             self._broken.pop(rel, None)
+
+
+def gone(kind: Kind, name: str, archived: bool) -> NotFound:
+    """The error for an entry that is not there (any more)."""
+    return NotFound(f"no {'archived ' if archived else ''}{kind.value} named {name!r}")

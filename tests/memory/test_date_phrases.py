@@ -197,3 +197,11 @@ def test_a_sum_of_money_is_no_year() -> None:
     assert days("it costs $2024 now") == []
     assert days("about €2023 a month") == []
     assert days("in 2023 it cost $2024") == [("2023-01-01", "2023-12-31")]
+
+
+def test_this_friday_said_at_the_weekend_is_the_coming_one() -> None:
+    assert days("what's planned for this Friday", SUNDAY) == [("2026-12-11", "2026-12-11")]
+    assert days("this Friday", dt.date(2026, 12, 5)) == [("2026-12-11", "2026-12-11")]
+    assert days("this Friday") == [("2023-10-06", "2023-10-06")]  # said on a Wednesday
+    assert days("this Monday") == [("2023-10-02", "2023-10-02")]
+    assert days("这周五", SUNDAY) == [("2026-12-04", "2026-12-04")]  # the calendar week

@@ -68,8 +68,12 @@ def shift(day: dt.date, unit: str, amount: int) -> dt.date:
 
 def weekday(ref: dt.date, weekday: int, direction: int) -> dt.date:
     """The named weekday before (-1), after (+1) or in the week of (0) ``ref``; before and
-    after are strict: ``last Friday`` said on a Friday is a week back."""
+    after are strict: ``last Friday`` said on a Friday is a week back. Said at the weekend,
+    ``this`` + a working day is the coming one (``this Friday`` on a Sunday: the Friday
+    ahead, not the one two days gone)."""
     if direction == 0:
+        if ref.weekday() >= 5 and weekday < 5:
+            return ref + dt.timedelta(days=(weekday - ref.weekday()) % 7)
         return ref + dt.timedelta(days=weekday - ref.weekday())
     if direction < 0:
         return ref - dt.timedelta(days=(ref.weekday() - weekday) % 7 or 7)

@@ -30,6 +30,11 @@ MAX_NODES = 5000
 class Document:
     meta: Any  # a CommentedMap when parsed for round trips, else a plain dict
     body: str
+    bom: bool = False
+    """The file began with a byte-order mark: written back with one."""
+    crlf: bool = False
+    """The file's lines end in CRLF (as an editor on Windows writes them): written back so,
+    every line, rather than turning each line of a person's file into a change."""
 
 
 def _yaml() -> YAML:
@@ -71,11 +76,13 @@ def parse(text: str, *, round_trip: bool = True) -> Document:
     ``round_trip=False`` reads the front-matter with the fast reader into a plain dict:
     for reading only, never for a document that will be written back.
     """
-    if text.startswith("\ufeff"):
+    bom = text.startswith("\ufeff")
+    if bom:
         text = text[1:]
     lines = text.splitlines(keepends=True)
+    crlf = bool(lines) and lines[0].endswith("\r\n")
     if not lines or lines[0].rstrip("\r\n").strip() != FENCE:
-        return Document(CommentedMap(), text)
+        return Document(CommentedMap(), text, bom, crlf)
     for index in range(1, len(lines)):
         if lines[index].rstrip("\r\n").strip() == FENCE:
             break
@@ -119,7 +126,7 @@ def parse(text: str, *, round_trip: bool = True) -> Document:
         body = body[2:]
     elif body.startswith("\n"):
         body = body[1:]
-    return Document(meta, body)
+    return Document(meta, body, bom, crlf)
 
 
 def _check_size(meta: Any) -> None:
@@ -151,7 +158,8 @@ def _check_readable(block: str) -> None:
 
 
 def render(doc: Document) -> str:
-    """Write ``doc`` back; an empty front-matter still gets its fences."""
+    """Write ``doc`` back; an empty front-matter still gets its fences. The file's
+    byte-order mark and CRLF line ends, when it had them, are kept."""
     out = io.StringIO()
     out.write(FENCE + "\n")
     if doc.meta:
@@ -161,7 +169,10 @@ def render(doc: Document) -> str:
     out.write(body)
     if body and not body.endswith("\n"):
         out.write("\n")
-    return out.getvalue()
+    text = out.getvalue()
+    if doc.crlf:
+        text = text.replace("\r\n", "\n").replace("\n", "\r\n")
+    return "\ufeff" + text if doc.bom else text
 
 
 def as_commented(meta: Any) -> CommentedMap:

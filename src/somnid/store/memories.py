@@ -148,13 +148,15 @@ class MemoryStore(EntryReader):
         if_match: str | None,
     ) -> _Prepared:
         """Read the entry, apply ``change``, render the result: no lock taken."""
-        path, current = self._located(kind, name, archived=archived, round_trip=True)
+        path, current, parsed = self._located(kind, name, archived=archived, round_trip=True)
         if if_match is not None and if_match != current.etag:
             raise PreconditionFailed(
                 f"{kind.value} {name!r} changed since it was read (etag {current.etag})",
                 etag=current.etag,
             )
-        document = frontmatter.Document(frontmatter.as_commented(current.meta), current.body)
+        document = frontmatter.Document(
+            frontmatter.as_commented(current.meta), current.body, parsed.bom, parsed.crlf
+        )
         change(document)
         target = self.layout.entry_file(kind, name, archived=archived)
         return _Prepared(kind, name, archived, path, current, target, render_entry(document))
@@ -216,7 +218,7 @@ class MemoryStore(EntryReader):
             raise InvalidInput(f"{kind.value} entries are not archived")
         check_name(name)
         with self._write_lock:
-            _, live = self._located(kind, name, archived=False)  # a broken one is not moved
+            _, live, _ = self._located(kind, name, archived=False)  # a broken one is not moved
             if if_match is not None and if_match != live.etag:
                 raise PreconditionFailed(
                     f"{kind.value} {name!r} changed since it was read", etag=live.etag

@@ -196,14 +196,15 @@ class EntryReader:
 
     def _located(
         self, kind: Kind, name: str, *, archived: bool, round_trip: bool = False
-    ) -> tuple[Path, Entry]:
-        """Find and parse an entry for a change; NotFound when it is not there, or moved away
-        (archived, restored, deleted by hand) between the two."""
+    ) -> tuple[Path, Entry, frontmatter.Document]:
+        """Find and parse an entry for a change (its document too, as the file holds it);
+        NotFound when it is not there, or moved away (archived, restored, deleted by hand)
+        between the two."""
         path = self._locate(kind, name, archived=archived)
         if path is None:
             raise gone(kind, name, archived)
         try:
-            return path, self._parse_file(path, kind, name, archived, round_trip=round_trip)
+            return path, *self._read_entry(path, kind, name, archived, round_trip=round_trip)
         except FileNotFoundError:
             raise gone(kind, name, archived) from None
 
@@ -244,6 +245,11 @@ class EntryReader:
     ) -> Entry:
         """Read an entry. Reads use the fast reader; ``round_trip`` keeps comments and
         formatting for a document that will be written back."""
+        return self._read_entry(path, kind, name, archived, round_trip=round_trip)[0]
+
+    def _read_entry(
+        self, path: Path, kind: Kind, name: str, archived: bool, *, round_trip: bool = False
+    ) -> tuple[Entry, frontmatter.Document]:
         rel = self.layout.relative(path)
         try:
             data, stat = read_regular(self.layout.root, path, MAX_FILE_BYTES)
@@ -256,7 +262,7 @@ class EntryReader:
             self._report_broken(str(rel), exc.detail)
             raise BrokenFile(f"{rel}: {exc.detail}", path=str(rel)) from None
         self._forget_broken(str(rel))
-        return Entry(
+        entry = Entry(
             kind=kind,
             name=name,
             archived=archived,
@@ -266,6 +272,7 @@ class EntryReader:
             etag=etag_of(data),
             mtime=stat.st_mtime,
         )
+        return entry, doc
 
     def _a_folder(self, folder: Path) -> None:
         """A folder where a file was reported: put back by a person, no longer broken."""

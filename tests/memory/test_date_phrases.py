@@ -205,3 +205,10 @@ def test_this_friday_said_at_the_weekend_is_the_coming_one() -> None:
     assert days("this Friday") == [("2023-10-06", "2023-10-06")]  # said on a Wednesday
     assert days("this Monday") == [("2023-10-02", "2023-10-02")]
     assert days("这周五", SUNDAY) == [("2026-12-04", "2026-12-04")]  # the calendar week
+
+
+def test_since_as_a_reason_is_no_side_of_a_date() -> None:
+    reason = query_time("since 2023 was a bad year, what did we cut?", SUNDAY)
+    assert [(iso(a), iso(b)) for a, b in reason.bound] == [("2023-01-01", "2023-12-31")]
+    side = query_time("what did we cut since 2023?", SUNDAY)
+    assert iso(side.bound[0][0]) == "2023-01-01" and side.bound[0][1] > 800_000

@@ -154,6 +154,8 @@ def query_time(query: str, today: dt.date) -> TimeQuery:
             until = max(past) if until is None else min(until, max(past))
             continue
         around = _AROUND.search(query[max(0, span.start - 40) : span.start])
+        if around is not None and _CAUSAL.match(query, span.end):
+            around = None
         zh = _ZH_SIDE.match(query[span.end :])
         open_side = _ZH_SIDES[zh["side"]] if zh else None
         if around is not None and around["unit"] is None:
@@ -194,6 +196,8 @@ _AROUND = re.compile(
     re.IGNORECASE,
 )
 _BEFORE = ("before", "prior to", "earlier than")
+# "since 2023 was a bad year": a reason, not a side of the date (its verb follows the date).
+_CAUSAL = re.compile(r"\s+(?:was|is|were|are|has|had|will|would)\b", re.IGNORECASE)
 # 起 is "since" only where the clause goes on (2021年起我…, 2021年起，), not in a word (起诉,
 # "sued"); 前 alone is "before" (2023年前), not "the first …" (2023年前三个月).
 _ZH_SIDE = re.compile(

@@ -15,6 +15,7 @@ from somnid.config import Settings
 from somnid.embed.base import HashEmbedder, Matrix
 from somnid.memory.clock import ManualClock
 from somnid.memory.kinds import Kind
+from somnid.recall import reconcile
 from somnid.recall.index import Index
 from somnid.runtime import Runtime
 
@@ -138,11 +139,49 @@ async def test_restart_reembeds_nothing_and_a_deleted_index_is_rebuilt(settings:
     assert third.passages == 30
 
 
+async def test_an_index_of_an_older_reading_is_read_again_once_its_vectors_kept(
+    settings: Settings,
+) -> None:
+    """A release that reads files differently (a date phrase now understood) derives every
+    row again at the next start, without embedding anything again; then never again."""
+    first = CountingEmbedder()
+    async with Runtime.open(settings, clock=ManualClock(START), embedder=first) as rt:
+        await rt.memories.create(Kind.KNOWLEDGE, "ferry", body="We took the ferry in May 2023.")
+        await fill(rt, Kind.EPISODE, "ep", 5)
+        await rt.index.wait_idle()
+    index = Index(settings.data_dir / "index/index.sqlite")
+    try:  # what an older reading left: no date read from "in May", another stamp
+        index.set_state(reconcile.READING_KEY, "an older reading")
+        with index.db.write() as conn:
+            conn.execute("DELETE FROM dates")
+    finally:
+        index.close()
+    second = CountingEmbedder()
+    async with Runtime.open(settings, clock=ManualClock(START), embedder=second) as rt:
+        await rt.index.wait_idle()
+        report = rt.index.last_report
+        assert report is not None and (report.updated, report.unchanged) == (6, 0)
+        assert rt.index.status().vectors == 6
+    assert second.passages == 0
+    index = Index(settings.data_dir / "index/index.sqlite")
+    try:
+        [row] = [r for r in index.rows() if r.name == "ferry"]
+        assert index.dates_of([row.id]).get(row.id)  # "in May 2023", read again
+    finally:
+        index.close()
+    third = CountingEmbedder()
+    async with Runtime.open(settings, clock=ManualClock(START), embedder=third) as rt:
+        await rt.index.wait_idle()
+        assert rt.index.last_report is not None and rt.index.last_report.unchanged == 6
+    assert third.passages == 0
+
+
 async def test_changes_while_stopped_are_found_at_start(settings: Settings) -> None:
     async with Runtime.open(settings, clock=ManualClock(START)) as rt:
         await rt.memories.create(Kind.KNOWLEDGE, "kept", body="alpha")
         await rt.memories.create(Kind.KNOWLEDGE, "gone", body="beta")
         await rt.memories.create(Kind.KNOWLEDGE, "edited", body="gamma")
+        await rt.index.wait_idle()  # the first sync done: the index's reading is stamped
     root = settings.data_dir / "memory/knowledge"
     shutil.rmtree(root / "gone")
     path = root / "edited/SKILL.md"

@@ -2,7 +2,9 @@
 through the API, and after hand edits the watcher sees.
 
 A file is compared by the hash of its bytes (never its mtime); only a changed file is parsed
-again, and only changed text is re-embedded.
+again, and only changed text is re-embedded. An index made by an older reading of the files
+(:data:`READING`: how dates, questions and text are read from them) is read again whole at
+the next full sync, its vectors kept by content: a better reading reaches old entries too.
 """
 
 from __future__ import annotations
@@ -25,6 +27,10 @@ from somnid.store.reader import etag_of
 log = logging.getLogger(__name__)
 
 SYNC_BATCH = 256  # entries per index transaction during a full sync
+READING = "2026-12-06"
+"""The reading of files into index rows (dates, questions, text): changed whenever a release
+reads the same file into a different row, so that every row is derived again once."""
+READING_KEY = "reading"
 
 
 @dataclass(slots=True)
@@ -138,7 +144,11 @@ class Reconciler:
         return changed
 
     def full(self) -> SyncReport:
-        """Compare every live entry file with the index by hash; fix what differs."""
+        """Compare every live entry file with the index by hash; fix what differs. Every
+        file, when the index was derived by another reading of them (:data:`READING`)."""
+        reread = self.index.get_state(READING_KEY) != READING
+        if reread:
+            self.index.invalidate()  # vectors are kept, by content
         report = SyncReport()
         known = {row.path: row for row in self.index.rows()}
         seen: set[str] = set()
@@ -181,4 +191,6 @@ class Reconciler:
             self.index.delete(rel)
             report.removed += 1
         self.index.stamp_sync(self.clock.now())
+        if reread:
+            self.index.set_state(READING_KEY, READING)
         return report

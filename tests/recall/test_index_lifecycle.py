@@ -14,10 +14,13 @@ import pytest
 from somnid.config import Settings
 from somnid.embed.base import HashEmbedder, Matrix
 from somnid.memory.clock import ManualClock
+from somnid.memory.entry import Entry
 from somnid.memory.kinds import Kind
 from somnid.recall import reconcile
 from somnid.recall.index import Index
 from somnid.runtime import Runtime
+from somnid.store.layout import Layout
+from somnid.store.memories import MemoryStore
 
 START = dt.datetime(2026, 10, 3, 12, 0, tzinfo=dt.UTC)
 
@@ -174,6 +177,32 @@ async def test_an_index_of_an_older_reading_is_read_again_once_its_vectors_kept(
         await rt.index.wait_idle()
         assert rt.index.last_report is not None and rt.index.last_report.unchanged == 6
     assert third.passages == 0
+
+
+def test_rows_read_again_keep_answering_meanwhile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each row is derived again in place: a search in the middle of the re-read finds every
+    entry (emptying the index first left keyword search blank until the end)."""
+    store = MemoryStore(Layout(tmp_path / "data"), ManualClock(START))
+    index = Index(tmp_path / "index.sqlite")
+    reconciler = reconcile.Reconciler(store, index, ManualClock(START))
+    for number in range(5):
+        store.create(Kind.KNOWLEDGE, f"lynx-{number}", meta={"description": "a lynx"}, body="b")
+    reconciler.full()
+    index.set_state(reconcile.READING_KEY, "an older reading")
+    monkeypatch.setattr(reconcile, "SYNC_BATCH", 2)
+    found: list[int] = []
+    apply = reconcile.Reconciler._apply_many
+
+    def counting(self: reconcile.Reconciler, entries: list[Entry]) -> list[bool]:
+        found.append(len(index.keyword_search(["lynx"], (Kind.KNOWLEDGE,), 10)))
+        return apply(self, entries)
+
+    monkeypatch.setattr(reconcile.Reconciler, "_apply_many", counting)
+    report = reconciler.full()
+    index.close()
+    assert report.updated == 5 and found == [5, 5, 5]
 
 
 async def test_changes_while_stopped_are_found_at_start(settings: Settings) -> None:

@@ -146,9 +146,10 @@ class Reconciler:
     def full(self) -> SyncReport:
         """Compare every live entry file with the index by hash; fix what differs. Every
         file, when the index was derived by another reading of them (:data:`READING`)."""
+        # Each row is derived again in place, batch by batch: recall keeps answering from the
+        # rows meanwhile (emptying the index first left keyword search blank until the end);
+        # an unchanged text keeps its vector.
         reread = self.index.get_state(READING_KEY) != READING
-        if reread:
-            self.index.invalidate()  # vectors are kept, by content
         report = SyncReport()
         known = {row.path: row for row in self.index.rows()}
         seen: set[str] = set()
@@ -165,7 +166,7 @@ class Reconciler:
                 except BrokenFile:
                     file_hash = ""  # read_path below reports it
                 row = known.get(rel)
-                if row is not None and row.file_hash == file_hash:
+                if row is not None and row.file_hash == file_hash and not reread:
                     report.unchanged += 1
                     continue
                 try:

@@ -294,7 +294,9 @@ class Settings(BaseSettings):
     @field_validator("data_dir", mode="after")
     @classmethod
     def _expand_data_dir(cls, value: Path) -> Path:
-        return value.expanduser()
+        # Absolute from here on: a relative one (``--data-dir d1``) named other folders to
+        # git, SQLite's URIs and the daemon's state file than the one the daemon serves.
+        return value.expanduser().absolute()
 
     @field_validator("timezone", mode="after")
     @classmethod

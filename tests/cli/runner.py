@@ -43,11 +43,12 @@ def daemon_env(daemon: Daemon, **extra: str) -> dict[str, str]:
 
 
 def somnid(
-    env: dict[str, str], *args: str, timeout: float = 60.0
+    env: dict[str, str], *args: str, timeout: float = 60.0, cwd: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "somnid", *args],
         env=env,
+        cwd=cwd,
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -122,3 +122,22 @@ def test_a_path_that_cannot_be_used_is_one_line_not_a_traceback(tmp_path: Path) 
     afile.write_text("x\n")
     doctor = somnid(env, "doctor", "--data-dir", str(afile))
     assert "Traceback" not in doctor.stderr + doctor.stdout, doctor.stderr
+
+
+def test_a_relative_data_dir_is_the_folder_named_from_where_somnid_runs(
+    original_data_dir: Path,
+) -> None:
+    """``--data-dir d1`` crashed doctor (SQLite's file URI of a relative path), and named git
+    another folder than the one served."""
+    env = offline_env(original_data_dir)
+    env.pop("SOMNID_DATA_DIR")
+    built = somnid(
+        env, "reindex", "--data-dir", original_data_dir.name, cwd=original_data_dir.parent
+    )
+    assert built.returncode == 0, built.stderr
+    doctor = somnid(
+        env, "doctor", "--data-dir", original_data_dir.name, cwd=original_data_dir.parent
+    )
+    assert "Traceback" not in doctor.stderr, doctor.stderr
+    assert "OK    index" in doctor.stdout, doctor.stdout
+    assert "history" in doctor.stdout and "not a git repository" not in doctor.stdout

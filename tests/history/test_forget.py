@@ -13,8 +13,10 @@ from fastapi.testclient import TestClient
 
 from somnid.api.app import create_app
 from somnid.config import Settings
+from somnid.errors import Unavailable
 from somnid.memory.clock import ManualClock
 from somnid.memory.scrub import scrub
+from somnid.services.memories import MemoryService
 from tests.api.problems import assert_problem
 from tests.clients import TEST_TOKEN, app_client
 from tests.history.helpers import git
@@ -80,6 +82,29 @@ def test_purge_with_history_leaves_no_trace_and_is_audited(
     [line] = audit.read_text().splitlines()
     assert '"action": "purge"' in line and '"name": "leak"' in line and '"history": true' in line
     assert_problem(client.post(url, params={"confirm": "leak"}), 404, "not_found")
+
+
+def test_purge_takes_the_entrys_older_archived_copies_too(
+    client: TestClient, data_dir: Path
+) -> None:
+    """Archived three times, the entry has copies under leak--2 and leak--3 (archived_from:
+    leak): a purge for good left them, password and all, on disk and in history."""
+    for number in range(3):
+        body = {"name": "leak", "body": f"pw {SECRET}-{number}\n"}
+        assert client.post("/v1/memories/knowledge", json=body).status_code == 201
+        assert client.post("/v1/memories/knowledge/leak/archive").status_code == 200
+    client.post("/v1/memories/knowledge", json={"name": "leak", "body": f"now {SECRET}-3\n"})
+    client.post("/v1/memories/knowledge", json={"name": "leak-notes", "body": "another entry\n"})
+    archived = data_dir / "memory/archived"
+    assert {p.name for p in archived.iterdir()} >= {"leak", "leak--2", "leak--3"}
+    done = client.post(
+        "/v1/memories/knowledge/leak/purge", params={"confirm": "leak", "history": "true"}
+    )
+    assert done.status_code == 200, done.text
+    assert not any(p.name.startswith("leak") for p in archived.iterdir())
+    assert (data_dir / "memory/knowledge/leak-notes/SKILL.md").is_file()  # another entry: kept
+    assert SECRET not in everything_in_git(data_dir)
+    assert set(done.json()["removed"]) >= {"memory/archived/leak--2", "memory/archived/leak--3"}
 
 
 def test_purge_without_history_keeps_the_past_versions(client: TestClient, data_dir: Path) -> None:
@@ -152,3 +177,22 @@ def test_purge_leaves_no_copy_in_the_index_files(client: TestClient, data_dir: P
         assert SECRET.encode() not in path.read_bytes(), path.name
     found = client.post("/v1/recall", json={"query": "tea"}).json()
     assert [item["name"] for item in found["items"]] == ["keep"]
+
+
+def test_a_purge_done_while_the_index_is_unreachable_answers_done(
+    client: TestClient, data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A PostgreSQL index down after the files and history were purged: the purge stands
+    (503 told the client a destructive call failed that had succeeded; a retry said 404)."""
+    leak(client)
+
+    async def unreachable(self: MemoryService, entry: object, path: str) -> None:
+        raise Unavailable("the index is unreachable", code="index_unavailable")
+
+    monkeypatch.setattr(MemoryService, "notify", unreachable)
+    done = client.post(
+        "/v1/memories/knowledge/leak/purge", params={"confirm": "leak", "history": "true"}
+    )
+    assert done.status_code == 200, done.text
+    assert not (data_dir / "memory/knowledge/leak").exists()
+    assert SECRET not in everything_in_git(data_dir)

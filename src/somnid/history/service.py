@@ -295,9 +295,13 @@ class History:
         self._not_purging()
         if scrub_logs and self.scrub_logs is None:
             raise Unavailable("the session logs cannot be scrubbed here", code="scrub_off")
-        texts = [*(await self._texts(kind, name)), *phrases] if scrub_logs else []
+        names = [name, *(await self._archived_copies(kind, name))]
+        texts = [*(await self._texts(kind, names)), *phrases] if scrub_logs else []
         redact.phrases(texts)  # too many: 400 now, before anything is deleted
-        specs = purging.entry_specs(self.layout, kind, name)
+        specs = purging.entry_specs(self.layout, kind, name) + [
+            str(self.layout.relative(self.layout.entry_folder(kind, copy, archived=True)))
+            for copy in names[1:]
+        ]
         actor = current_actor() or SYSTEM
         progress = purging.Progress(kind.value, name, self.clock.now().isoformat(), history)
         if self.committer is None:
@@ -335,16 +339,15 @@ class History:
         await asyncio.to_thread(audit, self.layout.root, record)
         await self._reindex(
             [str(self.layout.relative(self.layout.entry_file(kind, name)))]
-            + (
-                [str(self.layout.relative(self.layout.entry_file(kind, name, archived=True)))]
-                if kind.archivable
-                else []
-            )
+            + [
+                str(self.layout.relative(self.layout.entry_file(kind, copy, archived=True)))
+                for copy in (names if kind.archivable else [])
+            ]
         )
         if self.forget_deleted is not None:
             try:
                 await self.forget_deleted()
-            except StorageError as exc:  # the purge stands; the copy goes at the next one
+            except (StorageError, Unavailable) as exc:  # the purge stands; the copy goes later
                 log.warning("purge: the index files may keep a copy until later: %s", exc.detail)
         if failed is not None:
             raise failed
@@ -370,16 +373,33 @@ class History:
         except SomnidError as exc:
             return [], exc
 
-    async def _texts(self, kind: Kind, name: str) -> list[str]:
-        """The entry's description and body, live and archived (what a scrub looks for)."""
+    async def _texts(self, kind: Kind, names: list[str]) -> list[str]:
+        """The entry's description and body, live and archived, its archived copies' too
+        (what a scrub looks for)."""
         texts: list[str] = []
-        for archived in (False, True) if kind.archivable else (False,):
-            try:
-                entry = await self.memories.get(kind, name, archived=archived)
-            except SomnidError:  # not there, or broken: its phrases may be given instead
-                continue
-            texts += [entry.description, entry.body]
+        for number, name in enumerate(names):
+            for archived in (False, True) if kind.archivable else (False,):
+                if number and not archived:
+                    continue  # a copy's name is an archive name only
+                try:
+                    entry = await self.memories.get(kind, name, archived=archived)
+                except SomnidError:  # not there, or broken: its phrases may be given instead
+                    continue
+                texts += [entry.description, entry.body]
         return texts
+
+    async def _archived_copies(self, kind: Kind, name: str) -> list[str]:
+        """The archive names of the entry's other archived copies: archived again under
+        ``name--2``, ``name--3``… (``archived_from: name``), purged with it."""
+        if not kind.archivable:
+            return []
+        return [
+            entry.name
+            for entry in await self.memories.scan((kind,), archived=True)
+            if entry.archived
+            and entry.name != name
+            and str(entry.meta.get("archived_from") or "") == name
+        ]
 
     def _purge(
         self,
@@ -417,5 +437,10 @@ class History:
         return removed, purging.rewrite(committer.git, specs, progress, self.gate.pruning), None
 
     async def _reindex(self, paths: list[str]) -> None:
+        """Tell the index the purged files are gone; an index that cannot be reached (a
+        PostgreSQL server down) catches up at its next sync: the purge stands either way."""
         for path in paths:
-            await self.memories.notify(None, str(self.layout.root / path))
+            try:
+                await self.memories.notify(None, str(self.layout.root / path))
+            except Unavailable as exc:
+                log.warning("purge: the index forgets %s at its next sync: %s", path, exc.detail)

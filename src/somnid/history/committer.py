@@ -24,13 +24,13 @@ import contextlib
 import logging
 import threading
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Protocol
 
 from somnid.history.git import Git, GitError, spare_descriptors
 from somnid.history.leftout import LeftOut
 from somnid.history.messages import commit_message, dream_message, listing
+from somnid.history.noted import Noted, merged
 from somnid.history.pathspecs import ON_COMMAND_LINE, as_tops, with_folders, within
 from somnid.history.staging import commit_paths_only, in_head
 from somnid.memory.entry import Entry
@@ -57,13 +57,6 @@ class WatcherLike(Protocol):
     on_folder: Callable[[Path], Awaitable[None]]
 
 
-@dataclass(slots=True)
-class _Item:
-    actor: Actor
-    paths: dict[str, None] = field(default_factory=dict)
-    dream: dict[str, Any] | None = None  # the dream's result, for its commit message
-
-
 class Committer:
     def __init__(
         self,
@@ -85,11 +78,12 @@ class Committer:
         long history); reads then do not wait to commit what is pending."""
         self.commits = 0
         self.last_error: str | None = None
-        self._queue: list[_Item] = []
+        self._queue: list[Noted] = []
         self._dream: dict[str, None] = {}
         self._hand = False
         self._hand_deferred = False  # set in the worker thread: a write was under way
         self._left = LeftOut(layout, memories)  # what history leaves out, and why
+        self._journals = layout.relative(layout.dream_log_dir).as_posix() + "/"
         self._wake = asyncio.Event()
         self._order = asyncio.Lock()
         self._caught_up = asyncio.Event()  # the start's commit is made (or failed)
@@ -119,7 +113,7 @@ class Committer:
                 await self._task
             self._task = None
         if self._dream:  # a dream cut short by shutdown: its writes are still recorded
-            self._queue.append(_Item(DREAM, self._dream))
+            self._queue.append(Noted(DREAM, self._dream))
             self._dream = {}
         await self.flush()
 
@@ -140,7 +134,7 @@ class Committer:
         if self._queue and self._queue[-1].actor == actor and self._queue[-1].dream is None:
             self._queue[-1].paths[rel] = None
         else:
-            self._queue.append(_Item(actor, {rel: None}))
+            self._queue.append(Noted(actor, {rel: None}))
         self._wake.set()
 
     async def dream_finished(self, record: DreamRecord) -> None:
@@ -164,7 +158,7 @@ class Committer:
             "processed": list(record.processed),
             "dream_id": PurePosixPath(record.journal).stem if record.journal else None,
         }
-        self._queue.append(_Item(DREAM, paths, info))
+        self._queue.append(Noted(DREAM, paths, info))
         self._wake.set()
 
     def follow(self, watcher: WatcherLike) -> None:
@@ -201,7 +195,7 @@ class Committer:
             if self.held_long:
                 return
         async with self._order:
-            items, self._queue = self._queue, []
+            items, self._queue = merged(self._queue), []
             hand, self._hand = self._hand, False
             held = set(self._dream)
             if items or hand:
@@ -263,7 +257,7 @@ class Committer:
         """Whether no write of somnid's own began since ``begun`` nor is under way."""
         return lambda: not self.memories.writing and self.memories.writes_begun == begun
 
-    def _commit(self, items: list[_Item], hand: bool, held: set[str], wait: bool = True) -> bool:
+    def _commit(self, items: list[Noted], hand: bool, held: set[str], wait: bool = True) -> bool:
         """Commit ``items`` (and the hand edits), each taken from ``items`` once committed (one
         git refuses stays, its paths out of the hand edits, and its refusal is raised after the
         others); False, committing nothing, when ``wait`` is False and git is busy."""
@@ -293,13 +287,23 @@ class Committer:
                     continue
                 items.remove(item)
             if hand:
-                self._commit_hand_edits(held | {path for item in items for path in item.paths})
+                # What is noted now, not only when this flush began: a write announced, or a
+                # dream's write made, meanwhile is its writer's, never a hand edit.
+                self._commit_hand_edits(held | self._noted() | {p for i in items for p in i.paths})
         finally:
             self.lock.release()
         if refused:
             raise refused[0]
         self.last_error = None
         return True
+
+    def _noted(self) -> set[str]:
+        """The paths of the writes noted and not yet committed, and the running dream's
+        (read from the worker thread: each container copied whole, under the GIL)."""
+        noted = set(self._dream.copy())
+        for item in self._queue[:]:
+            noted.update(item.paths.copy())
+        return noted
 
     def _commit_hand_edits(self, held: set[str]) -> None:
         """The loose changes as hand edits, unless a write of somnid's own was under way
@@ -320,6 +324,13 @@ class Committer:
         nothing, when ``still`` says a write of somnid's own began meanwhile."""
         skip = set(exclude)
         changed = [path for path in self.changed_paths() if path not in skip]
+        if actor == HAND:
+            # A new dream journal is its dream's: written just before the dream hands it to
+            # history (``dream_finished``). One a person edits (in HEAD already) is theirs.
+            journals = [p for p in changed if p.startswith(self._journals)]
+            if journals:
+                new = set(journals) - set(in_head(self.git, journals))
+                changed = [path for path in changed if path not in new]
         whole = [
             path for path in changed if not self._left.kept_out(path) and self._left.whole(path)
         ]
@@ -415,8 +426,8 @@ class Committer:
                 wanted.append(rel)
         return self.labels(self.changed_paths(wanted)) if wanted else []
 
-    def _write_message(self, item: _Item) -> str:
-        return f"{item.actor.name}: {listing(self.labels(item.paths))}"
+    def _write_message(self, item: Noted) -> str:
+        return f"{listing(item.names, 2)}: {listing(self.labels(item.paths))}"
 
     def _relative(self, path: str) -> str | None:
         candidate = Path(path)

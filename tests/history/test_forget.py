@@ -97,6 +97,8 @@ def test_purge_takes_the_entrys_older_archived_copies_too(
     client.post("/v1/memories/knowledge", json={"name": "leak-notes", "body": "another entry\n"})
     archived = data_dir / "memory/archived"
     assert {p.name for p in archived.iterdir()} >= {"leak", "leak--2", "leak--3"}
+    broken = archived / "leak--3/SKILL.md"  # one a person broke: its name says whose it is
+    broken.write_text(broken.read_text().replace("---\n", "---\ndescription: [\n", 1))
     done = client.post(
         "/v1/memories/knowledge/leak/purge", params={"confirm": "leak", "history": "true"}
     )

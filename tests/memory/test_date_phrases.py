@@ -200,7 +200,10 @@ def test_a_sum_of_money_is_no_year() -> None:
 
 
 def test_this_friday_said_at_the_weekend_is_the_coming_one() -> None:
-    assert days("what's planned for this Friday", SUNDAY) == [("2026-12-11", "2026-12-11")]
+    assert days("what's on this Friday?", SUNDAY) == [("2026-12-11", "2026-12-11")]
+    # A report is of the week gone: "I started the new job this Monday", said on a Saturday.
+    saturday = dt.date(2026, 12, 5)
+    assert days("I started the new job this Monday.", saturday) == [("2026-11-30", "2026-11-30")]
     assert days("this Friday", dt.date(2026, 12, 5)) == [("2026-12-11", "2026-12-11")]
     assert days("this Friday") == [("2023-10-06", "2023-10-06")]  # said on a Wednesday
     assert days("this Monday") == [("2023-10-02", "2023-10-02")]
@@ -212,3 +215,33 @@ def test_since_as_a_reason_is_no_side_of_a_date() -> None:
     assert [(iso(a), iso(b)) for a, b in reason.bound] == [("2023-01-01", "2023-12-31")]
     side = query_time("what did we cut since 2023?", SUNDAY)
     assert iso(side.bound[0][0]) == "2023-01-01" and side.bound[0][1] > 800_000
+
+
+def test_what_a_review_found_misread_after_the_first_fixes() -> None:
+    # 前 and 起 inside words: 前往 "go to", 前后 "around", 前端; 起 before 至今, 在, 每.
+    went = query_time("我5月前往日本做了什么", SUNDAY)  # May of any year, not "before May"
+    assert went.bound and all(a > 700_000 for a, _b in went.bound)
+    around = query_time("2023年前后我在哪里工作", SUNDAY)
+    assert [(iso(a), iso(b)) for a, b in around.bound] == [("2023-01-01", "2023-12-31")]
+    for text in ("2020年起至今我换了几份工作", "2021年起在北京工作的时候"):
+        assert query_time(text, SUNDAY).bound[0][1] > 800_000, text  # every day since
+    # Months in a list, after "for"; a capitalised month alone that is no name.
+    both = query_time("what did I do in March and April", SUNDAY)
+    assert len(both.spans) == 2
+    assert days("in March, April and May") == [
+        ("2023-03-01", "2023-03-31"),
+        ("2023-04-01", "2023-04-30"),
+        ("2023-05-01", "2023-05-31"),
+    ]
+    assert days("booked a trip for October") == [("2023-10-01", "2023-10-31")]
+    assert days("October was busy") == [("2023-10-01", "2023-10-31")]
+    assert days("In June Alice moved") == [("2023-06-01", "2023-06-30")]
+    # A Chinese range's year is its first month's.
+    assert days("2023年11月到2月") == [("2023-11-01", "2024-02-29")]
+    # A report of January, said in December, is the January gone.
+    december = dt.date(2026, 12, 20)
+    assert days("On January 3 I started the new job.", december) == [("2026-01-03", "2026-01-03")]
+    # "the last 2 weeks of July" is a part of July, not the last two weeks.
+    assert ("2023-09-20", "2023-10-04") not in days("the last 2 weeks of July")
+    # 2011-12: an academic year, not December 2011.
+    assert days("during the 2011-12 academic year") == [("2011-01-01", "2012-12-31")]

@@ -109,6 +109,11 @@ def test_one_digit_numbers_stay_query_terms_but_a_dates_numerals_do_not() -> Non
     assert query_terms("2023年夏天我去了哪里？") == ["夏天"]
     assert query_terms("五月中旬的会议") == ["中旬", "会议"]
     assert query_terms("我5月12日做了什么？") == []  # the date is all it asks by
+    # A lone character a date leaves (到 of 3月到5月) is no term; a year alone, with no word
+    # of time beside it, may be a number: it stays one.
+    assert query_terms("3月到5月的项目") == ["项目"]
+    assert query_terms("door code for room 2012") == ["door", "code", "room", "2012"]
+    assert query_terms("Windows 2000 license key") == ["windows", "2000", "license", "key"]
 
 
 def span_of(query: str) -> tuple[str, tuple[dt.date, dt.date]]:

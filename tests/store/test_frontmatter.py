@@ -77,9 +77,26 @@ def test_no_front_matter_is_all_body() -> None:
 
 
 def test_crlf_and_bom_are_read() -> None:
-    doc = frontmatter.parse("\ufeff---\r\nname: x\r\n---\r\n\r\nbody\r\n")
+    text = "\ufeff---\r\nname: x\r\n---\r\n\r\nbody\r\nline two\r\n"
+    doc = frontmatter.parse(text)
     assert doc.meta["name"] == "x"
-    assert doc.body == "body\r\n"
+    assert doc.body == "body\nline two\n"  # read as any file reads: a body sent comes back
+    assert (doc.bom, doc.crlf) == (True, True)
+    assert frontmatter.render(doc) == text  # and written back as the file was
+
+
+def test_the_merge_driver_writes_a_crlf_file_back_as_crlf() -> None:
+    from somnid.sync.merge import merge_entry
+
+    def crlf(text: str) -> str:
+        return "\ufeff" + text.replace("\n", "\r\n")
+
+    base = crlf("---\nname: a\nscore: 1\n---\n\nline1\nline2\n")
+    ours = crlf("---\nname: a\nscore: 2\n---\n\nline1\nline2\n")
+    theirs = crlf("---\nname: a\nscore: 1\n---\n\nline1\nline2 changed\n")
+    merged = merge_entry(base, ours, theirs).text
+    assert merged.startswith("\ufeff---\r\n") and merged.count("\n") == merged.count("\r\n")
+    assert "score: 2\r\n" in merged and merged.endswith("line1\r\nline2 changed\r\n")
 
 
 @pytest.mark.parametrize(

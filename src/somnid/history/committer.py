@@ -139,7 +139,7 @@ class Committer:
 
     async def dream_finished(self, record: DreamRecord) -> None:
         """Dreamer hook, after its journal is written: the dream's writes become one commit."""
-        paths, self._dream = self._dream, {}
+        paths = dict(self._dream)  # emptied only once queued: a sweep between sees it still
         if record.journal:
             paths[record.journal] = None
         if not paths:
@@ -159,6 +159,7 @@ class Committer:
             "dream_id": PurePosixPath(record.journal).stem if record.journal else None,
         }
         self._queue.append(Noted(DREAM, paths, info))
+        self._dream = {}
         self._wake.set()
 
     def follow(self, watcher: WatcherLike) -> None:
@@ -287,9 +288,7 @@ class Committer:
                     continue
                 items.remove(item)
             if hand:
-                # What is noted now, not only when this flush began: a write announced, or a
-                # dream's write made, meanwhile is its writer's, never a hand edit.
-                self._commit_hand_edits(held | self._noted() | {p for i in items for p in i.paths})
+                self._commit_hand_edits(held | {p for i in items for p in i.paths})
         finally:
             self.lock.release()
         if refused:
@@ -309,7 +308,11 @@ class Committer:
         """The loose changes as hand edits, unless a write of somnid's own was under way
         meanwhile: its file may be on disk before its announcement, and would be taken for
         a hand edit. Then the sweep waits for the next commit (caller holds the lock)."""
-        quiet = self._quiet(self.memories.writes_begun)
+        quiet = self._quiet(self.memories.writes_begun)  # taken first: a write noted after
+        # the look below began after it, and ``quiet`` says so. What is noted now, not only
+        # when this flush began (a write announced, a dream's write made meanwhile), is its
+        # writer's, never a hand edit.
+        held = held | self._noted()
         if self.memories.writing or not self._commit_loose(HAND, "Hand edit", held, quiet):
             self._hand_deferred = True
 

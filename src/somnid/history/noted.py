@@ -25,24 +25,34 @@ class Noted:
 def merged(items: list[Noted]) -> list[Noted]:
     """``items`` with the writes of one writer (source, agent, session) as one: concurrent
     requests (PATCH a, PATCH b, …) were a commit each, and history fell minutes behind.
-    A write joins an earlier one of its writer only when no write between them touched its
-    files (each file's commits keep their order); a dream's commit stays its own."""
+    A write joins its writer's latest commit only when no later one touched its files (each
+    file's commits keep their order); a dream's commit stays its own. Linear in the writes
+    and their files."""
     out: list[Noted] = []
+    latest: dict[tuple[str, str | None, str | None], int] = {}  # a writer's latest in out
+    touched: dict[str, int] = {}  # a file's latest commit in out
+    named: list[set[str]] = []
     for item in items:
-        target = None
-        if item.dream is None:
-            for index in range(len(out) - 1, -1, -1):
-                other = out[index]
-                if other.dream is None and _writer(other.actor) == _writer(item.actor):
-                    target = other
-                    break
-                if not other.paths.keys().isdisjoint(item.paths):
-                    break  # a write between touched its files: it keeps its own commit
-        if target is None:
-            out.append(Noted(item.actor, dict(item.paths), item.dream, list(item.names)))
-            continue
+        writer = _writer(item.actor)
+        index = latest.get(writer) if item.dream is None else None
+        if index is not None and max((touched.get(p, -1) for p in item.paths), default=-1) > index:
+            index = None  # a write between touched its files: it keeps its own commit
+        if index is None:
+            index = len(out)
+            fresh = Noted(item.actor, {}, item.dream)
+            fresh.names = []  # filled below, the first write's name first
+            out.append(fresh)
+            named.append(set())
+            if item.dream is None:
+                latest[writer] = index
+        target = out[index]
         target.paths.update(item.paths)
-        target.names.extend(n for n in item.names if n not in target.names)
+        for name in item.names:
+            if name not in named[index]:
+                named[index].add(name)
+                target.names.append(name)
+        for path in item.paths:
+            touched[path] = index
     return out
 
 

@@ -18,13 +18,15 @@ import logging
 import os
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Literal
 
 from somnid.history.git import BRANCH, Git
+from somnid.memory.entry import Entry
 from somnid.memory.kinds import Kind
+from somnid.memory.names import live_name
 from somnid.store.layout import Layout
 
 log = logging.getLogger(__name__)
@@ -39,6 +41,26 @@ def entry_specs(layout: Layout, kind: Kind, name: str) -> list[str]:
         str(layout.relative(layout.entry_folder(kind, name))),
         str(layout.relative(layout.entry_folder(kind, name, archived=True))),
     ]
+
+
+def archived_copies(
+    layout: Layout, kind: Kind, name: str, found: Iterable[Entry], broken: Iterable[str]
+) -> list[str]:
+    """The archive names of an entry's other archived copies, purged with it: archived again
+    under ``name--2``, ``name--3``… (``archived_from: name``, among the entries ``found``);
+    and, for a copy that does not parse (a path among ``broken``), its folder's name."""
+    copies = [
+        entry.name
+        for entry in found
+        if entry.archived and entry.name != name and entry.text_field("archived_from") == name
+    ]
+    archive = layout.relative(layout.archive_dir(kind)).as_posix() + "/"
+    for path in broken:
+        folder = path.removeprefix(archive).split("/")[0]
+        mine = path.startswith(archive) and live_name(None, folder) == name
+        if mine and folder not in (name, *copies):
+            copies.append(folder)
+    return copies
 
 
 def in_history(git: Git, specs: list[str]) -> bool:

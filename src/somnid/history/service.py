@@ -389,17 +389,13 @@ class History:
         return texts
 
     async def _archived_copies(self, kind: Kind, name: str) -> list[str]:
-        """The archive names of the entry's other archived copies: archived again under
-        ``name--2``, ``name--3``… (``archived_from: name``), purged with it."""
+        """The archive names of the entry's other archived copies: see
+        :func:`purging.archived_copies`."""
         if not kind.archivable:
             return []
-        return [
-            entry.name
-            for entry in await self.memories.scan((kind,), archived=True)
-            if entry.archived
-            and entry.name != name
-            and str(entry.meta.get("archived_from") or "") == name
-        ]
+        found = await self.memories.scan((kind,), archived=True)
+        broken = [report.path for report in self.memories.broken(recheck=False)]
+        return purging.archived_copies(self.layout, kind, name, found, broken)
 
     def _purge(
         self,

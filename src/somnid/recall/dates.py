@@ -198,11 +198,12 @@ _AROUND = re.compile(
 _BEFORE = ("before", "prior to", "earlier than")
 # "since 2023 was a bad year": a reason, not a side of the date (its verb follows the date).
 _CAUSAL = re.compile(r"\s+(?:was|is|were|are|has|had|will|would)\b", re.IGNORECASE)
-# 起 is "since" only where the clause goes on (2021年起我…, 2021年起，), not in a word (起诉,
-# "sued"); 前 alone is "before" (2023年前), not "the first …" (2023年前三个月).
+# 起 is "since" (2021年起我…, 2020年起至今), not in a word (起诉 "sued", 起床, 起飞); 前 alone
+# is "before" only where the clause goes on (2023年前我…), not in a word (前往 "go to", 前后
+# "around", 前端) nor "the first …" (2023年前三个月).
 _ZH_SIDE = re.compile(
-    r"\s*的?(?P<side>之前|以前|以来|之后|以后|起(?=$|[\s，。,.！？!?、；;：:我你他她它就都便一开直])"
-    r"|前(?![一二两三四五六七八九十\d几半个]))"
+    r"\s*的?(?P<side>之前|以前|以来|之后|以后|起(?![诉草床来飞身跑点源因码色伏义])"
+    r"|前(?=$|[\s，。,.！？!?、；;：:我你他她它们就都还的]))"
 )
 _ZH_SIDES = {"之前": "before", "以前": "before", "前": "before", "以来": "since", "起": "since",
              "之后": "after", "以后": "after"}  # fmt: skip

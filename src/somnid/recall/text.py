@@ -120,6 +120,15 @@ _REFERENCE_WORD = re.compile(
     r"\b(?:as\s+of|by|until|till|up\s+(?:to|until))\b|截至|截止|为止", re.I
 )
 _NUMERAL = re.compile(r"[0-9〇零一二两三四五六七八九十]+\s*[年月日号]?")
+_LONE_CJK = re.compile(f"(?<![{_CJK}])[{_CJK}](?![{_CJK}])")  # 到 of 3月到5月, once 3月 is out
+# A year alone is a date only beside a word of time; else it may be a number ("room 2012",
+# "Windows 2000"), which stays a keyword.
+_YEAR_ALONE = re.compile(r"(?:19|20)\d{2}")
+_TIME_BEFORE = re.compile(
+    r"\b(?:in|of|since|before|after|until|till|by|from|during|for|to|and|between|year|"
+    r"early|late|mid|end|start|summer|winter|spring|autumn|fall|as\s+of)\s+(?:the\s+)?$",
+    re.IGNORECASE,
+)
 
 
 @functools.lru_cache(maxsize=512)
@@ -133,7 +142,9 @@ def _keyword_text(query: str) -> str:
             start, end, kept = *stretch, ""
         else:
             start, end = span.start, span.end
-            kept = _NUMERAL.sub(" ", query[start:end])
+            if _YEAR_ALONE.fullmatch(span.text) and not _TIME_BEFORE.search(query[:start]):
+                continue  # a number, as likely as a year: a keyword still
+            kept = _LONE_CJK.sub(" ", _NUMERAL.sub(" ", query[start:end]))
         query = f"{query[:start]} {kept} {query[end:]}"
     return query
 

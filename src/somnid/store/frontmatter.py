@@ -126,6 +126,8 @@ def parse(text: str, *, round_trip: bool = True) -> Document:
         body = body[2:]
     elif body.startswith("\n"):
         body = body[1:]
+    if crlf:  # read as every other file reads (a body written back reads as sent); the
+        body = body.replace("\r\n", "\n")  # file's line ends come back at render
     return Document(meta, body, bom, crlf)
 
 

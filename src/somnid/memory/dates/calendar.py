@@ -66,13 +66,13 @@ def shift(day: dt.date, unit: str, amount: int) -> dt.date:
     return dt.date(year, month + 1, min(day.day, last))
 
 
-def weekday(ref: dt.date, weekday: int, direction: int) -> dt.date:
+def weekday(ref: dt.date, weekday: int, direction: int, *, coming: bool = False) -> dt.date:
     """The named weekday before (-1), after (+1) or in the week of (0) ``ref``; before and
-    after are strict: ``last Friday`` said on a Friday is a week back. Said at the weekend,
-    ``this`` + a working day is the coming one (``this Friday`` on a Sunday: the Friday
-    ahead, not the one two days gone)."""
+    after are strict: ``last Friday`` said on a Friday is a week back. ``coming``: said at
+    the weekend, ``this`` + a working day is the one ahead (``this Friday`` on a Sunday, of
+    a plan or a question, not of a report)."""
     if direction == 0:
-        if ref.weekday() >= 5 and weekday < 5:
+        if coming and ref.weekday() >= 5 and weekday < 5:
             return ref + dt.timedelta(days=(weekday - ref.weekday()) % 7)
         return ref + dt.timedelta(days=weekday - ref.weekday())
     if direction < 0:

@@ -94,7 +94,7 @@ PATTERNS: list[tuple[str, str]] = [
     ("rel_season", r"\b(?P<which>last|this|next)\s+(?P<s>spring|summer|autumn|fall|winter)\b"),
     # Rolling windows up to the day said: "the last two weeks", 过去三个月.
     ("rolling", rf"\b(?:the\s+)?(?:last|past|previous)\s+"
-                rf"(?P<n>{COUNT}|few|several|couple(?:\s+of)?)\s+(?P<unit>day|week|month|year)s\b"),
+                rf"(?P<n>{COUNT}|few|several|couple(?:\s+of)?)\s+(?P<unit>day|week|month|year)s\b(?!\s+of\b)"),
     ("twice_removed", r"\b(?:the\s+)?(?P<unit>week|weekend|month|year)\s+"
                       r"(?P<which>before\s+last|after\s+next)\b"),
     ("rel_unit", r"\b(?P<which>last|this|next|past)\s+(?P<unit>week|weekend|month|year)\b"),

@@ -22,19 +22,26 @@ def date_or_none(year: int, month: int, day: int) -> dt.date | None:
 
 
 def years_of(
-    year_text: str | None, month: int, day: int, ref: dt.date, any_year: bool
+    year_text: str | None,
+    month: int,
+    day: int,
+    ref: dt.date,
+    any_year: bool,
+    *,
+    ahead: bool = False,
 ) -> list[int]:
     """The years a calendar date is read in: the one it names; every year for a question's
     year-less date; else, as a memory's "on 3 October", the reference's year, the year
-    before when the date would be more than two months ahead of it, or the year after when
-    that is at most two months ahead (``January 3`` said on December 20)."""
+    before when the date would be more than two months ahead of it, or, ``ahead`` (said of
+    no past), the year after when that is at most two months ahead (``We fly out on
+    January 3`` said on December 20)."""
     if year_text:
         return [int(year_text)]
     if any_year:
         return list(ANY_YEAR)
     if (month, day) > (ref.month, ref.day):
         return [ref.year - 1] if month - ref.month > 2 else [ref.year]
-    if month + 12 - ref.month <= 2 and (month, day) < (ref.month, ref.day):
+    if ahead and month + 12 - ref.month <= 2 and (month, day) < (ref.month, ref.day):
         return [ref.year + 1]
     return [ref.year]
 
@@ -71,6 +78,8 @@ def long_range(kind: str, g: dict[str, str | None], ref: dt.date, any_year: bool
         wraps = int(last_month < first_month)
         if g.get("y2"):  # 2022年11月至2023年2月
             years = [(int(g["y"] or 0) or int(g["y2"] or 0) - wraps, int(g["y2"] or 0))]
+        elif kind == "zh_month_range" and g.get("y"):  # 2023年11月到2月: the first's year
+            years = [(int(g["y"] or 0), int(g["y"] or 0) + wraps)]
         elif g.get("y1"):
             years = [(int(g["y1"] or 0), int(g["y"] or 0) or int(g["y1"] or 0) + wraps)]
         elif g.get("y"):

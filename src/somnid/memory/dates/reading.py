@@ -24,13 +24,16 @@ One rule per phrase, the same in English and Chinese:
   ``2023-24``) is every day from the first's start to the last's end (see
   :mod:`~somnid.memory.dates.ranges`); ``2023-11`` is the month, as the dream writes it;
 - the middle of a month is its second ten days, of a season its middle month;
-- a month alone, with no day and no year, is a date only after a word that sets it in time
-  (``in May``, ``since may``, ``last August``), and not before a name (``June Carter``).
+- a month alone, with no day and no year, is a date after a word that sets it in time
+  (``in May``, ``since may``, ``for October``) or in a list of months; alone when it is
+  capitalised and no name or verb as often (``October was busy``; not ``April said``,
+  ``May I``); not before a name after a weak word (``by June Carter``).
 
 A calendar date without a year is read in the reference's year (the year before when it
-would be more than two months ahead, the year after when that is at most two months ahead:
-``January 3`` said on December 20), or in every year from 1970 when ``any_year`` (a
-question's "on October 3"). Without a reference day only dates that name their year are read.
+would be more than two months ahead; the year after when that is at most two months ahead
+and the clause is of no past: ``We fly out on January 3`` said on December 20), or in every
+year from 1970 when ``any_year`` (a question's "on October 3"). Without a reference day only
+dates that name their year are read.
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ from somnid.memory.dates.ranges import (
 )
 from somnid.memory.dates.words import (
     DIRECTION,
+    MONTH_WORD,
     SEASONS,
     WEEKDAYS,
     ZH_SEASONS,
@@ -144,6 +148,8 @@ def _read(kind: str, m: re.Match[str], ref: dt.date, any_year: bool) -> Found | 
     if kind == "year_range":
         return year_range(g)
     if kind == "year_month":
+        if int(g["m"]) == int(g["y"]) % 100 + 1:
+            return None  # 2011-12: a season of two years (year_range reads it), as often
         return "month", [cal.month_range(int(g["y"]), int(g["m"]))], 0
     if kind == "week_of":
         day = date_or_none(int(g["y"]), int(g["m"]), int(g["d"]))
@@ -161,7 +167,7 @@ def _read(kind: str, m: re.Match[str], ref: dt.date, any_year: bool) -> Found | 
             return None
         if not (day_text or g["y"] or _month_alone(m)):
             return None
-        return _day_or_month(g["y"], month, day_text, ref, any_year)
+        return _day_or_month(g["y"], month, day_text, ref, any_year, ahead=not _past(m))
     if kind in ("iso", "zh_date"):
         return _day_or_month(g["y"], month_of(g["m"]), g["d"], ref, any_year)
     # zh_year, year
@@ -170,21 +176,33 @@ def _read(kind: str, m: re.Match[str], ref: dt.date, any_year: bool) -> Found | 
 
 _TIME_WORD_BEFORE = re.compile(
     r"\b(?:in|since|before|after|by|until|till|from|during|through|throughout|of|early|late"
-    r"|mid|last|next|this|coming|past|around|about|each|every)\s+(?:the\s+)?(?:month\s+of\s+)?$",
+    r"|mid|last|next|this|coming|past|around|about|each|every|for|starting|beginning|ending)"
+    r"\s+(?:the\s+)?(?:month\s+of\s+)?$",
     re.IGNORECASE,
 )
+_LISTED = re.compile(
+    rf"\b{MONTH_WORD}\.?(?:\s*,\s*(?:and\s+|or\s+)?|\s+(?:and|or|&|to)\s+)$", re.IGNORECASE
+)
+_WEAK_BEFORE = re.compile(r"\b(?:by|of)\s+(?:the\s+)?$", re.IGNORECASE)
 _NAME_AFTER = re.compile(r"\s+(?!I\b)[A-Z][a-z]")
+NAME_LIKE = frozenset({"april", "apr", "may", "june", "jun", "august", "aug", "march", "mar"})
+"""Months that are as often a name or a verb (April, June, August; May I, march on)."""
 
 
 def _month_alone(m: re.Match[str]) -> bool:
-    """A month with no day and no year is a date only after a word that sets it in time
-    (``in May``, ``since may``, ``last August``); alone it is as likely a name (``What did
-    April say``, ``August Wilson``), a verb (``May I``, ``march on``). Nor before a name:
-    ``a talk by June Carter``."""
-    text = m.string
-    if not _TIME_WORD_BEFORE.search(text[max(0, m.start() - 30) : m.start()]):
+    """Whether a month with no day and no year is a date. After a word that sets it in time
+    (``in May``, ``since may``, ``for October``) or in a list of months (``in March, April
+    and May``), it is; alone, a capitalised month is (``October was busy``) unless it is as
+    often a name or a verb (:data:`NAME_LIKE`: ``What did April say``, ``August Wilson``,
+    ``May I``, ``March forward``); lower-case alone it is not (``march on``). A name after
+    a weak word makes it one too: ``a talk by June Carter``."""
+    text, word = m.string, m["m"]
+    before = text[max(0, m.start() - 30) : m.start()]
+    timed = bool(_TIME_WORD_BEFORE.search(before) or _LISTED.search(before))
+    if not timed and (word.lower() in NAME_LIKE or not word[0].isupper()):
         return False
-    return not _NAME_AFTER.match(text, m.end())
+    named = bool(_NAME_AFTER.match(text, m.end()))
+    return not (named and (not timed or _WEAK_BEFORE.search(before)))
 
 
 def _week_of_day(g: dict[str, str | None], ref: dt.date, any_year: bool) -> Found | None:
@@ -246,6 +264,8 @@ def _relative(kind: str, m: re.Match[str], ref: dt.date) -> Found | None:
         weekday = WEEKDAYS.index(g["w"].lower())
         if kind == "rel_weekday":
             direction = DIRECTION[g["which"].lower()]
+            if direction == 0 and not _past(m):
+                return _day(cal.weekday(ref, weekday, 0, coming=True))
         else:
             direction = 1 if kind == "coming_weekday" else tense(m)
         return _day(cal.weekday(ref, weekday, direction))
@@ -288,7 +308,13 @@ def _day(day: dt.date) -> Found:
 
 
 def _day_or_month(
-    year_text: str | None, month: int, day_text: str | None, ref: dt.date, any_year: bool
+    year_text: str | None,
+    month: int,
+    day_text: str | None,
+    ref: dt.date,
+    any_year: bool,
+    *,
+    ahead: bool = False,
 ) -> Found | None:
     if not 1 <= month <= 12:
         return None
@@ -296,7 +322,7 @@ def _day_or_month(
     if day is not None and not 1 <= day <= 31:
         return None
     ranges: list[cal.Range] = []
-    for year in years_of(year_text, month, day or 1, ref, any_year):
+    for year in years_of(year_text, month, day or 1, ref, any_year, ahead=ahead):
         if day is None:
             ranges.append(cal.month_range(year, month))
         elif (date := date_or_none(year, month, day)) is not None:
@@ -361,17 +387,26 @@ _STOPS = ".!?。！？;；"
 CLAUSE_CHARS = 200
 
 
+def _clause(match: re.Match[str]) -> str:
+    """The clause around ``match``: at most CLAUSE_CHARS either side (an unpunctuated body
+    is not one clause per date)."""
+    text = match.string
+    origin, limit = max(0, match.start() - CLAUSE_CHARS), match.end() + CLAUSE_CHARS
+    start = max(max(text.rfind(mark, origin, match.start()) for mark in _STOPS) + 1, origin)
+    ends = [i for mark in _STOPS if (i := text.find(mark, match.end(), limit)) >= 0]
+    return text[start : min(ends) if ends else limit]
+
+
+def _past(match: re.Match[str]) -> bool:
+    """The clause around ``match`` speaks of the past (``I started … this Monday``)."""
+    return bool(_PAST.search(_clause(match)))
+
+
 def tense(match: re.Match[str]) -> int:
     """Which way a weekday said bare points: -1 when the clause around ``match`` speaks of
     the past (``I went … on Friday``, 周五去了), +1 when it speaks of a plan or the present
     (``I'm flying on Friday``, 周五要去); the past when it says neither."""
-    text = match.string
-    # At most CLAUSE_CHARS either side: an unpunctuated body is not one clause per weekday.
-    origin, limit = max(0, match.start() - CLAUSE_CHARS), match.end() + CLAUSE_CHARS
-    start = max(text.rfind(mark, origin, match.start()) for mark in _STOPS) + 1
-    start = max(start, origin)
-    ends = [i for mark in _STOPS if (i := text.find(mark, match.end(), limit)) >= 0]
-    clause = text[start : min(ends) if ends else limit]
+    clause = _clause(match)
     if _PAST.search(clause):
         return -1
     return 1 if _FUTURE.search(clause) else -1

@@ -2,9 +2,10 @@
 acknowledged, and never on the event loop.
 
 - A write through the services is announced (``entry_changed``, a MemoryService listener)
-  with the actor of the request or tool that made it; writes of one actor within the batch
-  window become one commit. A commit git refuses (a stale lock, a full disk) is kept as
-  those writes and tried again.
+  with the actor of the request or tool that made it; the writes of one writer (source,
+  agent, session) a flush finds become one commit (:func:`~somnid.history.noted.merged`).
+  A commit git refuses (a stale lock, a full disk) is kept as those writes and tried
+  again.
 - A write with no actor while a dream runs is the dream's: held until the dream's journal
   is written (``dream_finished``), then one commit with a ``Dream-Id`` trailer.
 - A change the watcher reports (``follow``) that no write explains is a hand edit: its own

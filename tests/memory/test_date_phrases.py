@@ -234,6 +234,8 @@ def test_what_a_review_found_misread_after_the_first_fixes() -> None:
         ("2023-05-01", "2023-05-31"),
     ]
     assert days("booked a trip for October") == [("2023-10-01", "2023-10-31")]
+    assert days("a gift for April's birthday") == []  # hers
+    assert days("October's rain") == [("2023-10-01", "2023-10-31")]
     assert days("October was busy") == [("2023-10-01", "2023-10-31")]
     assert days("In June Alice moved") == [("2023-06-01", "2023-06-30")]
     # A Chinese range's year is its first month's.

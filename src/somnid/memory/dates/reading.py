@@ -197,6 +197,8 @@ def _month_alone(m: re.Match[str]) -> bool:
     ``May I``, ``March forward``); lower-case alone it is not (``march on``). A name after
     a weak word makes it one too: ``a talk by June Carter``."""
     text, word = m.string, m["m"]
+    if word.lower() in NAME_LIKE and text.startswith(("'s", "’s"), m.end()):
+        return False  # "a gift for April's birthday": hers
     before = text[max(0, m.start() - 30) : m.start()]
     timed = bool(_TIME_WORD_BEFORE.search(before) or _LISTED.search(before))
     if not timed and (word.lower() in NAME_LIKE or not word[0].isupper()):

@@ -13,10 +13,11 @@ import pytest
 
 from somnid.config import Settings
 from somnid.embed.base import HashEmbedder, Matrix
+from somnid.errors import IndexUnavailable
 from somnid.memory.clock import ManualClock
 from somnid.memory.entry import Entry
 from somnid.memory.kinds import Kind
-from somnid.recall import reconcile
+from somnid.recall import reconcile, system
 from somnid.recall.index import Index
 from somnid.runtime import Runtime
 from somnid.store.layout import Layout
@@ -296,3 +297,26 @@ async def test_rewrites_of_front_matter_do_not_send_the_worker_scanning(
         await rt.index.wait_idle()
         assert len(asks) > before  # a text changed: the worker looked, and embedded it
         assert embedder.passages == 21
+
+
+async def test_an_unreachable_index_does_not_hold_the_start_for_the_model(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the index's server down, the model waits for it, and the start waited the whole
+    model wait (~12 s to a first answer). Here that wait is an hour: the start must end as
+    soon as the index is found away, the model still waiting."""
+    monkeypatch.setattr(system, "MODEL_FIRST_S", 3600.0)
+    away = {"yes": True}
+    use_model = Index.use_model
+
+    def unreachable(self: Index, model: str, dim: int) -> None:
+        if away["yes"]:
+            raise IndexUnavailable("the server is away")
+        use_model(self, model, dim)
+
+    monkeypatch.setattr(Index, "use_model", unreachable)
+    async with Runtime.open(settings, clock=ManualClock(START), embedder=CountingEmbedder()) as rt:
+        assert rt.index.status().embed_state != "ready"  # it waits, the daemon does not
+        away["yes"] = False
+        await rt.index.wait_idle()
+        assert rt.index.status().embed_state == "ready"

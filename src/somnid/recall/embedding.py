@@ -85,6 +85,7 @@ class EmbedWorker:
         self.sync_done = asyncio.Event()
         # Set once the embedder is loaded (or failed, or off): the first sync may wait for it.
         self.loaded = asyncio.Event()
+        self._index_away = asyncio.Event()  # set while the index's server is unreachable
         self._cache: collections.OrderedDict[str, Vector] = collections.OrderedDict()
         self._cache_lock = threading.Lock()  # queries are embedded in several threads
 
@@ -130,6 +131,17 @@ class EmbedWorker:
             return  # nothing will ever embed them; waiting for idle must not hang
         self._idle.clear()
         self._wake.set()
+
+    async def wait_loaded(self) -> None:
+        """Until the model is loaded (or failed, or off), or the index it needs first is
+        unreachable (a PostgreSQL server down: the start waited its whole wait for a model
+        that waits for the server)."""
+        waits = [asyncio.ensure_future(e.wait()) for e in (self.loaded, self._index_away)]
+        try:
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for wait in waits:
+                wait.cancel()
 
     async def wait_idle(self) -> None:
         """Until the model is loaded (or failed) and no text waits for a vector."""
@@ -199,8 +211,11 @@ class EmbedWorker:
         delay = 0.2
         while True:
             try:
-                return await asyncio.to_thread(call, *args)
+                found = await asyncio.to_thread(call, *args)
+                self._index_away.clear()
+                return found
             except IndexUnavailable as exc:
+                self._index_away.set()
                 log.warning("the index is unreachable, embedding waits: %s", exc.detail)
                 await asyncio.sleep(delay)
                 delay = min(5.0, delay * 2)

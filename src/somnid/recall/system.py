@@ -167,7 +167,7 @@ class RecallSystem:
             return
         if self._worker.loads_quickly:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._worker.loaded.wait(), MODEL_FIRST_S)
+                await asyncio.wait_for(self._worker.wait_loaded(), MODEL_FIRST_S)
         self._initial = asyncio.create_task(self._first_sync(), name="index first sync")
         self._initial.add_done_callback(_log_failure)
 

@@ -10,7 +10,7 @@ from somnid.memory.clock import ManualClock
 from somnid.services.conversation import search_conversation
 from somnid.sessions.logs import SessionLogs
 from somnid.sessions.records import Message
-from somnid.sessions.transcript import session_turns
+from somnid.sessions.transcript import Turn, session_turns
 from somnid.store.layout import Layout
 
 START = dt.datetime(2026, 10, 3, 12, 0, tzinfo=dt.UTC)
@@ -92,6 +92,26 @@ def test_a_turn_longer_than_the_budget_is_cut_not_everything_dropped(tmp_path: P
     assert found.splitlines()[1] == "(earlier lines left out to stay within the budget)"
 
 
+def search_next_part(
+    layout: Layout, clock: ManualClock, turns: list[Turn], *, session_id: str
+) -> tuple[int, str]:
+    """Search, as ``session_id``, for the first turn of the next log part of ``turns`` by
+    a word of that turn only ("07", say): that turn's index, and what the search found."""
+    first = next(i for i in range(1, len(turns)) if turns[i].log != turns[i - 1].log)
+    word = turns[first].text.split()[1]
+    found = search_conversation(
+        layout,
+        dt.UTC,
+        clock.now(),
+        session_id=session_id,
+        query=f"turn {word}",
+        limit=3,
+        budget=9000,
+        lang="en",
+    )
+    return first, found
+
+
 def test_in_the_current_session_a_neighbour_may_be_in_the_part_before(tmp_path: Path) -> None:
     """A session's log parts are files of their own; its own turns are one conversation."""
     layout = Layout(tmp_path)
@@ -103,18 +123,7 @@ def test_in_the_current_session_a_neighbour_may_be_in_the_part_before(tmp_path: 
     logs.append_messages("s", [Message(role="user", text="the walrus surfaced")])
     turns = session_turns(layout, "s", dt.UTC, roles=("user", "agent"))
     assert len({turn.log for turn in turns}) > 1  # parts, indeed
-    first_of_part = next(i for i in range(1, len(turns)) if turns[i].log != turns[i - 1].log)
-    word = turns[first_of_part].text.split()[1]  # "07", say: a word of that turn only
-    found = search_conversation(
-        layout,
-        dt.UTC,
-        clock.now(),
-        session_id="s",
-        query=f"turn {word}",
-        limit=3,
-        budget=9000,
-        lang="en",
-    )
+    first_of_part, found = search_next_part(layout, clock, turns, session_id="s")
     assert turns[first_of_part - 1].text[:7] in found, found[:400]
 
 
@@ -131,19 +140,8 @@ def test_in_another_session_a_neighbour_may_be_in_its_part_before(tmp_path: Path
         logs.append_messages("s", [Message(role="user", text=f"turn {n:02d} " + "y" * 600)])
     turns = session_turns(layout, "s", dt.UTC, roles=("user", "agent"))
     [t_log] = {turn.log for turn in session_turns(layout, "t", dt.UTC)}
-    first_of_part = next(i for i in range(1, len(turns)) if turns[i].log != turns[i - 1].log)
+    first_of_part, found = search_next_part(layout, clock, turns, session_id="c")
     assert turns[first_of_part - 1].log < t_log < turns[first_of_part].log  # t's log between
-    word = turns[first_of_part].text.split()[1]
-    found = search_conversation(
-        layout,
-        dt.UTC,
-        clock.now(),
-        session_id="c",
-        query=f"turn {word}",
-        limit=3,
-        budget=9000,
-        lang="en",
-    )
     assert "From earlier sessions:" in found
     assert turns[first_of_part - 1].text[:7] in found, found[:400]
     assert "salary" not in found, found[:400]

@@ -119,7 +119,7 @@ def query_terms(query: str, *, with_dates: bool = False) -> list[str]:
 _REFERENCE_WORD = re.compile(
     r"\b(?:as\s+of|by|until|till|up\s+(?:to|until))\b|截至|截止|为止", re.I
 )
-_NUMERAL = re.compile(r"[0-9〇零一二两三四五六七八九十]+\s*[年月日号]?")
+_NUMERAL = re.compile(r"[0-9〇零一二两三四五六七八九十]+(?:st|nd|rd|th)?\s*[年月日号]?")
 _LONE_CJK = re.compile(f"(?<![{_CJK}])[{_CJK}](?![{_CJK}])")  # 到 of 3月到5月, once 3月 is out
 # A year alone is a date only beside a word of time; else it may be a number ("room 2012",
 # "Windows 2000"), which stays a keyword.

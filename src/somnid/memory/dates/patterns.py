@@ -24,6 +24,9 @@ _PART_EN = (
     r"|(?:towards?|near|at)\s+the\s+(?:start|beginning|end)\s+of)"
 )
 _ISO = r"(?P<y>(?:19|20)\d{2})-(?P<m>\d{1,2})-(?P<d>\d{1,2})"
+_HALF = r"(?P<half>first|second|latter|1st|2nd)\s+half"
+_QUARTER = r"(?P<qn>first|second|third|fourth|last|final|1st|2nd|3rd|4th)\s+quarter"
+_ZH_YEAR_PART = r"(?:(?P<half>上|下)半年|第?(?P<q>[一二三四1-4])\s*季度)"
 _TO = r"(?P<to>-|–|—|to|until|till|through|thru|and)"
 
 PATTERNS: list[tuple[str, str]] = [
@@ -37,6 +40,21 @@ PATTERNS: list[tuple[str, str]] = [
                         r"(?P<unit>周末|周|星期|礼拜)"),
     ("zh_part_of_month", rf"{_ZH_MONTH}(?:份)?(?P<part>初|上旬|中旬|下旬|底|末)"),
     ("zh_season_year", rf"{_YEAR}\s*年\s*的?(?P<s>[春夏秋冬])(?:天|季)?(?P<part>初|末|底)?"),
+    # Parts of a year, and a half of a month: "the first half of September", "Q3 2023",
+    # "the third quarter of 2023", "H1 2023", "the second half of last year", 2023年上半年,
+    # 去年第三季度, 一季度.
+    ("half_of_month", rf"\b(?:the\s+)?{_HALF}\s+of\s+(?P<m>{MONTH_WORD})\.?(?:,?\s+{_YEAR})?\b"),
+    ("quarter", rf"\b(?:the\s+)?{_QUARTER}\s+(?:of\s+)?(?:the\s+year\s+)?{_YEAR}\b"),
+    ("half_year", rf"\b(?:the\s+)?{_HALF}\s+of\s+(?:the\s+year\s+)?{_YEAR}\b"),
+    ("q_year", rf"\b(?P<p>[QH])(?P<n>[1-4])\b(?:\s*(?:of\s+)?{_YEAR}\b)?"),
+    ("rel_year_part", rf"\b(?:the\s+)?(?:{_HALF}|{_QUARTER})\s+of\s+(?P<which>this|last|next)"
+                      r"\s+year\b"),
+    ("zh_rel_year_part", rf"(?P<which>前年|去年|今年|明年|后年)\s*的?\s*{_ZH_YEAR_PART}"),
+    ("zh_year_part", rf"(?:{_YEAR}\s*年\s*的?\s*)?{_ZH_YEAR_PART}"),
+    # A day of a month named by its distance from this one: "the 9th of next month", 下个月5号.
+    ("day_of_rel_month", r"\b(?:on\s+)?the\s+(?P<d>\d{1,2})(?:st|nd|rd|th)\s+of\s+"
+                         r"(?P<which>this|next|last)\s+month\b"),
+    ("zh_rel_month_day", r"(?P<which>上上|下下|上|这|本|下)个?月份?的?\s*(?P<d>\d{1,2})\s*[日号]"),
     # Ranges of days: "between Aug 11 and Aug 15", "May 3-7, 2023", "8 to 14 May", 8月11日到15日.
     ("day_range", rf"\b(?:(?P<b>between)\s+)?(?P<m>{MONTH_WORD})\.?\s+(?P<d1>\d{{1,2}}){_ORD}"
                   rf"(?:,?\s+(?P<y1>(?:19|20)\d{{2}}))?\s*{_TO}\s*(?:(?P<m2>{MONTH_WORD})\.?\s+)?"
@@ -91,6 +109,10 @@ PATTERNS: list[tuple[str, str]] = [
     ("rel_weekday", rf"\b(?P<which>last|this|next)\s+(?P<w>{WEEKDAY_WORD})\b"),
     ("coming_weekday", rf"\b(?:this\s+)?coming\s+(?P<w>{WEEKDAY_WORD})\b"),
     ("bare_weekday", rf"\bon\s+(?P<w>{WEEKDAY_WORD})\b"),
+    # A day of the month said alone: "on the 9th", 15号 (not "the 9th floor", 3号线, 3日游).
+    ("bare_day", r"\bon\s+the\s+(?P<d>\d{1,2})(?:st|nd|rd|th)\b"),
+    ("zh_bare_day", r"(?<![\d月年第.#号])(?P<d>\d{1,2})\s*[号日]"
+                    r"(?![\d楼线房床位门桌车库院店口机台间室栋单元层码路站期届批游选球元])"),
     ("rel_season", r"\b(?P<which>last|this|next)\s+(?P<s>spring|summer|autumn|fall|winter)\b"),
     # Rolling windows up to the day said: "the last two weeks", 过去三个月.
     ("rolling", rf"\b(?:the\s+)?(?:last|past|previous)\s+"
@@ -137,6 +159,11 @@ CALENDAR = frozenset(
         "year_month",
         "year_range",
         "year",
+        "half_of_month",
+        "quarter",
+        "half_year",
+        "q_year",
+        "zh_year_part",
     }
 )
 """Kinds that name the calendar (a year-less one is read in the reference's year)."""
@@ -151,7 +178,7 @@ MAY_HAVE_DATE = re.compile(
     r"\d|day|night|tomorrow|morning|afternoon|evening|week|month|year|last|this|next|past|"
     r"ago|coming|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|spring|summer|autumn|fall|"
     r"winter|"
-    r"[年月周昨前今明去春夏秋冬后星礼]",
+    r"[年月周昨前今明去春夏秋冬后星礼季]",
     re.IGNORECASE,
 )
 """A cheap first look: text without any of these holds no date."""

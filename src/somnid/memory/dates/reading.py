@@ -45,6 +45,13 @@ from dataclasses import dataclass
 
 from somnid.memory.dates import calendar as cal
 from somnid.memory.dates.patterns import COMPILED, MAY_HAVE_DATE, PARTS, RANGES, RELATIVE
+from somnid.memory.dates.periods import (
+    DAY_KINDS,
+    YEAR_PART_KINDS,
+    day_of_month,
+    not_a_year,
+    year_part,
+)
 from somnid.memory.dates.ranges import (
     ANY_YEAR,
     Found,
@@ -55,6 +62,7 @@ from somnid.memory.dates.ranges import (
     year_range,
     years_of,
 )
+from somnid.memory.dates.tense import past, tense
 from somnid.memory.dates.words import (
     DIRECTION,
     MONTH_WORD,
@@ -135,6 +143,11 @@ def find_dates(text: str, ref: dt.date | None, *, any_year: bool = False) -> lis
 
 
 def _read(kind: str, m: re.Match[str], ref: dt.date, any_year: bool) -> Found | None:
+    if kind in YEAR_PART_KINDS:
+        timed = bool(_TIME_WORD_BEFORE.search(m.string[max(0, m.start() - 30) : m.start()]))
+        return year_part(kind, m.groupdict(), ref, any_year, timed=timed)
+    if kind in DAY_KINDS:
+        return day_of_month(kind, m, ref)
     if kind in RELATIVE:
         return _relative(kind, m, ref)
     g = m.groupdict()
@@ -167,9 +180,11 @@ def _read(kind: str, m: re.Match[str], ref: dt.date, any_year: bool) -> Found | 
             return None
         if not (day_text or g["y"] or _month_alone(m)):
             return None
-        return _day_or_month(g["y"], month, day_text, ref, any_year, ahead=not _past(m))
+        return _day_or_month(g["y"], month, day_text, ref, any_year, ahead=not past(m))
     if kind in ("iso", "zh_date"):
         return _day_or_month(g["y"], month_of(g["m"]), g["d"], ref, any_year)
+    if kind == "year" and not_a_year(m):
+        return None
     # zh_year, year
     return "year", [cal.year_range(int(g["y"]))], 0
 
@@ -266,7 +281,7 @@ def _relative(kind: str, m: re.Match[str], ref: dt.date) -> Found | None:
         weekday = WEEKDAYS.index(g["w"].lower())
         if kind == "rel_weekday":
             direction = DIRECTION[g["which"].lower()]
-            if direction == 0 and not _past(m):
+            if direction == 0 and not past(m):
                 return _day(cal.weekday(ref, weekday, 0, coming=True))
         else:
             direction = 1 if kind == "coming_weekday" else tense(m)
@@ -373,45 +388,6 @@ def _third(part: str) -> int:
     if part in ("mid", "中旬") or part.startswith("middle"):
         return 1
     return 2
-
-
-_PAST = re.compile(
-    r"\b(went|was|were|did|had|got|saw|met|came|took|made|ago|yesterday|last)\b"
-    r"|(?<![a-z])[a-z]{3,}ed\b|了|过|已经|昨",
-    re.I,
-)
-_FUTURE = re.compile(
-    r"\b(will|'ll|going to|gonna|wanna|want to|plan|plans|planning|let's|lets|can't wait|"
-    r"next|tomorrow|hope to|see you|meet|am|i'm|are|we're|is)\b|会|要|打算|准备|计划|将|想|明|见",
-    re.I,
-)
-_STOPS = ".!?。！？;；"
-CLAUSE_CHARS = 200
-
-
-def _clause(match: re.Match[str]) -> str:
-    """The clause around ``match``: at most CLAUSE_CHARS either side (an unpunctuated body
-    is not one clause per date)."""
-    text = match.string
-    origin, limit = max(0, match.start() - CLAUSE_CHARS), match.end() + CLAUSE_CHARS
-    start = max(max(text.rfind(mark, origin, match.start()) for mark in _STOPS) + 1, origin)
-    ends = [i for mark in _STOPS if (i := text.find(mark, match.end(), limit)) >= 0]
-    return text[start : min(ends) if ends else limit]
-
-
-def _past(match: re.Match[str]) -> bool:
-    """The clause around ``match`` speaks of the past (``I started … this Monday``)."""
-    return bool(_PAST.search(_clause(match)))
-
-
-def tense(match: re.Match[str]) -> int:
-    """Which way a weekday said bare points: -1 when the clause around ``match`` speaks of
-    the past (``I went … on Friday``, 周五去了), +1 when it speaks of a plan or the present
-    (``I'm flying on Friday``, 周五要去); the past when it says neither."""
-    clause = _clause(match)
-    if _PAST.search(clause):
-        return -1
-    return 1 if _FUTURE.search(clause) else -1
 
 
 _REFERENCE_BEFORE = re.compile(

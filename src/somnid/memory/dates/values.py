@@ -6,7 +6,7 @@ value names the period the words mean (:mod:`somnid.memory.dates.reading` reads 
 
 - a day ``2023-10-03``; a calendar week ``week of 2023-09-25`` (its Monday), never one day
   of it; a weekend ``weekend of 2023-09-30`` (its Saturday); a month ``2023-11``; a season
-  ``summer 2022``; a year ``2024``;
+  ``summer 2022``; a quarter ``Q3 2022``, a half year ``H1 2022``; a year ``2024``;
 - ``N weeks ago`` the day (``2023-09-20``), ``N months ago`` its month, ``N years ago`` its
   year: about that much, so no finer than the unit said.
 
@@ -52,10 +52,23 @@ def value(span: Span) -> str | None:
     if span.grain == "month" and cal.month_range(first.year, first.month) == span.ranges[0]:
         return f"{first:%Y-%m}"
     if span.grain == "season" and cal.season_range(first.year, first.month) == span.ranges[0]:
-        return f"{SEASON_NAMES[first.month]} {first.year}" if first.month in SEASON_NAMES else None
+        if first.month in SEASON_NAMES:
+            return f"{SEASON_NAMES[first.month]} {first.year}"
+        return f"Q{first.month // 3 + 1} {first.year}"  # 1, 4, 7, 10: a quarter
     if span.grain == "year" and cal.year_range(first.year) == span.ranges[0]:
         return f"{first.year}"
+    if (
+        span.grain == "year"
+        and first.day == 1
+        and first.month in (1, 7)
+        and last == _half_end(first)
+    ):
+        return f"H{first.month // 6 + 1} {first.year}"
     return None
+
+
+def _half_end(first: dt.date) -> dt.date:
+    return dt.date(first.year, 6, 30) if first.month == 1 else dt.date(first.year, 12, 31)
 
 
 def resolve(text: str, ref: dt.date) -> list[Resolved]:

@@ -13,6 +13,9 @@ an event stream. The tools never stream progress nor ask the client anything, a 
 client loses nothing by it, and a daemon restart strands no session. ``GET`` and ``DELETE``
 answer 405, the spec's answer from a server that keeps no stream and no sessions.
 
+A malformed JSON-RPC envelope (an ``id`` of the wrong type, a batch, ``"jsonrpc"`` missing)
+is answered here, not by the SDK (:mod:`somnid.api.mcp_envelope`).
+
 The SDK's DNS-rebinding check is off: somnid's guard, in front of every path, checks Host,
 Origin and the bearer token for ``/mcp`` as for the rest.
 
@@ -28,13 +31,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from starlette.routing import Route
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
+from somnid.api.mcp_envelope import envelope_error
 from somnid.errors import Unavailable
 from somnid.tools.registry import ToolRegistry
 
@@ -103,4 +108,46 @@ class McpEndpoint:
         manager = self._manager
         if manager is None:
             raise Unavailable("the MCP endpoint is not running; see the daemon's log")
-        await manager.handle_request(scope, receive, send)
+        body = await _body(receive)
+        refused = envelope_error(body)
+        if refused is not None:
+            await _send_json(send, 400, refused)
+            return
+        await manager.handle_request(scope, _replay(body, receive), send)
+
+
+async def _body(receive: Receive) -> bytes:
+    """The request's body (its size is bounded before: :mod:`somnid.api.limits`)."""
+    chunks: list[bytes] = []
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            break
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            break
+    return b"".join(chunks)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """``receive`` with the body already read given once more, for the SDK."""
+    given = False
+
+    async def again() -> Message:
+        nonlocal given
+        if given:
+            return await receive()
+        given = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return again
+
+
+async def _send_json(send: Send, status: int, content: dict[str, Any]) -> None:
+    payload = json.dumps(content).encode()
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(payload)).encode()),
+    ]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": payload})

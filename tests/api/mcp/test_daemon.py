@@ -146,3 +146,44 @@ def test_no_event_stream_and_no_sessions(somnid: Daemon) -> None:
     assert stream.headers["allow"] == "POST"
     assert stream.json()["code"] == "method_not_allowed"
     assert "/mcp" not in listed
+
+
+@pytest.mark.parametrize(
+    ("message", "answers_to", "says"),
+    [
+        ({"id": {"a": 1}}, None, '"id" must be a string or an integer'),
+        ({"id": True}, None, '"id" must be a string or an integer'),
+        ({"id": 1.5}, None, '"id" must be a string or an integer'),
+        ({"id": None}, None, '"id" must be a string or an integer'),
+        ({"id": 7, "jsonrpc": "1.0"}, 7, '"jsonrpc" must be "2.0"'),
+        ({"id": 8, "params": "text"}, 8, '"params" must be an object'),
+        ({"id": "x", "method": 5}, "x", '"method" must be a string'),
+    ],
+)
+def test_a_malformed_request_is_an_invalid_request_not_a_notification(
+    somnid: Daemon, message: dict[str, Any], answers_to: object, says: str
+) -> None:
+    # The SDK read a request with an id of the wrong type as a notification: 202, no
+    # answer, and the client waited for one forever.
+    body = {"jsonrpc": "2.0", "method": "tools/list", **message}
+    answer = httpx.post(f"{somnid.base_url}/mcp", json=body, headers={**ACCEPT, **somnid.headers})
+    assert answer.status_code == 400
+    assert answer.json() == {
+        "jsonrpc": "2.0",
+        "id": answers_to,
+        "error": {"code": -32600, "message": f"Invalid Request: {says}"},
+    }
+
+
+def test_a_batch_is_refused_and_good_messages_still_pass(somnid: Daemon) -> None:
+    url, headers = f"{somnid.base_url}/mcp", {**ACCEPT, **somnid.headers}
+    batch = httpx.post(url, json=[{"jsonrpc": "2.0", "id": 1, "method": "ping"}], headers=headers)
+    assert batch.status_code == 400 and batch.json()["error"]["code"] == -32600
+    ping = httpx.post(url, json={"jsonrpc": "2.0", "id": -1, "method": "ping"}, headers=headers)
+    assert ping.status_code == 200 and ping.json() == {"jsonrpc": "2.0", "id": -1, "result": {}}
+    told = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    assert httpx.post(url, json=told, headers=headers).status_code == 202
+    broken = httpx.post(
+        url, content=b"not json", headers={**headers, "content-type": "application/json"}
+    )
+    assert broken.status_code == 400 and broken.json()["error"]["code"] == -32700

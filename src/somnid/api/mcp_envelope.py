@@ -1,0 +1,56 @@
+"""The JSON-RPC 2.0 envelope of a message to ``/mcp``, checked before the MCP SDK reads it.
+
+The SDK reads a request whose ``id`` is no string or integer (an object, a list, ``true``,
+``1.5``, ``null``) as a notification and answers 202 with no body: the client waits for an
+answer that never comes. And it answers a malformed envelope with ``-32602`` (invalid
+params) and a dump of its validation errors. Here such a message gets what JSON-RPC 2.0 and
+MCP say: ``-32600`` (Invalid Request), with the request's id when it has a valid one and
+``null`` otherwise, and one sentence saying what is wrong; HTTP 400, as the SDK's own
+refusals. A batch (a JSON array) is refused the same way: MCP 2025-06-18 has none.
+
+What is not JSON is left to the SDK (``-32700``, parse error); so is every well-formed
+message, requests, notifications and responses alike.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+INVALID_REQUEST = -32600
+
+
+def envelope_error(body: bytes) -> dict[str, Any] | None:
+    """The JSON-RPC error answer to a malformed message, or None when the SDK should read it."""
+    try:
+        message = json.loads(body)
+    except ValueError:  # not JSON (or not UTF-8): the SDK's parse error says so
+        return None
+    if isinstance(message, list):
+        return _refused(None, "a batch (a JSON array) is not accepted: send one message a request")
+    if not isinstance(message, dict):
+        return _refused(None, "a message is a JSON object")
+    ident = message.get("id")
+    valid = isinstance(ident, str) or (isinstance(ident, int) and not isinstance(ident, bool))
+    reply_to = ident if valid else None
+    if message.get("jsonrpc") != "2.0":
+        return _refused(reply_to, '"jsonrpc" must be "2.0"')
+    if "method" in message:
+        if not isinstance(message["method"], str):
+            return _refused(reply_to, '"method" must be a string')
+        if "id" in message and not valid:
+            return _refused(None, '"id" must be a string or an integer')
+        if "params" in message and not isinstance(message["params"], dict):
+            return _refused(reply_to, '"params" must be an object')
+        return None
+    if "result" in message or "error" in message:
+        return None  # a response to a request of the server's: the SDK takes it
+    return _refused(reply_to, 'a message has a "method", or a "result" or an "error"')
+
+
+def _refused(ident: str | int | None, why: str) -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "id": ident,
+        "error": {"code": INVALID_REQUEST, "message": f"Invalid Request: {why}"},
+    }

@@ -24,8 +24,8 @@ def envelope_error(body: bytes) -> dict[str, Any] | None:
     """The JSON-RPC error answer to a malformed message, or None when the SDK should read it."""
     try:
         message = json.loads(body)
-    except ValueError:  # not JSON (or not UTF-8): the SDK's parse error says so
-        return None
+    except (ValueError, RecursionError):  # not JSON, not UTF-8, nested past Python's
+        return None  # stack: the SDK's own parser refuses it (parse error, or a 400)
     if isinstance(message, list):
         return _refused(None, "a batch (a JSON array) is not accepted: send one message a request")
     if not isinstance(message, dict):

@@ -187,3 +187,6 @@ def test_a_batch_is_refused_and_good_messages_still_pass(somnid: Daemon) -> None
         url, content=b"not json", headers={**headers, "content-type": "application/json"}
     )
     assert broken.status_code == 400 and broken.json()["error"]["code"] == -32700
+    deep = b"[" * 100_000  # deeper than Python's json reads (the fuzz test found a 500)
+    nested = httpx.post(url, content=deep, headers={**headers, "content-type": "application/json"})
+    assert nested.status_code == 400 and nested.json()["id"] is None

@@ -123,3 +123,10 @@ def test_what_it_does_not_follow_goes_through_the_library() -> None:
     spec = json.loads(_unigram(TOY_VOCAB).to_str())
     spec["post_processor"] = {"type": "RobertaProcessing", "sep": ["</s>", 2], "cls": ["<s>", 1]}
     assert isinstance(read_token_ids(json.dumps(spec), 8), LibraryIds)
+
+
+def test_a_lone_surrogate_is_a_question_mark_not_an_error(e5_int8_dir: Path) -> None:
+    # "\ud800" is valid JSON: in a recall query it made the tokenizer raise (a 500).
+    raw = (e5_int8_dir / "tokenizer.json").read_text(encoding="utf-8")
+    for ids in (read_token_ids(raw, 512), LibraryIds(Tokenizer.from_str(raw), 512)):
+        assert ids.ids(["deploy \ud800 to prod"]) == ids.ids(["deploy ? to prod"])

@@ -48,6 +48,12 @@ def read_token_ids(raw: str, max_length: int) -> TokenIds:
     return LibraryIds(Tokenizer.from_str(raw), max_length)
 
 
+def valid(texts: Sequence[str]) -> list[str]:
+    """``texts`` as text a tokenizer takes: a lone surrogate (``"\\ud800"`` is valid JSON
+    but no text; the library refuses it) is a ``?``."""
+    return [text.encode("utf-8", "replace").decode("utf-8") for text in texts]
+
+
 class LibraryIds:
     """Any tokenizer, through `tokenizers` itself."""
 
@@ -58,7 +64,7 @@ class LibraryIds:
         self._tokenizer = tokenizer
 
     def ids(self, texts: Sequence[str]) -> list[list[int]]:
-        return [encoding.ids for encoding in self._tokenizer.encode_batch(list(texts))]
+        return [encoding.ids for encoding in self._tokenizer.encode_batch(valid(texts))]
 
     def token_id(self, piece: str) -> int | None:
         return self._tokenizer.token_to_id(piece)
@@ -138,7 +144,7 @@ class UnigramIds:
         return self._pieces.get(piece)
 
     def ids(self, texts: Sequence[str]) -> list[list[int]]:
-        return [self._one(text) for text in texts]
+        return [self._one(text) for text in valid(texts)]
 
     def _one(self, text: str) -> list[int]:
         body: list[int] = []

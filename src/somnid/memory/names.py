@@ -36,6 +36,7 @@ _WINDOWS_DEVICES = {"con", "prn", "aux", "nul"} | {
 }
 _FORBIDDEN = re.compile(r"[/\\\x00-\x1f\x7f]")
 _DASHES = re.compile(r"-{2,}")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _SYMBOLS = ("So", "Sk")  # pictographs, emoji and their skin-tone modifiers
 
 
@@ -59,6 +60,8 @@ def slugify(raw: str) -> str:
         raise InvalidName(f"name {raw[:60]!r} contains a path separator or a control character")
     if raw.strip() in (".", ".."):
         raise InvalidName(f"name {raw!r} is not allowed")
+    if _SURROGATE.search(raw):
+        raise InvalidName("a name must be valid Unicode: it holds a lone surrogate")
     text = unicodedata.normalize("NFKC", raw)
     # Zero-width and other format characters and variation selectors are invisible and
     # make look-alike names.
@@ -79,6 +82,8 @@ def slugify(raw: str) -> str:
 
 def check_name(name: str) -> str:
     """Accept ``name`` only if it already is a safe slug; return it unchanged."""
+    if _SURROGATE.search(name):
+        raise InvalidName("a name must be valid Unicode: it holds a lone surrogate")
     if not name or name in (".", "..") or _FORBIDDEN.search(name) or name.startswith("."):
         raise InvalidName(f"name {name[:60]!r} is not a safe name")
     own = _ARCHIVE_NUMBER.sub("", name) or name  # the limits leave the archive's number out

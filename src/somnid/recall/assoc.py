@@ -66,10 +66,17 @@ def action_cue(tool: str, args: dict[str, Any]) -> str:
     for key in CUE_ARG_KEYS:
         value = args.get(key)
         if isinstance(value, str) and value.strip():
-            return value.strip()
+            return _text(value.strip())
     if not args:
-        return tool
-    return f"{tool}: {json.dumps(args, ensure_ascii=False, separators=(',', ':'), default=str)}"
+        return _text(tool)
+    return _text(
+        f"{tool}: {json.dumps(args, ensure_ascii=False, separators=(',', ':'), default=str)}"
+    )
+
+
+def _text(cue: str) -> str:
+    """``cue`` as text can be searched: a lone surrogate (valid JSON, no text) is a ``?``."""
+    return cue.encode("utf-8", "replace").decode("utf-8")
 
 
 def estimate_tokens(text: str) -> int:

@@ -43,14 +43,36 @@ class ToolSpec:
                 {"field": ".".join(str(p) for p in error["loc"]) or "args", "message": error["msg"]}
                 for error in exc.errors()
             ]
+        else:
+            issues = [
+                {"field": field, "message": "not valid Unicode: it holds a lone surrogate"}
+                for field in _surrogates(args)
+            ]
+        if issues:
             fields = ", ".join(issue["field"] for issue in issues)
-            raise InvalidArguments(
-                f"invalid arguments for {self.name}: {fields}", errors=issues
-            ) from None
+            raise InvalidArguments(f"invalid arguments for {self.name}: {fields}", errors=issues)
         return parsed.model_dump()
 
     def schema(self) -> dict[str, Any]:
         return {"name": self.name, "description": self.description, "parameters": self.parameters}
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _surrogates(value: Any, path: str = "") -> list[str]:
+    """Where ``value`` holds a lone surrogate (``"\\ud800"`` is valid JSON but no text: it
+    could not be embedded, searched nor written)."""
+    if isinstance(value, str):
+        return [path or "args"] if _SURROGATE.search(value) else []
+    if isinstance(value, dict):
+        found = [f"{path}.{k}".lstrip(".") for k in value if _SURROGATE.search(str(k))]
+        for key, item in value.items():
+            found += _surrogates(item, f"{path}.{key}".lstrip("."))
+        return found
+    if isinstance(value, list):
+        return [f for i, item in enumerate(value) for f in _surrogates(item, f"{path}.{i}")]
+    return []
 
 
 def _docs(fn: Callable[..., Any]) -> tuple[str, dict[str, str]]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import httpx
 import pytest
 from fastapi.testclient import TestClient
 
@@ -14,7 +15,7 @@ from tests.api.problems import assert_problem
 SURROGATE = b"\\ud800"
 
 
-def post(client: TestClient, path: str, body: bytes) -> object:
+def post(client: TestClient, path: str, body: bytes) -> httpx.Response:
     return client.post(path, content=body, headers={"content-type": "application/json"})
 
 

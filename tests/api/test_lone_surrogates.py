@@ -6,16 +6,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from tests.api.problems import assert_problem
+from tests.api.problems import ResponseLike, assert_problem
 
 SURROGATE = b"\\ud800"
 
 
-def post(client: TestClient, path: str, body: bytes) -> httpx.Response:
+def post(client: TestClient, path: str, body: bytes) -> ResponseLike:
     return client.post(path, content=body, headers={"content-type": "application/json"})
 
 

@@ -216,6 +216,41 @@ def test_a_skip_survives_a_restart(settings: Settings, clock: ManualClock, data_
     assert "dream" not in doc_of(data_dir / other).meta
 
 
+def test_the_flag_outlives_its_logs_across_a_restart(layout: Layout) -> None:
+    # A probe: once every marked log was archived (a sleep skips them), a restart forgot the
+    # session, and its next log, secrets and all, was dreamed.
+    logs = open_logs(layout)
+    marked = written(logs, "secret", "the alarm code is GECKO-3141")
+    logs.mark_no_dream("secret")
+    logs.close("secret")
+    logs.mark_processed(marked)  # archived unread: no pending log holds the flag now
+    assert not logs.pending_logs()
+    restarted = open_logs(layout)
+    assert restarted.recall()[0] == 1
+    again = written(restarted, "secret", "and the safe is behind the painting")
+    other = written(restarted, "open", "an ordinary conversation")
+    assert doc_of(again).meta["dream"] is False
+    assert "dream" not in doc_of(other).meta
+
+
+def test_a_broken_list_is_reported_and_kept_beside_the_new_one(
+    layout: Layout, caplog: pytest.LogCaptureFixture
+) -> None:
+    logs = open_logs(layout)
+    logs.mark_no_dream("first")
+    kept = layout.root / "no-dream.json"
+    kept.write_text('{"sessions": ["first", ')  # broken by hand
+    restarted = open_logs(layout)
+    assert restarted.recall()[0] == 0
+    assert "cannot be read" in caplog.text
+    assert kept.read_text() == '{"sessions": ["first", '  # left as it is until a mark
+    restarted.mark_no_dream("second")
+    [aside] = layout.root.glob("no-dream.json.broken-*")
+    assert aside.read_text() == '{"sessions": ["first", '
+    assert "second" in kept.read_text()
+    assert open_logs(layout).recall()[0] == 1
+
+
 def test_one_owner_archives_logs_and_says_what_is_pending(layout: Layout) -> None:
     """The sessions package archives a processed log and is the one rule of "pending":
     health, the dream and "never dream this" count the same logs."""

@@ -21,9 +21,9 @@
   open by a crash stay pending without ``end_time``; nothing resumes them.
 - :meth:`SessionLogs.mark_no_dream` ("never dream this") writes ``dream: false`` into the
   front-matter of the session's pending logs, closed and open (atomic rewrites under the
-  session's lock). The session keeps the flag while the daemon runs: its later parts, and
-  any log it opens after a close, start with ``dream: false``. A dream archives such logs
-  unread.
+  session's lock). The session keeps the flag, across restarts too (:mod:`.no_dream`): its
+  later parts, and any log it opens after a close, start with ``dream: false``. A dream
+  archives such logs unread.
 - A line may carry the client's ``id``: a line whose id this session already wrote is
   skipped (``duplicate``), so a client that re-sends after a lost answer writes it once. The
   id is written in the log with its block (an HTML comment line, in the same append), and
@@ -49,6 +49,7 @@ from somnid.memory.clock import Clock, in_range
 from somnid.memory.scrub import scrub
 from somnid.sessions import parts, rewrite, transcript
 from somnid.sessions.archive import LOG_MOVES, archive_processed
+from somnid.sessions.no_dream import NoDreamSessions
 from somnid.sessions.parts import OpenLog
 from somnid.sessions.records import (
     DEFAULT_USER,
@@ -71,9 +72,6 @@ from somnid.store.layout import Layout
 
 log = logging.getLogger(__name__)
 
-MAX_NO_DREAM_SESSIONS = 10_000
-"""Sessions remembered as "never dream this" (for the logs they open later); oldest go first."""
-
 
 @dataclass(slots=True, eq=False)
 class _Session:
@@ -93,7 +91,7 @@ class SessionLogs:
         self._open: dict[Path, str] = {}
         self._numbering = threading.Lock()
         self._numbers: dict[dt.date, int] = {}
-        self._no_dream: dict[str, None] = {}  # insertion-ordered: the oldest is dropped first
+        self._no_dream = NoDreamSessions(layout.root)
         self._seen = SeenIds()
         self._stopped = False
 
@@ -204,11 +202,7 @@ class SessionLogs:
         front-matter a person broke, are left alone. Idempotent."""
         check_session_id(session_id)
         with self._session(session_id) as session:
-            with self._registry:
-                self._no_dream.pop(session_id, None)
-                self._no_dream[session_id] = None
-                while len(self._no_dream) > MAX_NO_DREAM_SESSIONS:
-                    del self._no_dream[next(iter(self._no_dream))]
+            self._no_dream.add(session_id)  # on disk first: it outlives its logs
             current = session.log
             marked: list[PurePosixPath] = []
             for path in transcript.live_files(self.layout):
@@ -221,8 +215,8 @@ class SessionLogs:
             return NoDream(marked, self.layout.relative(current.path) if current else None)
 
     def recall(self) -> tuple[int, int]:
-        """At start, before any capture: remember as "never dream this" every session with a
-        pending log marked ``dream: false`` (the flag survives a restart), and the line ids
+        """At start, before any capture: remember as "never dream this" every session marked
+        so before (:mod:`.no_dream`) or with a pending log marked ``dream: false``, and the line ids
         of the recent logs (:meth:`.seen.SeenIds.recall`). Answers how many of each."""
         found: list[str] = []
         for path in transcript.live_files(self.layout):
@@ -232,13 +226,7 @@ class SessionLogs:
             chat_id = meta.get("chat_id")
             if chat_id is not None and str(chat_id):
                 found.append(str(chat_id))
-        with self._registry:
-            for session_id in found:
-                self._no_dream.pop(session_id, None)
-                self._no_dream[session_id] = None
-            while len(self._no_dream) > MAX_NO_DREAM_SESSIONS:
-                del self._no_dream[next(iter(self._no_dream))]
-        return len(set(found)), self._seen.recall(self.layout)
+        return self._no_dream.load(found), self._seen.recall(self.layout)
 
     def stop(self) -> list[Closed]:
         """Refuse further entries, then close every open log."""
@@ -384,9 +372,8 @@ class SessionLogs:
             meta["part"] = after.part + 1
             meta["continues"] = after.stem
         meta["start_time"] = now
-        with self._registry:
-            if session.session_id in self._no_dream:
-                meta["dream"] = False
+        if session.session_id in self._no_dream:
+            meta["dream"] = False
         meta["status"] = "pending"
         while True:
             number = self._next_number(day)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
 from pathlib import Path
 
 from fastapi.testclient import TestClient
@@ -11,7 +12,7 @@ from somnid.api.app import create_app
 from somnid.config import Settings
 from somnid.memory.clock import ManualClock
 from somnid.sessions import read_log, recent_turns, session_turns
-from somnid.sessions.transcript import ToolBlock, parse_turns
+from somnid.sessions.transcript import ToolBlock, file_mark, parse_turns
 from somnid.store.layout import Layout
 from tests.clients import app_client
 from tests.conftest import START
@@ -112,3 +113,14 @@ def test_parsing_tolerates_odd_text() -> None:
     )
     turns = parse_turns(body, dt.UTC)
     assert [(t.role, t.text, t.timestamp) for t in turns] == [("user", "hello", None)]
+
+
+def test_a_log_edited_with_its_mtime_put_back_is_marked_changed(tmp_path: Path) -> None:
+    log = tmp_path / "2023-05-20_001.md"
+    log.write_text("**user**: the code is 1234\n")
+    info = log.stat()
+    mark = file_mark(log)
+    log.write_text("**user**: the code is XXXX\n")  # the same size, the mtime put back
+    os.utime(log, ns=(info.st_atime_ns, info.st_mtime_ns))
+    assert file_mark(log) != mark
+    assert file_mark(tmp_path / "gone.md") == (0, -1)

@@ -180,6 +180,22 @@ def test_hand_edit_shows_in_the_next_read(store: MemoryStore, tmp_path: Path) ->
     assert store.read(Kind.KNOWLEDGE, "k").body == "after, edited in vim\n"
 
 
+def test_a_same_size_hand_edit_that_puts_the_mtime_back_shows(
+    store: MemoryStore, tmp_path: Path
+) -> None:
+    # touch -r, rsync -t and cp -p keep the mtime: a probe saw the old text and an ETag no
+    # write could match, for good.
+    make(store, "k", body="aaaa")
+    before = store.read(Kind.KNOWLEDGE, "k")
+    path = tmp_path / "memory/knowledge/k/SKILL.md"
+    info = path.stat()
+    path.write_text(path.read_text().replace("aaaa", "bbbb"))
+    os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns))
+    assert path.stat().st_size == info.st_size and path.stat().st_ino == info.st_ino
+    after = store.read(Kind.KNOWLEDGE, "k")
+    assert after.body == "bbbb\n" and after.etag != before.etag
+
+
 def test_sequence_names_skip_archived_ids(store: MemoryStore) -> None:
     day = dt.date(2026, 10, 3)
     first = store.next_sequence_name(Kind.INTENTION, "pi", day)

@@ -61,7 +61,7 @@ class Ledger:
     refused_profiles: list[str] = field(default_factory=list)
     """Profile lines the identity gate refused (somnid.dream.profile_gate), for review."""
     unreadable: dict[str, tuple[int, int]] = field(default_factory=dict)
-    """Logs that hold no turn somnid can read, by stem: (mtime_ns, size) as they were then.
+    """Logs that hold no turn somnid can read, by stem: (ctime_ns, size) as they were then.
     Later dreams pass them by until a person changes them."""
     unchanged_profiles: set[str] = field(default_factory=set)
     """Profiles whose last change the gate refused whole: not listed as written."""

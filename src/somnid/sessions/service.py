@@ -37,7 +37,7 @@ class SessionService:
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="somnid-capture")
         self._gates: dict[str, tuple[asyncio.Lock, list[int]]] = {}
         self._archive: tuple[tuple[tuple[str, int, int], ...], list[Turn]] = ((), [])
-        # each archived file's lines, by name, with the (mtime, size) they were read at
+        # each archived file's lines, by name, with the (ctime, size) they were read at
         self._archived: dict[str, tuple[tuple[int, int], list[Turn]]] = {}
 
     async def start(self) -> None:
@@ -97,20 +97,20 @@ class SessionService:
                 stat = log_file.path.stat()
             except OSError:
                 continue
-            stamp.append((log_file.path.name, stat.st_mtime_ns, stat.st_size))
+            stamp.append((log_file.path.name, stat.st_ctime_ns, stat.st_size))  # see file_mark
             paths.append(log_file.path)
         key = tuple(stamp)
         if key == self._archive[0]:
             return self._archive[1]
         known, read = self._archived, {}
         turns: list[Turn] = []
-        for (name, mtime, size), path in zip(stamp, paths, strict=True):
+        for (name, changed, size), path in zip(stamp, paths, strict=True):
             lines = known.get(name)
-            if lines is None or lines[0] != (mtime, size):
+            if lines is None or lines[0] != (changed, size):
                 turns_of = log_turns(
                     path, self.logs.clock.tz, roles=ARCHIVE_ROLES, dreamable_only=True
                 )
-                lines = ((mtime, size), turns_of)
+                lines = ((changed, size), turns_of)
             read[name] = lines
             turns.extend(lines[1])
         self._archived, self._archive = read, (key, turns)

@@ -342,12 +342,13 @@ def read_log(path: Path, tz: dt.tzinfo) -> Transcript:
 
 
 def file_mark(path: Path) -> tuple[int, int]:
-    """What tells a log changed since it was read: (mtime_ns, size); (0, -1) once gone."""
+    """What tells a log changed since it was read: (ctime_ns, size), ctime as an edit that
+    puts the mtime back (``touch -r``) moves it too; (0, -1) once gone."""
     try:
         info = path.stat()
     except OSError:
         return 0, -1
-    return info.st_mtime_ns, info.st_size
+    return info.st_ctime_ns, info.st_size
 
 
 def _readable(paths: Iterator[Path], tz: dt.tzinfo) -> Iterator[Transcript]:

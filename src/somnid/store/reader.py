@@ -50,7 +50,7 @@ class EntryReader:
     def __init__(self, layout: Layout, clock: Clock) -> None:
         self.layout = layout
         self.clock = clock
-        self._cache: OrderedDict[Path, tuple[tuple[int, int, int], Entry]] = OrderedDict()
+        self._cache: OrderedDict[Path, tuple[tuple[int, int, int, int], Entry]] = OrderedDict()
         self._cache_lock = threading.Lock()
         self.entries_kept = ENTRIES_KEPT
         self._broken: dict[str, BrokenReport] = {}
@@ -226,7 +226,8 @@ class EntryReader:
             if not os.path.islink(path.parent):
                 raise
             stat = os.stat(path.parent, follow_symlinks=False)
-        key = (stat.st_mtime_ns, stat.st_size, stat.st_ino)
+        # ctime: a hand edit that puts the mtime back (touch -r, rsync -t, cp -p) moves it
+        key = (stat.st_mtime_ns, stat.st_ctime_ns, stat.st_size, stat.st_ino)
         with self._cache_lock:
             cached = self._cache.get(path)
             if cached is not None and cached[0] == key:

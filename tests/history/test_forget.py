@@ -119,6 +119,36 @@ def test_purge_without_history_keeps_the_past_versions(client: TestClient, data_
     assert git(data_dir, "log", "-1", "--format=%s").startswith("Purge knowledge/leak")
 
 
+def test_purge_with_if_match_deletes_only_the_version_read(
+    client: TestClient, data_dir: Path
+) -> None:
+    # A probe: a purge sent with a stale If-Match deleted for good all the same (archive,
+    # with the same ETag, answered 412).
+    made = client.post("/v1/memories/knowledge", json={"name": "rp", "body": "first\n"})
+    read = made.headers["etag"]
+    client.patch("/v1/memories/knowledge/rp", json={"body": "second\n"}).raise_for_status()
+    stale = client.post(
+        "/v1/memories/knowledge/rp/purge", params={"confirm": "rp"}, headers={"If-Match": read}
+    )
+    problem = assert_problem(stale, 412, "precondition_failed")
+    assert "changed since it was read" in problem["detail"]
+    assert (data_dir / "memory/knowledge/rp/SKILL.md").read_text().endswith("second\n")
+    current = client.get("/v1/memories/knowledge/rp").headers["etag"]
+    done = client.post(
+        "/v1/memories/knowledge/rp/purge", params={"confirm": "rp"}, headers={"If-Match": current}
+    )
+    assert done.status_code == 200, done.text
+    assert not (data_dir / "memory/knowledge/rp").exists()
+    # Nothing live to match: 412, and the archived copies stay.
+    client.post("/v1/memories/knowledge", json={"name": "old", "body": "x\n"})
+    etag = client.post("/v1/memories/knowledge/old/archive", json={}).headers.get("etag", '"x"')
+    gone = client.post(
+        "/v1/memories/knowledge/old/purge", params={"confirm": "old"}, headers={"If-Match": etag}
+    )
+    assert_problem(gone, 412, "precondition_failed")
+    assert (data_dir / "memory/archived/old").exists()
+
+
 def test_capture_scrubs_secrets_before_the_disk(client: TestClient, data_dir: Path) -> None:
     text = (
         "my key is sk-proj-abcdefghijklmnopqrstuvwx and db postgres://bob:s3cretpass@db/x, "

@@ -39,7 +39,7 @@ from somnid.memory.clock import Clock
 from somnid.memory.kinds import Kind
 from somnid.memory.names import check_name, slugify
 from somnid.provenance import Actor, current_actor
-from somnid.services.memories import MemoryService
+from somnid.services.memories import MemoryService, Version
 from somnid.sessions import redact
 from somnid.sessions.redact import Scrubbed
 from somnid.store.layout import Layout
@@ -278,10 +278,12 @@ class History:
         history: bool,
         scrub_logs: bool = False,
         phrases: tuple[str, ...] = (),
+        if_match: str | None = None,
     ) -> Purged:
         """Delete an entry for good (``history``: its past versions too). ``scrub_logs``:
         its text (description and body lines) and ``phrases`` become ``[REDACTED]`` in
-        every session log, live and archived, so no tool serves them back verbatim."""
+        every session log, live and archived, so no tool serves them back verbatim.
+        ``if_match``: only while the live entry has that ETag (412 otherwise)."""
         check_name(name)
         if not _confirms(confirm, name):
             raise InvalidInput(
@@ -304,13 +306,14 @@ class History:
         ]
         actor = current_actor() or SYSTEM
         progress = purging.Progress(kind.value, name, self.clock.now().isoformat(), history)
+        read = None if if_match is None else (kind, name, if_match)
         if self.committer is None:
-            removed = await asyncio.to_thread(self.memories.remove_paths, specs)
+            removed = await asyncio.to_thread(self.memories.remove_paths, specs, unchanged=read)
             rewritten, commit = 0, None
         else:
             try:
                 removed, rewritten, commit = await self._locked(
-                    lambda c: self._purge(c, kind, name, specs, progress, actor)
+                    lambda c: self._purge(c, kind, name, specs, progress, actor, read)
                 )
             finally:
                 self.purging = None
@@ -405,11 +408,12 @@ class History:
         specs: list[str],
         progress: purging.Progress,
         actor: Actor,
+        read: Version | None,
     ) -> tuple[list[str], int, str | None]:
         committer.git.check_attached()  # before anything is deleted or rewritten
         self.purging, committer.held_long = progress, True
         try:
-            return self._purge_held(committer, kind, name, specs, progress, actor)
+            return self._purge_held(committer, kind, name, specs, progress, actor, read)
         finally:
             committer.held_long = False
 
@@ -421,9 +425,10 @@ class History:
         specs: list[str],
         progress: purging.Progress,
         actor: Actor,
+        read: Version | None,
     ) -> tuple[list[str], int, str | None]:
         known = purging.in_history(committer.git, specs)
-        removed = self.memories.remove_paths(specs)
+        removed = self.memories.remove_paths(specs, unchanged=read)
         if not removed and not (progress.history and known):
             return [], 0, None
         commit = committer.commit_paths(specs, f"Purge {kind.value}/{name}", actor)

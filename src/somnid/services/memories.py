@@ -31,6 +31,9 @@ from somnid.store.layout import Layout
 from somnid.store.memories import MemoryStore
 from somnid.store.reader import BrokenReport
 
+Version = tuple[Kind, str, str]
+"""A live entry as a client read it: kind, name, ETag (an If-Match)."""
+
 log = logging.getLogger(__name__)
 
 ChangeListener = Callable[[Entry | None, str], Awaitable[None]]
@@ -232,9 +235,10 @@ class MemoryService:
         removed). Blocking; the caller announces the change (history's revert does)."""
         self._store.put_raw(path, data, prune_folder=prune_folder)
 
-    def remove_paths(self, specs: list[str]) -> list[str]:
-        """:meth:`MemoryStore.remove_paths`: what exists of ``specs`` deleted. Blocking."""
-        return self._store.remove_paths(specs)
+    def remove_paths(self, specs: list[str], *, unchanged: Version | None = None) -> list[str]:
+        """:meth:`MemoryStore.remove_paths`: what exists of ``specs`` deleted (unless the
+        live entry ``unchanged`` names changed). Blocking."""
+        return self._store.remove_paths(specs, unchanged=unchanged)
 
     def counts(self) -> dict[str, int]:
         """Entry files per kind; parses none of them. Blocking."""

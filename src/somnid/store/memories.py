@@ -24,6 +24,7 @@ from somnid.errors import (
     BrokenFile,
     Conflict,
     InvalidInput,
+    NotFound,
     PreconditionFailed,
     StorageError,
 )
@@ -394,12 +395,25 @@ class MemoryStore(EntryReader):
                         os.rmdir(path.parent)
                         fsync_dir(path.parent.parent)
 
-    def remove_paths(self, specs: list[str]) -> list[str]:
+    def remove_paths(
+        self, specs: list[str], *, unchanged: tuple[Kind, str, str] | None = None
+    ) -> list[str]:
         """Delete what exists of ``specs`` (paths relative to the data dir: an entry's
         folder, or a profile's file), under the write lock, as history's purge does; the
-        ones removed."""
+        ones removed. ``unchanged`` (kind, name, etag): nothing is deleted unless that live
+        entry still has that ETag (If-Match; 412 otherwise, 412 too when it is gone)."""
         removed = []
         with self._write_lock:
+            if unchanged is not None:
+                kind, name, etag = unchanged
+                try:
+                    live = self._located(kind, name, archived=False)[1]
+                except NotFound:
+                    raise PreconditionFailed(f"no live {kind.value} {name!r} to match") from None
+                if live.etag != etag:
+                    raise PreconditionFailed(
+                        f"{kind.value} {name!r} changed since it was read", etag=live.etag
+                    )
             for spec in specs:
                 path = self.layout.root / PurePosixPath(spec)
                 try:

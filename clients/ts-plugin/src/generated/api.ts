@@ -835,7 +835,8 @@ export interface paths {
         /**
          * Purge memory
          * @description Delete an entry (live and archived) for good, optionally from history and from the
-         *     session logs too; audited.
+         *     session logs too; audited. With If-Match, only while the live entry has that ETag (412
+         *     when it changed or is gone).
          */
         post: operations["purgeMemory"];
         delete?: never;
@@ -4053,7 +4054,9 @@ export interface operations {
                 /** @description Remove its past versions too. */
                 history?: boolean;
             };
-            header?: never;
+            header?: {
+                "if-match"?: string | null;
+            };
             path: {
                 kind: components["schemas"]["Kind"];
                 name: string;

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
 
-from somnid.api.deps import RuntimeDep
+from somnid.api.deps import IfMatchDep, RuntimeDep
 from somnid.api.schemas.history import (
     CommitDetail,
     CommitOut,
@@ -138,12 +138,14 @@ async def purge_memory(
     kind: Kind,
     name: EntryName,
     runtime: RuntimeDep,
+    if_match: IfMatchDep,
     confirm: Annotated[str | None, Query(max_length=200, description="The name again.")] = None,
     history: Annotated[bool, Query(description="Remove its past versions too.")] = False,
     body: PurgeIn | None = None,
 ) -> PurgeOut:
     """Delete an entry (live and archived) for good, optionally from history and from the
-    session logs too; audited."""
+    session logs too; audited. With If-Match, only while the live entry has that ETag (412
+    when it changed or is gone)."""
     options = body or PurgeIn()
     done = await runtime.history.purge(
         kind,
@@ -152,5 +154,6 @@ async def purge_memory(
         history=history,
         scrub_logs=options.scrub_logs,
         phrases=tuple(options.phrases),
+        if_match=if_match,
     )
     return PurgeOut.of(done)

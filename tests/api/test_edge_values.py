@@ -366,3 +366,22 @@ def test_a_day_the_calendar_has_not_reads_as_text_not_a_broken_file(
     changed = client.patch("/v1/memories/episode/puffins", json={"body": "Ann: 412 pairs.\n"})
     assert changed.status_code == 200, changed.text
     assert "2023-02-30" in (folder / "SKILL.md").read_text()
+
+
+def test_a_next_line_character_comes_back_as_sent_and_upkeep_leaves_it(
+    client: TestClient, data_dir: Path
+) -> None:
+    # A probe: U+0085 was written raw in a quoted scalar, which YAML reads as a line break:
+    # "a\x85b" came back "a b", and the next decay rewrote the file so.
+    made = client.post(
+        "/v1/memories/knowledge",
+        json={"name": "nel", "description": "a\u0085b", "fields": {"note": "c\u0085d"}},
+    )
+    assert made.status_code == 201, made.text
+    read = client.get("/v1/memories/knowledge/nel").json()
+    assert read["description"] == "a\u0085b" and read["meta"]["note"] == "c\u0085d"
+    path = data_dir / "memory/knowledge/nel/SKILL.md"
+    before = path.read_bytes()
+    assert b"\xc2\x85" not in before  # escaped, \N: readable by every YAML reader
+    assert client.post("/v1/maintenance/decay").status_code == 200
+    assert path.read_bytes() == before

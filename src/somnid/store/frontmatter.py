@@ -17,6 +17,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap
 from ruamel.yaml.constructor import RoundTripConstructor
 from ruamel.yaml.error import YAMLError
+from ruamel.yaml.scalarstring import DoubleQuotedScalarString
 
 from somnid.errors import BrokenFile
 from somnid.store import fastyaml
@@ -165,7 +166,7 @@ def render(doc: Document) -> str:
     out = io.StringIO()
     out.write(FENCE + "\n")
     if doc.meta:
-        _yaml().dump(doc.meta, out)
+        _yaml().dump(_breaks_escaped(doc.meta), out)
     out.write(FENCE + "\n\n")
     body = doc.body.lstrip("\n")
     out.write(body)
@@ -175,6 +176,25 @@ def render(doc: Document) -> str:
     if doc.crlf:
         text = text.replace("\r\n", "\n").replace("\n", "\r\n")
     return "\ufeff" + text if doc.bom else text
+
+
+def _breaks_escaped(value: Any) -> Any:
+    """``value`` with each string holding a NEL (U+0085) double-quoted, where it is
+    written ``\\N``: quoted otherwise, the emitter wrote it raw, and YAML reads a raw NEL as
+    a line break (``a\\x85b`` came back ``a b``). In place: the style is all that changes."""
+    if isinstance(value, str):
+        return DoubleQuotedScalarString(value) if "\x85" in value else value
+    if isinstance(value, dict):
+        for key, item in value.items():
+            escaped = _breaks_escaped(item)
+            if escaped is not item:
+                value[key] = escaped
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            escaped = _breaks_escaped(item)
+            if escaped is not item:
+                value[i] = escaped
+    return value
 
 
 def as_commented(meta: Any) -> CommentedMap:

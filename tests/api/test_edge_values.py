@@ -385,3 +385,54 @@ def test_a_next_line_character_comes_back_as_sent_and_upkeep_leaves_it(
     assert b"\xc2\x85" not in before  # escaped, \N: readable by every YAML reader
     assert client.post("/v1/maintenance/decay").status_code == 200
     assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    ("kind", "fields", "says"),
+    [
+        ("knowledge", {"verified": "false"}, "verified must be true or false"),
+        ("knowledge", {"verified": "no"}, "verified must be true or false"),
+        ("knowledge", {"type": ["a"]}, "type must be a word"),
+        ("knowledge", {"description": "X"}, "description is given on its own"),
+        ("episode", {"salience": "weird"}, "salience must be low, mid or high"),
+        ("episode", {"when": "garbage"}, "when must be an ISO 8601 time"),
+        ("episode", {"when": "2026-02-30"}, "when must be an ISO 8601 time"),
+        ("episode", {"when": True}, "when must be an ISO 8601 time"),
+        ("episode", {"when": 5}, "when must be an ISO 8601 time"),
+        ("episode", {"when": ["x"]}, "when must be an ISO 8601 time"),
+    ],
+)
+def test_a_field_somnid_would_misread_is_refused_not_changed(
+    client: TestClient, data_dir: Path, kind: str, fields: dict[str, object], says: str
+) -> None:
+    # A probe: "verified": "false" was read as true, a list type stored as "['a']", a
+    # description among the fields replaced the one given, a weird salience became low,
+    # and an episode took any when, losing its date: each with a 201.
+    answer = client.post(
+        f"/v1/memories/{kind}", json={"name": "odd", "description": "d", "fields": fields}
+    )
+    assert says in assert_problem(answer, 400, "invalid_input")["detail"]
+    assert not (data_dir / f"memory/{kind}s/odd").exists()
+    patched = client.post(f"/v1/memories/{kind}", json={"name": "fine", "description": "d"})
+    assert patched.status_code == 201, patched.text
+    if "description" not in fields:  # a PATCH sets the description through its fields
+        change = client.patch(f"/v1/memories/{kind}/fine", json={"fields": fields})
+        assert says in assert_problem(change, 400, "invalid_input")["detail"]
+
+
+def test_what_a_field_may_be(client: TestClient) -> None:
+    made = client.post(
+        "/v1/memories/episode",
+        json={
+            "name": "ep",
+            "fields": {"salience": "Medium", "when": "2023-05-08T13:56:00+02:00"},
+        },
+    )
+    assert made.status_code == 201, made.text
+    assert made.json()["meta"]["salience"] == "mid"
+    known = client.post(
+        "/v1/memories/knowledge",
+        json={"name": "k", "fields": {"verified": False, "type": "procedure"}},
+    )
+    assert known.status_code == 201, known.text
+    assert known.json()["meta"]["verified"] is False and known.json()["meta"]["type"] == "procedure"

@@ -58,6 +58,15 @@ def check_priority(value: object) -> str:
     return normalise_priority(text)
 
 
+def check_salience(value: object) -> str:
+    """An episode's salience someone gives: ``low``, ``mid`` (or ``medium``) or ``high``;
+    anything else is refused, never quietly made ``low`` (a file's unknown one reads so)."""
+    text = value.strip().lower() if isinstance(value, str) else None
+    if text not in (*SALIENCE_SCORE, "medium"):
+        raise InvalidInput(f"salience must be low, mid or high, not {str(value)[:40]!r}")
+    return normalise_salience(text)
+
+
 def normalise_priority(value: object) -> str:
     """A priority as read from a file (a person's hand): anything unknown reads as ``mid``."""
     text = str(value or "").strip().lower()

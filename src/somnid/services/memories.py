@@ -22,7 +22,13 @@ from typing import Any
 from somnid.errors import InvalidInput, StorageError
 from somnid.memory.clock import Clock, local_date, parse_time
 from somnid.memory.entry import Entry, vitals_from_meta
-from somnid.memory.kinds import Kind, check_priority, normalise_priority, normalise_salience
+from somnid.memory.kinds import (
+    Kind,
+    check_priority,
+    check_salience,
+    normalise_priority,
+    normalise_salience,
+)
 from somnid.memory.lifecycle import initial_score, record_usage
 from somnid.store import frontmatter
 from somnid.store.fields import check_fields
@@ -70,6 +76,40 @@ def parse_due(value: object, tz: dt.tzinfo) -> dt.date:
     if day is None:
         raise InvalidInput(f"due must be an ISO date such as 2026-12-31, not {str(value)[:64]!r}")
     return day
+
+
+def checked_fields(kind: Kind, fields: dict[str, Any]) -> dict[str, Any]:
+    """The fields somnid reads, as given by a caller, checked: a value it would misread is
+    refused (400), never quietly made another (``verified: "false"`` was true)."""
+    if "verified" in fields and not isinstance(fields["verified"], bool | None):
+        raise InvalidInput(f"verified must be true or false, not {fields['verified']!r:.40}")
+    kind_of = fields.get("type")
+    if kind_of is not None and not (isinstance(kind_of, str) and kind_of.strip()):
+        raise InvalidInput(f"type must be a word such as 'fact', not {kind_of!r:.40}")
+    if kind is Kind.INTENTION and fields.get("priority") is not None:
+        fields["priority"] = check_priority(fields["priority"])
+    if kind is Kind.EPISODE and fields.get("salience") is not None:
+        fields["salience"] = check_salience(fields["salience"])
+    if kind is Kind.EPISODE and fields.get("when") is not None and not _iso(fields["when"]):
+        raise InvalidInput(
+            "when must be an ISO 8601 time such as 2026-10-03T12:00:00+00:00, "
+            f"not {str(fields['when'])[:64]!r}"
+        )
+    return fields
+
+
+def _iso(value: object) -> bool:
+    """An ISO 8601 date or date-time of the calendar (``0001-01-01`` is kept as written,
+    though no time is read from it; ``2026-02-30``, ``5`` and ``true`` are no time)."""
+    if isinstance(value, dt.date):
+        return True
+    if not isinstance(value, str):
+        return False
+    try:
+        dt.datetime.fromisoformat(value.strip())
+    except ValueError:
+        return False
+    return True
 
 
 def new_entry_meta(
@@ -286,10 +326,10 @@ class MemoryService:
         body: str = "",
         fields: dict[str, Any] | None = None,
     ) -> Entry:
-        fields = dict(fields or {})
+        fields = checked_fields(kind, dict(fields or {}))
         check_fields(fields)
-        if kind is Kind.INTENTION and "priority" in fields:
-            fields["priority"] = check_priority(fields["priority"])
+        if "description" in fields:
+            raise InvalidInput("description is given on its own, not among the fields")
         now = self.clock.now()
         meta = new_entry_meta(kind, now, description, fields)
         return await self._written(lambda: self._create(kind, name, meta, body, now))
@@ -322,8 +362,8 @@ class MemoryService:
     ) -> Entry:
         if fields and kind is Kind.INTENTION and fields.get("due") not in (None, ""):
             fields = {**fields, "due": parse_due(fields["due"], self.clock.tz)}
-        if fields and kind is Kind.INTENTION and fields.get("priority") is not None:
-            fields = {**fields, "priority": check_priority(fields["priority"])}
+        if fields:
+            fields = checked_fields(kind, dict(fields))
         return await self._written(
             lambda: self._store.update(
                 kind,

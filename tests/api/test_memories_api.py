@@ -202,6 +202,21 @@ def test_names_differing_only_in_case_do_not_coexist(client: TestClient) -> None
     assert made["name"] != ""
 
 
+def test_names_differing_only_in_unicode_form_do_not_coexist(
+    client: TestClient, data_dir: Path
+) -> None:
+    # A probe: a folder made by hand in decomposed form (as macOS writes names) and a
+    # create of the same name composed made two folders of one visible name.
+    decomposed = "Re\u0301sume\u0301"
+    folder = data_dir / "memory/knowledge" / decomposed
+    folder.mkdir(parents=True)
+    (folder / "SKILL.md").write_text("---\ndescription: by hand\n---\n\nmine\n")
+    answer = client.post("/v1/memories/knowledge", json={"name": "R\u00e9sum\u00e9"})
+    assert_problem(answer, 409, "conflict")
+    assert answer.json()["name"] == decomposed
+    assert sorted(p.name for p in (data_dir / "memory/knowledge").iterdir()) == [decomposed]
+
+
 def test_an_emoji_in_a_name_is_refused_not_dropped(client: TestClient) -> None:
     for raw in ("🚀 launch", "launch 🚀", "notes ©"):
         answer = client.post("/v1/memories/knowledge", json={"name": raw})

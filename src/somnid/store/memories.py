@@ -14,6 +14,7 @@ import logging
 import os
 import shutil
 import threading
+import unicodedata
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -309,8 +310,9 @@ class MemoryStore(EntryReader):
             raise
 
     def _case_twin(self, kind: Kind, name: str) -> str | None:
-        """The live entry whose name differs from ``name`` only in case, if there is one."""
-        folded = name.casefold()
+        """The live entry whose name differs from ``name`` only in case or in Unicode form
+        (``Résumé`` composed, as somnid writes it, or decomposed, as macOS does), if any."""
+        folded = _folded(name)
         if kind is Kind.PROFILE:
             names = [found for _path, found, _archived in self._profile_files()]
         else:
@@ -323,7 +325,7 @@ class MemoryStore(EntryReader):
             except NotADirectoryError:  # nothing is written under it: a person rearranged
                 where = self.layout.relative(folder)
                 raise BrokenFile(f"{where} is a file where somnid keeps a folder") from None
-        twins = (other for other in names if other != name and other.casefold() == folded)
+        twins = (other for other in names if other != name and _folded(other) == folded)
         return next(twins, None)
 
     def _refuse_case_twin(self, kind: Kind, name: str) -> None:
@@ -434,3 +436,8 @@ class MemoryStore(EntryReader):
 
         Raises BrokenFile (a FIFO, a link, too large) or OSError."""
         return read_regular(self.layout.root, path, MAX_FILE_BYTES)[0]
+
+
+def _folded(name: str) -> str:
+    """What tells two names apart for a person: neither case nor Unicode form does."""
+    return unicodedata.normalize("NFKC", name).casefold()

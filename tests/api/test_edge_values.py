@@ -393,7 +393,7 @@ def test_a_next_line_character_comes_back_as_sent_and_upkeep_leaves_it(
         ("knowledge", {"verified": "false"}, "verified must be true or false"),
         ("knowledge", {"verified": "no"}, "verified must be true or false"),
         ("knowledge", {"type": ["a"]}, "type must be a word"),
-        ("knowledge", {"description": "X"}, "description is given on its own"),
+        ("knowledge", {"description": "X"}, "description is given twice, differently"),
         ("episode", {"salience": "weird"}, "salience must be low, mid or high"),
         ("episode", {"when": "garbage"}, "when must be an ISO 8601 time"),
         ("episode", {"when": "2026-02-30"}, "when must be an ISO 8601 time"),
@@ -436,3 +436,8 @@ def test_what_a_field_may_be(client: TestClient) -> None:
     )
     assert known.status_code == 201, known.text
     assert known.json()["meta"]["verified"] is False and known.json()["meta"]["type"] == "procedure"
+    among = client.post(
+        "/v1/memories/knowledge", json={"name": "f", "fields": {"description": "D"}}
+    )
+    assert among.status_code == 201, among.text
+    assert among.json()["description"] == "D" and "description" in among.json()["meta"]

@@ -328,8 +328,11 @@ class MemoryService:
     ) -> Entry:
         fields = checked_fields(kind, dict(fields or {}))
         check_fields(fields)
-        if "description" in fields:
-            raise InvalidInput("description is given on its own, not among the fields")
+        if "description" in fields:  # one description: given twice, they must agree
+            given = fields.pop("description")
+            if description and given != description:
+                raise InvalidInput("description is given twice, differently: once is enough")
+            description = description or str(given or "")
         now = self.clock.now()
         meta = new_entry_meta(kind, now, description, fields)
         return await self._written(lambda: self._create(kind, name, meta, body, now))

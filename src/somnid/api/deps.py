@@ -48,8 +48,24 @@ async def _if_match(if_match: Annotated[str | None, Header()] = None) -> str | N
     return etag
 
 
+async def _if_none_match(
+    if_none_match: Annotated[str | None, Header()] = None,
+) -> tuple[str, ...] | None:
+    """``If-None-Match`` on a change: ``("*",)`` or the ETags listed (weak ones too: the
+    comparison is weak); a value that holds none is refused (400)."""
+    if if_none_match is None:
+        return None
+    if if_none_match.strip() == "*":
+        return ("*",)
+    tags = tuple(part.strip().removeprefix("W/").strip('"') for part in if_none_match.split(","))
+    if not tags or not all(_ETAG.fullmatch(tag) for tag in tags):
+        raise InvalidInput(f"If-None-Match {if_none_match[:60]!r} is neither * nor a list of ETags")
+    return tags
+
+
 RuntimeDep = Annotated[Runtime, Depends(_runtime)]
 IfMatchDep = Annotated[str | None, Depends(_if_match)]
+IfNoneMatchDep = Annotated[tuple[str, ...] | None, Depends(_if_none_match)]
 
 
 async def answer_challenge(

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import Any
 
-from somnid.errors import InvalidInput, StorageError
+from somnid.errors import InvalidInput, PreconditionFailed, StorageError
 from somnid.memory.clock import Clock, local_date, parse_time
 from somnid.memory.entry import Entry, vitals_from_meta
 from somnid.memory.kinds import (
@@ -361,8 +361,19 @@ class MemoryService:
         body: str | None = None,
         fields: dict[str, Any] | None = None,
         if_match: str | None = None,
+        if_none_match: tuple[str, ...] | None = None,
         archived: bool = False,
     ) -> Entry:
+        """Change an entry; ``if_match`` refuses a change of another version than the one
+        read, ``if_none_match`` (``("*",)`` or ETags) one of any (or a listed) version (412)."""
+        if if_none_match is not None:
+            current = await self.get(kind, name, archived=archived)
+            if "*" in if_none_match or current.etag in if_none_match:
+                raise PreconditionFailed(
+                    f"{kind.value} {name!r} exists in a version If-None-Match excludes",
+                    etag=current.etag,
+                )
+            if_match = if_match or current.etag  # the version checked is the one changed
         if fields and kind is Kind.INTENTION and fields.get("due") not in (None, ""):
             fields = {**fields, "due": parse_due(fields["due"], self.clock.tz)}
         if fields:

@@ -76,7 +76,8 @@ export interface paths {
         get: operations["getMemory"];
         /**
          * Replace memory
-         * @description Replace description and body. With If-Match, a stale write is refused (412).
+         * @description Replace description and body. With If-Match, a stale write is refused (412); with
+         *     If-None-Match (``*``, or ETags), a write over an existing (or a listed) version too.
          */
         put: operations["replaceMemory"];
         post?: never;
@@ -85,7 +86,8 @@ export interface paths {
         head?: never;
         /**
          * Patch memory
-         * @description Change some parts; unknown front-matter keys and comments are kept.
+         * @description Change some parts; unknown front-matter keys and comments are kept. If-Match and
+         *     If-None-Match as for PUT.
          */
         patch: operations["patchMemory"];
         trace?: never;
@@ -2444,6 +2446,7 @@ export interface operations {
             query?: never;
             header?: {
                 "if-match"?: string | null;
+                "if-none-match"?: string | null;
             };
             path: {
                 kind: components["schemas"]["Kind"];
@@ -2491,6 +2494,7 @@ export interface operations {
             query?: never;
             header?: {
                 "if-match"?: string | null;
+                "if-none-match"?: string | null;
             };
             path: {
                 kind: components["schemas"]["Kind"];

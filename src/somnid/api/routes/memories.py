@@ -5,7 +5,7 @@ from urllib.parse import quote
 
 from fastapi import APIRouter, Query, Response, status
 
-from somnid.api.deps import IfMatchDep, RuntimeDep
+from somnid.api.deps import IfMatchDep, IfNoneMatchDep, RuntimeDep
 from somnid.api.schemas.common import (
     ArchiveRequest,
     MemoryCreate,
@@ -33,6 +33,7 @@ async def _update(
     name: str,
     body: MemoryReplace | MemoryPatch,
     if_match: str | None,
+    if_none_match: tuple[str, ...] | None,
     response: Response,
 ) -> MemoryOut:
     entry = await runtime.memories.update(
@@ -42,6 +43,7 @@ async def _update(
         body=body.body,
         fields=dict(body.fields),
         if_match=if_match,
+        if_none_match=if_none_match,
     )
     return _answer(runtime, entry, response)
 
@@ -107,10 +109,12 @@ async def replace_memory(
     body: MemoryReplace,
     runtime: RuntimeDep,
     if_match: IfMatchDep,
+    if_none_match: IfNoneMatchDep,
     response: Response,
 ) -> MemoryOut:
-    """Replace description and body. With If-Match, a stale write is refused (412)."""
-    return await _update(runtime, kind, name, body, if_match, response)
+    """Replace description and body. With If-Match, a stale write is refused (412); with
+    If-None-Match (``*``, or ETags), a write over an existing (or a listed) version too."""
+    return await _update(runtime, kind, name, body, if_match, if_none_match, response)
 
 
 @router.patch("/{kind}/{name}", name="patchMemory", response_model=MemoryOut)
@@ -120,10 +124,12 @@ async def patch_memory(
     body: MemoryPatch,
     runtime: RuntimeDep,
     if_match: IfMatchDep,
+    if_none_match: IfNoneMatchDep,
     response: Response,
 ) -> MemoryOut:
-    """Change some parts; unknown front-matter keys and comments are kept."""
-    return await _update(runtime, kind, name, body, if_match, response)
+    """Change some parts; unknown front-matter keys and comments are kept. If-Match and
+    If-None-Match as for PUT."""
+    return await _update(runtime, kind, name, body, if_match, if_none_match, response)
 
 
 @router.post("/{kind}/{name}/archive", name="archiveMemory", response_model=MemoryOut)

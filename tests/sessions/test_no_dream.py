@@ -251,6 +251,35 @@ def test_a_broken_list_is_reported_and_kept_beside_the_new_one(
     assert open_logs(layout).recall()[0] == 1
 
 
+@pytest.mark.parametrize(
+    "content",
+    [
+        '{"sessions": ["a", "\\ud800", "a"]}',  # a lone surrogate: no text to write back
+        '{"sessions": ["ok", "with\\nnewline"]}',
+        '{"sessions": ["' + "x" * 201 + '"]}',
+        '{"sessions": [5]}',
+    ],
+)
+def test_an_id_capture_would_refuse_makes_the_list_broken_not_the_start(
+    layout: Layout, content: str
+) -> None:
+    # A review: {"sessions": ["a", "\ud800", "a"]} failed the start (writing it back
+    # raised), and with ["\ud800"] every mark answered 500 before marking the logs.
+    layout.root.mkdir(parents=True)
+    (layout.root / "no-dream.json").write_text(content)
+    logs = open_logs(layout)
+    assert logs.recall()[0] == 0
+    assert (layout.root / "no-dream.json").read_text() == content
+    logs.mark_no_dream("later")
+    assert open_logs(layout).recall()[0] == 1
+
+
+def test_a_fifo_in_the_list_s_place_hangs_nothing(layout: Layout) -> None:
+    layout.root.mkdir(parents=True)
+    os.mkfifo(layout.root / "no-dream.json")
+    assert open_logs(layout).recall()[0] == 0  # read as broken, not waited on
+
+
 def test_one_owner_archives_logs_and_says_what_is_pending(layout: Layout) -> None:
     """The sessions package archives a processed log and is the one rule of "pending":
     health, the dream and "never dream this" count the same logs."""

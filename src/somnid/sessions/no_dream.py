@@ -22,7 +22,13 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
+from somnid.errors import BrokenFile, InvalidInput, StorageError
+from somnid.sessions.records import check_session_id
 from somnid.store.atomic import write_atomic
+from somnid.store.safe import read_regular
+
+MAX_FILE_BYTES = 16 * 1024 * 1024
+"""Above what :data:`MAX_SESSIONS` ids of at most 200 characters (800 bytes) take."""
 
 log = logging.getLogger(__name__)
 
@@ -53,13 +59,15 @@ class NoDreamSessions:
             changed = list(self._ids) != kept
             count = len(self._ids)
         if changed and self._readable:
-            self._save()
+            try:
+                self._save()
+            except StorageError as exc:  # the start goes on; each mark tries again
+                log.warning("%s could not be written: %s", self.path, exc.detail)
         return count
 
     def add(self, session_id: str) -> None:
         """Mark ``session_id``, durably: on disk before this returns."""
         with self._lock:
-            self._ids.pop(session_id, None)
             self._add([session_id])
         self._save()
 
@@ -71,11 +79,11 @@ class NoDreamSessions:
             del self._ids[next(iter(self._ids))]
 
     def _read(self) -> list[str]:
-        try:
-            raw = self.path.read_bytes()
+        try:  # a regular file of a bounded size: a FIFO or a link to /dev/zero hangs nothing
+            raw = read_regular(self.path.parent, self.path, MAX_FILE_BYTES)[0]
         except FileNotFoundError:
             return []
-        except OSError as exc:
+        except (OSError, BrokenFile) as exc:
             self._broken(str(exc))
             return []
         try:
@@ -84,7 +92,7 @@ class NoDreamSessions:
             self._broken(f"not JSON: {exc}")
             return []
         ids = data.get("sessions") if isinstance(data, dict) else None
-        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+        if not isinstance(ids, list) or not all(_session_id(i) for i in ids):
             self._broken('not {"sessions": [<session id>, …]}')
             return []
         return ids
@@ -107,3 +115,14 @@ class NoDreamSessions:
             data = {"sessions": list(self._ids)}
             write_atomic(self.path, (json.dumps(data, ensure_ascii=False) + "\n").encode())
             self._readable = True
+
+
+def _session_id(value: object) -> bool:
+    """A session id as a client may give one (what capture takes): else the file is broken."""
+    if not isinstance(value, str):
+        return False
+    try:
+        check_session_id(value)
+    except InvalidInput:
+        return False
+    return True

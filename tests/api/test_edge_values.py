@@ -385,6 +385,8 @@ def test_a_next_line_character_comes_back_as_sent_and_upkeep_leaves_it(
     assert b"\xc2\x85" not in before  # escaped, \N: readable by every YAML reader
     assert client.post("/v1/maintenance/decay").status_code == 200
     assert path.read_bytes() == before
+    keyed = client.post("/v1/memories/knowledge", json={"name": "k", "fields": {"a\u0085b": 1}})
+    assert "holds a control character" in assert_problem(keyed, 400, "invalid_input")["detail"]
 
 
 @pytest.mark.parametrize(
@@ -394,6 +396,9 @@ def test_a_next_line_character_comes_back_as_sent_and_upkeep_leaves_it(
         ("knowledge", {"verified": "no"}, "verified must be true or false"),
         ("knowledge", {"type": ["a"]}, "type must be a word"),
         ("knowledge", {"description": "X"}, "description is given twice, differently"),
+        ("knowledge", {"description": 5}, "description is text"),
+        ("knowledge", {"description": None}, "description is text"),
+        ("knowledge", {"description": ["a"]}, "description is text"),
         ("episode", {"salience": "weird"}, "salience must be low, mid or high"),
         ("episode", {"when": "garbage"}, "when must be an ISO 8601 time"),
         ("episode", {"when": "2026-02-30"}, "when must be an ISO 8601 time"),
@@ -415,9 +420,8 @@ def test_a_field_somnid_would_misread_is_refused_not_changed(
     assert not (data_dir / f"memory/{kind}s/odd").exists()
     patched = client.post(f"/v1/memories/{kind}", json={"name": "fine", "description": "d"})
     assert patched.status_code == 201, patched.text
-    if "description" not in fields:  # a PATCH sets the description through its fields
-        change = client.patch(f"/v1/memories/{kind}/fine", json={"fields": fields})
-        assert says in assert_problem(change, 400, "invalid_input")["detail"]
+    change = client.patch(f"/v1/memories/{kind}/fine", json={"description": "d", "fields": fields})
+    assert says in assert_problem(change, 400, "invalid_input")["detail"]
 
 
 def test_what_a_field_may_be(client: TestClient) -> None:

@@ -81,6 +81,8 @@ def parse_due(value: object, tz: dt.tzinfo) -> dt.date:
 def checked_fields(kind: Kind, fields: dict[str, Any]) -> dict[str, Any]:
     """The fields somnid reads, as given by a caller, checked: a value it would misread is
     refused (400), never quietly made another (``verified: "false"`` was true)."""
+    if "description" in fields and not isinstance(fields["description"], str):
+        raise InvalidInput("description is text: give it on its own (a field cannot remove it)")
     if "verified" in fields and not isinstance(fields["verified"], bool | None):
         raise InvalidInput(f"verified must be true or false, not {fields['verified']!r:.40}")
     kind_of = fields.get("type")
@@ -378,6 +380,9 @@ class MemoryService:
             fields = {**fields, "due": parse_due(fields["due"], self.clock.tz)}
         if fields:
             fields = checked_fields(kind, dict(fields))
+            given = fields.get("description")
+            if given is not None and description is not None and given != description:
+                raise InvalidInput("description is given twice, differently: once is enough")
         return await self._written(
             lambda: self._store.update(
                 kind,

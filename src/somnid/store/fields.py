@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import unicodedata
 from typing import Any
 
 from somnid.errors import BrokenFile, InvalidInput
@@ -45,6 +46,9 @@ def check_fields(fields: dict[str, Any]) -> None:
     for key in fields:
         if not isinstance(key, str) or not key.strip():
             raise InvalidInput("front-matter keys must be non-empty strings")
+        if any(unicodedata.category(ch) in ("Cc", "Cs", "Zl", "Zp") for ch in key):
+            # a line break in a key (NEL too) is read back as a space: another key
+            raise InvalidInput(f"front-matter key {key[:40]!r} holds a control character")
         if key in PROTECTED_KEYS:
             raise InvalidInput(f"front-matter key {key!r} is managed by somnid and cannot be set")
         _check_managed(key, fields[key])

@@ -46,11 +46,13 @@ PATTERNS: list[tuple[str, str]] = [
     ("half_of_month", rf"\b(?:the\s+)?{_HALF}\s+of\s+(?P<m>{MONTH_WORD})\.?(?:,?\s+{_YEAR})?\b"),
     ("quarter", rf"\b(?:the\s+)?{_QUARTER}\s+(?:of\s+)?(?:the\s+year\s+)?{_YEAR}\b"),
     ("half_year", rf"\b(?:the\s+)?{_HALF}\s+of\s+(?:the\s+year\s+)?{_YEAR}\b"),
-    ("q_year", rf"\b(?P<p>[QH])(?P<n>[1-4])\b(?:\s*(?:of\s+)?{_YEAR}\b)?"),
+    ("rel_q_year", r"\b(?P<p>[QH])(?P<n>[1-4])\s+(?:of\s+)?(?P<which>this|last|next)\s+year\b"),
+    ("q_year", rf"\b(?P<p>[QH])(?P<n>[1-4])\b(?:,?\s*(?:of\s+)?{_YEAR}\b)?"),
     ("rel_year_part", rf"\b(?:the\s+)?(?:{_HALF}|{_QUARTER})\s+of\s+(?P<which>this|last|next)"
                       r"\s+year\b"),
     ("zh_rel_year_part", rf"(?P<which>前年|去年|今年|明年|后年)\s*的?\s*{_ZH_YEAR_PART}"),
-    ("zh_year_part", rf"(?:{_YEAR}\s*年\s*的?\s*)?{_ZH_YEAR_PART}"),
+    ("zh_rel_quarter", r"(?P<which>上|下|这|本)一?个?季度"),
+    ("zh_year_part", rf"(?:{_YEAR}\s*年\s*的?\s*)?(?<![上下这本每])(?<!每一){_ZH_YEAR_PART}"),
     # A day of a month named by its distance from this one: "the 9th of next month", 下个月5号.
     ("day_of_rel_month", r"\b(?:on\s+)?the\s+(?P<d>\d{1,2})(?:st|nd|rd|th)\s+of\s+"
                          r"(?P<which>this|next|last)\s+month\b"),
@@ -109,10 +111,13 @@ PATTERNS: list[tuple[str, str]] = [
     ("rel_weekday", rf"\b(?P<which>last|this|next)\s+(?P<w>{WEEKDAY_WORD})\b"),
     ("coming_weekday", rf"\b(?:this\s+)?coming\s+(?P<w>{WEEKDAY_WORD})\b"),
     ("bare_weekday", rf"\bon\s+(?P<w>{WEEKDAY_WORD})\b"),
-    # A day of the month said alone: "on the 9th", 15号 (not "the 9th floor", 3号线, 3日游).
+    # A day of the month said alone: "on the 9th", 15号 (not "the 9th floor", 3号线, 3日游,
+    # 人民路15号, 5号电池, 3日后: a day is followed by a time, a verb, a pause or nothing).
     ("bare_day", r"\bon\s+the\s+(?P<d>\d{1,2})(?:st|nd|rd|th)\b"),
-    ("zh_bare_day", r"(?<![\d月年第.#号])(?P<d>\d{1,2})\s*[号日]"
-                    r"(?![\d楼线房床位门桌车库院店口机台间室栋单元层码路站期届批游选球元])"),
+    ("zh_bare_day", r"(?<![\d月年第.#号路街道巷弄座栋楼区层室间近每续A-Za-z])"
+                    r"(?P<d>\d{1,2})\s*[号日]"
+                    r"(?=$|[\s，。,.！？!?、；;：:）)」』]|的|上午|下午|晚上|早上|中午|凌晨|那天|当天"
+                    r"|左右|[要去来到回走出见开办放交发做给我你他她们就还也都才再在和跟与])"),
     ("rel_season", r"\b(?P<which>last|this|next)\s+(?P<s>spring|summer|autumn|fall|winter)\b"),
     # Rolling windows up to the day said: "the last two weeks", 过去三个月.
     ("rolling", rf"\b(?:the\s+)?(?:last|past|previous)\s+"
@@ -169,7 +174,10 @@ CALENDAR = frozenset(
 """Kinds that name the calendar (a year-less one is read in the reference's year)."""
 RELATIVE = frozenset(kind for kind, _ in PATTERNS) - CALENDAR
 """Kinds read against the day the words were said."""
-PARTS = frozenset(kind for kind, _ in PATTERNS[:6])
+PARTS = frozenset(
+    {"nth_of_month", "part_of_season", "part_of_month", "zh_nth_of_month", "zh_part_of_month",
+     "zh_season_year"}
+)  # fmt: skip
 """Parts of a month or a season (their own grain, not the whole month or year)."""
 RANGES = frozenset({"day_range", "day_range_dm", "zh_day_range"})
 """From one day to another (``between Aug 11 and Aug 15``): every day between is meant."""

@@ -3,13 +3,15 @@
 of September``), and a day of the month named alone (``on the 9th``, ``the 15th of next
 month``, 15号, 下个月5号). Used by :mod:`somnid.memory.dates.reading`.
 
-- A quarter is its three months (grain ``season``), a half year its six (grain ``year``), a
+- A quarter is its three months (grain ``season``; 上季度, 本季度, 下一季度 from the
+  reference's; 每季度 none), a half year its six (grain ``year``), a
   half month its first fifteen days or the rest (grain ``week``, as the other parts of a
   month). Without a year: the reference's year, or every year for a question; ``Q3`` alone
   only after a word that sets it in time (``in Q3``, ``by Q4``: not ``answer Q3``).
 - A day of the month alone is that day of the month said (``of next month``, 下个月), or the
-  nearest one the clause points to (:func:`~somnid.memory.dates.tense.tense`): ``I paid on
-  the 9th`` said on the 20th is this month's 9th, ``we fly on the 9th`` the next month's.
+  one the clause points to (:func:`~somnid.memory.dates.tense.leaning`): ``I paid on the
+  9th`` said on the 20th is this month's 9th, ``we will fly on the 9th`` the next month's;
+  when the clause says neither, the nearer of the two. ``of each month`` names no day.
   An ordinal that counts something is no day (``on the 9th floor``, 3号线, 3日游).
 
 And a year said bare that is a number (:func:`not_a_year`): ``I ran 2024 meters``, ``room
@@ -23,7 +25,7 @@ import re
 
 from somnid.memory.dates import calendar as cal
 from somnid.memory.dates.ranges import ANY_YEAR, Found, date_or_none
-from somnid.memory.dates.tense import tense
+from somnid.memory.dates.tense import leaning
 from somnid.memory.dates.words import DIRECTION, count, month_number
 
 _ORDINAL = {"first": 0, "1st": 0, "second": 1, "2nd": 1, "latter": 1, "third": 2, "3rd": 2,
@@ -33,16 +35,18 @@ _YEARS = {"前年": -2, "去年": -1, "今年": 0, "明年": 1, "后年": 2, "la
 
 YEAR_PART_KINDS = frozenset(
     {"half_of_month", "quarter", "half_year", "q_year", "zh_year_part", "rel_year_part",
-     "zh_rel_year_part"}
+     "zh_rel_year_part", "rel_q_year", "zh_rel_quarter"}
 )  # fmt: skip
 DAY_KINDS = frozenset({"day_of_rel_month", "zh_rel_month_day", "bare_day", "zh_bare_day"})
 
 
-def year_part(
-    kind: str, g: dict[str, str | None], ref: dt.date, any_year: bool, *, timed: bool
-) -> Found | None:
-    """A quarter or half of a year, or a half of a month, in the years it is read in;
-    ``timed``: a word that sets it in time is before it (``in Q3``)."""
+def year_part(kind: str, m: re.Match[str], ref: dt.date, any_year: bool) -> Found | None:
+    """A quarter or half of a year, or a half of a month, in the years it is read in."""
+    g = m.groupdict()
+    if kind == "zh_rel_quarter":  # 上季度, 本季度, 下一季度
+        this = dt.date(ref.year, 3 * ((ref.month - 1) // 3) + 1, 1)
+        start = cal.shift(this, "month", 3 * DIRECTION[g["which"] or ""])
+        return "season", [cal.season_range(start.year, start.month)], 0
     if kind == "half_of_month":
         month = month_number(g["m"] or "")
         if month is None:
@@ -50,12 +54,13 @@ def year_part(
         second = _ORDINAL[(g["half"] or "").lower()] != 0
         ranges = [_half_month(y, month, second) for y in _years(g, ref, any_year)]
         return "week", ranges, 0
-    if kind == "q_year":
+    if kind in ("q_year", "rel_q_year"):
         letter, n = (g["p"] or "").upper(), int(g["n"] or 0)
-        if letter == "H" and not (n <= 2 and g["y"]):
+        if letter == "H" and not (n <= 2 and (g.get("y") or g.get("which"))):
             return None  # "H3", and "h1" with no year (a heading)
-        if letter == "Q" and not (g["y"] or timed):
-            return None  # "answer Q3": a question's number
+        timed = _Q_TIMED.search(m.string[max(0, m.start() - 24) : m.start()])
+        if letter == "Q" and not (g.get("y") or g.get("which") or timed):
+            return None  # "answer Q3", "For Q2, I picked B": a question's number
         quarter, half = (n - 1, None) if letter == "Q" else (None, n - 1)
     else:
         quarter = _index(g.get("q") or g.get("qn"))
@@ -71,6 +76,15 @@ def year_part(
             first = 1 if half == 0 else 7
             ranges.append((cal.month_range(year, first)[0], cal.month_range(year, first + 5)[1]))
     return ("season" if quarter is not None else "year"), ranges, 0
+
+
+_Q_TIMED = re.compile(
+    r"\b(?:in|by|during|until|till|since|before|after|through|throughout|from|to|early|late"
+    r"|mid|(?:start|beginning|middle|end)\s+of)\s+(?:the\s+)?$",
+    re.IGNORECASE,
+)
+"""What sets a lone ``Q3`` in time (``in Q3``, ``by Q4``); not ``of`` nor ``for`` (``the
+answer of Q3``, ``For Q2, I picked B``)."""
 
 
 def _index(word: str | None) -> int | None:
@@ -120,14 +134,29 @@ def day_of_month(kind: str, m: re.Match[str], ref: dt.date) -> Found | None:
         return None if found is None else ("day", [cal.day_range(found)], 0)
     if kind == "bare_day" and not _DAY_FOLLOWS.match(m.string, m.end()):
         return None
-    direction = tense(m)
+    if _RECURRING.search(m.string, m.end(), m.end() + 40):
+        return None  # "on the 1st and 15th of each month": no one day
+    direction = leaning(m)
+    days = [d for way in ((direction,) if direction else (-1, 1)) if (d := _next(ref, day, way))]
+    if not days:
+        return None
+    nearest = min(days, key=lambda d: (abs((d - ref).days), d > ref))  # a tie: the past
+    return "day", [cal.day_range(nearest)], 0
+
+
+_RECURRING = re.compile(r"\b(?:each|every|a)\s+month\b|\bmonthly\b|\bof\s+the\s+month\b", re.I)
+
+
+def _next(ref: dt.date, day: int, way: int) -> dt.date | None:
+    """The day ``day`` of a month nearest ``ref`` on its side ``way`` (ref itself included):
+    the 31st of the nearest month that has one."""
     start = ref.replace(day=1)
-    if (direction < 0 and day > ref.day) or (direction > 0 and day < ref.day):
-        start = cal.shift(start, "month", direction)
-    for step in range(3):  # the 31st: the nearest month that has one
-        month = cal.shift(start, "month", direction * step)
+    if (way < 0 and day > ref.day) or (way > 0 and day < ref.day):
+        start = cal.shift(start, "month", way)
+    for step in range(3):
+        month = cal.shift(start, "month", way * step)
         if (found := date_or_none(month.year, month.month, day)) is not None:
-            return "day", [cal.day_range(found)], 0
+            return found
     return None
 
 

@@ -144,8 +144,7 @@ def find_dates(text: str, ref: dt.date | None, *, any_year: bool = False) -> lis
 
 def _read(kind: str, m: re.Match[str], ref: dt.date, any_year: bool) -> Found | None:
     if kind in YEAR_PART_KINDS:
-        timed = bool(_TIME_WORD_BEFORE.search(m.string[max(0, m.start() - 30) : m.start()]))
-        return year_part(kind, m.groupdict(), ref, any_year, timed=timed)
+        return year_part(kind, m, ref, any_year)
     if kind in DAY_KINDS:
         return day_of_month(kind, m, ref)
     if kind in RELATIVE:

@@ -9,7 +9,9 @@ from __future__ import annotations
 import re
 
 _PAST = re.compile(
-    r"\b(went|was|were|did|had|got|saw|met|came|took|made|ago|yesterday|last)\b"
+    r"\b(went|was|were|did|had|got|saw|met|came|took|made|ago|yesterday|last|paid|said|told"
+    r"|bought|sent|left|spent|found|gave|ran|ate|wrote|flew|drove|sold|won|lost|began|felt"
+    r"|kept|brought|thought|caught|heard|held|built|slept|fell|knew|chose|forgot)\b"
     r"|(?<![a-z])[a-z]{3,}ed\b|了|过|已经|昨",
     re.I,
 )
@@ -22,7 +24,7 @@ _STOPS = ".!?。！？;；"
 CLAUSE_CHARS = 200
 
 
-def clause(match: re.Match[str]) -> str:
+def _clause(match: re.Match[str]) -> str:
     """The clause around ``match``: at most CLAUSE_CHARS either side (an unpunctuated body
     is not one clause per date)."""
     text = match.string
@@ -34,14 +36,20 @@ def clause(match: re.Match[str]) -> str:
 
 def past(match: re.Match[str]) -> bool:
     """The clause around ``match`` speaks of the past (``I started … this Monday``)."""
-    return bool(_PAST.search(clause(match)))
+    return bool(_PAST.search(_clause(match)))
+
+
+def leaning(match: re.Match[str]) -> int:
+    """Which way the clause around ``match`` points: -1 when it speaks of the past (``I
+    went … on Friday``, 周五去了), +1 when it speaks of a plan or the present (``I'm flying
+    on Friday``, 周五要去), 0 when it says neither."""
+    around = _clause(match)
+    if _PAST.search(around):
+        return -1
+    return 1 if _FUTURE.search(around) else 0
 
 
 def tense(match: re.Match[str]) -> int:
-    """Which way a weekday said bare points: -1 when the clause around ``match`` speaks of
-    the past (``I went … on Friday``, 周五去了), +1 when it speaks of a plan or the present
-    (``I'm flying on Friday``, 周五要去); the past when it says neither."""
-    around = clause(match)
-    if _PAST.search(around):
-        return -1
-    return 1 if _FUTURE.search(around) else -1
+    """Which way a weekday said bare points: the clause's :func:`leaning`, the past when it
+    says neither."""
+    return leaning(match) or -1

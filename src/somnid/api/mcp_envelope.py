@@ -27,7 +27,7 @@ def envelope_error(body: bytes) -> dict[str, Any] | None:
     except (ValueError, RecursionError):  # not JSON, not UTF-8, nested past Python's
         return None  # stack: the SDK's own parser refuses it (parse error, or a 400)
     if isinstance(message, list):
-        return _refused(None, "a batch (a JSON array) is not accepted: send one message per request")
+        return _refused(None, "a batch (a JSON array) is not served: one message per request")
     if not isinstance(message, dict):
         return _refused(None, "a message is a JSON object")
     ident = message.get("id")

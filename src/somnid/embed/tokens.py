@@ -21,6 +21,8 @@ from typing import Any, Protocol
 
 from tokenizers import Tokenizer
 
+from somnid.memory.text import valid_text
+
 __all__ = ["LibraryIds", "TokenIds", "UnigramIds", "read_token_ids"]
 
 UNKNOWN_PENALTY = 10.0  # below the lowest piece score, as in `tokenizers` and SentencePiece
@@ -49,9 +51,9 @@ def read_token_ids(raw: str, max_length: int) -> TokenIds:
 
 
 def valid(texts: Sequence[str]) -> list[str]:
-    """``texts`` as text a tokenizer takes: a lone surrogate (``"\\ud800"`` is valid JSON
-    but no text; the library refuses it) is a ``?``."""
-    return [text.encode("utf-8", "replace").decode("utf-8") for text in texts]
+    """``texts`` as a tokenizer takes them: a lone surrogate, which the library refuses, a
+    ``?`` (:func:`~somnid.memory.text.valid_text`)."""
+    return [valid_text(text) for text in texts]
 
 
 class LibraryIds:

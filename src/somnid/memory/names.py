@@ -22,6 +22,7 @@ import re
 import unicodedata
 
 from somnid.errors import InvalidName
+from somnid.memory.text import has_surrogate
 
 MAX_NAME_CHARS = 100
 MAX_NAME_BYTES = 200
@@ -36,7 +37,6 @@ _WINDOWS_DEVICES = {"con", "prn", "aux", "nul"} | {
 }
 _FORBIDDEN = re.compile(r"[/\\\x00-\x1f\x7f]")
 _DASHES = re.compile(r"-{2,}")
-_SURROGATE = re.compile("[\ud800-\udfff]")
 _SYMBOLS = ("So", "Sk")  # pictographs, emoji and their skin-tone modifiers
 
 
@@ -60,7 +60,7 @@ def slugify(raw: str) -> str:
         raise InvalidName(f"name {raw[:60]!r} contains a path separator or a control character")
     if raw.strip() in (".", ".."):
         raise InvalidName(f"name {raw!r} is not allowed")
-    if _SURROGATE.search(raw):
+    if has_surrogate(raw):
         raise InvalidName("a name must be valid Unicode: it holds a lone surrogate")
     text = unicodedata.normalize("NFKC", raw)
     # Zero-width and other format characters and variation selectors are invisible and
@@ -82,7 +82,7 @@ def slugify(raw: str) -> str:
 
 def check_name(name: str) -> str:
     """Accept ``name`` only if it already is a safe slug; return it unchanged."""
-    if _SURROGATE.search(name):
+    if has_surrogate(name):
         raise InvalidName("a name must be valid Unicode: it holds a lone surrogate")
     if not name or name in (".", "..") or _FORBIDDEN.search(name) or name.startswith("."):
         raise InvalidName(f"name {name[:60]!r} is not a safe name")

@@ -1,13 +1,30 @@
-"""One line of text: the one rule for putting stored or given text on a single line.
+"""Text given or stored, made safe to show and to use: one rule each.
 
-Every place that shows a field, a name or a header on one line (quoted tool answers, prompt
-sections, a dream's descriptions, git's commit headers) collapses whitespace this way, so a
-newline in the text can never start a line of its own.
+- :func:`one_line`: every place that shows a field, a name or a header on one line (quoted
+  tool answers, prompt sections, a dream's descriptions, git's commit headers) collapses
+  whitespace this way, so a newline in the text can never start a line of its own;
+- :func:`has_surrogate`, :func:`valid_text`: ``"\\ud800"`` is valid JSON but no text (no
+  UTF-8 carries it): what is stored or searched refuses it, what only cues (a tokenizer's
+  input, a hint's cue, a model's answer) reads it as ``?``.
 """
 
 from __future__ import annotations
+
+import re
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def one_line(text: str) -> str:
     """``text`` with every run of whitespace (newlines included) as one space, trimmed."""
     return " ".join(text.split())
+
+
+def has_surrogate(text: str) -> bool:
+    """``text`` holds a lone surrogate."""
+    return _SURROGATE.search(text) is not None
+
+
+def valid_text(text: str) -> str:
+    """``text`` as UTF-8 carries it: each lone surrogate a ``?``."""
+    return text.encode("utf-8", "replace").decode("utf-8")

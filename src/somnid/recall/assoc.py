@@ -17,6 +17,7 @@ from typing import Any
 
 from somnid.config import AssocSettings
 from somnid.memory.kinds import Kind
+from somnid.memory.text import valid_text
 from somnid.recall.engine import Hit, Recall
 
 HINT_KINDS = (Kind.KNOWLEDGE, Kind.SKILL, Kind.EPISODE)
@@ -66,17 +67,12 @@ def action_cue(tool: str, args: dict[str, Any]) -> str:
     for key in CUE_ARG_KEYS:
         value = args.get(key)
         if isinstance(value, str) and value.strip():
-            return _text(value.strip())
+            return valid_text(value.strip())
     if not args:
-        return _text(tool)
-    return _text(
+        return valid_text(tool)
+    return valid_text(
         f"{tool}: {json.dumps(args, ensure_ascii=False, separators=(',', ':'), default=str)}"
     )
-
-
-def _text(cue: str) -> str:
-    """``cue`` as text can be searched: a lone surrogate (valid JSON, no text) is a ``?``."""
-    return cue.encode("utf-8", "replace").decode("utf-8")
 
 
 def estimate_tokens(text: str) -> int:

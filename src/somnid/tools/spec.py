@@ -20,6 +20,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from somnid.errors import InvalidArguments
+from somnid.memory.text import has_surrogate
 
 _JSON_TYPES: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
 _ARG_HEAD = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*:\s*(.*)$")
@@ -57,16 +58,13 @@ class ToolSpec:
         return {"name": self.name, "description": self.description, "parameters": self.parameters}
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
 def _surrogates(value: Any, path: str = "") -> list[str]:
     """Where ``value`` holds a lone surrogate (``"\\ud800"`` is valid JSON but no text: it
     could not be embedded, searched nor written)."""
     if isinstance(value, str):
-        return [path or "args"] if _SURROGATE.search(value) else []
+        return [path or "args"] if has_surrogate(value) else []
     if isinstance(value, dict):
-        found = [f"{path}.{k}".lstrip(".") for k in value if _SURROGATE.search(str(k))]
+        found = [f"{path}.{k}".lstrip(".") for k in value if has_surrogate(str(k))]
         for key, item in value.items():
             found += _surrogates(item, f"{path}.{key}".lstrip("."))
         return found

@@ -23,6 +23,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from somnid.memory.text import valid_text
+
 __all__ = [
     "ChatBackend",
     "ChatOptions",
@@ -216,12 +218,6 @@ def parse_chat_reply(body: object, source: str) -> ChatResult:
         Usage.from_wire(body.get("usage")),
         finish_reason_of(body.get("finish_reason")),
     )
-
-
-def valid_text(text: str) -> str:
-    """``text`` as UTF-8 can carry it: a lone surrogate (``"\\ud800"`` is valid JSON) made
-    the answer impossible to send back in a repair request, and the dream ended in error."""
-    return text.encode("utf-8", "replace").decode("utf-8")
 
 
 def _text(content: object) -> str:

@@ -76,6 +76,12 @@ def test_a_day_of_the_month_alone_is_the_one_the_clause_means(text: str, day: st
     assert days(text)[-1:] == [(day, day)]
 
 
+def test_chinese_days_alone_from_one_to_another() -> None:
+    assert days("我要3号到5号去北京") == [("2023-06-03", "2023-06-05")]  # a plan: June's
+    assert days("28号到3号出差了") == [("2023-04-28", "2023-05-03")]  # gone: into May
+    assert days("10日至12日开会了") == [("2023-05-10", "2023-05-12")]
+
+
 @pytest.mark.parametrize(
     "text",
     [

@@ -27,6 +27,13 @@ _ISO = r"(?P<y>(?:19|20)\d{2})-(?P<m>\d{1,2})-(?P<d>\d{1,2})"
 _HALF = r"(?P<half>first|second|latter|1st|2nd)\s+half"
 _QUARTER = r"(?P<qn>first|second|third|fourth|last|final|1st|2nd|3rd|4th)\s+quarter"
 _ZH_YEAR_PART = r"(?:(?P<half>上|下)半年|第?(?P<q>[一二三四1-4])\s*季度)"
+_ZH_DAY_BEFORE = r"(?<![\d月年第.#号路街道巷弄座栋楼区层室间近每续A-Za-z])"
+"""Not a day after a number, a street, a building, "each" or "the last" (人民路15号, 近7日)."""
+_ZH_DAY_AFTER = (
+    r"(?=$|[\s，。,.！？!?、；;：:）)」』]|的|上午|下午|晚上|早上|中午|凌晨|那天|当天"
+    r"|左右|[要去来到回走出见开办放交发做给我你他她们就还也都才再在和跟与])"
+)
+"""A day is followed by a time, a verb, a pause or nothing (not 5号电池, 3号会议室, 3日后)."""
 _TO = r"(?P<to>-|–|—|to|until|till|through|thru|and)"
 
 PATTERNS: list[tuple[str, str]] = [
@@ -114,10 +121,9 @@ PATTERNS: list[tuple[str, str]] = [
     # A day of the month said alone: "on the 9th", 15号 (not "the 9th floor", 3号线, 3日游,
     # 人民路15号, 5号电池, 3日后: a day is followed by a time, a verb, a pause or nothing).
     ("bare_day", r"\bon\s+the\s+(?P<d>\d{1,2})(?:st|nd|rd|th)\b"),
-    ("zh_bare_day", r"(?<![\d月年第.#号路街道巷弄座栋楼区层室间近每续A-Za-z])"
-                    r"(?P<d>\d{1,2})\s*[号日]"
-                    r"(?=$|[\s，。,.！？!?、；;：:）)」』]|的|上午|下午|晚上|早上|中午|凌晨|那天|当天"
-                    r"|左右|[要去来到回走出见开办放交发做给我你他她们就还也都才再在和跟与])"),
+    ("zh_bare_day_range", rf"{_ZH_DAY_BEFORE}(?P<d>\d{{1,2}})\s*[号日]?\s*(?:到|至|-|–|~|～)\s*"
+                          rf"(?P<d2>\d{{1,2}})\s*[号日]{_ZH_DAY_AFTER}"),
+    ("zh_bare_day", rf"{_ZH_DAY_BEFORE}(?P<d>\d{{1,2}})\s*[号日]{_ZH_DAY_AFTER}"),
     ("rel_season", r"\b(?P<which>last|this|next)\s+(?P<s>spring|summer|autumn|fall|winter)\b"),
     # Rolling windows up to the day said: "the last two weeks", 过去三个月.
     ("rolling", rf"\b(?:the\s+)?(?:last|past|previous)\s+"

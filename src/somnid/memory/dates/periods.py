@@ -37,7 +37,9 @@ YEAR_PART_KINDS = frozenset(
     {"half_of_month", "quarter", "half_year", "q_year", "zh_year_part", "rel_year_part",
      "zh_rel_year_part", "rel_q_year", "zh_rel_quarter"}
 )  # fmt: skip
-DAY_KINDS = frozenset({"day_of_rel_month", "zh_rel_month_day", "bare_day", "zh_bare_day"})
+DAY_KINDS = frozenset(
+    {"day_of_rel_month", "zh_rel_month_day", "bare_day", "zh_bare_day", "zh_bare_day_range"}
+)
 
 
 def year_part(kind: str, m: re.Match[str], ref: dt.date, any_year: bool) -> Found | None:
@@ -141,7 +143,15 @@ def day_of_month(kind: str, m: re.Match[str], ref: dt.date) -> Found | None:
     if not days:
         return None
     nearest = min(days, key=lambda d: (abs((d - ref).days), d > ref))  # a tie: the past
-    return "day", [cal.day_range(nearest)], 0
+    if kind != "zh_bare_day_range":
+        return "day", [cal.day_range(nearest)], 0
+    last = int(g["d2"] or 0)  # 3号到5号: to the 5th of that month, or of the next (28号到3号)
+    month = nearest if last > day else cal.shift(nearest.replace(day=1), "month", 1)
+    end = date_or_none(month.year, month.month, last)
+    if end is None or not 0 < (end - nearest).days <= 31:
+        return None
+    grain = "week" if (end - nearest).days < 9 else "month"  # as ranges.day_range grains them
+    return grain, [(nearest.toordinal(), end.toordinal())], 0
 
 
 _RECURRING = re.compile(r"\b(?:each|every|a)\s+month\b|\bmonthly\b|\bof\s+the\s+month\b", re.I)

@@ -176,3 +176,32 @@ def test_two_machines_share_one_memory(
         assert kites_file.read_text() == half
         merged_text = git(b.data_dir, "show", "HEAD:memory/knowledge/kites/SKILL.md")
         assert "changed on a meanwhile" in merged_text
+
+
+def test_generated_names_of_two_machines_never_meet(tmp_path: Path) -> None:
+    # A probe: an intention made on each machine was named pi-<day>-001 on both, an episode
+    # made in the same second ep-<day>-<time> on both, and the sync kept one of each,
+    # silently (the other only in git history).
+    remote = bare_remote(tmp_path / "remote.git")
+    with (
+        machine(tmp_path / "a" / "data", remote) as a,
+        machine(tmp_path / "b" / "data", remote) as b,
+    ):
+        names: dict[str, list[str]] = {}
+        for daemon, who in ((a, "A"), (b, "B")):
+            with daemon.client(timeout=60.0) as client:
+                made = [
+                    client.post("/v1/memories/intention", json={"description": f"call {who}"}),
+                    client.post("/v1/memories/episode", json={"description": f"met {who}"}),
+                ]
+            assert all(answer.status_code == 201 for answer in made), [m.text for m in made]
+            names[who] = [answer.json()["name"] for answer in made]
+        assert not set(names["A"]) & set(names["B"])
+        sync(a)
+        sync(b)
+        sync(a)
+        for daemon in (a, b):
+            with daemon.client(timeout=60.0) as client:
+                listed = client.get("/v1/memories", params={"kind": ["intention", "episode"]})
+            held = {item["name"] for item in listed.json()["items"]}
+            assert held >= {*names["A"], *names["B"]}, held

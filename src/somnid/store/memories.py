@@ -345,7 +345,11 @@ class MemoryStore(EntryReader):
         return candidate
 
     def free_name(self, kind: Kind, base: str) -> str:
-        """``base`` or ``base-2``, ``base-3``…: a name neither live nor archived."""
+        """``base`` or ``base-2``, ``base-3``…: a name neither live nor archived; with this
+        machine's id after ``base`` when the data dir is synced (two machines can create
+        one in the same second)."""
+        if self.layout.machine:
+            base = f"{base}-{self.layout.machine}"
         candidate, number = base, 1
         while (
             self.exists(kind, candidate)
@@ -357,8 +361,11 @@ class MemoryStore(EntryReader):
         return candidate
 
     def next_sequence_name(self, kind: Kind, prefix: str, day: dt.date) -> str:
-        """``<prefix>-YYYYMMDD-NNN`` with the first NNN used by no live or archived entry."""
-        stem = f"{prefix}-{day:%Y%m%d}-"
+        """``<prefix>-YYYYMMDD-NNN`` with the first NNN used by no live or archived entry;
+        ``<prefix>-YYYYMMDD-<machine>-NNN`` when the data dir is synced (:attr:`Layout.machine`):
+        two machines counting from the same state never take one name."""
+        machine = f"{self.layout.machine}-" if self.layout.machine else ""
+        stem = f"{prefix}-{day:%Y%m%d}-{machine}"
         taken: set[str] = set()
         for folder in (self.layout.kind_dir(kind), self.layout.archive_dir(kind)):
             if folder.is_dir():

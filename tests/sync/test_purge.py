@@ -45,6 +45,10 @@ def test_a_purge_with_history_travels(tmp_path: Path) -> None:
                 "/v1/memories/knowledge/door/purge", params={"confirm": "door", "history": "true"}
             )
             assert done.status_code == 200, done.text
+        # When the purge answers, no ref keeps it (the last fetch's ref did, until the next
+        # round: a probe read the secret there; with the remote down, for good).
+        assert SECRET not in _everywhere(a.data_dir)
+        fsck(a.data_dir)
         sync(a)  # replaces the remote's branch: the only forced push
         assert SECRET not in _everywhere(remote)
         sync(b)  # receives the purge: forgets the entry and its history, then merges

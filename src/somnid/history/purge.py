@@ -154,10 +154,23 @@ def rewrite(
         else:
             git.run("update-ref", f"refs/heads/{BRANCH}", parent, old)
         git.run("read-tree", *(["HEAD"] if parent else ["--empty"]))
+        _drop_other_refs(git, order[first])
         git.run("reflog", "expire", "--expire=now", "--all")
         git.run("gc", "-q", "--prune=now")
     progress.phase = "finishing"
     return rebuilt
+
+
+def _drop_other_refs(git: Git, first: str) -> None:
+    """Delete every ref but the branch that still reaches ``first`` (the oldest commit that
+    held the entry): sync's last fetch of the remote, say, kept every old version reachable
+    from ``.git`` until its next round, and for good with the remote down. That ref is made
+    again by the next fetch."""
+    for ref in git.text("for-each-ref", "--format=%(refname)").split():
+        if ref == f"refs/heads/{BRANCH}":
+            continue
+        if git.call("merge-base", "--is-ancestor", first, ref).returncode == 0:
+            git.run("update-ref", "-d", ref)
 
 
 def _tree_without(git: Git, sha: str, specs: list[str], index: dict[str, str]) -> str:

@@ -176,6 +176,11 @@ def test_two_machines_share_one_memory(
         assert kites_file.read_text() == half
         merged_text = git(b.data_dir, "show", "HEAD:memory/knowledge/kites/SKILL.md")
         assert "changed on a meanwhile" in merged_text
+        # ... and the merged version is beside it, a conflict: once the person's file, mended,
+        # was committed over it, a's change was lost on both machines, silently (a probe).
+        [listed] = status(b)["conflicts"]
+        assert listed["entry"] == "memory/knowledge/kites/SKILL.md"
+        assert "changed on a meanwhile" in (b.data_dir / listed["path"]).read_text()
 
 
 def test_generated_names_of_two_machines_never_meet(tmp_path: Path) -> None:

@@ -91,6 +91,8 @@ def merge_remote(
                 if not last and _written_since(committer, head, plan):
                     continue
                 changed = _apply(committer, plan)
+                aside = _beside_kept(committer, head, new, broken)
+                changed, conflicts = changed + aside, conflicts + aside
                 git.run("read-tree", new)
                 git.run(
                     "update-ref", "-m", "somnid sync", f"refs/heads/{BRANCH}", new,
@@ -255,6 +257,26 @@ def _broken(committer: Committer, path: str) -> bool:
     except (OSError, SomnidError):  # BrokenFile above all
         return True
     return False
+
+
+def _beside_kept(committer: Committer, head: str | None, new: str, kept: set[str]) -> list[str]:
+    """The merge's version of each file a person is editing and that does not parse yet
+    (``kept``: left as it is), put beside it as a conflict: theirs would be lost once the
+    person's file, mended, is committed over it (caller holds the store's lock)."""
+    if not kept:
+        return []
+    theirs = [
+        (blob, path)
+        for mode, blob, path in _changes(committer.git, head, new)
+        if path in kept and mode in _REGULAR
+    ]
+    blobs = _blobs(committer.git, [blob for blob, _ in theirs])
+    aside = []
+    for blob, path in theirs:
+        beside = conflict_path(path, new)
+        committer.memories.put_raw(committer.layout.root / PurePosixPath(beside), blobs[blob])
+        aside.append(beside)
+    return aside
 
 
 def _commit_local(committer: Committer) -> tuple[str | None, set[str]]:

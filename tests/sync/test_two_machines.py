@@ -210,3 +210,32 @@ def test_generated_names_of_two_machines_never_meet(tmp_path: Path) -> None:
                 listed = client.get("/v1/memories", params={"kind": ["intention", "episode"]})
             held = {item["name"] for item in listed.json()["items"]}
             assert held >= {*names["A"], *names["B"]}, held
+
+
+def test_a_sync_merge_shows_what_it_brought_and_can_be_undone(tmp_path: Path) -> None:
+    # A probe: the merge of the other machine's edit listed no change in history, and
+    # neither it nor the edit could be reverted on the machine that merged it.
+    remote = bare_remote(tmp_path / "remote.git")
+    with (
+        machine(tmp_path / "a" / "data", remote) as a,
+        machine(tmp_path / "b" / "data", remote) as b,
+    ):
+        write(a, "kites", BODY)
+        sync(a)
+        sync(b)
+        patch(a, "kites", body=BODY.replace("line one", "line one, from a"))
+        patch(b, "kites", body=BODY.replace("line three", "line three, from b"))
+        sync(a)
+        sync(b)  # b merges a's edit beside its own
+        with b.client() as client:
+            items = client.get("/v1/history", params={"limit": 5}).json()["items"]
+            merge = next(item for item in items if item["subject"].startswith("Sync: "))
+            assert [change["name"] for change in merge["changes"]] == ["kites"]
+            shown = client.get(f"/v1/history/{merge['id']}").json()
+            assert "line one, from a" in json.dumps(shown)
+            undone = client.post(f"/v1/history/{merge['id']}/revert")
+            assert undone.status_code == 200, undone.text
+        kites = read(b, "kites")
+        assert kites is not None and kites["body"] == BODY.replace(
+            "line three", "line three, from b"
+        )

@@ -20,6 +20,12 @@ _TRAILER = re.compile(r"^([A-Za-z-]+): (.*)$")
 _FIELDS = ("%H", "%P", "%an", "%ae", "%aI", "%B")
 
 
+_MERGES = "--diff-merges=first-parent"
+"""A merge's changes are what it brought into this machine's history (a sync's merge of the
+other machine's edits): shown, and undone, like any commit's. Without it a merge listed none
+and could not be reverted."""
+
+
 def _format() -> tuple[str, str, str]:
     """``git log``'s format and its record and field separators. They hold a fresh random
     mark: a commit's text may hold any byte (a hand commit, one that came by sync), and
@@ -105,7 +111,7 @@ def _source(email: str) -> str:
 def _log(git: Git, layout: Layout, *args: str) -> list[Commit]:
     """``git log`` with ``args``, read into commits."""
     form, record, field = _format()
-    out = git.text("log", form, *args)
+    out = git.text("log", form, _MERGES, *args)
     commits: list[Commit] = []
     for text in out.split(record)[1:]:
         sha, parents, author, email, date, message, files = text.split(field, 6)
@@ -178,7 +184,7 @@ def diffs(
 def _patches(git: Git, info: Commit, paths: list[str] | None) -> list[EntryDiff]:
     where = ["--", *paths] if paths else []
     out = git.text(
-        "show", "--format=", "--no-renames", "--patch", "--no-color", info.id, *where
+        "show", "--format=", _MERGES, "--no-renames", "--patch", "--no-color", info.id, *where
     )  # fmt: skip
     parts: dict[str, str] = {}
     for chunk in re.split(r"(?m)^(?=diff --git )", out):

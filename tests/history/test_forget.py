@@ -68,6 +68,9 @@ def test_purge_with_history_leaves_no_trace_and_is_audited(
     # Rewritten: the purge's own commit is gone too. (How many commits were rebuilt
     # depends on whether keep and leak were written within one batch window.)
     assert done.json()["history"] is True and done.json()["commit"] is None
+    # Its edit and its archive changed nothing else: dropped, and said so (a probe saw
+    # "rewrote 0 commits" after 39 were gone).
+    assert done.json()["droppedCommits"] >= 2
     assert not (data_dir / "memory/archived/leak").exists()
     assert SECRET not in everything_in_git(data_dir)  # no blob, commit or tree keeps it
     assert "leak" not in git(data_dir, "log", "--all", "--name-only", "--format=")
@@ -81,6 +84,7 @@ def test_purge_with_history_leaves_no_trace_and_is_audited(
     assert stat.S_IMODE(os.stat(audit).st_mode) == 0o600
     [line] = audit.read_text().splitlines()
     assert '"action": "purge"' in line and '"name": "leak"' in line and '"history": true' in line
+    assert f'"dropped_commits": {done.json()["droppedCommits"]}' in line
     assert_problem(client.post(url, params={"confirm": "leak"}), 404, "not_found")
 
 

@@ -106,7 +106,9 @@ def run_purge(args: argparse.Namespace, settings: Settings) -> int:
     where = " and from history" if done["history"] else ""
     print(f"purged {done['kind']} {done['name']}{where}: {', '.join(done['removed']) or '-'}")
     if done["history"]:
-        print(f"rewrote {done['rewrittenCommits']} commits in {done['seconds']:.1f} s")
+        dropped = done.get("droppedCommits") or 0
+        gone = f", dropped {dropped} that changed only the entry" if dropped else ""
+        print(f"rewrote {done['rewrittenCommits']} commits{gone} in {done['seconds']:.1f} s")
     for log in done.get("scrubbedLogs") or []:
         print(f"scrubbed {log['replaced']}x from {log['path']}")
     return 0

@@ -61,6 +61,8 @@ class Purged:
     seconds: float = 0.0
     scrubbed: list[Scrubbed] = dataclasses.field(default_factory=list)
     """Session logs the purged text was scrubbed from (on request)."""
+    dropped: int = 0
+    """Commits of the rewrite that changed nothing but the entry: gone, not rebuilt."""
 
 
 @dataclass(slots=True)
@@ -318,6 +320,7 @@ class History:
             finally:
                 self.purging = None
         seconds = round(progress.elapsed_s(), 3)
+        dropped = max(0, progress.commits - rewritten) if history else 0
         if not removed and not progress.commits and not phrases:
             raise NotFound(f"no {kind.value} named {name!r}, live, archived or in history")
         scrubbed, failed = await self._scrub(texts)
@@ -329,6 +332,7 @@ class History:
             "paths": removed,
             "history": history,
             "rewritten_commits": rewritten,
+            "dropped_commits": dropped,
             "estimated_seconds": progress.estimated_s,
             "seconds": seconds,
             "scrub_logs": scrub_logs,
@@ -355,16 +359,9 @@ class History:
         if failed is not None:
             raise failed
         return Purged(
-            kind.value,
-            name,
-            removed,
-            history,
-            rewritten,
-            commit,
-            progress.estimated_s,
-            seconds,
-            scrubbed,
-        )
+            kind.value, name, removed, history, rewritten, commit, progress.estimated_s,
+            seconds, scrubbed, dropped,
+        )  # fmt: skip
 
     async def _scrub(self, texts: list[str]) -> tuple[list[Scrubbed], SomnidError | None]:
         """Scrub ``texts`` from the session logs; a failure is returned, not raised: the

@@ -1743,8 +1743,17 @@ export interface components {
              * @description Whether past versions were removed from history too.
              */
             history: boolean;
-            /** Rewrittencommits */
+            /**
+             * Rewrittencommits
+             * @description Commits rebuilt without the entry.
+             */
             rewrittenCommits: number;
+            /**
+             * Droppedcommits
+             * @description Commits that changed nothing but the entry: gone from history.
+             * @default 0
+             */
+            droppedCommits: number;
             /**
              * Commit
              * @description The purge's commit (none when rewritten).

@@ -181,7 +181,10 @@ class PurgeOut(Schema):
     name: str
     removed: list[str] = Field(description="The paths deleted from the data dir.")
     history: bool = Field(description="Whether past versions were removed from history too.")
-    rewritten_commits: int
+    rewritten_commits: int = Field(description="Commits rebuilt without the entry.")
+    dropped_commits: int = Field(
+        0, description="Commits that changed nothing but the entry: gone from history."
+    )
     commit: str | None = Field(None, description="The purge's commit (none when rewritten).")
     estimated_seconds: float | None = Field(
         None,
@@ -203,6 +206,7 @@ class PurgeOut(Schema):
             removed=done.removed,
             history=done.history,
             rewritten_commits=done.rewritten,
+            dropped_commits=done.dropped,
             commit=done.commit,
             estimated_seconds=_round(done.estimated_s),
             seconds=done.seconds,

@@ -122,8 +122,8 @@ def test_purge_scrubs_the_text_from_live_and_archived_logs(tmp_path: Path) -> No
         out = done_cli.stdout
         assert "purged knowledge tea and from history: memory/knowledge/tea" in out, out
         # the commits that held only the entry (the purge's own one at least) are said
-        said = r"^rewrote \d+ commits, dropped [1-9]\d* that changed only the entry in [\d.]+ s$"
-        assert re.search(said, out, re.M), out
+        line = r"^rewrote \d+ commits, dropped [1-9]\d* that changed only the entry in [\d.]+ s$"
+        assert re.search(line, out, re.M), out
         assert f"scrubbed 1x from {live}" in out, out
         assert "Wuyi" not in logs_text(data)
         assert "knowledge/tea" not in git(data, "log", "--all", "--name-only", "--format=")

@@ -250,3 +250,13 @@ def test_usage_from_the_wire() -> None:
         assert Usage.from_wire({"prompt_tokens": odd, "cached_tokens": odd}) == Usage()
     assert Usage(1, 2, 0) + Usage(10, 20, 5) == Usage(11, 22, 5)
     assert (Usage(1, 2, 0) + Usage(10, 20, 5)).total == 33
+
+
+def test_arguments_nested_past_the_stack_are_refused_with_a_reason() -> None:
+    # A probe: such arguments ended an agentic dream in error (RecursionError).
+    deep = "[" * 3000 + "]" * 3000
+    assert parse_arguments(deep) == (None, "arguments are nested too deep")
+    assert parse_arguments(json.dumps('{"a": ' + deep + "}")) == (
+        None,
+        "arguments are nested too deep",
+    )

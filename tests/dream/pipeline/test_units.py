@@ -282,3 +282,13 @@ def test_lines_found_elsewhere_by_word_overlap_are_not_evidence() -> None:
 )
 def test_a_one_person_window_shows_what_they_say_of_themselves(said: str, shown: str) -> None:
     assert own_sentences(said) == shown
+
+
+def test_json_nested_past_the_stack_is_an_answer_error_not_a_failed_dream() -> None:
+    # A probe: a reply of {"candidates": [[[…3000…]]]} ended the whole dream in error
+    # (RecursionError); a stage's bad answer is an AnswerError it retries or skips.
+    deep = '{"candidates": ' + "[" * 3000 + "]" * 3000 + "}"
+    with pytest.raises(AnswerError, match="nested too deep"):
+        parse_json(deep)
+    with pytest.raises(AnswerError, match="nested too deep"):
+        parse_json("Here: " + deep + " done")

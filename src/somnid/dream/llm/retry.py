@@ -130,7 +130,7 @@ class HttpPoster:
             raise LLMRejected(f"POST {self.url} was refused with {failure}")
         try:
             body = json.loads(raw)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # not JSON, or nested past the stack
             raise LLMBadResponse(f"{self.url} answered with invalid JSON") from exc
         if not isinstance(body, dict):
             raise LLMBadResponse(f"{self.url} answered with a JSON {type(body).__name__}")

@@ -22,7 +22,6 @@ prose, or a JSON object that merely looks like data, is never run.
 
 from __future__ import annotations
 
-import contextlib
 import difflib
 import json
 import re
@@ -120,9 +119,15 @@ def parse_arguments(
     except json.JSONDecodeError as exc:
         where = f"line {exc.lineno} column {exc.colno}"
         return None, f"arguments are not valid JSON: {exc.msg} at {where}"
+    except RecursionError:  # nested past Python's stack: refused, the model is told
+        return None, "arguments are nested too deep"
     if isinstance(value, str):  # double-encoded: a JSON string holding the object
-        with contextlib.suppress(json.JSONDecodeError):
+        try:
             value = json.loads(value)
+        except json.JSONDecodeError:
+            pass
+        except RecursionError:
+            return None, "arguments are nested too deep"
     if not isinstance(value, dict):
         return None, f"arguments must be a JSON object, got {_json_kind(value)}"
     return value, None

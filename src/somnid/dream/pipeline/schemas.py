@@ -139,6 +139,8 @@ def parse_json(content: str) -> Any:
     text = content.strip()
     try:
         return json.loads(text)
+    except RecursionError:  # nested past Python's stack: no answer a stage reads
+        raise AnswerError("the answer's JSON is nested too deep") from None
     except ValueError:
         pass
     start, end = text.find("{"), text.rfind("}")
@@ -147,6 +149,8 @@ def parse_json(content: str) -> Any:
             return json.loads(text[start : end + 1])
         except json.JSONDecodeError as exc:
             raise AnswerError(f"the answer is not valid JSON ({exc.msg} at {exc.pos})") from None
+        except RecursionError:
+            raise AnswerError("the answer's JSON is nested too deep") from None
     raise AnswerError("the answer holds no JSON object")
 
 

@@ -101,3 +101,18 @@ def test_nothing_is_committed_onto_a_detached_head(client: TestClient, data_dir:
     wait_for(lambda: client.get("/v1/health").json()["history"]["status"] == "ok")
     assert "knowledge/detached" in git(data_dir, "log", "-1", "--name-only", "--format=", "main")
     assert (data_dir / made.json()["path"]).is_file()
+
+
+def test_a_nul_in_a_dream_s_trigger_stops_no_commit(client: TestClient, data_dir: Path) -> None:
+    # A probe: the dream's commit message held the trigger, git refused the argument
+    # ("embedded null byte"), and every commit after it failed until a restart.
+    wait_for(lambda: bool(subjects(data_dir)))  # the start's commit is made
+    slept = client.post("/v1/sleep/run", json={"trigger": "a\u0000b", "wait": True})
+    assert slept.status_code == 200, slept.text
+    made = client.post("/v1/memories/knowledge", json={"name": "after", "description": "d"})
+    assert made.status_code == 201, made.text
+    listed = client.get("/v1/history")
+    assert listed.status_code == 200, listed.text
+    assert any(s.startswith("Dream (a\ufffdb") for s in subjects(data_dir))
+    assert any("knowledge/after" in s for s in subjects(data_dir))
+    assert client.get("/v1/health").json()["history"]["status"] == "ok"

@@ -40,6 +40,9 @@ def commit_paths_only(
         listed = "\0".join(specs).encode("utf-8")
     # No --dry-run first: it prints a full status, untracked files and all (2-11 s at 100k
     # entries, more than the commit). The commit itself says when there is nothing to take.
+    # No argument holds a NUL: one in a dream's trigger or a model's failure made every
+    # commit after it fail ("embedded null byte"), history stuck until a restart.
+    message = message.replace("\x00", "\ufffd")
     done = git.call(
         "commit", "-q", "--no-verify", "--untracked-files=no", "-m", message, "--only", *paths,
         input=listed, env=env,

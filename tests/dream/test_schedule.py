@@ -120,3 +120,18 @@ async def test_a_running_agent_cancels_the_dream(runtime: Runtime) -> None:
     assert await runtime.scheduler.on_report("host", "agent", "running")
     assert runtime.dreamer.last is not None and runtime.dreamer.last.status == "interrupted"
     assert llm.cancelled.is_set()
+
+
+async def test_a_dream_cancelled_before_it_began_is_interrupted_not_an_error(
+    runtime: Runtime,
+) -> None:
+    # A probe: a cancel right after the start reached the task before its try: the
+    # CancelledError escaped, and POST /v1/sleep/run {"wait": true} answered 503 "shutting
+    # down" on a running daemon.
+    started, task = runtime.dreamer.start("manual")
+    assert started and task is not None
+    assert await runtime.dreamer.cancel()
+    result = await runtime.dreamer.outcome(task, "manual")
+    assert (result.status, result.reason, result.trigger) == ("interrupted", "cancelled", "manual")
+    again = await runtime.dreamer.run("manual")  # the next one runs as ever
+    assert again.status != "interrupted"

@@ -186,7 +186,18 @@ class Dreamer:
         if not started:
             return DreamResult("skipped", "already_running", trigger)
         assert task is not None
-        return await asyncio.shield(task)
+        return await self.outcome(task, trigger)
+
+    async def outcome(self, task: asyncio.Task[DreamResult], trigger: str) -> DreamResult:
+        """The result of a dream's ``task``, waited for without cancelling it; a dream
+        cancelled before it began (a cancel right after the start) is ``interrupted``, not
+        an error of the caller's (it answered 503 "shutting down")."""
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            if not task.cancelled():
+                raise  # the caller itself is cancelled
+            return DreamResult("interrupted", "cancelled", trigger, mode=self.settings.mode)
 
     async def cancel(self) -> bool:
         """Interrupt the running dream; returns once it has stopped (within a second)."""

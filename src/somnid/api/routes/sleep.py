@@ -37,7 +37,7 @@ async def run_sleep(runtime: RuntimeDep, body: SleepRun | None = None) -> SleepR
     started, task = runtime.dreamer.start(request.trigger)
     result = None
     if request.wait and task is not None:
-        result = _result(await asyncio.shield(task))
+        result = _result(await runtime.dreamer.outcome(task, request.trigger))
     return SleepRunResponse(started=started, sleeping=runtime.dreamer.sleeping, result=result)
 
 

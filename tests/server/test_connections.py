@@ -129,3 +129,57 @@ def _one_answer(sock: socket.socket) -> bytes:
     while len(body) < length:
         body += sock.recv(4096)
     return head + b"\r\n\r\n" + body
+
+
+def _event_stream(port: int, token: str) -> socket.socket:
+    """An open ``GET /v1/sleep/events`` whose first comment has arrived: the app holds it."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=120)
+    head = f"GET /v1/sleep/events HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\n"
+    sock.sendall(head.encode() + b"\r\n")
+    data = b""
+    while b": connected" not in data:
+        chunk = sock.recv(4096)
+        assert chunk, data
+        data += chunk
+    return sock
+
+
+def _closed_by_peer(sock: socket.socket, within: float = 120.0) -> bool:
+    """Read to the end (a close or a reset); False if it is still open after ``within``
+    seconds (a hang guard: the keep-alive comments come every 15 s)."""
+    deadline = time.monotonic() + within
+    try:
+        while time.monotonic() < deadline:
+            if not sock.recv(4096):
+                return True
+    except ConnectionResetError:
+        return True
+    except TimeoutError:
+        return False
+    return False
+
+
+@pytest.mark.stress
+def test_open_event_streams_do_not_lock_other_clients_out(tmp_path: Path) -> None:
+    # Four connections at most: four streams a client left open held every one, and each
+    # other connection was closed as it came (the streams wait on nobody, so none was
+    # evicted). Now the stream open longest makes room.
+    with start_daemon(tmp_path / "data", ("SOMNID_MAX_CONNECTIONS", "4")) as daemon:
+        port = int(daemon.base_url.rsplit(":", 1)[1])
+        streams = [_event_stream(port, daemon.token) for _ in range(4)]
+        try:
+            with daemon.client(timeout=60) as client:
+                assert client.get("/v1/health").status_code == 200
+                made = client.post("/v1/memories/knowledge", json={"name": "k", "body": "b"})
+                assert made.status_code == 201
+            assert _closed_by_peer(streams[0])
+            # The newer streams were left open. The client's connection has closed: one
+            # more stream fills the slots, and the next one evicts the oldest left.
+            streams.append(_event_stream(port, daemon.token))
+            streams.append(_event_stream(port, daemon.token))
+            assert _closed_by_peer(streams[1])
+        finally:
+            for sock in streams:
+                sock.close()
+        assert daemon.stop() == 0
+    assert "Exception in ASGI application" not in daemon.log()

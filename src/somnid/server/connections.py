@@ -14,7 +14,12 @@ the files, the index, git and the logs need. One more connection evicts the conn
 has waited longest on its client, for a request or for it to read an answer, instead of
 being refused: neither half-open sockets nor sockets that pipeline requests for large
 answers and never read them (300 of them each asking for the Swagger bundle twenty times
-held every slot) can keep a health probe or the owner's writes out.
+held every slot) can keep a health probe or the owner's writes out. When no connection
+waits on its client, the one busy longest is evicted: a request the app has held longest,
+in practice a stream (``GET /v1/sleep/events``) that a client left open. 256 such streams
+held every slot, and a client that opens one per page view leaves them open. The app goes on
+with an evicted request (a write still completes); only its answer is lost, and an event
+stream's client reconnects.
 
 A connection is dropped with an abort (and a reset, ``SO_LINGER`` 0) when bytes of its
 answer are still waiting: a plain close would keep the socket, and its slot, until a
@@ -73,6 +78,7 @@ class GuardedH11(H11Protocol):
         self._waiting_since = 0.0
         self._write_deadline: asyncio.TimerHandle | None = None
         self._stalled_since = 0.0  # when writes paused (the client not reading)
+        self._busy_since: float | None = None  # when the app took the request being served
 
     @classmethod
     def configured(
@@ -108,17 +114,20 @@ class GuardedH11(H11Protocol):
             super().connection_lost(exc)
 
     def _evict_one(self) -> bool:
-        """Close the connection that has waited longest on its client: for a request's head
-        or body, or for it to read an answer."""
-        waiting = [
-            (since, conn)
-            for conn in self.connections
-            if isinstance(conn, GuardedH11) and (since := conn._waited_since()) is not None
-        ]
-        if not waiting:
+        """Close the connection that has waited longest on its client (for a request's head
+        or body, or for it to read an answer); when none waits, the one busy longest."""
+        guarded = [conn for conn in self.connections if isinstance(conn, GuardedH11)]
+        waiting = [(since, c) for c in guarded if (since := c._waited_since()) is not None]
+        if waiting:
+            _since, oldest = min(waiting, key=lambda pair: pair[0])
+            log.debug("too many connections: closing %s, waited longest", oldest.client)
+            oldest._close()
+            return True
+        busy = [(since, c) for c in guarded if (since := c._busy_for_since()) is not None]
+        if not busy:
             return False
-        _since, oldest = min(waiting, key=lambda pair: pair[0])
-        log.debug("too many connections: closing %s, waited longest on its client", oldest.client)
+        _since, oldest = min(busy, key=lambda pair: pair[0])
+        log.debug("too many connections: closing %s, busy longest", oldest.client)
         oldest._close()
         return True
 
@@ -133,6 +142,12 @@ class GuardedH11(H11Protocol):
             *([self._stalled_since] if self._write_deadline is not None else []),
         ]
         return min(times) if times else None
+
+    def _busy_for_since(self) -> float | None:
+        """Since when the app has held this connection's request, or None."""
+        if self.transport is None or self.transport.is_closing():
+            return None
+        return self._busy_since
 
     # -------------------------------------------------------------- readers that do not read
 
@@ -190,6 +205,10 @@ class GuardedH11(H11Protocol):
                 self._arm("body", self.body_timeout)
         else:
             self._disarm()  # the request is in: the app has it
+            if self._busy_since is None:
+                self._busy_since = time.monotonic()
+            return
+        self._busy_since = None
 
     def _await_head(self) -> None:
         self._arm("head", self.header_timeout)

@@ -10,6 +10,7 @@ is staged as it was.
 
 from __future__ import annotations
 
+import logging
 import os
 
 from somnid.history.git import Git, GitError
@@ -18,6 +19,11 @@ from somnid.history.pathspecs import with_folders
 # What git says (LC_ALL=C) when a commit would take nothing: no change, or specs it does not
 # know (every spec here is on disk, in the index or in HEAD, so a change in between).
 _NOTHING = ("nothing to commit", "no changes added to commit", "did not match any file")
+# What git says (LC_ALL=C) of one path it cannot take.
+_PATH_REFUSED = (b"Permission denied", b"beyond a symbolic link", b"unable to index file")
+ONE_BY_ONE_AT_MOST = 200  # specs added one by one when git refuses their add as a whole
+
+log = logging.getLogger("somnid.history.leftout")
 
 
 def commit_paths_only(
@@ -26,13 +32,15 @@ def commit_paths_only(
     """Stage ``specs`` (pathspecs; ``env`` may turn on their magic) and commit them alone
     with ``message`` (``env`` also carries the author); False when they changed nothing.
     ``tops``: the specs are the few top folders, some of which may hold nothing."""
-    listed = "\0".join(specs).encode("utf-8")
     # From stdin, not the command line: a first commit of 100k files would not fit. The
     # message goes as an argument (a listing of five labels and the trailers: far below the
     # 128 KB an argument may hold).
     paths = ["--pathspec-from-file=-", "--pathspec-file-nul"]
     git.check_attached()
-    _add(git, specs, env)
+    specs = _add(git, specs, env)
+    if not [spec for spec in specs if not spec.startswith(":(exclude")]:
+        return False
+    listed = "\0".join(specs).encode("utf-8")
     if tops:
         specs = _known(git, specs, env)
         if not [spec for spec in specs if not spec.startswith(":(exclude")]:
@@ -55,22 +63,52 @@ def commit_paths_only(
     raise GitError(f"git commit failed ({done.returncode}): {said.strip()[-500:]}")
 
 
-def _add(git: Git, specs: list[str], env: dict[str, str]) -> None:
-    """``git add -A`` of ``specs``. A path whose deletion is staged already is neither in
-    the work tree nor in the index, and git refuses the whole add for it ("did not match
-    any files"); a commit killed between its add and its commit leaves one, and every later
-    commit naming it failed. Such specs are left out of the add: ``commit --only`` still
-    takes them from HEAD, so the deletion is committed."""
+def _add(git: Git, specs: list[str], env: dict[str, str]) -> list[str]:
+    """``git add -A`` of ``specs``; the specs to commit.
+
+    A path whose deletion is staged already is neither in the work tree nor in the index,
+    and git refuses the whole add for it ("did not match any files"); a commit killed
+    between its add and its commit leaves one, and every later commit naming it failed.
+    Such specs are left out of the add: ``commit --only`` still takes them from HEAD, so
+    the deletion is committed.
+
+    A path git cannot take (a file somnid may not read, a folder swapped for a link: "beyond
+    a symbolic link") failed the whole add, and with it every commit naming it, until a
+    person fixed it: history answered 503 meanwhile. The specs are then added one by one,
+    and those git refuses are left out of this commit (the store reports them broken)."""
     paths = ["--pathspec-from-file=-", "--pathspec-file-nul"]
     done = git.call("add", "-A", *paths, input=_listed(specs), env=env)
     if done.returncode == 0:
-        return
-    if b"did not match any files" not in done.stderr:
-        said = done.stderr.decode("utf-8", "replace").strip()[-500:]
+        return specs
+    if b"did not match any files" in done.stderr:
+        present = [s for s in specs if s.startswith(":(exclude") or _there(git, s, env)]
+        if [spec for spec in present if not spec.startswith(":(exclude")]:
+            git.run("add", "-A", *paths, input=_listed(present), env=env)
+        return specs
+    said = done.stderr.decode("utf-8", "replace").strip()[-500:]
+    plain = [spec for spec in specs if not spec.startswith(":(exclude")]
+    if len(plain) > ONE_BY_ONE_AT_MOST or not _a_path_refused(done.stderr):
         raise GitError(f"git add failed ({done.returncode}): {said}")
-    present = [spec for spec in specs if spec.startswith(":(exclude") or _there(git, spec, env)]
-    if [spec for spec in present if not spec.startswith(":(exclude")]:
-        git.run("add", "-A", *paths, input=_listed(present), env=env)
+    excluded = [spec for spec in specs if spec.startswith(":(exclude")]
+    kept = []
+    for spec in plain:
+        alone = git.call("add", "-A", *paths, input=_listed([spec, *excluded]), env=env)
+        if alone.returncode == 0 or b"did not match any files" in alone.stderr:
+            kept.append(spec)
+            continue
+        if not _a_path_refused(alone.stderr):  # the repository's trouble (a lock, a full disk)
+            why = alone.stderr.decode("utf-8", "replace").strip()[-500:]
+            raise GitError(f"git add failed ({alone.returncode}): {why}")
+        why_lines = alone.stderr.decode("utf-8", "replace").strip().splitlines()
+        log.warning("history: leaving %s out of this commit: %s", spec, why_lines[-2:])
+    return [*kept, *excluded]
+
+
+def _a_path_refused(stderr: bytes) -> bool:
+    """Whether git refused a path of its own (not readable, below a link), not the add."""
+    if b".git/" in stderr:  # its own files (an index lock it may not make, say)
+        return False
+    return any(words in stderr for words in _PATH_REFUSED)
 
 
 def in_head(git: Git, specs: list[str]) -> list[str]:

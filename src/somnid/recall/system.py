@@ -133,13 +133,9 @@ class RecallSystem:
             self._index, self._worker, recall, today=self.today, read_text=self._written_text
         )
         self.assoc = Associator(self._engine, settings.assoc, settings.prompt_lang)
-        self._watcher = (
-            Watcher(
-                [layout.memory_dir, layout.skills_dir], self._file_changed, self._folder_changed
-            )
-            if recall.watch
-            else None
-        )
+        roots = [layout.memory_dir, layout.skills_dir]
+        changed = (self._file_changed, self._folder_changed, self.sync)
+        self._watcher = Watcher(roots, *changed) if recall.watch else None
         self.sync_state = SyncState.PENDING
         self._started = time.time()
         self.last_report: SyncReport | None = None
@@ -406,6 +402,8 @@ class RecallSystem:
         info = self._index.describe()
         if info.reachable and self.index_error is not None:
             return replace(info, error=f"catching up after: {self.index_error}")
+        if info.reachable and self._watcher is not None and self._watcher.failure:
+            return replace(info, error=self._watcher.failure)
         return info
 
     def status(self) -> IndexStatus:

@@ -2,6 +2,13 @@
 
 A changed entry file is reconciled alone. A folder that moved, appeared or vanished (the OS
 reports one event for the whole folder) has every entry inside it reconciled. start() / stop().
+
+A folder the daemon may not read (``chmod 000``, made with sudo) is left out of the watch
+(the store reports it broken); before, it stopped the watcher for good at the next start,
+and hand edits everywhere went unseen with health "ok". Should the watcher stop for another
+reason (the inotify watch limit, say), it says so in ``failure`` (health shows it) and starts
+again after a pause that doubles up to a minute, then ``on_restart`` catches up with the
+edits made meanwhile.
 """
 
 from __future__ import annotations
@@ -14,10 +21,26 @@ from pathlib import Path
 
 import watchfiles
 
+from somnid.recall.watch_plan import watch_plan
 from somnid.store.atomic import TEMP_PREFIX
 from somnid.store.layout import ENTRY_FILES
 
 log = logging.getLogger(__name__)
+
+RESTART_FIRST_S = 1.0
+RESTART_MAX_S = 60.0
+IDLE_YIELD_MS = 5000
+REPLAN_S = 60.0  # with a folder left out: how often to look whether it is readable now
+
+
+async def _first(*events: asyncio.Event) -> None:
+    """Until one of ``events`` is set."""
+    waits = [asyncio.ensure_future(event.wait()) for event in events]
+    try:
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for wait in waits:
+            wait.cancel()
 
 
 def _relevant(change: watchfiles.Change, path: str) -> bool:
@@ -31,10 +54,14 @@ class Watcher:
         roots: list[Path],
         on_file: Callable[[Path], Awaitable[None]],
         on_folder: Callable[[Path], Awaitable[None]],
+        on_restart: Callable[[], Awaitable[object]] | None = None,
     ) -> None:
         self.roots = roots
         self.on_file = on_file
         self.on_folder = on_folder
+        self.on_restart = on_restart
+        self.failure: str | None = None
+        """Why the watcher stopped, until it runs again."""
         self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self.events = 0
@@ -51,26 +78,82 @@ class Watcher:
             self._task = None
 
     async def _run(self) -> None:
-        roots = [str(root) for root in self.roots if root.is_dir()]
-        if not roots:
-            return
-        try:
+        delay = RESTART_FIRST_S
+        while not self._stop.is_set():
+            try:
+                if await self._watch():
+                    continue  # the folders changed: watch them anew
+                return  # stopped
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                while isinstance(exc, ExceptionGroup):  # from a round of several watches
+                    exc = exc.exceptions[0]
+                self.failure = f"the file watcher stopped ({exc}); starting it again"
+                log.warning("%s in %.0f s; hand edits show after that", self.failure, delay)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), delay)
+                return
+            delay = min(RESTART_MAX_S, delay * 2)
+            if self.on_restart is not None:
+                try:
+                    await self.on_restart()
+                except Exception as exc:  # the catch-up says its own failure
+                    log.warning("could not catch up with hand edits: %s", exc)
+
+    async def _watch(self) -> bool:
+        """One round of watching, until stopped (False) or until the folders to watch are
+        to be planned again (True): a folder appeared beside an unreadable one, or a
+        minute passed and it may be readable again."""
+        plan = await asyncio.to_thread(watch_plan, self.roots)
+        if not plan.whole and not plan.alone:
+            self.failure = None
+            return False
+        if plan.unreadable:
+            shown = ", ".join(str(folder) for folder in plan.unreadable[:3])
+            log.warning("the file watcher leaves out folders it may not read: %s", shown)
+        done = asyncio.Event()  # this round's end
+        replan = False
+
+        async def follow(paths: list[Path], recursive: bool) -> None:
+            nonlocal replan
             async for changes in watchfiles.awatch(
-                *roots,
+                *paths,
                 watch_filter=_relevant,
-                stop_event=self._stop,
+                stop_event=done,
                 debounce=300,
                 step=50,
-                recursive=True,
+                recursive=recursive,
+                rust_timeout=IDLE_YIELD_MS,
+                yield_on_timeout=True,  # an empty set now and then: the watch runs
             ):
+                self.failure = None
+                if not changes:
+                    continue
+                if not recursive and any(c is watchfiles.Change.added for c, _ in changes):
+                    replan = True  # a new folder beside an unreadable one: watch it whole
                 try:
                     await self._handle(changes)
                 except Exception as exc:  # a full disk, say: the next sync catches up
                     log.warning("could not index hand edits (they show after a sync): %s", exc)
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            log.exception("the file watcher stopped; hand edits show after the next sync")
+                if replan:
+                    done.set()
+
+        async def until_done() -> None:
+            nonlocal replan
+            wait = REPLAN_S if plan.unreadable else None
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(_first(self._stop, done), wait)
+            replan = replan or not self._stop.is_set()
+            done.set()
+
+        async with asyncio.TaskGroup() as group:
+            group.create_task(until_done())
+            if plan.whole:
+                group.create_task(follow(plan.whole, True))
+            if plan.alone:
+                group.create_task(follow(plan.alone, False))
+        return replan and not self._stop.is_set()
 
     async def _handle(self, changes: set[tuple[watchfiles.Change, str]]) -> None:
         self.events += len(changes)

@@ -26,7 +26,7 @@ from somnid.store import frontmatter
 from somnid.store.counts import FolderCounts
 from somnid.store.health import StorageHealth
 from somnid.store.layout import ARCHIVED, LEGACY_DEFAULT_USER, Layout
-from somnid.store.safe import present, read_regular
+from somnid.store.safe import check_no_links, present, read_regular
 
 log = logging.getLogger(__name__)
 
@@ -110,9 +110,12 @@ class EntryReader:
         with self._broken_lock:
             paths = list(self._broken)
         for rel in paths:
-            path = self.layout.root / rel
-            if not path.exists():
+            try:
+                os.lstat(self.layout.root / rel)
+            except (FileNotFoundError, NotADirectoryError):
                 self._forget_broken(rel)
+            except OSError:
+                pass  # there, and still not readable
 
     def files(self, kind: Kind, *, archived: bool = False) -> Iterator[tuple[Path, str, bool]]:
         if kind is Kind.PROFILE:
@@ -139,6 +142,9 @@ class EntryReader:
         except NotADirectoryError:
             self._not_a_folder(folder)
             return 0
+        except PermissionError:
+            self._unreadable_folder(folder)
+            return 0
         self._a_folder(folder)
         file_name = self.layout.file_name(kind)
         with children:
@@ -160,6 +166,9 @@ class EntryReader:
             return
         except NotADirectoryError:
             self._not_a_folder(folder)
+            return
+        except PermissionError:
+            self._unreadable_folder(folder)
             return
         self._a_folder(folder)
         file_name = self.layout.file_name(kind)
@@ -221,18 +230,23 @@ class EntryReader:
 
     def _load(self, path: Path, kind: Kind, name: str, archived: bool) -> Entry:
         try:
+            check_no_links(self.layout.root, path.parent)  # a folder swapped for a link
             stat = os.stat(path, follow_symlinks=False)
-        except FileNotFoundError:
-            if not os.path.islink(path.parent):
-                raise
-            stat = os.stat(path.parent, follow_symlinks=False)
+        except (BrokenFile, PermissionError):
+            return self._parse_file(path, kind, name, archived)  # reports why it is broken
         # ctime: a hand edit that puts the mtime back (touch -r, rsync -t, cp -p) moves it
         key = (stat.st_mtime_ns, stat.st_ctime_ns, stat.st_size, stat.st_ino)
         with self._cache_lock:
             cached = self._cache.get(path)
             if cached is not None and cached[0] == key:
                 self._cache.move_to_end(path)
-                return cached[1]
+                entry = cached[1]
+            else:
+                entry = None
+        if entry is not None:
+            if self._broken:  # read whole before, unchanged, and reached without a link now
+                self._forget_broken(str(self.layout.relative(path)))
+            return entry
         entry = self._parse_file(path, kind, name, archived)
         with self._cache_lock:
             self._cache[path] = (key, entry)
@@ -284,6 +298,9 @@ class EntryReader:
         self._report_broken(
             str(self.layout.relative(folder)), "a file where somnid keeps a folder of entries"
         )
+
+    def _unreadable_folder(self, folder: Path) -> None:
+        self._report_broken(str(self.layout.relative(folder)), "a folder somnid may not read")
 
     def _report_broken(self, rel: str, reason: str) -> None:
         with self._broken_lock:

@@ -52,9 +52,12 @@ def check_no_links(root: Path, path: Path) -> None:
 
 def present(path: Path) -> bool:
     """Whether something other than a folder is at ``path``, without following a link:
-    a FIFO or a link where a file belongs is there, to be reported as broken."""
+    a FIFO or a link where a file belongs is there, to be reported as broken, and so is a
+    file in a folder somnid may not enter (reading it reports that)."""
     try:
         return not stat.S_ISDIR(os.lstat(path).st_mode)
+    except PermissionError:
+        return True
     except OSError:
         return False
 
@@ -62,8 +65,16 @@ def present(path: Path) -> bool:
 def read_regular(root: Path, path: Path, max_bytes: int) -> tuple[bytes, os.stat_result]:
     """The bytes of the regular file ``path`` under ``root``, and its stat.
 
-    Raises BrokenFile for anything that is not a regular file reached without a link, or
-    that is larger than ``max_bytes`` (checked before reading); FileNotFoundError if gone."""
+    Raises BrokenFile for anything that is not a regular file reached without a link, that
+    is larger than ``max_bytes`` (checked before reading), or that somnid may not read (a
+    ``chmod 000``); FileNotFoundError if gone."""
+    try:
+        return _read_regular(root, path, max_bytes)
+    except PermissionError as exc:
+        raise BrokenFile(f"not readable: {exc.strerror or 'permission denied'}") from None
+
+
+def _read_regular(root: Path, path: Path, max_bytes: int) -> tuple[bytes, os.stat_result]:
     check_no_links(root, path)
     mode = os.lstat(path).st_mode
     if not stat.S_ISREG(mode):

@@ -1,0 +1,132 @@
+"""Files and folders the daemon may not read (``chmod 000``, or made with sudo), against a
+real daemon. They are broken files: reported, answered 409, skipped by listings, recall
+and decay, and left alone; the file watcher goes on watching the rest.
+
+Before: an unreadable file answered 500 on its own GET and on every listing, recall and
+decay that met it, and was not reported; an unreadable folder at start-up stopped the file
+watcher for good (hand edits everywhere went unseen, health "ok").
+
+The daemon runs without the capabilities that let root read anything (``CAP_DAC_OVERRIDE``,
+``CAP_DAC_READ_SEARCH``), so the file modes apply to it as to anyone else.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from somnid.memory.kinds import Kind
+from somnid.store.layout import Layout
+from tests.daemon import Daemon, start_daemon
+
+HANG_S = 120.0  # a cap that only catches a hang
+PR_CAPBSET_DROP = 24
+CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH = 1, 2
+
+
+def _as_anyone() -> None:
+    """In the child before exec: root keeps no capability to pass file modes by (a user
+    other than root never had one: the call fails, and nothing needs dropping)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    for cap in (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH):
+        libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)
+
+
+@contextlib.contextmanager
+def _daemon(data: Path, *env: tuple[str, str]) -> Iterator[Daemon]:
+    with start_daemon(data, *env, preexec=_as_anyone) as daemon:
+        yield daemon
+        assert daemon.stop() == 0
+
+
+def _until(what: str, check: object) -> None:
+    deadline = time.monotonic() + HANG_S
+    while not check():  # type: ignore[operator]
+        assert time.monotonic() < deadline, what
+        time.sleep(0.05)
+
+
+def _broken(client: httpx.Client) -> dict[str, str]:
+    answer = client.get("/v1/health")
+    assert answer.status_code == 200, answer.text
+    health = answer.json()
+    return {item["path"]: item["reason"] for item in health["brokenFiles"]}
+
+
+def _git(data: Path, *args: str) -> str:
+    done = subprocess.run(["git", "-C", str(data), *args], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def _synced(client: httpx.Client) -> bool:
+    status = client.get("/v1/index/status").json()
+    return bool(status["syncState"] == "ready" and status["lastReport"] is not None)
+
+
+def _found(client: httpx.Client, query: str) -> set[str]:
+    answer = client.post("/v1/recall", json={"query": query})
+    assert answer.status_code == 200, answer.text
+    return {item["name"] for item in answer.json()["items"]}
+
+
+@pytest.mark.stress
+def test_unreadable_files_and_folders_are_broken_files(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    layout = Layout(data)
+    locked_file = layout.entry_file(Kind.KNOWLEDGE, "locked")
+    locked_folder = layout.entry_file(Kind.KNOWLEDGE, "lockeddir").parent
+    other = layout.entry_file(Kind.KNOWLEDGE, "other")
+    # The creates' commit waits for the stop: it meets the files made unreadable meanwhile.
+    batch = ("SOMNID_HISTORY__BATCH_WINDOW_S", "60")
+    with _daemon(data, batch) as daemon, daemon.client(timeout=60) as client:
+        for name, body in (("locked", "zebra one"), ("lockeddir", "zebra two"), ("other", "zebra")):
+            made = client.post("/v1/memories/knowledge", json={"name": name, "body": body})
+            assert made.status_code == 201, made.text
+        locked_file.chmod(0)
+        locked_folder.chmod(0)
+        for name in ("locked", "lockeddir"):
+            answer = client.get(f"/v1/memories/knowledge/{name}")
+            assert answer.status_code == 409, answer.text
+            assert answer.json()["code"] == "broken_file"
+            assert (
+                client.patch(f"/v1/memories/knowledge/{name}", json={"body": "x"}).status_code
+                == 409
+            )
+        listed = client.get("/v1/memories", params={"kind": "knowledge"})
+        assert listed.status_code == 200, listed.text
+        assert {item["name"] for item in listed.json()["items"]} == {"other"}
+        assert "other" in _found(client, "zebra")
+        tool = client.post("/v1/tools/search_knowledge", json={"args": {"query": "zebra"}})
+        assert tool.status_code == 200, tool.text
+        assert client.post("/v1/maintenance/decay").status_code == 200
+        broken = _broken(client)
+        assert "not readable" in broken["memory/knowledge/locked/SKILL.md"]
+        assert "memory/knowledge/lockeddir/SKILL.md" in broken
+        assert locked_file.stat().st_mode & 0o777 == 0  # left alone
+    # The batch was committed without what git could not read (it failed whole before).
+    assert "Traceback" not in daemon.log()
+    committed = _git(data, "ls-files", "memory/knowledge")
+    assert "memory/knowledge/other/SKILL.md" in committed and "locked" not in committed
+
+    # A restart with the folder still locked: the watcher sees the other entries' edits.
+    with _daemon(data) as daemon, daemon.client(timeout=60) as client:
+        _until("the first sync ran", lambda: _synced(client))  # the edit is the watcher's
+        other.write_text(other.read_text().replace("zebra", "wildebeest"))
+        _until("a hand edit reached recall", lambda: "other" in _found(client, "wildebeest"))
+        assert client.get("/v1/health").json()["index"]["status"] == "ok"
+        locked_file.chmod(0o644)
+        locked_folder.chmod(0o755)
+        assert client.get("/v1/memories/knowledge/locked").status_code == 200
+        assert client.get("/v1/memories/knowledge/lockeddir").status_code == 200
+        _until("the reports went", lambda: not _broken(client))
+        _until("the edits are in history", lambda: not _git(data, "status", "--porcelain"))
+        assert client.get("/v1/health").json()["history"]["status"] == "ok"
+    assert "Traceback" not in daemon.log()

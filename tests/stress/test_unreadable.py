@@ -122,6 +122,14 @@ def test_unreadable_files_and_folders_are_broken_files(tmp_path: Path) -> None:
         other.write_text(other.read_text().replace("zebra", "wildebeest"))
         _until("a hand edit reached recall", lambda: "other" in _found(client, "wildebeest"))
         assert client.get("/v1/health").json()["index"]["status"] == "ok"
+        # An entry made by hand beside the locked folder is watched too, edits after its first
+        # write included (the folder around it is watched alone, the new one whole).
+        fresh = layout.entry_file(Kind.KNOWLEDGE, "fresh")
+        fresh.parent.mkdir()
+        fresh.write_text("---\nname: fresh\ndescription: made by hand\n---\naardvark\n")
+        _until("a new entry reached recall", lambda: "fresh" in _found(client, "aardvark"))
+        fresh.write_text(fresh.read_text().replace("aardvark", "pangolin"))
+        _until("its next edit reached recall", lambda: "fresh" in _found(client, "pangolin"))
         locked_file.chmod(0o644)
         locked_folder.chmod(0o755)
         assert client.get("/v1/memories/knowledge/locked").status_code == 200

@@ -38,7 +38,7 @@ def watch_plan(roots: list[Path]) -> WatchPlan:
         root = next(root for root in present if folder.is_relative_to(root))
         alone.update(p for p in folder.parents if p.is_relative_to(root))
     blocked = alone | set(unreadable)
-    whole: list[Path] = []
+    whole = [root for root in present if root not in blocked]  # a root with none of them
     for folder in sorted(alone):
         try:
             children = [Path(child.path) for child in os.scandir(folder) if _a_folder(child)]

@@ -64,6 +64,7 @@ class Watcher:
         """Why the watcher stopped, until it runs again."""
         self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._fresh: set[Path] = set()  # folders that appeared in a folder watched alone
         self.events = 0
 
     def start(self) -> None:
@@ -130,8 +131,10 @@ class Watcher:
                 self.failure = None
                 if not changes:
                     continue
-                if not recursive and any(c is watchfiles.Change.added for c, _ in changes):
+                added = [Path(path) for c, path in changes if c is watchfiles.Change.added]
+                if not recursive and added:
                     replan = True  # a new folder beside an unreadable one: watch it whole
+                    self._fresh.update(added)
                 try:
                     await self._handle(changes)
                 except Exception as exc:  # a full disk, say: the next sync catches up
@@ -153,7 +156,20 @@ class Watcher:
                 group.create_task(follow(plan.whole, True))
             if plan.alone:
                 group.create_task(follow(plan.alone, False))
+            group.create_task(self._catch_up_fresh())
         return replan and not self._stop.is_set()
+
+    async def _catch_up_fresh(self) -> None:
+        """Read again the folders that appeared beside an unreadable one: what was written
+        in them before this round's watches were set up. Those are set up in the watches'
+        first steps, which run before this one (tasks run in the order they were made)."""
+        await asyncio.sleep(0)
+        fresh, self._fresh = sorted(self._fresh), set()
+        for folder in fresh:
+            try:
+                await self.on_folder(folder)
+            except Exception as exc:  # as in a round's changes: the next sync catches up
+                log.warning("could not index hand edits (they show after a sync): %s", exc)
 
     async def _handle(self, changes: set[tuple[watchfiles.Change, str]]) -> None:
         self.events += len(changes)

@@ -6,6 +6,7 @@ import datetime as dt
 from pathlib import Path
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 
 from somnid.memory.clock import ManualClock
@@ -146,6 +147,22 @@ def test_bad_tool_calls(client: TestClient) -> None:
     assert "limit" in assert_problem(wrong, 422, "invalid_arguments")["detail"]
     extra = client.post("/v1/tools/list_intentions", json={"args": {"surprise": 1}})
     assert "surprise" in assert_problem(extra, 422, "invalid_arguments")["detail"]
+
+
+@pytest.mark.parametrize(
+    "tool",
+    ["recall_memories", "search_knowledge", "search_episodes", "search_recent_conversation"],
+)
+def test_a_tool_s_query_is_as_long_as_recall_s_at_most(client: TestClient, tool: str) -> None:
+    # The tools took a query up to the body's limit (1 MiB): 100k words cost a minute and a
+    # half of CPU in one call, where POST /v1/recall refuses more than 2,000 characters.
+    spec = next(t for t in client.get("/v1/tools").json()["tools"] if t["name"] == tool)
+    assert spec["parameters"]["properties"]["query"]["maxLength"] == 2000
+    longest = client.post(f"/v1/tools/{tool}", json={"args": {"query": "w " * 1000}})
+    assert longest.status_code == 200, longest.text
+    longer = client.post(f"/v1/tools/{tool}", json={"args": {"query": "w " * 1000 + "x"}})
+    body = assert_problem(longer, 422, "invalid_arguments")
+    assert body["errors"][0]["field"] == "query"
     assert_problem(
         client.post("/v1/tools/search_episodes", json={"args": {"since": "yesterday"}}),
         400,

@@ -25,6 +25,7 @@ _CJK_RUN = re.compile(f"[{_CJK}]+")
 _WORD = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+(?:['’][^\W_{_CJK}]+)?", re.UNICODE)
 MAX_BODY_CHARS = 20_000
 MAX_EMBED_CHARS = 2_000
+MAX_QUERY_CHARS = 2_000  # a search's query, wherever it comes from (the API, a tool)
 
 
 def cjk_bigrams(text: str) -> str:
@@ -168,12 +169,10 @@ def _function_bigram(term: str) -> bool:
 
 
 def _terms(query: str) -> list[str]:
-    terms: list[str] = []
+    terms: dict[str, None] = {}  # a list's `in` made a query of 100k words take 100 s
     for word in _WORD.findall(query.casefold()):
-        for piece in _pieces(word):
-            if piece not in terms:
-                terms.append(piece)
-    return terms
+        terms.update(dict.fromkeys(_pieces(word)))
+    return list(terms)
 
 
 def _pieces(word: str) -> list[str]:

@@ -17,15 +17,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from somnid.errors import InvalidArguments
 from somnid.memory.text import has_surrogate
+from somnid.recall.text import MAX_QUERY_CHARS
 
 _JSON_TYPES: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
 _ARG_HEAD = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*:\s*(.*)$")
 _SECTION = re.compile(r"^\s*(Args|Arguments|Returns|Raises|Yields|Examples?)\s*:\s*$")
 _SKIPPED = {"self", "ctx"}
+_MAX_CHARS = {"query": MAX_QUERY_CHARS}
+"""Longest text a parameter takes: a query of 1 MB cost a search a minute of CPU."""
 
 
 @dataclass(frozen=True)
@@ -37,22 +40,21 @@ class ToolSpec:
     model: type[BaseModel]
 
     def validate(self, args: dict[str, Any]) -> dict[str, Any]:
-        try:
-            parsed = self.model.model_validate(args)
-        except ValidationError as exc:
-            issues = [
-                {"field": ".".join(str(p) for p in error["loc"]) or "args", "message": error["msg"]}
-                for error in exc.errors()
-            ]
-        else:
-            issues = [
-                {"field": field, "message": "not valid Unicode: it holds a lone surrogate"}
-                for field in _surrogates(args)
-            ]
-        if issues:
-            fields = ", ".join(issue["field"] for issue in issues)
-            raise InvalidArguments(f"invalid arguments for {self.name}: {fields}", errors=issues)
-        return parsed.model_dump()
+        # Surrogates first: pydantic cannot measure such a text against a maximum length.
+        issues = [
+            {"field": field, "message": "not valid Unicode: it holds a lone surrogate"}
+            for field in _surrogates(args)
+        ]
+        if not issues:
+            try:
+                return self.model.model_validate(args).model_dump()
+            except ValidationError as exc:
+                issues = [
+                    {"field": ".".join(map(str, error["loc"])) or "args", "message": error["msg"]}
+                    for error in exc.errors()
+                ]
+        fields = ", ".join(issue["field"] for issue in issues)
+        raise InvalidArguments(f"invalid arguments for {self.name}: {fields}", errors=issues)
 
     def schema(self) -> dict[str, Any]:
         return {"name": self.name, "description": self.description, "parameters": self.parameters}
@@ -124,13 +126,16 @@ def tool_spec(
         prop: dict[str, Any] = {"type": json_type}
         if param.name in param_docs:
             prop["description"] = param_docs[param.name]
+        limit = _MAX_CHARS.get(param.name) if json_type == "string" else None
+        if limit is not None:
+            prop["maxLength"] = limit
         if param.default is inspect.Parameter.empty:
             required.append(param.name)
-            fields[param.name] = (annotation, ...)
+            fields[param.name] = (annotation, Field(..., max_length=limit))
         else:
             if param.default not in (None, ""):
                 prop["default"] = param.default
-            fields[param.name] = (annotation, param.default)
+            fields[param.name] = (annotation, Field(param.default, max_length=limit))
         if optional:
             prop["type"] = [json_type, "null"]
         properties[param.name] = prop

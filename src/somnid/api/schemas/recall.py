@@ -8,8 +8,9 @@ from pydantic import Field
 
 from somnid.api.schemas.common import Schema
 from somnid.memory.kinds import Kind
+from somnid.recall.text import MAX_QUERY_CHARS
 
-MAX_QUERY = 2000
+MAX_QUERY = MAX_QUERY_CHARS
 
 
 class RecallRequest(Schema):

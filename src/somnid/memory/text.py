@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import re
 
+MAX_QUERY_CHARS = 2_000
+"""A search's query at most, wherever it comes from (the API, a tool)."""
+
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 

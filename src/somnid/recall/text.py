@@ -25,7 +25,6 @@ _CJK_RUN = re.compile(f"[{_CJK}]+")
 _WORD = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+(?:['’][^\W_{_CJK}]+)?", re.UNICODE)
 MAX_BODY_CHARS = 20_000
 MAX_EMBED_CHARS = 2_000
-MAX_QUERY_CHARS = 2_000  # a search's query, wherever it comes from (the API, a tool)
 
 
 def cjk_bigrams(text: str) -> str:

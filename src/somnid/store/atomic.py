@@ -70,14 +70,18 @@ def ensure_dir(path: Path) -> None:
         raise storage_error(exc, path) from exc
 
 
-def write_atomic(path: Path, data: bytes, *, exclusive: bool = False, mode: int = 0o600) -> None:
+def write_atomic(
+    path: Path, data: bytes, *, exclusive: bool = False, mode: int = 0o600, make_dirs: bool = True
+) -> None:
     """Replace ``path`` with ``data`` atomically and durably.
 
     ``exclusive`` refuses to replace an existing file (the caller holds the store lock, so
     checking then linking is race-free within the process; across processes the data-dir
-    lock keeps us alone).
+    lock keeps us alone). Without ``make_dirs`` a folder that is not there is not made: a
+    change to an entry a person removed meanwhile must not bring it back.
     """
-    ensure_dir(path.parent)
+    if make_dirs:
+        ensure_dir(path.parent)
     tmp = path.parent / f"{TEMP_PREFIX}{secrets.token_hex(8)}"
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)

@@ -9,12 +9,10 @@ a file atomically, so a reader sees the old version or the new one, never half o
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import logging
 import os
 import shutil
 import threading
-import unicodedata
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -32,12 +30,13 @@ from somnid.errors import (
 from somnid.memory.clock import Clock
 from somnid.memory.entry import Entry
 from somnid.memory.kinds import Kind
-from somnid.memory.names import ARCHIVE_SUFFIX, check_name, live_name, slugify
+from somnid.memory.names import check_name, live_name, slugify
 from somnid.store import frontmatter
 from somnid.store.atomic import fsync_dir, move_atomic, storage_error, write_atomic
 from somnid.store.fields import check_fields, render_entry
-from somnid.store.layout import ARCHIVED, Layout
-from somnid.store.reader import MAX_FILE_BYTES, EntryReader, etag_of
+from somnid.store.layout import Layout
+from somnid.store.naming import EntryNames
+from somnid.store.reader import MAX_FILE_BYTES, etag_of, gone
 from somnid.store.safe import check_no_links, present, read_regular
 
 log = logging.getLogger(__name__)
@@ -58,7 +57,7 @@ class _Prepared:
     data: bytes
 
 
-class MemoryStore(EntryReader):
+class MemoryStore(EntryNames):
     """Entries as files (see :class:`.reader.EntryReader` for reading them), written
     atomically under one lock, archived never deleted."""
 
@@ -176,8 +175,14 @@ class MemoryStore(EntryReader):
     def _commit(self, prepared: _Prepared) -> Entry:
         if prepared.target == prepared.path and etag_of(prepared.data) == prepared.current.etag:
             return prepared.current
-        self._write(prepared.target, prepared.data)
-        return self._load(prepared.target, prepared.kind, prepared.name, prepared.archived)
+        try:  # a person may remove the folder meanwhile: then the entry is gone, not storage
+            moved = prepared.target != prepared.path  # a legacy file written beside, say
+            self._write(prepared.target, prepared.data, make_dirs=moved)
+            return self._load(prepared.target, prepared.kind, prepared.name, prepared.archived)
+        except (StorageError, FileNotFoundError):
+            if os.path.isdir(prepared.target.parent):
+                raise
+            raise gone(prepared.kind, prepared.name, prepared.archived) from None
 
     def update(
         self,
@@ -278,18 +283,22 @@ class MemoryStore(EntryReader):
         try:
             return self.mutate(kind, target[0], change, archived=target[1])
         except BaseException:
-            try:
-                move_atomic(there, here)
-            except (OSError, StorageError):
-                log.exception("could not move %s back after a failed stamp", there)
+            if os.path.lexists(there):  # else a person removed it: nothing to move back
+                try:
+                    move_atomic(there, here)
+                except (OSError, StorageError):
+                    log.exception("could not move %s back after a failed stamp", there)
             raise
 
-    def _write(self, path: Path, data: bytes, *, exclusive: bool = False) -> None:
+    def _write(
+        self, path: Path, data: bytes, *, exclusive: bool = False, make_dirs: bool = True
+    ) -> None:
         """write_atomic, telling :attr:`health` how it went."""
         try:
-            write_atomic(path, data, exclusive=exclusive)
+            write_atomic(path, data, exclusive=exclusive, make_dirs=make_dirs)
         except StorageError as exc:
-            self.health.failed(exc)
+            if os.path.isdir(path.parent):  # else removed by a person: no fault of storage
+                self.health.failed(exc)
             raise
         self.health.succeeded()
 
@@ -308,77 +317,6 @@ class MemoryStore(EntryReader):
         except StorageError as exc:
             self.health.failed(exc)
             raise
-
-    def _case_twin(self, kind: Kind, name: str) -> str | None:
-        """The live entry whose name differs from ``name`` only in case or in Unicode form
-        (``Résumé`` composed, as somnid writes it, or decomposed, as macOS does), if any."""
-        folded = _folded(name)
-        if kind is Kind.PROFILE:
-            names = [found for _path, found, _archived in self._profile_files()]
-        else:
-            folder = self.layout.kind_dir(kind)
-            try:
-                with os.scandir(folder) as children:
-                    names = [child.name for child in children if child.name != ARCHIVED]
-            except FileNotFoundError:
-                return None
-            except NotADirectoryError:  # nothing is written under it: a person rearranged
-                where = self.layout.relative(folder)
-                raise BrokenFile(f"{where} is a file where somnid keeps a folder") from None
-        twins = (other for other in names if other != name and _folded(other) == folded)
-        return next(twins, None)
-
-    def _refuse_case_twin(self, kind: Kind, name: str) -> None:
-        twin = self._case_twin(kind, name)
-        if twin is not None:
-            raise Conflict(
-                f"a {kind.value} named {twin!r} exists; names differing only in case would "
-                f"clash on a case-insensitive file system, so {name!r} is refused",
-                name=twin,
-            )
-
-    def _free_archive_name(self, kind: Kind, name: str) -> str:
-        candidate, number = name, 1
-        while self.layout.entry_folder(kind, candidate, archived=True).exists():
-            number += 1
-            candidate = f"{name}{ARCHIVE_SUFFIX}{number}"
-        return candidate
-
-    def free_name(self, kind: Kind, base: str) -> str:
-        """``base`` or ``base-2``, ``base-3``…: a name neither live nor archived; with this
-        machine's id after ``base`` when the data dir is synced (two machines can create
-        one in the same second)."""
-        if self.layout.machine:
-            base = f"{base}-{self.layout.machine}"
-        candidate, number = base, 1
-        while (
-            self.exists(kind, candidate)
-            or self.exists(kind, candidate, archived=True)
-            or self._case_twin(kind, candidate) is not None
-        ):
-            number += 1
-            candidate = f"{base}-{number}"
-        return candidate
-
-    def next_sequence_name(self, kind: Kind, prefix: str, day: dt.date) -> str:
-        """``<prefix>-YYYYMMDD-NNN`` with the first NNN used by no live or archived entry;
-        ``<prefix>-YYYYMMDD-<machine>-NNN`` when the data dir is synced (:attr:`Layout.machine`):
-        two machines counting from the same state never take one name."""
-        machine = f"{self.layout.machine}-" if self.layout.machine else ""
-        stem = f"{prefix}-{day:%Y%m%d}-{machine}"
-        taken: set[str] = set()
-        for folder in (self.layout.kind_dir(kind), self.layout.archive_dir(kind)):
-            if folder.is_dir():
-                taken.update(
-                    child.name for child in folder.iterdir() if child.name.startswith(stem)
-                )
-        number = 1
-        while any(
-            name == f"{stem}{number:03d}" or name.startswith(f"{stem}{number:03d}{ARCHIVE_SUFFIX}")
-            for name in taken
-        ):
-            number += 1
-        return f"{stem}{number:03d}"
 
     def exclusive(self) -> AbstractContextManager[bool]:
         """The write lock, held by the caller across several writes (sync's merge: no write
@@ -443,8 +381,3 @@ class MemoryStore(EntryReader):
 
         Raises BrokenFile (a FIFO, a link, too large) or OSError."""
         return read_regular(self.layout.root, path, MAX_FILE_BYTES)[0]
-
-
-def _folded(name: str) -> str:
-    """What tells two names apart for a person: neither case nor Unicode form does."""
-    return unicodedata.normalize("NFKC", name).casefold()

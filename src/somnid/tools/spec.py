@@ -20,8 +20,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from somnid.errors import InvalidArguments
-from somnid.memory.text import has_surrogate
-from somnid.recall.text import MAX_QUERY_CHARS
+from somnid.memory.text import MAX_QUERY_CHARS, has_surrogate
 
 _JSON_TYPES: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
 _ARG_HEAD = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*:\s*(.*)$")

@@ -8,7 +8,7 @@ from pydantic import Field
 
 from somnid.api.schemas.common import Schema
 from somnid.memory.kinds import Kind
-from somnid.recall.text import MAX_QUERY_CHARS
+from somnid.memory.text import MAX_QUERY_CHARS
 
 MAX_QUERY = MAX_QUERY_CHARS
 

@@ -1,0 +1,93 @@
+"""Choosing and checking entry names against what is on disk: names that differ only in
+case or Unicode form, a free name for an archived copy, a generated name, a day's next
+sequence number. The store's writes use these under their lock."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import unicodedata
+
+from somnid.errors import BrokenFile, Conflict
+from somnid.memory.kinds import Kind
+from somnid.memory.names import ARCHIVE_SUFFIX
+from somnid.store.layout import ARCHIVED
+from somnid.store.reader import EntryReader
+
+
+class EntryNames(EntryReader):
+    def _case_twin(self, kind: Kind, name: str) -> str | None:
+        """The live entry whose name differs from ``name`` only in case or in Unicode form
+        (``Résumé`` composed, as somnid writes it, or decomposed, as macOS does), if any."""
+        folded = _folded(name)
+        if kind is Kind.PROFILE:
+            names = [found for _path, found, _archived in self._profile_files()]
+        else:
+            folder = self.layout.kind_dir(kind)
+            try:
+                with os.scandir(folder) as children:
+                    names = [child.name for child in children if child.name != ARCHIVED]
+            except FileNotFoundError:
+                return None
+            except NotADirectoryError:  # nothing is written under it: a person rearranged
+                where = self.layout.relative(folder)
+                raise BrokenFile(f"{where} is a file where somnid keeps a folder") from None
+        twins = (other for other in names if other != name and _folded(other) == folded)
+        return next(twins, None)
+
+    def _refuse_case_twin(self, kind: Kind, name: str) -> None:
+        twin = self._case_twin(kind, name)
+        if twin is not None:
+            raise Conflict(
+                f"a {kind.value} named {twin!r} exists; names differing only in case would "
+                f"clash on a case-insensitive file system, so {name!r} is refused",
+                name=twin,
+            )
+
+    def _free_archive_name(self, kind: Kind, name: str) -> str:
+        candidate, number = name, 1
+        while self.layout.entry_folder(kind, candidate, archived=True).exists():
+            number += 1
+            candidate = f"{name}{ARCHIVE_SUFFIX}{number}"
+        return candidate
+
+    def free_name(self, kind: Kind, base: str) -> str:
+        """``base`` or ``base-2``, ``base-3``…: a name neither live nor archived; with this
+        machine's id after ``base`` when the data dir is synced (two machines can create
+        one in the same second)."""
+        if self.layout.machine:
+            base = f"{base}-{self.layout.machine}"
+        candidate, number = base, 1
+        while (
+            self.exists(kind, candidate)
+            or self.exists(kind, candidate, archived=True)
+            or self._case_twin(kind, candidate) is not None
+        ):
+            number += 1
+            candidate = f"{base}-{number}"
+        return candidate
+
+    def next_sequence_name(self, kind: Kind, prefix: str, day: dt.date) -> str:
+        """``<prefix>-YYYYMMDD-NNN`` with the first NNN used by no live or archived entry;
+        ``<prefix>-YYYYMMDD-<machine>-NNN`` when the data dir is synced (:attr:`Layout.machine`):
+        two machines counting from the same state never take one name."""
+        machine = f"{self.layout.machine}-" if self.layout.machine else ""
+        stem = f"{prefix}-{day:%Y%m%d}-{machine}"
+        taken: set[str] = set()
+        for folder in (self.layout.kind_dir(kind), self.layout.archive_dir(kind)):
+            if folder.is_dir():
+                taken.update(
+                    child.name for child in folder.iterdir() if child.name.startswith(stem)
+                )
+        number = 1
+        while any(
+            name == f"{stem}{number:03d}" or name.startswith(f"{stem}{number:03d}{ARCHIVE_SUFFIX}")
+            for name in taken
+        ):
+            number += 1
+        return f"{stem}{number:03d}"
+
+
+def _folded(name: str) -> str:
+    """What tells two names apart for a person: neither case nor Unicode form does."""
+    return unicodedata.normalize("NFKC", name).casefold()

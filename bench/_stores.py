@@ -18,6 +18,7 @@ import datetime as dt
 import json
 import os
 import random
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -541,9 +542,12 @@ class StoreFiles:
 
 
 def write_store(root: Path, entries: Iterable[GeneratedEntry]) -> StoreFiles:
-    """Write every entry's file under the data dir ``root`` (which may not exist yet)."""
+    """Write every entry's file under the data dir ``root`` (which may not exist yet),
+    modified a day ago as a store's files are (upkeep leaves a file someone else modified a
+    moment ago alone: a person may still be writing it)."""
     files = size = 0
     made: set[Path] = set()
+    settled = time.time() - 86_400
     for entry in entries:
         path = root / entry.relpath
         parent = path.parent.parent
@@ -553,6 +557,7 @@ def write_store(root: Path, entries: Iterable[GeneratedEntry]) -> StoreFiles:
         os.mkdir(path.parent)
         data = entry.render().encode("utf-8")
         path.write_bytes(data)
+        os.utime(path, (settled, settled))
         files += 1
         size += len(data)
     return StoreFiles(files, size)

@@ -71,6 +71,13 @@ class Conflict(SomnidError):
     code = "conflict"
 
 
+class BeingWritten(Conflict):
+    """Upkeep (a use noted, a score decayed) left an entry alone: its file changed a moment
+    ago, not by somnid, so a person may still be writing it in place."""
+
+    code = "being_written"
+
+
 class PreconditionFailed(SomnidError):
     code = "precondition_failed"
 

@@ -11,7 +11,7 @@ import datetime as dt
 import logging
 from dataclasses import dataclass, field
 
-from somnid.errors import BrokenFile, InvalidInput, NotFound
+from somnid.errors import BeingWritten, BrokenFile, InvalidInput, NotFound
 from somnid.memory.clock import Clock, local_date
 from somnid.memory.entry import Entry, vitals_from_meta
 from somnid.memory.kinds import Kind
@@ -96,9 +96,9 @@ class Maintenance:
 
         try:
             updated = await self.memories.mutate(
-                entry.kind, entry.name, apply, unless_etag=entry.etag
+                entry.kind, entry.name, apply, unless_etag=entry.etag, upkeep=True
             )
-        except (BrokenFile, NotFound):
+        except (BrokenFile, NotFound, BeingWritten):  # the next pass decays what was left
             return
         except InvalidInput as exc:
             return _skip(entry, report, exc)

@@ -42,6 +42,9 @@ Version = tuple[Kind, str, str]
 
 log = logging.getLogger(__name__)
 
+UPKEEP_QUIET_S = 2.0
+"""Upkeep leaves a file alone this long after someone else modified it."""
+
 ChangeListener = Callable[[Entry | None, str], Awaitable[None]]
 
 _DEFAULT_TYPE = {
@@ -252,11 +255,15 @@ class MemoryService:
         change: Callable[[frontmatter.Document], None],
         *,
         unless_etag: str | None = None,
+        upkeep: bool = False,
     ) -> Entry:
         """Read, ``change`` the document in place, write it back; announced like any write,
-        unless the entry still has ``unless_etag`` (nothing changed)."""
+        unless the entry still has ``unless_etag`` (nothing changed). ``upkeep`` (a use
+        noted, a score decayed) yields to a person who may be writing the file: BeingWritten
+        when it changed in the last :data:`UPKEEP_QUIET_S` seconds, not by somnid."""
+        quiet = UPKEEP_QUIET_S if upkeep else 0.0
         return await self._written(
-            lambda: self._store.mutate(kind, name, change),
+            lambda: self._store.mutate(kind, name, change, quiet_s=quiet),
             tell=lambda entry: unless_etag is None or entry.etag != unless_etag,
         )
 
@@ -421,7 +428,7 @@ class MemoryService:
             doc.meta["score"] = round(after.score, 4)
             doc.meta["last_used"] = now
 
-        return await self.mutate(kind, name, reinforce)
+        return await self.mutate(kind, name, reinforce, upkeep=True)
 
 
 def _haystack(entry: Entry) -> str:

@@ -13,6 +13,7 @@ import logging
 import os
 import shutil
 import threading
+import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from somnid.errors import (
+    BeingWritten,
     BrokenFile,
     Conflict,
     InvalidInput,
@@ -42,6 +44,7 @@ from somnid.store.safe import check_no_links, present, read_regular
 log = logging.getLogger(__name__)
 
 _OPTIMISTIC_ROUNDS = 3
+OURS_KEPT = 4096  # the files somnid last wrote, remembered for upkeep's quiet rule
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +66,7 @@ class MemoryStore(EntryNames):
 
     def __init__(self, layout: Layout, clock: Clock) -> None:
         super().__init__(layout, clock)
+        self._ours: dict[Path, tuple[int, int, int]] = {}
         self._write_lock = threading.RLock()
 
     # ------------------------------------------------------------------ writing
@@ -116,6 +120,7 @@ class MemoryStore(EntryNames):
         *,
         archived: bool = False,
         if_match: str | None = None,
+        quiet_s: float = 0.0,
     ) -> Entry:
         """Read an entry fresh, let ``change`` edit its document, write it back atomically.
 
@@ -124,6 +129,11 @@ class MemoryStore(EntryNames):
         writes ``users/default/about_user.md`` and leaves the legacy file untouched.
         ``change`` may be called more than once, each time on a fresh document: when the
         file changed while the last one was rendered, the last call is what is written.
+
+        ``quiet_s`` (upkeep's writes): BeingWritten when the file was modified less than
+        that many seconds ago, not by somnid. A person writing it in place (``cat >``, a
+        script, some editors) has it open: a rename over it then took the rest of what
+        they wrote into the unlinked old file, lost.
         """
         check_name(name)
         # Parsing and rendering (ruamel, the costly part of a big entry) happen before the
@@ -134,10 +144,10 @@ class MemoryStore(EntryNames):
             prepared = self._prepare(kind, name, change, archived=archived, if_match=if_match)
             with self._write_lock:
                 if self._unchanged(prepared):
-                    return self._commit(prepared)
+                    return self._commit(prepared, quiet_s)
         with self._write_lock:
             prepared = self._prepare(kind, name, change, archived=archived, if_match=if_match)
-            return self._commit(prepared)
+            return self._commit(prepared, quiet_s)
 
     def _prepare(
         self,
@@ -172,9 +182,11 @@ class MemoryStore(EntryNames):
         except (OSError, BrokenFile):
             return False
 
-    def _commit(self, prepared: _Prepared) -> Entry:
+    def _commit(self, prepared: _Prepared, quiet_s: float = 0.0) -> Entry:
         if prepared.target == prepared.path and etag_of(prepared.data) == prepared.current.etag:
             return prepared.current
+        if quiet_s and self._changed_lately_by_another(prepared.path, quiet_s):
+            raise BeingWritten(f"{prepared.current.path} changed a moment ago; left for later")
         try:  # a person may remove the folder meanwhile: then the entry is gone, not storage
             moved = prepared.target != prepared.path  # a legacy file written beside, say
             self._write(prepared.target, prepared.data, make_dirs=moved)
@@ -290,6 +302,23 @@ class MemoryStore(EntryNames):
                     log.exception("could not move %s back after a failed stamp", there)
             raise
 
+    def _note_ours(self, path: Path) -> None:
+        """Remember the file as somnid wrote it (upkeep's quiet rule skips no write of ours)."""
+        with contextlib.suppress(OSError):
+            info = os.lstat(path)
+            self._ours[path] = (info.st_mtime_ns, info.st_size, info.st_ino)
+            while len(self._ours) > OURS_KEPT:
+                self._ours.pop(next(iter(self._ours)))
+
+    def _changed_lately_by_another(self, path: Path, quiet_s: float) -> bool:
+        try:
+            info = os.lstat(path)
+        except OSError:
+            return False  # gone: the write says so
+        if self._ours.get(path) == (info.st_mtime_ns, info.st_size, info.st_ino):
+            return False
+        return info.st_mtime > time.time() - quiet_s  # a time ahead counts as recent too
+
     def _write(
         self, path: Path, data: bytes, *, exclusive: bool = False, make_dirs: bool = True
     ) -> None:
@@ -301,6 +330,7 @@ class MemoryStore(EntryNames):
                 self.health.failed(exc)
             raise
         self.health.succeeded()
+        self._note_ours(path)
 
     def _move(self, source: Path, target: Path) -> None:
         """Move an entry's folder. An empty folder where it goes (what deleting an entry's

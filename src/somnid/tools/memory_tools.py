@@ -13,7 +13,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from somnid.errors import BrokenFile, InvalidInput, NotFound, StorageError
+from somnid.errors import BeingWritten, BrokenFile, InvalidInput, NotFound, StorageError
 from somnid.memory.clock import Clock, to_datetime
 from somnid.memory.entry import Entry
 from somnid.memory.intentions import Intention
@@ -106,7 +106,7 @@ class MemoryTools:
         for entry in entries:
             try:
                 await self.memories.record_usage(entry.kind, entry.name)
-            except (NotFound, BrokenFile):
+            except (NotFound, BrokenFile, BeingWritten):  # a person may be writing it now
                 continue
             except InvalidInput as exc:  # the file as written back would not read: left as is
                 log.warning("a use of %s/%s was not noted: %s", entry.kind.value, entry.name, exc)

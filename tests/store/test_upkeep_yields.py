@@ -1,0 +1,69 @@
+"""Upkeep (a use noted, a score decayed) leaves alone a file someone else modified a moment
+ago: a person writing it in place (``cat >``, a script) still has it open, and a rename over
+it took the rest of what they wrote into the unlinked old file. Found by a probe: a recall
+0.7 s into a two-second write kept only the first half.
+
+The file's age is set with ``os.utime`` (a time ahead is a write just now, an hour back an
+old one), so nothing here depends on how fast the machine is."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from somnid.errors import BeingWritten
+from somnid.memory.clock import ManualClock
+from somnid.memory.kinds import Kind
+from somnid.store.frontmatter import Document
+from somnid.store.layout import Layout
+from somnid.store.memories import MemoryStore
+from tests.store.test_store import START
+
+
+def _stamp(doc: Document) -> None:
+    doc.meta["score"] = 0.5
+
+
+def _aged(path: Path, seconds: float) -> None:
+    when = time.time() - seconds
+    os.utime(path, (when, when))
+
+
+def test_upkeep_yields_to_a_file_modified_a_moment_ago_by_someone_else(tmp_path: Path) -> None:
+    store = MemoryStore(Layout(tmp_path), ManualClock(START))
+    path = tmp_path / store.create(Kind.KNOWLEDGE, "k", meta={"description": "d"}, body="b").path
+    store.mutate(Kind.KNOWLEDGE, "k", _stamp, quiet_s=3600)  # its own write a moment ago: fine
+    half = path.read_text() + "the first half of what a person types\n"
+    path.write_text(half)
+    _aged(path, -60)  # just now
+    with pytest.raises(BeingWritten):
+        store.mutate(Kind.KNOWLEDGE, "k", lambda doc: doc.meta.update(score=0.4), quiet_s=2)
+    assert path.read_text() == half
+    store.update(Kind.KNOWLEDGE, "k", body="a person's write through the API")  # not upkeep
+    path.write_text(path.read_text() + "more\n")
+    _aged(path, 3600)  # an hour back: settled
+    store.mutate(Kind.KNOWLEDGE, "k", lambda doc: doc.meta.update(score=0.3), quiet_s=2)
+    assert "score: 0.3" in path.read_text() and "more" in path.read_text()
+
+
+def test_a_recall_does_not_rewrite_a_file_being_written(client: TestClient, data_dir: Path) -> None:
+    made = client.post(
+        "/v1/memories/knowledge",
+        json={"name": "capybara", "description": "capybara notes", "body": "about capybaras"},
+    )
+    assert made.status_code == 201, made.text
+    path = data_dir / made.json()["path"]
+    typed = path.read_text() + "FIRST HALF of the person's text\n"
+    path.write_text(typed)
+    _aged(path, -60)  # still being written
+    tool = client.post("/v1/tools/recall_memories", json={"args": {"query": "capybara notes"}})
+    assert tool.status_code == 200 and "capybara" in tool.json()["result"], tool.text
+    assert path.read_text() == typed  # no use noted over it
+    _aged(path, 3600)
+    again = client.post("/v1/tools/recall_memories", json={"args": {"query": "capybara notes"}})
+    assert again.status_code == 200, again.text
+    assert "last_used" in path.read_text() and "FIRST HALF" in path.read_text()

@@ -61,3 +61,19 @@ def test_moving_clock_moves_groups() -> None:
     assert ids(agenda([item], TODAY + dt.timedelta(days=7)).upcoming) == ["x"]
     assert ids(agenda([item], TODAY + dt.timedelta(days=10)).due) == ["x"]
     assert ids(agenda([item], TODAY + dt.timedelta(days=400)).due) == ["x"]  # never expires here
+
+
+def test_a_cue_of_letters_matches_where_a_word_starts() -> None:
+    # A cue matched anywhere in a word: `art` raised "Concert tickets" on "we start now",
+    # the README's own `cert` fired on "concert".
+    cert = intention("x", cue="TLS, cert")
+    assert cue_matches(cert, "renew the certificate")
+    assert cue_matches(cert, "the cert expires; TLS.")
+    assert cue_matches(cert, "deploy_cert failed")  # an underscore parts words
+    assert not cue_matches(cert, "tickets for the concert")
+    assert not cue_matches(cert, "mtlsproxy is down")
+    assert not cue_matches(intention("x", cue="art"), "we start now")
+    assert cue_matches(intention("x", cue="Straße"), "STRASSE closed")  # casefolded both
+    assert cue_matches(intention("x", cue="护照"), "我的护照过期了")  # no spaces in Chinese
+    assert cue_matches(intention("x", cue="パスポート"), "新しいパスポートを")
+    assert cue_matches(intention("x", cue=".net"), "upgrade asp.net now")  # not a letter first

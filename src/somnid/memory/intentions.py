@@ -8,6 +8,7 @@ when further out (raised only when the current message matches its cue).
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import re
 from dataclasses import dataclass, field
 
@@ -22,6 +23,8 @@ MAX_SOMEDAY = 5
 MAX_CUE_EXTRAS = 3
 
 _CUE_SPLIT = re.compile(r"[,，、;；|]")
+_CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+_WORD_START = r"(?<![^\W_])"  # not right after a letter or digit
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,8 +85,17 @@ def _first_line(body: str) -> str:
 
 
 def cue_matches(intention: Intention, message: str) -> bool:
+    """Whether a cue is in the message: a cue that starts with a letter or digit only where
+    a word starts (``cert`` in "certificate" and "the cert", not in "concert"; ``art`` not
+    in "start"), a Chinese or Japanese one anywhere (they are written without spaces)."""
     text = message.casefold()
-    return any(cue in text for cue in intention.cue)
+    return any(_cue_at(cue).search(text) for cue in intention.cue)
+
+
+@functools.lru_cache(maxsize=1024)
+def _cue_at(cue: str) -> re.Pattern[str]:
+    starts_a_word = cue[:1].isalnum() and not _CJK.match(cue)
+    return re.compile((_WORD_START if starts_a_word else "") + re.escape(cue))
 
 
 def _priority_rank(intention: Intention) -> int:

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import pytest
+
 from somnid.recall.passes import penalise_brief_turns
 from somnid.recall.scorer import Scored
 from somnid.recall.text import (
@@ -7,7 +9,9 @@ from somnid.recall.text import (
     cjk_bigrams,
     content_terms,
     fts_query,
+    is_in,
     keyword_evidence,
+    literal_forms,
     query_terms,
 )
 
@@ -77,3 +81,30 @@ def test_keyword_evidence_is_less_for_cjk_bigrams() -> None:
     mixed = query_terms("PostgreSQL 备份")  # a word and one bigram
     assert keyword_evidence(mixed) == (1.0 + BIGRAM_EVIDENCE) / 2
     assert keyword_evidence([]) == 1.0
+
+
+@pytest.mark.parametrize(
+    ("query", "terms"),
+    [
+        ("what did I fix yesterday", ["fix"]),
+        ("what happened last week at the gym", ["happened", "gym"]),
+        ("two weeks ago what did Mel paint", ["mel", "paint"]),
+        ("where did we go last summer", ["go", "summer"]),  # a season a text may name
+        ("last Friday at the park", ["friday", "park"]),
+        ("去年夏天去了哪里", ["夏天"]),
+        ("我昨天修了什么", []),  # its day is all it asks by
+    ],
+)
+def test_a_relative_day_is_no_keyword(query: str, terms: list[str]) -> None:
+    # "yesterday" matched every text that said it, whatever day that text meant: an old
+    # memory saying "Yesterday I fixed the boiler" outranked the fix of yesterday.
+    assert query_terms(query) == terms
+
+
+def test_a_literal_hit_is_seen_in_the_index_s_form_of_chinese() -> None:
+    stored = cjk_bigrams("上线使用蓝绿发布流程。We ship blue 发布.").casefold()
+    assert is_in(literal_forms("蓝绿发布流程"), stored)
+    assert is_in(literal_forms("blue 发布"), stored)
+    assert is_in(literal_forms("We ship"), stored)
+    assert not is_in(literal_forms("绿色发布"), stored)
+    assert literal_forms("Blue Green") == ("blue green",)

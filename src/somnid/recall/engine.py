@@ -33,7 +33,7 @@ from somnid.recall.passes import (
     speaker_of,
 )
 from somnid.recall.scorer import Candidate, Scored, Weights, fuse, rank, spread_links
-from somnid.recall.text import keyword_evidence, query_terms
+from somnid.recall.text import is_in, keyword_evidence, literal_forms, query_terms
 from somnid.recall.turns import (
     ANSWER_SHARE,
     Near,
@@ -271,9 +271,9 @@ class Recall:
         """One fused pass: keyword hits (searched here when ``keyword`` is None), vector
         neighbours (and ``extra`` ids), scored; with the keyword hits. The rows in ``have``
         (an earlier pass's) and the texts in ``seen`` are not read again."""
-        needle = query.casefold()
+        needles = literal_forms(query)
         # A literal hit contains every word of the query, so it is among the keyword hits.
-        literal_possible = len(needle) >= MIN_LITERAL_CHARS
+        literal_possible = len(needles[0]) >= MIN_LITERAL_CHARS
         have = have or {}
         asked = set(keyword or ()) | (extra or set())
         got = self.index.gather(
@@ -297,7 +297,7 @@ class Recall:
                 activation=row.score,
                 cosine=cosines.get(i),
                 keyword=keyword.get(i, 0.0),
-                literal=literal_possible and i in keyword and needle in seen.get(i, ""),
+                literal=literal_possible and i in keyword and is_in(needles, seen.get(i, "")),
             )
             for i, row in rows.items()
         ]

@@ -39,6 +39,19 @@ def cjk_bigrams(text: str) -> str:
     return _CJK_RUN.sub(split, text)
 
 
+def literal_forms(query: str) -> tuple[str, ...]:
+    """The query as a literal hit holds it: as said, and with its Chinese or Japanese
+    written as the keyword index keeps it (bigrams); without the second, no CJK query ever
+    got the literal bonus on the SQLite index."""
+    said = query.casefold()
+    split = cjk_bigrams(said).strip()
+    return (said,) if split == said else (said, split)
+
+
+def is_in(needles: tuple[str, ...], text: str) -> bool:
+    return any(needle in text for needle in needles)
+
+
 # Function words that carry no topic in a question. Left out of keyword queries only;
 # documents keep every word (a literal phrase still matches). Chinese queries are searched
 # as bigrams, so the Chinese entries are bigrams.
@@ -106,8 +119,10 @@ def query_terms(query: str, *, with_dates: bool = False) -> list[str]:
     of 2024``, ``截至5月``): the time a question stands at says nothing of what it asks, and
     an entry that merely names 2024 is no better an answer for it; of any other date its
     numerals (``9``, ``2022``, ``5月12日``): the time pass reads the date, and as keywords
-    they match every text holding the same number. A date's words stay (``November``,
-    ``summer``): a text may say them (``last summer``). A question of nothing but a date
+    they match every text holding the same number. A date's names stay (``November``,
+    ``summer``, ``Friday``): a text may say them (``last summer``); a relative date's other
+    words go (``yesterday``, ``last week``, 上周): they name another day in every text, and
+    the time pass reads them. A question of nothing but a date
     and function words (``我5月12日做了什么``) has no terms: its date is all it asks by.
     ``with_dates`` keeps every date whole, for a search that reads no time."""
     text = query if with_dates else _keyword_text(query)
@@ -124,6 +139,14 @@ _LONE_CJK = re.compile(f"(?<![{_CJK}])[{_CJK}](?![{_CJK}])")  # 到 of 3月到5�
 # A year alone is a date only beside a word of time; else it may be a number ("room 2012",
 # "Windows 2000"), which stays a keyword.
 _YEAR_ALONE = re.compile(r"(?:19|20)\d{2}")
+# What of a relative date a text may say as such: the month, season or weekday it names.
+_NAMED_TIME = re.compile(
+    r"\b(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
+    r"|sep(?:t|tember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?|spring|summer|autumn|fall"
+    r"|winter|(?:mon|tues|wednes|thurs|fri|satur|sun)day)\b|[春夏秋冬][天季]"
+    r"|(?:星期|礼拜|周)[一二三四五六日天]",
+    re.IGNORECASE,
+)
 _TIME_BEFORE = re.compile(
     r"\b(?:in|of|since|before|after|until|till|by|from|during|for|to|and|between|year|"
     r"early|late|mid|end|start|summer|winter|spring|autumn|fall|as\s+of)\s+(?:the\s+)?$",
@@ -145,6 +168,8 @@ def _keyword_text(query: str) -> str:
             if _YEAR_ALONE.fullmatch(span.text) and not _TIME_BEFORE.search(query[:start]):
                 continue  # a number, as likely as a year: a keyword still
             kept = _LONE_CJK.sub(" ", _NUMERAL.sub(" ", query[start:end]))
+            if span.relative:  # yesterday, last week, 上周: another day in every text
+                kept = " ".join(_NAMED_TIME.findall(kept))
         query = f"{query[:start]} {kept} {query[end:]}"
     return query
 

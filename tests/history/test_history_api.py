@@ -230,3 +230,22 @@ def test_a_repository_inside_an_entry_folder_never_takes_another_writes_commit(
     assert "memory/knowledge/nested" not in git(data_dir, "ls-files")
     plain = [i for i in items if "knowledge/plain" in str(i["subject"])]
     assert plain and plain[0]["source"] == "api", items
+
+
+@pytest.mark.parametrize("window_s", [LONG])
+def test_editors_scratch_files_stay_out_of_history(client: TestClient, data_dir: Path) -> None:
+    # Emacs's autosave (#SKILL.md#) and vim's write probe (4913) were committed with a hand
+    # edit, moved with the entry on archive and kept in history; Emacs's lock (.#SKILL.md)
+    # stayed untracked for ever.
+    made = client.post("/v1/memories/knowledge", json={"name": "tea", "body": "green\n"})
+    assert made.status_code == 201, made.text
+    folder = data_dir / "memory" / "knowledge" / "tea"
+    scratch = ["#SKILL.md#", ".#SKILL.md", "4913", ".SKILL.md.swo", ".SKILL.md.swp", "SKILL.md~"]
+    for name in scratch:
+        (folder / name).write_text("scratch\n")
+    changed = client.patch("/v1/memories/knowledge/tea", json={"body": "black\n"})
+    assert changed.status_code == 200, changed.text
+    history(client)
+    tracked = git(data_dir, "ls-files", "memory/knowledge/tea").splitlines()
+    assert tracked == ["memory/knowledge/tea/SKILL.md"]
+    assert git(data_dir, "status", "--porcelain", "memory") == ""

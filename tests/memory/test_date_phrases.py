@@ -163,7 +163,7 @@ def test_words_that_only_set_a_date_are_no_keywords() -> None:
 
     assert query_terms("Where did Ann work prior to 2020?") == ["ann", "work"]
     assert query_terms("What has Bob done since May?") == ["bob", "done", "may"]
-    assert query_terms("two weeks ago") == ["two", "weeks"]
+    assert query_terms("two weeks ago") == []  # a relative day names another in every text
 
 
 @pytest.mark.parametrize(

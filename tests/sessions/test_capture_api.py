@@ -377,7 +377,15 @@ def test_a_message_keeps_the_time_it_was_said(client: TestClient, data_dir: Path
     assert "[user] 2026-" in text
 
 
-@pytest.mark.parametrize("bad", ["yesterday", "2023-13-40T00:00:00", "", 1683554160, True])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "yesterday", "2023-13-40T00:00:00", "", 1683554160, True,
+        # Inside the years somnid reads as sent, outside once kept in UTC: accepted, then
+        # read back as no time at all (year 1, year 9999).
+        "0002-01-01T00:00:00+14:00", "9998-12-31T23:59:59-14:00",
+    ],
+)  # fmt: skip
 def test_a_timestamp_that_is_not_iso_8601_is_refused(client: TestClient, bad: object) -> None:
     answer = client.post(
         "/v1/sessions/replay/messages",

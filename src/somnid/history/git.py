@@ -34,8 +34,11 @@ GITIGNORE = f"""\
 {TEMP_PREFIX}*
 .*.tmp
 *.tmp
-.*.swp
+.*.sw[a-p]
 *~
+\\#*#
+.#*
+4913
 """
 _IDENTITY = {
     "GIT_COMMITTER_NAME": "somnid",

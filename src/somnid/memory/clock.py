@@ -66,6 +66,7 @@ class ManualClock:
 
 
 FIRST_YEAR, LAST_YEAR = 2, 9998
+_A_DAY = dt.timedelta(days=1)
 """The years of a time somnid reads or takes. Python's range is 1-9999, but a time at its very
 edge cannot be moved into another zone (year 1 at +14:00 is before the first instant in UTC),
 nor a day or a month either side of it; a year of slack at each end keeps every such step in
@@ -115,7 +116,13 @@ def parse_time(text: str) -> dt.datetime:
         raise ValueError(
             f"{text[:64]!r} is not an ISO 8601 time such as 2023-05-08T13:56:00+02:00"
         ) from None
-    if not in_range(when):
+    inside = in_range(when)
+    if inside and len(text.strip()) > len("2026-12-31"):  # a time of day, not a date alone
+        try:  # a day inside either edge: no zone may move it out (it is kept in UTC)
+            inside = in_range(when - _A_DAY) and in_range(when + _A_DAY)
+        except OverflowError:
+            inside = False
+    if not inside:
         raise ValueError(f"{text[:64]!r} is outside the years {FIRST_YEAR}-{LAST_YEAR}")
     return when
 

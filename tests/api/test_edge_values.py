@@ -445,3 +445,17 @@ def test_what_a_field_may_be(client: TestClient) -> None:
     )
     assert among.status_code == 201, among.text
     assert among.json()["description"] == "D" and "description" in among.json()["meta"]
+
+
+def test_a_broken_file_removed_by_hand_is_no_longer_skipped(
+    client: TestClient, data_dir: Path
+) -> None:
+    # Decay listed a broken file a person had since deleted, until a health probe rechecked.
+    folder = data_dir / "memory/knowledge/tmpbroken"
+    folder.mkdir(parents=True)
+    (folder / "SKILL.md").write_text("---\nname: x\ndescription: [b\n---\n")
+    first = client.post("/v1/maintenance/decay").json()
+    assert "memory/knowledge/tmpbroken/SKILL.md" in first["skippedBroken"]
+    (folder / "SKILL.md").unlink()
+    folder.rmdir()
+    assert client.post("/v1/maintenance/decay").json()["skippedBroken"] == []

@@ -69,7 +69,7 @@ class Maintenance:
             if self.intention_expiry_days is not None:
                 for entry in await memories.scan((Kind.INTENTION,)):
                     await self._maybe_expire(entry, now, report)
-            report.skipped.extend(item.path for item in memories.broken(recheck=False))
+            report.skipped.extend(item.path for item in memories.broken())  # gone ones out
             return report
 
     async def _decay_one(self, entry: Entry, now: dt.datetime, report: DecayReport) -> None:

@@ -249,3 +249,33 @@ def test_editors_scratch_files_stay_out_of_history(client: TestClient, data_dir:
     tracked = git(data_dir, "ls-files", "memory/knowledge/tea").splitlines()
     assert tracked == ["memory/knowledge/tea/SKILL.md"]
     assert git(data_dir, "status", "--porcelain", "memory") == ""
+
+
+@pytest.mark.parametrize("window_s", [LONG])
+def test_an_entry_folder_swapped_for_a_link_leaves_history_working(
+    client: TestClient, data_dir: Path, tmp_path: Path
+) -> None:
+    # git refused every commit naming a path below the link ("beyond a symbolic link"):
+    # history answered 503 for as long as the link stayed. And reads served the entry
+    # through the link from the reader's cache.
+    for name in ("stale", "other"):
+        made = client.post("/v1/memories/knowledge", json={"name": name, "body": f"{name}\n"})
+        assert made.status_code == 201, made.text
+    assert client.get("/v1/memories/knowledge/stale").status_code == 200  # cached
+    history(client)
+    folder = data_dir / "memory" / "knowledge" / "stale"
+    away = tmp_path / "stale-away"
+    folder.rename(away)
+    folder.symlink_to(away, target_is_directory=True)
+    # A hand edit's commit names the path below the link; a write beside it goes on.
+    assert client.patch("/v1/memories/knowledge/other", json={"body": "two\n"}).status_code == 200
+    wait_for(lambda: client.get("/v1/history").status_code == 200 and git_clean_of(data_dir))
+    assert client.get("/v1/health").json()["history"]["status"] == "ok"
+    answer = client.get("/v1/memories/knowledge/stale")
+    assert answer.status_code == 409 and answer.json()["code"] == "broken_file", answer.text
+    assert git(data_dir, "show", "HEAD:memory/knowledge/other/SKILL.md").endswith("two\n")
+
+
+def git_clean_of(data_dir: Path) -> bool:
+    """Nothing of ``other`` waits for a commit."""
+    return git(data_dir, "status", "--porcelain", "memory/knowledge/other") == ""

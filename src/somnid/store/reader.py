@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import stat
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator
@@ -26,7 +27,7 @@ from somnid.store import frontmatter
 from somnid.store.counts import FolderCounts
 from somnid.store.health import StorageHealth
 from somnid.store.layout import ARCHIVED, LEGACY_DEFAULT_USER, Layout
-from somnid.store.safe import check_no_links, present, read_regular
+from somnid.store.safe import present, read_regular
 
 log = logging.getLogger(__name__)
 
@@ -230,12 +231,13 @@ class EntryReader:
 
     def _load(self, path: Path, kind: Kind, name: str, archived: bool) -> Entry:
         try:
-            check_no_links(self.layout.root, path.parent)  # a folder swapped for a link
-            stat = os.stat(path, follow_symlinks=False)
-        except (BrokenFile, PermissionError):
+            if _folders_linked(path):  # swapped for a link since it was read: not from cache
+                return self._parse_file(path, kind, name, archived)  # reports it broken
+            info = os.stat(path, follow_symlinks=False)
+        except PermissionError:
             return self._parse_file(path, kind, name, archived)  # reports why it is broken
         # ctime: a hand edit that puts the mtime back (touch -r, rsync -t, cp -p) moves it
-        key = (stat.st_mtime_ns, stat.st_ctime_ns, stat.st_size, stat.st_ino)
+        key = (info.st_mtime_ns, info.st_ctime_ns, info.st_size, info.st_ino)
         with self._cache_lock:
             cached = self._cache.get(path)
             if cached is not None and cached[0] == key:
@@ -267,7 +269,7 @@ class EntryReader:
     ) -> tuple[Entry, frontmatter.Document]:
         rel = self.layout.relative(path)
         try:
-            data, stat = read_regular(self.layout.root, path, MAX_FILE_BYTES)
+            data, info = read_regular(self.layout.root, path, MAX_FILE_BYTES)
             try:
                 text = data.decode("utf-8")
             except UnicodeDecodeError as exc:
@@ -285,7 +287,7 @@ class EntryReader:
             body=doc.body,
             path=rel,
             etag=etag_of(data),
-            mtime=stat.st_mtime,
+            mtime=info.st_mtime,
         )
         return entry, doc
 
@@ -312,6 +314,13 @@ class EntryReader:
     def _forget_broken(self, rel: str) -> None:
         with self._broken_lock:
             self._broken.pop(rel, None)
+
+
+def _folders_linked(path: Path) -> bool:
+    """Whether the entry's folder, or the one holding it, is a link: two ``lstat`` calls
+    (~1 µs each; the whole walk from the data dir took 16 µs a read, 1.6 s a scan at 100k)."""
+    folder = os.path.dirname(path)
+    return any(stat.S_ISLNK(os.lstat(p).st_mode) for p in (folder, os.path.dirname(folder)))
 
 
 def gone(kind: Kind, name: str, archived: bool) -> NotFound:

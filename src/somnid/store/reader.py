@@ -318,7 +318,7 @@ class EntryReader:
 
 def _folders_linked(path: Path) -> bool:
     """Whether the entry's folder, or the one holding it, is a link: two ``lstat`` calls
-    (~1 µs each; the whole walk from the data dir took 16 µs a read, 1.6 s a scan at 100k)."""
+    (5 µs in all; the whole walk from the data dir took 16 µs a read, 1.6 s a scan at 100k)."""
     folder = os.path.dirname(path)
     return any(stat.S_ISLNK(os.lstat(p).st_mode) for p in (folder, os.path.dirname(folder)))
 

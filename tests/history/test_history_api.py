@@ -279,3 +279,22 @@ def test_an_entry_folder_swapped_for_a_link_leaves_history_working(
 def git_clean_of(data_dir: Path) -> bool:
     """Nothing of ``other`` waits for a commit."""
     return git(data_dir, "status", "--porcelain", "memory/knowledge/other") == ""
+
+
+@pytest.mark.parametrize("window_s", [LONG])
+def test_a_file_broken_within_a_write_s_batch_waits_for_its_fix(
+    client: TestClient, data_dir: Path
+) -> None:
+    # The batch took the file as it was at its commit: a person's broken YAML went into
+    # history under the API's name, where a broken hand edit waits for its fix.
+    made = client.post("/v1/memories/knowledge", json={"name": "conc", "body": "narwhal\n"})
+    assert made.status_code == 201, made.text
+    path = data_dir / made.json()["path"]
+    good = path.read_text()
+    path.write_text(good.replace("description:", "description: [broken by hand\nx:"))
+    history(client)  # commits what is pending
+    assert "conc" not in git(data_dir, "ls-files", "memory/knowledge")
+    path.write_text(good.replace("narwhal", "narwhal, mended"))
+    # A history read commits what is pending, the fix once the watcher has seen it.
+    wait_for(lambda: bool(history(client)) and "conc" in git(data_dir, "ls-files", "memory"))
+    assert "mended" in git(data_dir, "show", "HEAD:memory/knowledge/conc/SKILL.md")

@@ -368,7 +368,10 @@ class Committer:
         # pathspec magic on for this one call, every path marked literal.
         every = self.changed_paths() if len(specs) > ON_COMMAND_LINE else None  # one status
         mine = self.changed_paths(specs) if every is None else within(every, specs)
-        odd = [rel for rel in mine if self._left.kept_out(rel)]
+        # An entry file that does not parse (a person broke it within a write's batch) waits
+        # for its fix, as a hand edit does; parsed only for a batch's few files.
+        few = every is None
+        odd = [r for r in mine if self._left.kept_out(r) or (few and not self._left.whole(r))]
         # A folder git lists whole ("memory/knowledge/x/": a repository of its own inside)
         # takes its spec with it: a spec that matches nothing made the commit take nothing.
         left_out = {rel.rstrip("/") for rel in odd}

@@ -248,6 +248,10 @@ def test_editors_scratch_files_stay_out_of_history(client: TestClient, data_dir:
     history(client)
     tracked = git(data_dir, "ls-files", "memory/knowledge/tea").splitlines()
     assert tracked == ["memory/knowledge/tea/SKILL.md"]
+    # An entry may be named as vim's probe file is: its folder is history's.
+    assert client.post("/v1/memories/knowledge", json={"name": "4913"}).status_code == 201
+    history(client)
+    assert git(data_dir, "ls-files", "memory/knowledge/4913") == "memory/knowledge/4913/SKILL.md\n"
     assert git(data_dir, "status", "--porcelain", "memory") == ""
 
 

@@ -92,6 +92,7 @@ def test_keyword_evidence_is_less_for_cjk_bigrams() -> None:
         ("where did we go last summer", ["go", "summer"]),  # a season a text may name
         ("last Friday at the park", ["friday", "park"]),
         ("去年夏天去了哪里", ["夏天"]),
+        ("上周三开会说了什么", ["周三", "开会", "会说"]),  # a weekday, numeral and all
         ("我昨天修了什么", []),  # its day is all it asks by
     ],
 )

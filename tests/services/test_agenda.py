@@ -77,3 +77,5 @@ def test_a_cue_of_letters_matches_where_a_word_starts() -> None:
     assert cue_matches(intention("x", cue="护照"), "我的护照过期了")  # no spaces in Chinese
     assert cue_matches(intention("x", cue="パスポート"), "新しいパスポートを")
     assert cue_matches(intention("x", cue=".net"), "upgrade asp.net now")  # not a letter first
+    assert cue_matches(intention("x", cue="k8s"), "我们的k8s集群")  # Latin right after Chinese
+    assert cue_matches(intention("x", cue="tickets"), "明天买tickets")

@@ -3,8 +3,8 @@ ago: a person writing it in place (``cat >``, a script) still has it open, and a
 it took the rest of what they wrote into the unlinked old file. Found by a probe: a recall
 0.7 s into a two-second write kept only the first half.
 
-The file's age is set with ``os.utime`` (a time ahead is a write just now, an hour back an
-old one), so nothing here depends on how fast the machine is."""
+The quiet time is an hour here and a settled file's age is set two hours back with
+``os.utime``, so nothing here depends on how fast the machine is."""
 
 from __future__ import annotations
 
@@ -23,6 +23,8 @@ from somnid.store.layout import Layout
 from somnid.store.memories import MemoryStore
 from tests.store.test_store import START
 
+HOUR = 3600.0
+
 
 def _stamp(doc: Document) -> None:
     doc.meta["score"] = 0.5
@@ -36,18 +38,20 @@ def _aged(path: Path, seconds: float) -> None:
 def test_upkeep_yields_to_a_file_modified_a_moment_ago_by_someone_else(tmp_path: Path) -> None:
     store = MemoryStore(Layout(tmp_path), ManualClock(START))
     path = tmp_path / store.create(Kind.KNOWLEDGE, "k", meta={"description": "d"}, body="b").path
-    store.mutate(Kind.KNOWLEDGE, "k", _stamp, quiet_s=3600)  # its own write a moment ago: fine
+    store.mutate(Kind.KNOWLEDGE, "k", _stamp, quiet_s=HOUR)  # its own write a moment ago: fine
     half = path.read_text() + "the first half of what a person types\n"
     path.write_text(half)
-    _aged(path, -60)  # just now
     with pytest.raises(BeingWritten):
-        store.mutate(Kind.KNOWLEDGE, "k", lambda doc: doc.meta.update(score=0.4), quiet_s=2)
+        store.mutate(Kind.KNOWLEDGE, "k", lambda doc: doc.meta.update(score=0.4), quiet_s=HOUR)
     assert path.read_text() == half
     store.update(Kind.KNOWLEDGE, "k", body="a person's write through the API")  # not upkeep
     path.write_text(path.read_text() + "more\n")
-    _aged(path, 3600)  # an hour back: settled
-    store.mutate(Kind.KNOWLEDGE, "k", lambda doc: doc.meta.update(score=0.3), quiet_s=2)
+    _aged(path, 2 * HOUR)  # settled
+    store.mutate(Kind.KNOWLEDGE, "k", lambda doc: doc.meta.update(score=0.3), quiet_s=HOUR)
     assert "score: 0.3" in path.read_text() and "more" in path.read_text()
+    _aged(path, -2 * HOUR)  # a clock far ahead wrote it (touch -d, rsync -t): no write now
+    store.mutate(Kind.KNOWLEDGE, "k", lambda doc: doc.meta.update(score=0.2), quiet_s=HOUR)
+    assert "score: 0.2" in path.read_text()
 
 
 def test_a_recall_does_not_rewrite_a_file_being_written(client: TestClient, data_dir: Path) -> None:
@@ -58,12 +62,11 @@ def test_a_recall_does_not_rewrite_a_file_being_written(client: TestClient, data
     assert made.status_code == 201, made.text
     path = data_dir / made.json()["path"]
     typed = path.read_text() + "FIRST HALF of the person's text\n"
-    path.write_text(typed)
-    _aged(path, -60)  # still being written
+    path.write_text(typed)  # still being written
     tool = client.post("/v1/tools/recall_memories", json={"args": {"query": "capybara notes"}})
     assert tool.status_code == 200 and "capybara" in tool.json()["result"], tool.text
     assert path.read_text() == typed  # no use noted over it
-    _aged(path, 3600)
+    _aged(path, 2 * HOUR)
     again = client.post("/v1/tools/recall_memories", json={"args": {"query": "capybara notes"}})
     assert again.status_code == 200, again.text
     assert "last_used" in path.read_text() and "FIRST HALF" in path.read_text()

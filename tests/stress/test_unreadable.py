@@ -127,7 +127,12 @@ def test_unreadable_files_and_folders_are_broken_files(tmp_path: Path) -> None:
         fresh = layout.entry_file(Kind.KNOWLEDGE, "fresh")
         fresh.parent.mkdir()
         fresh.write_text("---\nname: fresh\ndescription: made by hand\n---\naardvark\n")
+        # An edit elsewhere while the watches are set up anew is caught up with.
+        other.write_text(other.read_text().replace("wildebeest", "gnu"))
         _until("a new entry reached recall", lambda: "fresh" in _found(client, "aardvark"))
+        _until(
+            "an edit during the new plan reached recall", lambda: "other" in _found(client, "gnu")
+        )
         fresh.write_text(fresh.read_text().replace("aardvark", "pangolin"))
         _until("its next edit reached recall", lambda: "fresh" in _found(client, "pangolin"))
         locked_file.chmod(0o644)
@@ -138,3 +143,28 @@ def test_unreadable_files_and_folders_are_broken_files(tmp_path: Path) -> None:
         _until("the edits are in history", lambda: not _git(data, "status", "--porcelain"))
         assert client.get("/v1/health").json()["history"]["status"] == "ok"
     assert "Traceback" not in daemon.log()
+
+
+@pytest.mark.stress
+def test_a_shut_kind_folder_hangs_no_write(tmp_path: Path) -> None:
+    # With memory/episodes shut, every name in it looked taken: a create without a name
+    # searched for a free one for ever, holding the store's write lock (every later write
+    # hung).
+    data = tmp_path / "data"
+    with _daemon(data) as daemon, daemon.client(timeout=HANG_S) as client:
+        assert (
+            client.post("/v1/memories/knowledge", json={"name": "k", "body": "b"}).status_code
+            == 201
+        )
+        made = client.post("/v1/memories/episode", json={"description": "first", "body": "x"})
+        assert made.status_code == 201, made.text
+        episodes = Layout(data).kind_dir(Kind.EPISODE)
+        episodes.chmod(0)
+        try:
+            answer = client.post("/v1/memories/episode", json={"description": "d", "body": "x"})
+            assert answer.status_code in (409, 503), answer.text  # refused, not hung
+            assert answer.headers["content-type"].startswith("application/problem+json")
+            patched = client.patch("/v1/memories/knowledge/k", json={"body": "still writes"})
+            assert patched.status_code == 200, patched.text
+        finally:
+            episodes.chmod(0o700)

@@ -39,6 +39,7 @@ GITIGNORE = f"""\
 \\#*#
 .#*
 4913
+!4913/
 """
 _IDENTITY = {
     "GIT_COMMITTER_NAME": "somnid",

@@ -87,7 +87,9 @@ def _add(git: Git, specs: list[str], env: dict[str, str]) -> list[str]:
         return specs
     said = done.stderr.decode("utf-8", "replace").strip()[-500:]
     plain = [spec for spec in specs if not spec.startswith(":(exclude")]
-    if len(plain) > ONE_BY_ONE_AT_MOST or not _a_path_refused(done.stderr):
+    tops = any("/" not in spec.removeprefix(":(literal)") for spec in plain)
+    if tops or len(plain) > ONE_BY_ONE_AT_MOST or not _a_path_refused(done.stderr):
+        # A top folder (a large commit's "memory") is never left out whole for one path.
         raise GitError(f"git add failed ({done.returncode}): {said}")
     excluded = [spec for spec in specs if spec.startswith(":(exclude")]
     kept = []

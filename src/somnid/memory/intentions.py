@@ -23,8 +23,10 @@ MAX_SOMEDAY = 5
 MAX_CUE_EXTRAS = 3
 
 _CUE_SPLIT = re.compile(r"[,，、;；|]")
-_CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
-_WORD_START = r"(?<![^\W_])"  # not right after a letter or digit
+_CJK_CHARS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_CJK = re.compile(f"[{_CJK_CHARS}]")
+# Not right after a letter or digit, unless Chinese or Japanese (我们的k8s集群: k8s starts there).
+_WORD_START = f"(?<![^\\W_{_CJK_CHARS}])"
 
 
 @dataclass(frozen=True, slots=True)

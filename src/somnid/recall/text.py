@@ -169,7 +169,7 @@ def _keyword_text(query: str) -> str:
                 continue  # a number, as likely as a year: a keyword still
             kept = _LONE_CJK.sub(" ", _NUMERAL.sub(" ", query[start:end]))
             if span.relative:  # yesterday, last week, 上周: another day in every text
-                kept = " ".join(_NAMED_TIME.findall(kept))
+                kept = " ".join(_NAMED_TIME.findall(query[start:end]))  # 周三 has a numeral
         query = f"{query[:start]} {kept} {query[end:]}"
     return query
 

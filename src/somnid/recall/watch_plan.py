@@ -29,7 +29,7 @@ def watch_plan(roots: list[Path]) -> WatchPlan:
     present = [root for root in roots if root.is_dir()]
     unreadable: list[Path] = []
     for root in present:
-        for _ in os.walk(root, onerror=lambda exc: unreadable.append(Path(exc.filename))):
+        for _ in os.walk(root, onerror=lambda exc: _shut(exc, unreadable)):
             pass
     if not unreadable:
         return WatchPlan(whole=present)
@@ -53,3 +53,9 @@ def _a_folder(entry: os.DirEntry[str]) -> bool:
         return entry.is_dir(follow_symlinks=False)
     except OSError:
         return False
+
+
+def _shut(exc: OSError, unreadable: list[Path]) -> None:
+    """A walk's error: a folder it may not enter is left out; one gone meanwhile is not."""
+    if isinstance(exc, PermissionError) and exc.filename:
+        unreadable.append(Path(exc.filename))

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -31,6 +32,23 @@ RESTART_FIRST_S = 1.0
 RESTART_MAX_S = 60.0
 IDLE_YIELD_MS = 5000
 REPLAN_S = 60.0  # with a folder left out: how often to look whether it is readable now
+
+
+def _any_folder(paths: list[str]) -> bool:
+    return any(os.path.isdir(path) for path in paths)
+
+
+def _any_opened(folders: list[Path]) -> bool:
+    """Whether a folder left out as unreadable may be read now (or is gone)."""
+    for folder in folders:
+        try:
+            os.scandir(folder).close()
+        except PermissionError:
+            continue
+        except OSError:
+            return True
+        return True
+    return False
 
 
 async def _first(*events: asyncio.Event) -> None:
@@ -64,7 +82,6 @@ class Watcher:
         """Why the watcher stopped, until it runs again."""
         self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
-        self._fresh: set[Path] = set()  # folders that appeared in a folder watched alone
         self.events = 0
 
     def start(self) -> None:
@@ -79,33 +96,33 @@ class Watcher:
             self._task = None
 
     async def _run(self) -> None:
-        delay = RESTART_FIRST_S
+        delay, again, vanished = RESTART_FIRST_S, False, False
         while not self._stop.is_set():
             try:
-                if await self._watch():
-                    continue  # the folders changed: watch them anew
+                if await self._watch(again):
+                    again, vanished = True, False  # the folders changed: watch them anew
+                    continue
                 return  # stopped
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
                 while isinstance(exc, ExceptionGroup):  # from a round of several watches
                     exc = exc.exceptions[0]
+                if isinstance(exc, FileNotFoundError) and not vanished:
+                    again = vanished = True  # a folder of the plan went before its watch
+                    continue
                 self.failure = f"the file watcher stopped ({exc}); starting it again"
                 log.warning("%s in %.0f s; hand edits show after that", self.failure, delay)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stop.wait(), delay)
                 return
-            delay = min(RESTART_MAX_S, delay * 2)
-            if self.on_restart is not None:
-                try:
-                    await self.on_restart()
-                except Exception as exc:  # the catch-up says its own failure
-                    log.warning("could not catch up with hand edits: %s", exc)
+            delay, again = min(RESTART_MAX_S, delay * 2), True
 
-    async def _watch(self) -> bool:
+    async def _watch(self, again: bool = False) -> bool:
         """One round of watching, until stopped (False) or until the folders to watch are
-        to be planned again (True): a folder appeared beside an unreadable one, or a
-        minute passed and it may be readable again."""
+        to be planned again (True): a folder appeared beside an unreadable one, or one that
+        was unreadable may be read now. A round planned ``again`` catches up, once its
+        watches are set up, with what changed while there were none (a sync)."""
         plan = await asyncio.to_thread(watch_plan, self.roots)
         if not plan.whole and not plan.alone:
             self.failure = None
@@ -131,10 +148,9 @@ class Watcher:
                 self.failure = None
                 if not changes:
                     continue
-                added = [Path(path) for c, path in changes if c is watchfiles.Change.added]
-                if not recursive and added:
+                added = [path for c, path in changes if c is watchfiles.Change.added]
+                if not recursive and added and await asyncio.to_thread(_any_folder, added):
                     replan = True  # a new folder beside an unreadable one: watch it whole
-                    self._fresh.update(added)
                 try:
                     await self._handle(changes)
                 except Exception as exc:  # a full disk, say: the next sync catches up
@@ -144,10 +160,16 @@ class Watcher:
 
         async def until_done() -> None:
             nonlocal replan
-            wait = REPLAN_S if plan.unreadable else None
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(_first(self._stop, done), wait)
-            replan = replan or not self._stop.is_set()
+            while not done.is_set() and not self._stop.is_set():
+                wait = REPLAN_S if plan.unreadable else None
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(_first(self._stop, done), wait)
+                if plan.unreadable:
+                    opened = await asyncio.to_thread(_any_opened, plan.unreadable)
+                    if opened:
+                        replan = True
+                        break
+            replan = replan and not self._stop.is_set()
             done.set()
 
         async with asyncio.TaskGroup() as group:
@@ -156,20 +178,19 @@ class Watcher:
                 group.create_task(follow(plan.whole, True))
             if plan.alone:
                 group.create_task(follow(plan.alone, False))
-            group.create_task(self._catch_up_fresh())
+            if again:
+                group.create_task(self._catch_up())
         return replan and not self._stop.is_set()
 
-    async def _catch_up_fresh(self) -> None:
-        """Read again the folders that appeared beside an unreadable one: what was written
-        in them before this round's watches were set up. Those are set up in the watches'
-        first steps, which run before this one (tasks run in the order they were made)."""
+    async def _catch_up(self) -> None:
+        """What changed between two rounds' watches: the new ones are set up in their first
+        steps, which run before this one (tasks run in the order they were made)."""
         await asyncio.sleep(0)
-        fresh, self._fresh = sorted(self._fresh), set()
-        for folder in fresh:
+        if self.on_restart is not None:
             try:
-                await self.on_folder(folder)
-            except Exception as exc:  # as in a round's changes: the next sync catches up
-                log.warning("could not index hand edits (they show after a sync): %s", exc)
+                await self.on_restart()
+            except Exception as exc:  # the sync says its own failure
+                log.warning("could not catch up with hand edits: %s", exc)
 
     async def _handle(self, changes: set[tuple[watchfiles.Change, str]]) -> None:
         self.events += len(changes)

@@ -15,11 +15,11 @@ has waited longest on its client, for a request or for it to read an answer, ins
 being refused: neither half-open sockets nor sockets that pipeline requests for large
 answers and never read them (300 of them each asking for the Swagger bundle twenty times
 held every slot) can keep a health probe or the owner's writes out. When no connection
-waits on its client, the one busy longest is evicted: a request the app has held longest,
-in practice a stream (``GET /v1/sleep/events``) that a client left open. 256 such streams
-held every slot, and a client that opens one per page view leaves them open. The app goes on
-with an evicted request (a write still completes); only its answer is lost, and an event
-stream's client reconnects.
+waits on its client, the one busy longest is evicted, a stream (an answer begun and not
+ended: ``GET /v1/sleep/events`` a client left open, whose client reconnects) before a
+request still waiting on the app. 256 such streams held every slot, and a client that
+opens one per page view leaves them open. Only when no stream is open is a request cut
+(its answer lost; a write the app had not yet read the body of is not made).
 
 A connection is dropped with an abort (and a reset, ``SO_LINGER`` 0) when bytes of its
 answer are still waiting: a plain close would keep the socket, and its slot, until a
@@ -126,7 +126,10 @@ class GuardedH11(H11Protocol):
         busy = [(since, c) for c in guarded if (since := c._busy_for_since()) is not None]
         if not busy:
             return False
-        _since, oldest = min(busy, key=lambda pair: pair[0])
+        # A stream (its answer begun, not ended) before a request still waiting on the app
+        # (a dream run with "wait", a write): its client reconnects, and nothing is cut.
+        streaming = [(since, c) for since, c in busy if c._answering()]
+        _since, oldest = min(streaming or busy, key=lambda pair: pair[0])
         log.debug("too many connections: closing %s, busy longest", oldest.client)
         oldest._close()
         return True
@@ -142,6 +145,10 @@ class GuardedH11(H11Protocol):
             *([self._stalled_since] if self._write_deadline is not None else []),
         ]
         return min(times) if times else None
+
+    def _answering(self) -> bool:
+        cycle = self.cycle
+        return cycle is not None and cycle.response_started and not cycle.response_complete
 
     def _busy_for_since(self) -> float | None:
         """Since when the app has held this connection's request, or None."""

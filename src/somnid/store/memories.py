@@ -191,7 +191,9 @@ class MemoryStore(EntryNames):
             moved = prepared.target != prepared.path  # a legacy file written beside, say
             self._write(prepared.target, prepared.data, make_dirs=moved)
             return self._load(prepared.target, prepared.kind, prepared.name, prepared.archived)
-        except (StorageError, FileNotFoundError):
+        except FileNotFoundError:  # read back: removed since
+            raise gone(prepared.kind, prepared.name, prepared.archived) from None
+        except StorageError:
             if os.path.isdir(prepared.target.parent):
                 raise
             raise gone(prepared.kind, prepared.name, prepared.archived) from None
@@ -317,7 +319,8 @@ class MemoryStore(EntryNames):
             return False  # gone: the write says so
         if self._ours.get(path) == (info.st_mtime_ns, info.st_size, info.st_ino):
             return False
-        return info.st_mtime > time.time() - quiet_s  # a time ahead counts as recent too
+        now = time.time()  # a time far ahead (a clock ahead, touch -d 2030) is no write now
+        return now - quiet_s < info.st_mtime <= now + quiet_s
 
     def _write(
         self, path: Path, data: bytes, *, exclusive: bool = False, make_dirs: bool = True
@@ -326,7 +329,7 @@ class MemoryStore(EntryNames):
         try:
             write_atomic(path, data, exclusive=exclusive, make_dirs=make_dirs)
         except StorageError as exc:
-            if os.path.isdir(path.parent):  # else removed by a person: no fault of storage
+            if make_dirs or os.path.isdir(path.parent):  # else removed by a person
                 self.health.failed(exc)
             raise
         self.health.succeeded()

@@ -32,6 +32,8 @@ class EntryNames(EntryReader):
             except NotADirectoryError:  # nothing is written under it: a person rearranged
                 where = self.layout.relative(folder)
                 raise BrokenFile(f"{where} is a file where somnid keeps a folder") from None
+            except PermissionError:
+                raise _shut(self.layout.relative(folder)) from None
         twins = (other for other in names if other != name and _folded(other) == folded)
         return next(twins, None)
 
@@ -76,9 +78,10 @@ class EntryNames(EntryReader):
         taken: set[str] = set()
         for folder in (self.layout.kind_dir(kind), self.layout.archive_dir(kind)):
             if folder.is_dir():
-                taken.update(
-                    child.name for child in folder.iterdir() if child.name.startswith(stem)
-                )
+                try:
+                    taken.update(c.name for c in folder.iterdir() if c.name.startswith(stem))
+                except PermissionError:
+                    raise _shut(self.layout.relative(folder)) from None
         number = 1
         while any(
             name == f"{stem}{number:03d}" or name.startswith(f"{stem}{number:03d}{ARCHIVE_SUFFIX}")
@@ -91,3 +94,7 @@ class EntryNames(EntryReader):
 def _folded(name: str) -> str:
     """What tells two names apart for a person: neither case nor Unicode form does."""
     return unicodedata.normalize("NFKC", name).casefold()
+
+
+def _shut(where: object) -> BrokenFile:
+    return BrokenFile(f"{where} is a folder somnid may not read; nothing is written in it")

@@ -27,7 +27,7 @@ from somnid.store import frontmatter
 from somnid.store.counts import FolderCounts
 from somnid.store.health import StorageHealth
 from somnid.store.layout import ARCHIVED, LEGACY_DEFAULT_USER, Layout
-from somnid.store.safe import present, read_regular
+from somnid.store.safe import present, read_regular, shut
 
 log = logging.getLogger(__name__)
 
@@ -187,7 +187,7 @@ class EntryReader:
             if child.name.startswith("."):
                 continue
             path = Path(child.path) / file_name
-            if present(path):  # a FIFO or a link is yielded, and reported as broken
+            if present(path) or shut(child.path):  # yielded, and reported as broken
                 yield path, child.name, archived
 
     def _profile_files(self) -> Iterator[tuple[Path, str, bool]]:
@@ -222,7 +222,7 @@ class EntryReader:
         if kind is Kind.PROFILE and archived:
             return None
         path = self.layout.entry_file(kind, name, archived=archived)
-        if present(path) or os.path.islink(path.parent):
+        if present(path) or os.path.islink(path.parent) or shut(path.parent):
             return path  # a FIFO or a link is found, and reads as broken
         if kind is Kind.PROFILE and name == LEGACY_DEFAULT_USER:
             legacy = self.layout.legacy_user_profile

@@ -52,14 +52,30 @@ def check_no_links(root: Path, path: Path) -> None:
 
 def present(path: Path) -> bool:
     """Whether something other than a folder is at ``path``, without following a link:
-    a FIFO or a link where a file belongs is there, to be reported as broken, and so is a
-    file in a folder somnid may not enter (reading it reports that)."""
+    a FIFO or a link where a file belongs is there, to be reported as broken."""
     try:
         return not stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def shut(folder: Path | str) -> bool:
+    """Whether ``folder`` is a folder somnid may not enter (``chmod 000``, made with sudo):
+    its entry is there, to be reported as broken. False when the folder cannot even be
+    looked at (the one holding it is shut): nothing can be told of it, and a name is not
+    taken for it (a create's search for a free name would never end)."""
+    try:
+        if not stat.S_ISDIR(os.lstat(folder).st_mode):
+            return False
+    except OSError:
+        return False
+    try:
+        os.scandir(folder).close()
     except PermissionError:
         return True
     except OSError:
         return False
+    return False
 
 
 def read_regular(root: Path, path: Path, max_bytes: int) -> tuple[bytes, os.stat_result]:

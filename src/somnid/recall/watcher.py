@@ -111,6 +111,8 @@ class Watcher:
                 if isinstance(exc, FileNotFoundError) and not vanished:
                     again = vanished = True  # a folder of the plan went before its watch
                     continue
+                if self.failure is None:  # it ran since the last stop: back-off anew
+                    delay = RESTART_FIRST_S
                 self.failure = f"the file watcher stopped ({exc}); starting it again"
                 log.warning("%s in %.0f s; hand edits show after that", self.failure, delay)
             with contextlib.suppress(TimeoutError):

@@ -29,7 +29,7 @@ def watch_plan(roots: list[Path]) -> WatchPlan:
     present = [root for root in roots if root.is_dir()]
     unreadable: list[Path] = []
     for root in present:
-        for _ in os.walk(root, onerror=lambda exc: _shut(exc, unreadable)):
+        for _ in os.walk(root, onerror=lambda exc: _note_shut(exc, unreadable)):
             pass
     if not unreadable:
         return WatchPlan(whole=present)
@@ -55,7 +55,7 @@ def _a_folder(entry: os.DirEntry[str]) -> bool:
         return False
 
 
-def _shut(exc: OSError, unreadable: list[Path]) -> None:
+def _note_shut(exc: OSError, unreadable: list[Path]) -> None:
     """A walk's error: a folder it may not enter is left out; one gone meanwhile is not."""
     if isinstance(exc, PermissionError) and exc.filename:
         unreadable.append(Path(exc.filename))

@@ -25,6 +25,7 @@ import watchfiles
 from somnid.recall.watch_plan import watch_plan
 from somnid.store.atomic import TEMP_PREFIX
 from somnid.store.layout import ENTRY_FILES
+from somnid.store.safe import shut
 
 log = logging.getLogger(__name__)
 
@@ -40,15 +41,7 @@ def _any_folder(paths: list[str]) -> bool:
 
 def _any_opened(folders: list[Path]) -> bool:
     """Whether a folder left out as unreadable may be read now (or is gone)."""
-    for folder in folders:
-        try:
-            os.scandir(folder).close()
-        except PermissionError:
-            continue
-        except OSError:
-            return True
-        return True
-    return False
+    return not all(shut(folder) for folder in folders)
 
 
 async def _first(*events: asyncio.Event) -> None:

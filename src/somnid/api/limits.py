@@ -1,7 +1,10 @@
-"""Request gatekeeping before a route runs: body size (413) and media type (415).
+"""Request gatekeeping before a route runs: the path (400), body size (413) and media
+type (415).
 
-A pure ASGI middleware: it buffers at most ``max_body_bytes`` + 1 of the body, answers 413
-past that, and 415 when a body is sent with a content type other than JSON or with a
+A pure ASGI middleware. A path whose percent escapes are not UTF-8 (``%FF``) is a 400: the
+server would read each such byte as U+FFFD, so two different paths would name one session
+or entry. Of a body it buffers at most ``max_body_bytes`` + 1, answers 413 past that, and
+415 when a body is sent with a content type other than JSON or with a
 ``Content-Encoding`` (gzip, say: read as JSON it would be a confusing 400).
 """
 
@@ -9,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from urllib.parse import unquote_to_bytes
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -28,6 +32,11 @@ class RequestLimits:
         self.max_body_bytes = max_body_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and not _utf8_path(scope):
+            await _drain(receive)
+            detail = "the path's percent escapes are not UTF-8 (encode names as UTF-8)"
+            await _reject(send, scope, 400, "invalid_input", detail)
+            return
         if scope["type"] != "http" or scope["method"] not in _BODY_METHODS:
             await self.app(scope, receive, send)
             return
@@ -100,3 +109,14 @@ async def _drain(receive: Receive) -> None:
 
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(read_to_end(), _DRAIN_SECONDS)
+
+
+def _utf8_path(scope: Scope) -> bool:
+    raw = scope.get("raw_path")
+    if not isinstance(raw, bytes) or b"%" not in raw:
+        return True
+    try:
+        unquote_to_bytes(raw.split(b"?", 1)[0]).decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True

@@ -14,7 +14,8 @@ client loses nothing by it, and a daemon restart strands no session. ``GET`` and
 answer 405, the spec's answer from a server that keeps no stream and no sessions.
 
 A malformed JSON-RPC envelope (an ``id`` of the wrong type, a batch, ``"jsonrpc"`` missing)
-is answered here, not by the SDK (:mod:`somnid.api.mcp_envelope`).
+and an unknown ``MCP-Protocol-Version`` are answered here, not by the SDK
+(:mod:`somnid.api.mcp_envelope`).
 
 The SDK's DNS-rebinding check is off: somnid's guard, in front of every path, checks Host,
 Origin and the bearer token for ``/mcp`` as for the rest.
@@ -39,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
 
-from somnid.api.mcp_envelope import envelope_error
+from somnid.api.mcp_envelope import envelope_error, version_error
 from somnid.errors import Unavailable
 from somnid.tools.registry import ToolRegistry
 
@@ -110,10 +111,22 @@ class McpEndpoint:
             raise Unavailable("the MCP endpoint is not running; see the daemon's log")
         body = await _body(receive)
         refused = envelope_error(body)
+        requested = _header(scope, b"mcp-protocol-version")
+        if refused is None and requested is not None:
+            from somnid.api.mcp_server import PROTOCOL_VERSIONS  # imported with the manager
+
+            refused = version_error(body, requested, PROTOCOL_VERSIONS)
         if refused is not None:
             await _send_json(send, 400, refused)
             return
         await manager.handle_request(scope, _replay(body, receive), send)
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope["headers"]:
+        if key.lower() == name:
+            return str(value.decode("latin-1"))
+    return None
 
 
 async def _body(receive: Receive) -> bytes:

@@ -10,6 +10,10 @@ refusals. A batch (a JSON array) is refused the same way: MCP 2025-06-18 has non
 
 What is not JSON is left to the SDK (``-32700``, parse error); so is every well-formed
 message, requests, notifications and responses alike.
+
+An ``MCP-Protocol-Version`` header the SDK does not speak is refused the same way, naming
+the versions it does (:func:`version_error`); the SDK took any unknown value for its newest
+protocol and answered with a message about that protocol's ``_meta`` keys.
 """
 
 from __future__ import annotations
@@ -46,6 +50,25 @@ def envelope_error(body: bytes) -> dict[str, Any] | None:
     if "result" in message or "error" in message:
         return None  # a response to a request of the server's: the SDK takes it
     return _refused(reply_to, 'a message has a "method", or a "result" or an "error"')
+
+
+def version_error(body: bytes, requested: str, supported: tuple[str, ...]) -> dict[str, Any] | None:
+    """The JSON-RPC error answer to a protocol version outside ``supported``, or None."""
+    if requested in supported:
+        return None
+    try:
+        message = json.loads(body)
+    except (ValueError, RecursionError):
+        message = None
+    ident = message.get("id") if isinstance(message, dict) else None
+    valid = isinstance(ident, str) or (isinstance(ident, int) and not isinstance(ident, bool))
+    answer = _refused(
+        ident if valid else None,
+        f"MCP-Protocol-Version {requested[:40]!r} is not spoken here: "
+        f"send one of {', '.join(supported)}",
+    )
+    answer["error"]["data"] = {"supported": list(supported), "requested": requested[:200]}
+    return answer
 
 
 def _refused(ident: str | int | None, why: str) -> dict[str, Any]:

@@ -14,11 +14,13 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from starlette.requests import Request
 
 from somnid import __version__
 from somnid.api.errors import UNEXPECTED
 from somnid.errors import InvalidInput, NotFound, SomnidError
+from somnid.memory.text import control_char
 from somnid.tools.memory_tools import ToolContext
 from somnid.tools.registry import ToolRegistry
 from somnid.tools.spec import ToolSpec
@@ -68,6 +70,9 @@ def _scope(request: object) -> ToolContext:
         value = request.query_params.get(param)
         if value is not None and len(value) > MAX_SCOPE:
             raise InvalidInput(f"{param} in the /mcp URL is longer than {MAX_SCOPE} characters")
+        ch = None if value is None else control_char(value)
+        if ch is not None:
+            raise InvalidInput(f"{param} in the /mcp URL holds a control character ({ord(ch):#x})")
         if value:
             values[field] = value
     return ToolContext(**values)
@@ -119,3 +124,7 @@ def session_manager(tools: ToolRegistry) -> StreamableHTTPSessionManager:
         stateless=True,
         security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
+
+
+PROTOCOL_VERSIONS = (*HANDSHAKE_PROTOCOL_VERSIONS, *MODERN_PROTOCOL_VERSIONS)
+"""The values of the ``MCP-Protocol-Version`` header the SDK speaks."""

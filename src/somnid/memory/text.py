@@ -5,17 +5,21 @@
   whitespace this way, so a newline in the text can never start a line of its own;
 - :func:`has_surrogate`, :func:`valid_text`: ``"\\ud800"`` is valid JSON but no text (no
   UTF-8 carries it): what is stored or searched refuses it, what only cues (a tokenizer's
-  input, a hint's cue, a model's answer) reads it as ``?``.
+  input, a hint's cue, a model's answer) reads it as ``?``;
+- :func:`control_char`: an id, a key or a name (a session id, a front-matter key) holds no
+  control character, line break or surrogate.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 
 MAX_QUERY_CHARS = 2_000
 """A search's query at most, wherever it comes from (the API, a tool)."""
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_CONTROLS = frozenset(("Cc", "Cs", "Zl", "Zp"))
 
 
 def one_line(text: str) -> str:
@@ -31,3 +35,12 @@ def has_surrogate(text: str) -> bool:
 def valid_text(text: str) -> str:
     """``text`` as UTF-8 carries it: each lone surrogate a ``?``."""
     return text.encode("utf-8", "replace").decode("utf-8")
+
+
+def control_char(text: str) -> str | None:
+    """The first control character, line break (NEL and U+2028 too) or surrogate in
+    ``text``, if any."""
+    for ch in text:
+        if unicodedata.category(ch) in _CONTROLS:
+            return ch
+    return None

@@ -7,12 +7,12 @@ Plain values and the checks on client text; the writing itself is in
 from __future__ import annotations
 
 import datetime as dt
-import unicodedata
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 from somnid.errors import InvalidInput
+from somnid.memory.text import control_char
 
 MAX_ID_CHARS = 200
 DEFAULT_USER = "default"
@@ -115,6 +115,6 @@ def check_session_id(session_id: str) -> None:
 
 
 def check_printable(value: str, what: str) -> None:
-    for ch in value:
-        if unicodedata.category(ch) in ("Cc", "Cs", "Zl", "Zp"):
-            raise InvalidInput(f"the {what} contains a control character ({ord(ch):#x})")
+    ch = control_char(value)
+    if ch is not None:
+        raise InvalidInput(f"the {what} contains a control character ({ord(ch):#x})")

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-import unicodedata
 from typing import Any
 
 from somnid.errors import BrokenFile, InvalidInput
 from somnid.memory.clock import parse_time, to_datetime
 from somnid.memory.lifecycle import MAX_STABILITY
+from somnid.memory.text import control_char
 from somnid.store import frontmatter
 from somnid.store.reader import MAX_FILE_BYTES
 
@@ -46,7 +46,7 @@ def check_fields(fields: dict[str, Any]) -> None:
     for key in fields:
         if not isinstance(key, str) or not key.strip():
             raise InvalidInput("front-matter keys must be non-empty strings")
-        if any(unicodedata.category(ch) in ("Cc", "Cs", "Zl", "Zp") for ch in key):
+        if control_char(key) is not None:
             # a line break in a key (NEL too) is read back as a space: another key
             raise InvalidInput(f"front-matter key {key[:40]!r} holds a control character")
         if key in PROTECTED_KEYS:

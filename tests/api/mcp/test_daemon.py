@@ -190,3 +190,41 @@ def test_a_batch_is_refused_and_good_messages_still_pass(somnid: Daemon) -> None
     deep = b"[" * 100_000  # deeper than Python's json reads (the fuzz test found a 500)
     nested = httpx.post(url, content=deep, headers={**headers, "content-type": "application/json"})
     assert nested.status_code == 400 and nested.json()["id"] is None
+
+
+def test_an_unknown_protocol_version_is_refused_with_the_ones_spoken(somnid: Daemon) -> None:
+    # The SDK took any unknown version for its newest protocol and answered about the
+    # `_meta` keys that protocol wants: a client could not tell what to send instead.
+    url = f"{somnid.base_url}/mcp"
+    listing = {"jsonrpc": "2.0", "id": 5, "method": "tools/list"}
+    headers = {**ACCEPT, **somnid.headers}
+    old = httpx.post(url, json=listing, headers={**headers, "MCP-Protocol-Version": "1999-01-01"})
+    assert old.status_code == 400
+    error = old.json()["error"]
+    assert old.json()["id"] == 5 and error["code"] == -32600
+    assert "'1999-01-01' is not spoken here" in error["message"]
+    assert "2025-06-18" in error["data"]["supported"] and error["data"]["requested"] == "1999-01-01"
+    known = httpx.post(url, json=listing, headers={**headers, "MCP-Protocol-Version": "2025-06-18"})
+    assert known.status_code == 200 and known.json()["result"]["tools"]
+
+
+def test_a_control_character_in_the_url_s_scope_is_a_tool_error(somnid: Daemon) -> None:
+    call = {
+        "jsonrpc": "2.0",
+        "id": 6,
+        "method": "tools/call",
+        "params": {"name": "recall_memories", "arguments": {"query": "deploys"}},
+    }
+    answer = httpx.post(
+        f"{somnid.base_url}/mcp?sessionId=a%01b", json=call, headers={**ACCEPT, **somnid.headers}
+    )
+    result = answer.json()["result"]
+    assert result["isError"] is True
+    assert result["structuredContent"]["code"] == "invalid_input"
+    assert "sessionId in the /mcp URL holds a control character (0x1)" in text_of_json(result)
+
+
+def text_of_json(result: dict[str, Any]) -> str:
+    [block] = result["content"]
+    text: str = block["text"]
+    return text

@@ -6,16 +6,14 @@ from typing import Any
 
 from pydantic import Field
 
-from somnid.api.schemas.common import Schema
-
-MAX_ID = 200
+from somnid.api.schemas.common import Id, Schema
 
 
 class PromptRequest(Schema):
-    speaker_user_id: str | None = Field(None, max_length=MAX_ID)
-    participant_user_ids: list[str] = Field(default_factory=list, max_length=100)
+    speaker_user_id: Id | None = None
+    participant_user_ids: list[Id] = Field(default_factory=list, max_length=100)
     current_message: str | None = Field(None, max_length=20_000)
-    project: str | None = Field(None, max_length=MAX_ID)
+    project: Id | None = None
 
 
 class SectionOut(Schema):
@@ -46,9 +44,9 @@ class ToolList(Schema):
 
 class ToolCall(Schema):
     args: dict[str, Any] = Field(default_factory=dict)
-    session_id: str | None = Field(None, max_length=MAX_ID)
-    user_id: str | None = Field(None, max_length=MAX_ID)
-    project: str | None = Field(None, max_length=MAX_ID)
+    session_id: Id | None = None
+    user_id: Id | None = None
+    project: Id | None = None
 
 
 class ToolResult(Schema):
@@ -65,8 +63,8 @@ class IntentionIn(Schema):
     due: str | None = Field(None, max_length=40, description="YYYY-MM-DD")
     cue: str | None = Field(None, max_length=500, description="Comma-separated keywords")
     priority: str = Field("mid", pattern="^(low|mid|medium|high)$")
-    source: str | None = Field(None, max_length=MAX_ID)
-    project: str | None = Field(None, max_length=MAX_ID)
+    source: Id | None = None
+    project: Id | None = None
 
 
 class IntentionOut(Schema):

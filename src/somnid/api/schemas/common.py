@@ -5,19 +5,31 @@ from __future__ import annotations
 import datetime as dt
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from somnid.memory.clock import to_datetime
 from somnid.memory.entry import Entry
 from somnid.memory.kinds import Kind
 from somnid.memory.names import MAX_NAME_BYTES, MAX_NAME_CHARS
+from somnid.memory.text import control_char
 
 MAX_TEXT = 200_000
 
 
 class Schema(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+
+def _printable(value: str) -> str:
+    ch = control_char(value)
+    if ch is not None:
+        raise ValueError(f"holds a control character ({ord(ch):#x})")
+    return value
+
+
+Id = Annotated[str, Field(min_length=1, max_length=200), AfterValidator(_printable)]
+"""A client's id or label (a session, a user, a project): 1–200 characters, no controls."""
 
 
 def jsonable(value: Any) -> Any:

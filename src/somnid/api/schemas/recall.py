@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import Field
 
-from somnid.api.schemas.common import Schema
+from somnid.api.schemas.common import Id, Schema
 from somnid.memory.kinds import Kind
 from somnid.memory.text import MAX_QUERY_CHARS
 
@@ -16,10 +16,10 @@ MAX_QUERY = MAX_QUERY_CHARS
 class RecallRequest(Schema):
     query: str = Field(min_length=1, max_length=MAX_QUERY)
     kinds: list[Kind] | None = Field(
-        None, description="Kinds to search; default knowledge, episode and skill."
+        None, min_length=1, description="Kinds to search; default knowledge, episode and skill."
     )
     limit: int = Field(10, ge=1, le=50, strict=True)
-    project: str | None = Field(None, max_length=200)
+    project: Id | None = None
     explain: bool = Field(False, strict=True, description="Add each result's score components.")
 
 
@@ -108,18 +108,18 @@ class RebuildResponse(Schema):
 
 
 class ThoughtRequest(Schema):
-    session_id: str = Field(min_length=1, max_length=200)
+    session_id: Id
     cue: str = Field(max_length=20_000)
     iter_no: int | None = Field(None, ge=0, strict=True)
-    project: str | None = Field(None, max_length=200)
+    project: Id | None = None
 
 
 class ActionRequest(Schema):
-    session_id: str = Field(min_length=1, max_length=200)
+    session_id: Id
     tool_name: str = Field(min_length=1, max_length=200)
     args: dict[str, Any] = Field(default_factory=dict)
     iter_no: int | None = Field(None, ge=0, strict=True)
-    project: str | None = Field(None, max_length=200)
+    project: Id | None = None
 
 
 class HintItemOut(Schema):

@@ -295,3 +295,16 @@ def test_dream_now_closes_open_logs(client: TestClient, data_dir: Path) -> None:
     assert "Dream maintenance (no_llm: bridge: not connected)" in answer  # no host connected
     log = next((data_dir / "memory/session-log").glob("*.md")).read_text()
     assert "end_time:" in log and "status: pending" in log
+
+
+def test_a_user_id_that_is_the_agent_s_profile_name_shows_no_profile(client: TestClient) -> None:
+    # `about_me` is the agent's own profile's name: as a speaker it showed the agent's
+    # self-image a second time, as a person's.
+    memory(client, "profile", name="about_me", body="I am a careful coding assistant.")
+    memory(client, "profile", name="ou_2", body="Bob owns the database.")
+    identity = prompt(client, speakerUserId="about_me", participantUserIds=["about_me", "ou_2"])[
+        "identity"
+    ]["text"]
+    assert identity.count("I am a careful coding assistant.") == 1
+    assert '"about_me"' not in identity
+    assert '- "ou_2": "Bob owns the database."' in identity

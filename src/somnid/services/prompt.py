@@ -91,6 +91,10 @@ class PromptBuilder:
             Section(escape_template(cued)),
         )
 
+    def _user_profile(self, user: str) -> Entry | None:
+        """A user's profile; the id ``about_me`` has none: that name is the agent's own."""
+        return None if user == SELF_PROFILE else self._profile(user)
+
     def _profile(self, name: str) -> Entry | None:
         try:
             return self.store.read(Kind.PROFILE, name)
@@ -106,7 +110,7 @@ class PromptBuilder:
         if me is not None and me.body.strip():
             parts.append("\n".join([t.about_me, *quote(me.body.strip())]))
         if speaker:
-            profile = self._profile(speaker)
+            profile = self._user_profile(speaker)
             if profile is not None:
                 name = inline(profile.text_field("name") or speaker)
                 department = one_line(profile.text_field("department"))
@@ -116,7 +120,7 @@ class PromptBuilder:
         for user in dict.fromkeys(p for p in participants if p and p != speaker):
             if len(lines) >= MAX_PARTICIPANTS:
                 break
-            profile = self._profile(user)
+            profile = self._user_profile(user)
             if profile is None:
                 continue
             name = inline(profile.text_field("name") or user)

@@ -44,6 +44,8 @@ def days(text: str, ref: dt.date = SATURDAY) -> list[tuple[str, str]]:
         ("本季度", "2023-04-01", "2023-06-30"),
         ("Our release is planned for Q1 of next year", "2024-01-01", "2024-03-31"),
         ("in Q4, 2022", "2022-10-01", "2022-12-31"),
+        ("in Q2 of the fiscal year", "2023-04-01", "2023-06-30"),
+        ("by Q3 of the year", "2023-07-01", "2023-09-30"),
     ],
 )
 def test_a_quarter_or_half_is_its_months(text: str, first: str, last: str) -> None:
@@ -110,6 +112,8 @@ def test_chinese_days_alone_from_one_to_another() -> None:
         "每一季度",
         "The answer of Q3 was wrong",
         "For Q2, I picked option B",
+        "In Q1 of the survey, most answered yes",
+        "in Q3 of this quiz I guessed",
         "I get paid on the 1st and 15th of each month",
     ],
 )

@@ -27,10 +27,11 @@ from somnid.store.reader import etag_of
 log = logging.getLogger(__name__)
 
 SYNC_BATCH = 256  # entries per index transaction during a full sync
-READING = "2026-12-06.2"
+READING = "2026-12-06.3"
 """The reading of files into index rows (dates, questions, text): changed whenever a release
 reads the same file into a different row, so that every row is derived again once
-(quarters, halves and days of a month alone, 2026-12-06.2)."""
+(quarters, halves and days of a month alone, 2026-12-06.2; ``Q1 of the survey`` no
+quarter, .3)."""
 READING_KEY = "reading"
 
 

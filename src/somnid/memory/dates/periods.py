@@ -63,6 +63,8 @@ def year_part(kind: str, m: re.Match[str], ref: dt.date, any_year: bool) -> Foun
         timed = _Q_TIMED.search(m.string[max(0, m.start() - 24) : m.start()])
         if letter == "Q" and not (g.get("y") or g.get("which") or timed):
             return None  # "answer Q3", "For Q2, I picked B": a question's number
+        if not g.get("y") and _Q_OF_THING.match(m.string, m.end()):
+            return None  # "in Q1 of the survey": a question of something, not a quarter
         quarter, half = (n - 1, None) if letter == "Q" else (None, n - 1)
     else:
         quarter = _index(g.get("q") or g.get("qn"))
@@ -87,6 +89,13 @@ _Q_TIMED = re.compile(
 )
 """What sets a lone ``Q3`` in time (``in Q3``, ``by Q4``); not ``of`` nor ``for`` (``the
 answer of Q3``, ``For Q2, I picked B``)."""
+_Q_OF_THING = re.compile(
+    r"\s+of\s+(?:the|a|an|my|our|your|his|her|their|its|that|this)\s+"
+    r"(?!(?:\w+\s+)?(?:year|fiscal|financial|calendar|school|academic|tax|season)\b)\w",
+    re.IGNORECASE,
+)
+"""After a ``Q`` with no year: ``of`` a thing that is no year (``Q1 of the survey``, ``Q3
+of this quiz``) makes it that thing's question; ``Q1 of the fiscal year`` stays a quarter."""
 
 
 def _index(word: str | None) -> int | None:

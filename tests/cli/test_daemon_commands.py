@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import stat
+import threading
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -213,3 +215,52 @@ def test_the_cli_finds_a_daemon_started_on_another_port_by_itself(tmp_path: Path
         # Nothing listens now: the command says so, at the address it would have used.
         gone = somnid(env, "status")
         assert gone.returncode != 0 and "not running" in gone.stderr
+
+
+class _Refusing(BaseHTTPRequestHandler):
+    """An LLM endpoint that lists its models and refuses every chat."""
+
+    def do_GET(self) -> None:
+        self._send(200, b'{"data": []}')
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        self._send(400, b'{"error": {"message": "no such model"}}')
+
+    def _send(self, status: int, body: bytes) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        return None
+
+
+def test_sleep_run_wait_exits_1_when_the_dream_fails(tmp_path: Path) -> None:
+    # It exited 0 whatever the dream's outcome: a script could not tell.
+    llm = ThreadingHTTPServer(("127.0.0.1", 0), _Refusing)
+    thread = threading.Thread(target=llm.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    settings = (
+        ("SOMNID_DREAM__LLM", "openai"),
+        ("SOMNID_DREAM__OPENAI__BASE_URL", f"http://127.0.0.1:{llm.server_address[1]}/v1"),
+        ("SOMNID_DREAM__OPENAI__MODEL", "m"),
+        ("SOMNID_DREAM__ENABLED", "false"),
+    )
+    try:
+        with start_daemon(tmp_path / "data", *settings) as running:
+            with running.client() as client:
+                said = {"messages": [{"role": "user", "text": "I moved to Lyon in May."}]}
+                assert client.post("/v1/sessions/s1/messages", json=said).status_code == 200
+                assert client.post("/v1/sessions/s1/close").status_code == 200
+            ran = somnid(daemon_env(running), "sleep", "run", "--wait")
+            assert ran.returncode == 1, ran.stdout + ran.stderr
+            assert "interrupted" in ran.stdout and "no such model" in ran.stdout
+            as_json = somnid(daemon_env(running), "sleep", "run", "--wait", "--json")
+            assert as_json.returncode == 1
+            assert json.loads(as_json.stdout)["result"]["status"] == "interrupted"
+    finally:
+        llm.shutdown()
+        llm.server_close()

@@ -132,3 +132,11 @@ def test_what_is_not_a_range_of_days() -> None:
     assert days("from Jan 1 to Jun 30, 2023")[0] == ("2023-01-01", "2023-01-01")
     # An end before the start in the same month.
     assert days("Aug 15-11, 2023")[0] == ("2023-08-15", "2023-08-15")
+
+
+def test_a_year_before_1000_is_written_in_four_digits() -> None:
+    # `%Y` wrote year 1 as "1": "Last month (1-12)", dates ['1-12', '1'], no ISO date.
+    ref = dt.date(2, 1, 3)
+    assert absolutise("last month", ref) == ("last month (0001-12)", ["0001-12"])
+    assert absolutise("last year", ref) == ("last year (0001)", ["0001"])
+    assert absolutise("yesterday", ref)[1] == ["0002-01-02"]

@@ -33,16 +33,20 @@ def run_sleep(args: argparse.Namespace, settings: Settings) -> int:
     # A dream with an LLM takes minutes: waiting for it has no deadline (Ctrl-C stops waiting).
     with DaemonClient(settings, timeout=None if args.wait else 30.0) as client:
         answer = client.post("/v1/sleep/run", {"trigger": "cli", "wait": args.wait})
+    result = answer.get("result")
     if args.json:
         print(json.dumps(answer, ensure_ascii=False))
-        return 0
-    if not answer["started"]:
+    elif not answer["started"]:
         print("a dream is already running (`somnid sleep status`, `somnid sleep cancel`)")
-    elif answer.get("result") is None:
+    elif result is None:
         print("dream started (`somnid sleep status` to follow it)")
-    if answer.get("result") is not None:
-        print(render_result(answer["result"]))
-    return 0
+    if result is not None and not args.json:
+        print(render_result(result))
+    # A dream that failed or was cut short is a failure for a script that waited for it.
+    return 1 if result is not None and result.get("status") in FAILED else 0
+
+
+FAILED = ("error", "interrupted")
 
 
 def cancel_sleep(args: argparse.Namespace, settings: Settings) -> int:

@@ -219,7 +219,9 @@ class MemoryEdits:
                         body=text,
                         fields={**defaults, "updated": now},
                     )
-                except Conflict:
+                except Conflict as exc:
+                    if exc.extra.get("name") != name:
+                        raise  # a user whose id differs only in case: not this user's
                     continue  # created meanwhile: update it instead
             fields = {key: value for key, value in defaults.items() if key not in before.meta}
             fields["updated"] = now

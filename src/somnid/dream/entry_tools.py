@@ -20,6 +20,7 @@ from somnid.errors import InvalidInput
 from somnid.memory.clock import to_datetime
 from somnid.memory.entry import Entry
 from somnid.memory.kinds import SELF_PROFILE, Kind
+from somnid.memory.names import name_for
 from somnid.store import frontmatter
 
 READABLE = (*items.MEMORY_KINDS, Kind.INTENTION, Kind.PROFILE)
@@ -363,7 +364,7 @@ class EntryTools(ToolBase):
             user_id: The user field of the log the facts come from: <user id>.
             content: The whole new profile in Markdown.
         """
-        if user_id.strip() and items.name_of(user_id.strip()) == SELF_PROFILE:
+        if user_id.strip() and name_for(user_id.strip()) == SELF_PROFILE:
             return "error: about_me is the agent's own profile, not a user; use update_about_me"
         users = self.ledger.users()
         if not users:
@@ -375,7 +376,7 @@ class EntryTools(ToolBase):
                 f"error: {given} not the user of a log read in this dream; the logs read "
                 f"are about: {', '.join(users)}. Write only what a log says about its own user."
             )
-        name = items.name_of(raw)
+        name = name_for(raw)  # as the prompt reads it
         text = self._profile_text(content)
         description = f"用户 {raw} 的画像" if self.lang == "zh" else f"Profile of user {raw}"
         entry = await self.edits.write_profile(

@@ -23,6 +23,7 @@ CANDIDATE_OUTCOMES = (
     "added",
     "merged",
     "superseded",
+    "unwritable",
     "trimmed",
     "split",
 )
@@ -33,9 +34,12 @@ lines say it, or it joins two people's facts), ``vague`` (it says only that peop
 prompt's placeholder); a
 ``duplicate`` of another candidate or of a memory (found by somnid) or ``known`` (the model
 decided it adds nothing); written as ``added``, ``merged`` into an entry, or
-``superseded`` an entry (archived with a pointer). Beside the outcomes: ``trimmed``
-sentences cut from a memory (their lines do not say them, or say them of someone else) and
-``split``, memories beyond the first a proposal became (one per person it is about)."""
+``superseded`` an entry (archived with a pointer); or ``unwritable``, when the store
+refused its one write (a case twin of its name, a file broken by hand, a name a folder
+without an entry file holds): that memory is left and the dream goes on. Beside the
+outcomes: ``trimmed`` sentences cut from a memory (their lines do not say them, or say
+them of someone else) and ``split``, memories beyond the first a proposal became (one per
+person it is about)."""
 
 
 @dataclass(slots=True)

@@ -32,12 +32,15 @@ from somnid.config import DreamSettings
 from somnid.dream.agentic import AgenticDream
 from somnid.dream.journal import JournalEntry, last_result, write_journal
 from somnid.dream.ledger import Ledger
+from somnid.dream.llm.answer_json import cleaned
 from somnid.dream.llm.base import ChatBackend, LLMError
 from somnid.dream.pipeline.runner import PipelineDream
 from somnid.dream.result import DreamResult
 from somnid.dream.tools import DreamTools
 from somnid.errors import StorageError
 from somnid.memory.clock import Clock
+from somnid.memory.scrub import scrub
+from somnid.memory.text import model_text, one_line
 from somnid.provenance import DREAM, DreamRecord, acting
 from somnid.recall.system import RecallSystem
 from somnid.services.maintenance import DecayReport, Maintenance
@@ -59,6 +62,9 @@ class Events:
         self.closed = False
 
     def publish(self, event: dict[str, Any]) -> None:
+        """Hand ``event`` to every listener, its text as UTF-8 carries it (a lone surrogate
+        a model wrote ended every stream with an encoding error)."""
+        event = cleaned(event)
         for queue in list(self._queues):
             with contextlib.suppress(asyncio.QueueFull):
                 queue.put_nowait(event)
@@ -221,6 +227,7 @@ class Dreamer:
             return await self._dream_as_dreamer(trigger)
 
     async def _dream_as_dreamer(self, trigger: str) -> DreamResult:
+        trigger = one_line(model_text(trigger))  # a line of the commit's message, as is reason
         now = self.clock.now()
         began = time.monotonic()
         result = DreamResult(
@@ -258,10 +265,23 @@ class Dreamer:
             log.exception("dream failed")
             result.status, result.reason = "error", f"{type(exc).__name__}: {exc}"
         finally:
+            # The reason may quote an endpoint's error (which may echo the key sent) or a
+            # model's words; it goes to the journal, the status and history's message.
+            result.reason = one_line(model_text(scrub(result.reason)))
             result.finished = self.clock.now().isoformat()
             result.seconds = round(time.monotonic() - began, 3)
-            await self._finish(result)
+            await self._finished(result)
         return result
+
+    async def _finished(self, result: DreamResult) -> None:
+        """Finish the dream (journal, history's commit, status, the ``finished`` event) to
+        the end, whatever is cancelled meanwhile: a second cancel that came while the first
+        was being handled lost the result, the event and the commit."""
+        finishing = asyncio.ensure_future(self._finish(result))
+        while not finishing.done():
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.shield(finishing)
+        finishing.result()
 
     async def _skip_no_dream(self, logs: list[PendingLog], result: DreamResult) -> None:
         """Archive the logs marked ``dream: false`` as processed without reading them, the

@@ -18,6 +18,7 @@ Names are unique without regard to case: the store refuses ``Deploy-Window`` nex
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import re
 import unicodedata
 
@@ -99,6 +100,27 @@ def check_name(name: str) -> str:
     if not all(_slug_char(ch) for ch in name):
         raise InvalidName(f"name {name!r} contains characters a name may not have")
     return name
+
+
+def name_for(raw: str) -> str:
+    """The one name that stands for ``raw`` (a user id, a person's name): ``raw`` itself
+    when it is a safe name, else its readable part and a digest of the whole
+    (``team/alice`` → ``team-alice-<8 hex>``). Two ids never share a name unless they are
+    one text in two Unicode forms (NFKC: ``Zoë`` composed or not): a user ``Alice Smith``
+    is not the user ``Alice-Smith``. Raises nothing."""
+    with contextlib.suppress(InvalidName):
+        return check_name(unicodedata.normalize("NFKC", raw))
+    digest = hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    readable = "".join(
+        " " if unicodedata.category(ch) in _SYMBOLS or unicodedata.category(ch)[0] == "C" else ch
+        for ch in _FORBIDDEN.sub(" ", raw)
+    )
+    while len(readable) > MAX_NAME_CHARS - 9 or len(readable.encode()) > MAX_NAME_BYTES - 9:
+        readable = readable[:-1]
+    try:
+        return slugify(f"{readable}-{digest}")
+    except InvalidName:
+        return digest
 
 
 def live_name(recorded: object, archived_name: str) -> str:

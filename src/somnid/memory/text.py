@@ -6,6 +6,9 @@
 - :func:`has_surrogate`, :func:`valid_text`: ``"\\ud800"`` is valid JSON but no text (no
   UTF-8 carries it): what is stored or searched refuses it, what only cues (a tokenizer's
   input, a hint's cue, a model's answer) reads it as ``?``;
+- :func:`model_text`: what a model wrote, as text somnid keeps: lone surrogates, control
+  characters (but tab and line breaks), a byte-order mark and non-characters dropped, as
+  capture drops control characters from what people say;
 - :func:`control_char`: an id, a key or a name (a session id, a front-matter key) holds no
   control character, line break or surrogate.
 """
@@ -20,6 +23,9 @@ MAX_QUERY_CHARS = 2_000
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _CONTROLS = frozenset(("Cc", "Cs", "Zl", "Zp"))
+_DROPPED = {code: None for code in range(32) if chr(code) not in "\t\n\r"} | dict.fromkeys(
+    (0x7F, 0xFEFF, 0xFFFE, 0xFFFF)
+)
 
 
 def one_line(text: str) -> str:
@@ -44,3 +50,10 @@ def control_char(text: str) -> str | None:
         if unicodedata.category(ch) in _CONTROLS:
             return ch
     return None
+
+
+def model_text(text: str) -> str:
+    """``text`` from a model, as somnid keeps text: lone surrogates, control characters but
+    tab and line breaks, a byte-order mark and non-characters dropped (a model's stray
+    escape is no character of what it meant to say)."""
+    return _SURROGATE.sub("", text).translate(_DROPPED)

@@ -19,6 +19,7 @@ from somnid.memory.clock import Clock
 from somnid.memory.entry import Entry
 from somnid.memory.intentions import Agenda, Intention
 from somnid.memory.kinds import SELF_PROFILE, Kind
+from somnid.memory.names import name_for
 from somnid.memory.text import one_line
 from somnid.services.intentions import Intentions
 from somnid.services.prompt_text import PromptText, text_for
@@ -92,8 +93,10 @@ class PromptBuilder:
         )
 
     def _user_profile(self, user: str) -> Entry | None:
-        """A user's profile; the id ``about_me`` has none: that name is the agent's own."""
-        return None if user == SELF_PROFILE else self._profile(user)
+        """A user's profile (named as :func:`~somnid.memory.names.name_for` names it); the id
+        ``about_me`` has none: that name is the agent's own."""
+        name = name_for(user)
+        return None if name == SELF_PROFILE else self._profile(name)
 
     def _profile(self, name: str) -> Entry | None:
         try:

@@ -58,6 +58,9 @@ class Behaviour:
     release: threading.Event = field(default_factory=threading.Event)
     arrived: threading.Event = field(default_factory=threading.Event)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    error: str | None = None  # the message of a refusal; None: "status <n>"
+    probe_status: int = 200  # GET (the probe)
+    probe_endless: bool = False  # the GET's body never ends (a drip, 64 KB each 10 ms)
 
 
 class _Server(ThreadingHTTPServer):
@@ -78,12 +81,25 @@ class _Handler(BaseHTTPRequestHandler):
         if behaviour.delay_s:
             behaviour.release.wait(behaviour.delay_s)
         if status != 200:
-            self._send(status, json.dumps({"error": {"message": f"status {status}"}}).encode())
+            said = behaviour.error or f"status {status}"
+            self._send(status, json.dumps({"error": {"message": said}}).encode())
         elif behaviour.raw is not None:
             self._send(200, behaviour.raw)
         else:
             answer = behaviour.body if behaviour.body is not None else _default(self.path)
             self._send(200, json.dumps(answer).encode())
+
+    def do_GET(self) -> None:
+        behaviour = self.server.behaviour
+        try:
+            self.send_response(behaviour.probe_status)
+            self.send_header("Content-Length", str(1 << 40 if behaviour.probe_endless else 0))
+            self.end_headers()
+            while behaviour.probe_endless and not behaviour.release.is_set():
+                self.wfile.write(b"x" * 65536)
+                time.sleep(0.01)
+        except OSError:
+            pass  # the probe does not read the body
 
     def _send(self, status: int, raw: bytes) -> None:
         try:
@@ -358,3 +374,36 @@ async def test_openai_error_bodies(server: tuple[str, Behaviour]) -> None:
 
 def test_openai_needs_a_url_and_a_model() -> None:
     assert not OpenAIBackend("http://127.0.0.1:1/v1", " ", api_key=None, timeout_s=1).available()
+
+
+async def test_a_key_the_endpoint_echoes_is_not_kept(server: tuple[str, Behaviour]) -> None:
+    # An endpoint answered 401 "Incorrect API key provided: sk-proj-…": the key went to the
+    # dream's reason, its journal and history's commit message.
+    url, behaviour = server
+    key = "sk-proj-AbCdEf0123456789AbCdEf0123456789xyzw"
+    local = "my-gateway-key-1234"
+    for sent in (key, local):
+        backend = OpenAIBackend(url, "m", api_key=sent, timeout_s=5, retry=FAST)
+        behaviour.statuses, behaviour.error = [401], f"Incorrect API key provided: {sent}."
+        with pytest.raises(LLMRejected, match="Incorrect API key provided") as rejected:
+            await backend.chat(MESSAGES, TOOLS)
+        assert sent not in str(rejected.value)
+        behaviour.body = {"error": {"message": f"bad key {sent}"}}  # a 200 with an error
+        with pytest.raises(LLMRejected, match="bad key") as rejected:
+            await backend.chat(MESSAGES, TOOLS)
+        assert sent not in str(rejected.value)
+        behaviour.body = None
+
+
+async def test_the_probe_says_a_refused_key_and_reads_no_body(
+    server: tuple[str, Behaviour],
+) -> None:
+    url, behaviour = server
+    with_key = OpenAIBackend(url, "m", api_key="sk-secret-123456", timeout_s=5, retry=FAST)
+    assert await with_key.probe() is None
+    behaviour.probe_status = 401  # the key is refused: every dream would fail
+    problem = await OpenAIBackend(url, "m", api_key="sk-secret-123456", timeout_s=5).probe()
+    assert problem is not None and "HTTP 401: the API key was refused" in problem
+    assert await OpenAIBackend(url, "m", api_key=None, timeout_s=5).probe() is None  # no key
+    behaviour.probe_status, behaviour.probe_endless = 200, True  # read, it never ends
+    assert await OpenAIBackend(url, "m", api_key=None, timeout_s=5).probe() is None

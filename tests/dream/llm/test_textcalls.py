@@ -255,8 +255,15 @@ def test_usage_from_the_wire() -> None:
 def test_arguments_nested_past_the_stack_are_refused_with_a_reason() -> None:
     # A probe: such arguments ended an agentic dream in error (RecursionError).
     deep = "[" * 3000 + "]" * 3000
-    assert parse_arguments(deep) == (None, "arguments are nested too deep")
+    assert parse_arguments(deep) == (None, "arguments are not valid JSON: it is nested too deep")
     assert parse_arguments(json.dumps('{"a": ' + deep + "}")) == (
         None,
-        "arguments are nested too deep",
+        "arguments are not valid JSON: it is nested too deep",
     )
+    # Nor did a number of more than 4,300 digits (ValueError).
+    long = '{"page": ' + "9" * 5000 + "}"
+    assert parse_arguments(long) == (
+        None,
+        "arguments are not valid JSON: it holds a number too long to read",
+    )
+    assert parse_arguments({"log": "a\ud800\x00b"}) == ({"log": "ab"}, None)

@@ -50,7 +50,8 @@ class DreamResultOut(Schema):
         description="pipeline: memories proposed, refused (ungrounded: its lines do not "
         "say it; misattributed: about another person than the one whose lines say it; vague; "
         "scaffolding: a prompt's label or id; copied_example), deduplicated (duplicate, "
-        "known) and written (added, merged, superseded); besides, trimmed (sentences cut "
+        "known), written (added, merged, superseded) or refused by the store (unwritable: "
+        "a case twin, a file broken by hand); besides, trimmed (sentences cut "
         "from a memory) and split (memories beyond the first a proposal became, one per "
         "person)."
     )

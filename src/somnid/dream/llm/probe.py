@@ -1,8 +1,10 @@
 """Is an HTTP LLM endpoint reachable? One quick GET, for ``/v1/sleep/status``.
 
 Any HTTP answer means something listens (a callback URL may well answer a GET with 405);
-only a refused, failed or silent connection, or a 5xx, counts as unreachable. The answer
-is cached for a few seconds, so a status page polled every second costs one probe.
+only a refused, failed or silent connection, or a 5xx, counts as unreachable; so does a 401
+or 403 to a probe that sent credentials (the key is refused: every dream would fail). The
+answer's body is never read (an endpoint answered 400 MB once). The answer is cached for a
+few seconds, so a status page polled every second costs one probe.
 """
 
 from __future__ import annotations
@@ -53,12 +55,15 @@ class Probe:
             async with (
                 asyncio.timeout(self._timeout_s),
                 httpx.AsyncClient(timeout=self._timeout_s) as client,
+                client.stream("GET", self.url, headers=self._headers) as response,
             ):
-                response = await client.get(self.url, headers=self._headers)
+                status = response.status_code  # the body is left unread
         except (TimeoutError, httpx.TimeoutException):
             return f"GET {self.url}: no answer within {self._timeout_s:g} s"
         except httpx.HTTPError as exc:
             return f"GET {self.url} failed: {type(exc).__name__}"
-        if response.status_code >= 500:
-            return f"GET {self.url} answered HTTP {response.status_code}"
+        if status >= 500:
+            return f"GET {self.url} answered HTTP {status}"
+        if status in (401, 403) and any(k.lower() == "authorization" for k in self._headers):
+            return f"GET {self.url} answered HTTP {status}: the API key was refused"
         return None

@@ -20,6 +20,7 @@ from typing import Any
 import httpx
 
 from somnid.dream.llm.base import LLMBadResponse, LLMRejected, LLMTimeout, LLMUnavailable
+from somnid.memory.scrub import scrub
 
 __all__ = ["HttpPoster", "RetryPolicy"]
 
@@ -69,6 +70,11 @@ class HttpPoster:
         self.url = url
         self.timeout_s = timeout_s
         self._headers = dict(headers or {})
+        self._secrets = tuple(
+            value.split(" ", 1)[-1]
+            for key, value in self._headers.items()
+            if key.lower() == "authorization"
+        )
         self._retry = retry or RetryPolicy()
         self._ssl = httpx.create_ssl_context()
 
@@ -124,7 +130,7 @@ class HttpPoster:
             raise LLMUnavailable(f"POST {self.url} failed: {type(exc).__name__}: {exc}") from exc
         status = response.status_code
         if status >= 300:
-            failure = f"HTTP {status}: {_excerpt(raw)}"
+            failure = f"HTTP {status}: {self.shown(_excerpt(raw))}"
             if status in _RETRY_STATUS:
                 raise _Retryable(failure, _retry_after(response))
             raise LLMRejected(f"POST {self.url} was refused with {failure}")
@@ -135,6 +141,12 @@ class HttpPoster:
         if not isinstance(body, dict):
             raise LLMBadResponse(f"{self.url} answered with a JSON {type(body).__name__}")
         return body
+
+    def shown(self, text: str) -> str:
+        """``text`` from the endpoint (an error's message), fit to be shown and kept: the
+        key sent (an endpoint may echo it: "Incorrect API key provided: sk-…") and any
+        other secret shape scrubbed; it goes to the dream's journal and history."""
+        return scrub(text, known=self._secrets)
 
 
 def _excerpt(raw: bytes) -> str:

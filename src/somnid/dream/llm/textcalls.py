@@ -29,6 +29,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from somnid.dream.llm import answer_json
+
 __all__ = [
     "TextCalls",
     "closest_tool",
@@ -108,26 +110,22 @@ def parse_arguments(
     if raw is None:
         return {}, None
     if isinstance(raw, Mapping):
-        return dict(raw), None
+        return answer_json.cleaned(dict(raw)), None
     if not isinstance(raw, str):
         return None, f"arguments must be a JSON object, got {type(raw).__name__}"
     text = _unfence(raw)
     if not text:
         return {}, None
     try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        where = f"line {exc.lineno} column {exc.colno}"
-        return None, f"arguments are not valid JSON: {exc.msg} at {where}"
-    except RecursionError:  # nested past Python's stack: refused, the model is told
-        return None, "arguments are nested too deep"
+        value = answer_json.loads(text)
+    except answer_json.BadJson as exc:  # the model is told why
+        return None, f"arguments are not valid JSON: {exc}"
     if isinstance(value, str):  # double-encoded: a JSON string holding the object
         try:
-            value = json.loads(value)
-        except json.JSONDecodeError:
-            pass
-        except RecursionError:
-            return None, "arguments are nested too deep"
+            value = answer_json.loads(value)
+        except answer_json.BadJson as exc:
+            if not exc.syntax:  # else a plain string: refused below as no object
+                return None, f"arguments are not valid JSON: {exc}"
     if not isinstance(value, dict):
         return None, f"arguments must be a JSON object, got {_json_kind(value)}"
     return value, None

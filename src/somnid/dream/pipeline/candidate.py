@@ -60,7 +60,7 @@ class Candidate:
         used = 0
         lead = f"{prefix} " if prefix else ""
         for line in self.lines:
-            day = f" ({line.when.astimezone(tz):%Y-%m-%d})" if line.when else ""
+            day = f" ({line.when.astimezone(tz).date().isoformat()})" if line.when else ""
             row = f"> {lead}{line.id} {line.speaker}{day}: {line.text}"
             if used + len(row) > budget:
                 rows.append("> …")
@@ -70,9 +70,7 @@ class Candidate:
         return "\n".join(rows)
 
     def provenance(self, tz: dt.tzinfo) -> str:
-        times = sorted(
-            {f"{line.when.astimezone(tz):%Y-%m-%d %H:%M}" for line in self.lines if line.when}
-        )
+        times = sorted({_minute(line.when.astimezone(tz)) for line in self.lines if line.when})
         span = f", {times[0]}" + (f" to {times[-1]}" if len(times) > 1 else "") if times else ""
         return f"Source: session log {self.log}, lines {', '.join(self.line_ids)}{span}."
 
@@ -106,3 +104,8 @@ def candidate_of(proposal: Proposal, window: Window, tz: dt.tzinfo, user: str) -
         proposal.kind, text, lines, window.log, window.number, when, list(actors), unique_dates,
         user,
     )  # fmt: skip
+
+
+def _minute(when: dt.datetime) -> str:
+    """``YYYY-MM-DD HH:MM``, the year in four digits (``%Y`` writes year 2 as ``2``)."""
+    return f"{when.date().isoformat()} {when:%H:%M}"

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 from somnid.dream import items
 from somnid.errors import InvalidInput
+from somnid.memory.names import name_for
 
 PERSON_TYPE = "person"
 PREFIX = "about-"
@@ -39,10 +40,13 @@ _FACT = re.compile(r"^- (?P<text>.*?)(?: \((?P<date>\d{4}-\d{2}-\d{2})(?P<rest>[
 
 
 def entry_name(person: str) -> str:
+    """The entry of a person: ``about-<name>``; a name that makes no safe name (``R2/D2``,
+    ``Ann 🌸``) gets its readable part and a digest, so that two people never share one."""
+    said = f"{PREFIX}{person}".casefold()
     try:
-        return items.name_of(f"{PREFIX}{person}".casefold())
+        return items.name_of(said)
     except InvalidInput:
-        return f"{PREFIX}person"
+        return name_for(said)
 
 
 def description(person: str, lang: str) -> str:

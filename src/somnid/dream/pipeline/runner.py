@@ -21,6 +21,7 @@ from somnid.dream.loop import EventSink
 from somnid.dream.pipeline import prompts
 from somnid.dream.pipeline.ask import Asker
 from somnid.dream.pipeline.attribution import name_words
+from somnid.dream.pipeline.candidate import Candidate
 from somnid.dream.pipeline.checks import anchor
 from somnid.dream.pipeline.reading import read
 from somnid.dream.pipeline.reconcile import Reconciler
@@ -42,6 +43,7 @@ from somnid.dream.pipeline.writer import Writer
 from somnid.dream.result import DreamResult
 from somnid.dream.similarity import DUPLICATE_SIMILARITY, similarity
 from somnid.dream.tools import DreamTools
+from somnid.errors import BrokenFile, Conflict, InvalidInput, NotFound, PreconditionFailed
 from somnid.memory.clock import Clock
 from somnid.sessions.transcript import file_mark, read_log
 
@@ -131,7 +133,8 @@ class PipelineDream:
             f"{counts.get('misattributed', 0)} about the wrong person, "
             f"{counts.get('vague', 0)} vague, {counts.get('scaffolding', 0)} carrying a "
             f"prompt's label, {counts.get('copied_example', 0)} copying an example, "
-            f"{counts.get('duplicate', 0) + counts.get('known', 0)} already known; "
+            f"{counts.get('duplicate', 0) + counts.get('known', 0)} already known, "
+            f"{counts.get('unwritable', 0)} the store refused; "
             f"{counts.get('trimmed', 0)} sentences trimmed, {counts.get('split', 0)} split."
             + (f" {abandoned} tokens spent on requests that timed out." if abandoned else "")
         )
@@ -167,13 +170,27 @@ class PipelineDream:
                 if proposals is None:
                     self.emit({"type": "log_left", "log": stem, "window": window.number})
                     return False
+                if not await self._still_dreamable(stem):  # marked never to be dreamed
+                    ledger.add_left(stem)  # meanwhile: nothing more of it is written, and
+                    self.emit({"type": "log_left", "log": stem, "window": window.number})
+                    return False  # the next sleep archives it unread
                 result.stages += 1
                 for proposal in proposals:
                     await self._consider(proposal, part, user, has_agent, reconciler, result)
+        if not await self._still_dreamable(stem):
+            ledger.add_left(stem)
+            self.emit({"type": "log_left", "log": stem, "window": len(windows)})
+            return False
         await self.tools.sessions.mark_processed(found.path)
         ledger.add_processed(stem)
         self.emit({"type": "processed", "log": stem})
         return True
+
+    async def _still_dreamable(self, stem: str) -> bool:
+        """The log is still pending and not marked ``dream: false`` (a person may mark its
+        session while the model reads it: what it then answers is not written)."""
+        pending = await self.tools.sessions.pending_logs()
+        return any(p.path.stem == stem and p.dream for p in pending)
 
     async def _extract(
         self, window: Window, parts: int, user: str, asker: Asker
@@ -224,11 +241,22 @@ class PipelineDream:
             if any(similarity(candidate.text, seen) >= DUPLICATE_SIMILARITY for seen in self._seen):
                 outcome = "duplicate"
             else:
-                outcome = await reconciler.place(candidate, window_has_agent)
+                outcome = await self._placed(reconciler, candidate, window_has_agent)
             result.count(outcome)
             self._emit(outcome, proposal, candidate.kind, candidate.text, candidate.about)
             if outcome in ("added", "merged", "superseded"):
                 self._seen.append(candidate.text)
+
+    @staticmethod
+    async def _placed(reconciler: Reconciler, candidate: Candidate, window_has_agent: bool) -> str:
+        """The candidate placed, or ``unwritable`` when the store refuses its one write (a
+        name a person's folder holds, a case twin, a file broken by hand): that one memory
+        is left, not the log, which would fail the same way in every later dream."""
+        try:
+            return await reconciler.place(candidate, window_has_agent)
+        except (InvalidInput, Conflict, PreconditionFailed, BrokenFile, NotFound) as exc:
+            log.warning("dream: a %s memory could not be written: %s", candidate.kind, exc)
+            return "unwritable"
 
     def _emit(
         self, outcome: str, proposal: Proposal, kind: str, text: str, about: list[str]

@@ -10,10 +10,11 @@ whatever the server did with the schema, and say precisely what is wrong, for on
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from typing import Any
+
+from somnid.dream.llm import answer_json
 
 MEMORY_KINDS = (
     "event",
@@ -138,20 +139,17 @@ def parse_json(content: str) -> Any:
     without a grammar wrap JSON in prose or a code fence)."""
     text = content.strip()
     try:
-        return json.loads(text)
-    except RecursionError:  # nested past Python's stack: no answer a stage reads
-        raise AnswerError("the answer's JSON is nested too deep") from None
-    except ValueError:
-        pass
+        return answer_json.loads(text)
+    except answer_json.BadJson as exc:
+        if not exc.syntax:  # JSON, but nested too deep or a number too long
+            raise AnswerError(f"the answer's JSON cannot be read: {exc}") from None
     start, end = text.find("{"), text.rfind("}")
-    if start >= 0 and end > start:
-        try:
-            return json.loads(text[start : end + 1])
-        except json.JSONDecodeError as exc:
-            raise AnswerError(f"the answer is not valid JSON ({exc.msg} at {exc.pos})") from None
-        except RecursionError:
-            raise AnswerError("the answer's JSON is nested too deep") from None
-    raise AnswerError("the answer holds no JSON object")
+    if start < 0 or end <= start:
+        raise AnswerError("the answer holds no JSON object")
+    try:
+        return answer_json.loads(text[start : end + 1])
+    except answer_json.BadJson as exc:
+        raise AnswerError(f"the answer is not valid JSON ({exc})") from None
 
 
 def _object(

@@ -26,6 +26,7 @@ from somnid.dream.tools import DreamTools
 from somnid.errors import Conflict, InvalidInput, NotFound, PreconditionFailed
 from somnid.memory.entry import Entry
 from somnid.memory.kinds import SELF_PROFILE, Kind
+from somnid.memory.names import name_for
 
 KNOWLEDGE_TYPES = {"fact", "preference", "decision", "pitfall"}
 KIND_OF = {
@@ -253,8 +254,12 @@ class Writer:
                         body=body.render(),
                         fields=fields,
                     )
-                except Conflict:
-                    continue  # made meanwhile: read it and add to it
+                except Conflict as exc:
+                    twin = exc.extra.get("name")
+                    if isinstance(twin, str) and twin.casefold() == name.casefold():
+                        name = twin  # made meanwhile, or by a person in another case
+                        continue  # (About-Wendy): read it and add to it
+                    raise  # the name is held otherwise (a folder without its file)
                 self.ledger.add_created(ItemRef(Kind.KNOWLEDGE, entry.name, str(entry.path)))
                 return "added"
             update = {"source": candidate.log}
@@ -279,7 +284,7 @@ class Writer:
             name, user = SELF_PROFILE, None
         else:
             user = candidate.user
-            name = items.name_of(user)
+            name = name_for(user)  # as the prompt reads it: an id that is no name, hashed
             if name == SELF_PROFILE:
                 return "duplicate"
         try:
@@ -289,7 +294,8 @@ class Writer:
             lines = []
         if any(similarity(line, candidate.text) >= DUPLICATE_SIMILARITY for line in lines):
             return "duplicate"
-        day = f" ({candidate.when.astimezone(self.tz):%Y-%m-%d})" if candidate.when else ""
+        when = candidate.when
+        day = f" ({when.astimezone(self.tz).date().isoformat()})" if when else ""
         lines = [*lines, f"- {candidate.text}{day}"][-MAX_PROFILE_LINES:]
         if user is None:
             description = (

@@ -42,7 +42,8 @@ def value(span: Span) -> str | None:
     first, last = (dt.date.fromordinal(x) for x in span.ranges[0])
     if span.around:
         day = dt.date.fromordinal(span.ranges[0][0] + span.around)
-        return {"month": f"{day:%Y-%m}", "year": f"{day:%Y}"}.get(span.grain, day.isoformat())
+        month, year = f"{day.year:04d}-{day.month:02d}", f"{day.year:04d}"  # (%Y: "1" for 0001)
+        return {"month": month, "year": year}.get(span.grain, day.isoformat())
     if first == last:
         return first.isoformat()
     if span.grain == "week" and cal.week_range(first) == span.ranges[0]:
@@ -50,20 +51,20 @@ def value(span: Span) -> str | None:
     if span.grain == "weekend" and first.weekday() == 5 and (last - first).days == 1:
         return f"weekend of {first.isoformat()}"
     if span.grain == "month" and cal.month_range(first.year, first.month) == span.ranges[0]:
-        return f"{first:%Y-%m}"
+        return f"{first.year:04d}-{first.month:02d}"
     if span.grain == "season" and cal.season_range(first.year, first.month) == span.ranges[0]:
         if first.month in SEASON_NAMES:
-            return f"{SEASON_NAMES[first.month]} {first.year}"
-        return f"Q{first.month // 3 + 1} {first.year}"  # 1, 4, 7, 10: a quarter
+            return f"{SEASON_NAMES[first.month]} {first.year:04d}"
+        return f"Q{first.month // 3 + 1} {first.year:04d}"  # 1, 4, 7, 10: a quarter
     if span.grain == "year" and cal.year_range(first.year) == span.ranges[0]:
-        return f"{first.year}"
+        return f"{first.year:04d}"
     if (
         span.grain == "year"
         and first.day == 1
         and first.month in (1, 7)
         and last == _half_end(first)
     ):
-        return f"H{first.month // 6 + 1} {first.year}"
+        return f"H{first.month // 6 + 1} {first.year:04d}"
     return None
 
 

@@ -191,3 +191,27 @@ def test_appends_and_closes_racing_lose_nothing(layout: Layout) -> None:
         assert doc.meta["message_count"] == doc.body.count("\n\n")
         assert "end_time" in doc.meta
     assert logs.pending_logs() and not any(p.open for p in logs.pending_logs())
+
+
+def test_one_s_own_scrub_patterns_touch_only_what_was_said(layout: Layout) -> None:
+    # The whole written block was scrubbed: `\d{4}` took every timestamp's year and `user`
+    # the role, so the line was no longer read as the user's, nor found by a search.
+    logs = open_logs(layout, scrub_patterns=[r"\d{4}", "user"])
+    said = [Message("user", "My PIN is 1234. The user said hi."), Message("agent", "ok noted")]
+    path = layout.root / str(logs.append_messages("s", said).path)
+    logs.append_tool("s", ToolCall("lookup(user=1999)", "found user 2000", reason="for the user"))
+    logs.close("s")
+    text = path.read_text("utf-8")
+    assert f"[user] {START:%Y}-" in text and f"[agent] {START:%Y}-" in text
+    assert "My PIN is [REDACTED]. The [REDACTED] said hi." in text
+    assert "call: lookup([REDACTED]=[REDACTED])" in text and "reason: for the [REDACTED]" in text
+    turns = session_turns(layout, "s", dt.UTC)
+    assert [turn.role for turn in turns] == ["user", "agent", "tool"]
+    assert all(turn.timestamp is not None and turn.timestamp.year == START.year for turn in turns)
+
+
+@pytest.mark.parametrize("pattern", ["", "x*", r"\b", "a|"])
+def test_a_scrub_pattern_that_matches_nothing_at_all_is_refused(pattern: str) -> None:
+    # Each put a mark between every two characters of the log.
+    with pytest.raises(ValueError, match="matches an empty string"):
+        CaptureSettings.model_validate({"scrub_patterns": [pattern]})

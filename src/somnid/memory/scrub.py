@@ -156,9 +156,18 @@ def _extra(patterns: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
     return tuple(re.compile(pattern) for pattern in patterns)
 
 
+_EMPTY_PROBE = "a Z 1 _-.:/\n中"
+
+
 def check_patterns(patterns: Sequence[str]) -> None:
-    """Raise ``re.error`` naming the first pattern that does not compile."""
-    _extra(tuple(patterns))
+    """Raise ``re.error`` naming the first pattern that does not compile, or that matches
+    an empty string (``""``, ``x*``, ``\\b``: a mark would go between every two
+    characters)."""
+    for pattern, compiled in zip(patterns, _extra(tuple(patterns)), strict=True):
+        if compiled.fullmatch("") or any(
+            m.start() == m.end() for m in compiled.finditer(_EMPTY_PROBE)
+        ):
+            raise re.error(f"{pattern!r} matches an empty string; it must match some text")
 
 
 def scrub(text: str, extra: Sequence[str] = (), known: Iterable[str] = ()) -> str:

@@ -117,7 +117,9 @@ class SessionLogs:
         truncated = 0
         opener: Message | None = None
         for index, message in enumerate(messages):
-            text = transcript.clean_text(message.text)
+            # Obvious secrets never reach the disk (the log, then a dream, then history);
+            # the text alone is scrubbed: one's own patterns never touch a block's header.
+            text = scrub(transcript.clean_text(message.text), self.capture.scrub_patterns)
             if not text:
                 skipped.append((index, "empty"))
                 continue
@@ -154,12 +156,13 @@ class SessionLogs:
         limit = self.capture.max_message_chars
         when = self._moment(tool.timestamp) or self._now()
         line_id = self._written_id(tool.id)
+        patterns = self.capture.scrub_patterns
         block = transcript.tool_block(
-            tool.call,
-            tool.result,
+            scrub(tool.call, patterns),
+            scrub(tool.result, patterns),
             when,
-            error=tool.error,
-            reason=tool.reason,
+            error=None if tool.error is None else scrub(tool.error, patterns),
+            reason=None if tool.reason is None else scrub(tool.reason, patterns),
             limit=limit,
             line_id=line_id,
         )
@@ -319,8 +322,7 @@ class SessionLogs:
     def _write(
         self, session: _Session, blocks: list[str], user: str | None, chat_type: str | None
     ) -> OpenLog:
-        # Obvious secrets never reach the disk (the log, then a dream, then history).
-        data = scrub("".join(blocks), self.capture.scrub_patterns).encode("utf-8")
+        data = "".join(blocks).encode("utf-8")  # their texts scrubbed as they were made
         current = session.log or self._open_new(session, user, chat_type)
         fd = parts.reopen(current)
         if fd is None:

@@ -109,3 +109,53 @@ def test_every_original_key_has_a_counterpart() -> None:
     ]  # fmt: skip
     text = DOCS.read_text()
     assert [key for key in original if f"`{key}`" not in text] == []
+
+
+@pytest.mark.parametrize(
+    ("index", "says"),
+    [
+        ({"backend": "postgres"}, "index.backend = postgres needs index.dsn"),
+        ({"backend": "postgres", "dsn": "  "}, "index.backend = postgres needs index.dsn"),
+        (
+            {"backend": "postgres", "dsn": 'host=/x password=hunter2 "'},
+            "index.dsn is neither a libpq connection string",
+        ),
+    ],
+)
+def test_a_postgres_index_without_a_readable_dsn_is_refused_at_start(
+    tmp_path: Path, index: dict[str, str], says: str
+) -> None:
+    # The daemon bound its port, then failed in its lifespan with a traceback (exit 1, and
+    # systemd restarted it), or started and answered 500 on health and recall.
+    with pytest.raises(ValidationError, match=says) as refused:
+        Settings(data_dir=tmp_path, index=index)
+    assert "hunter2" not in str(refused.value).split("input_value")[0]
+
+
+@pytest.mark.parametrize("host", ["999.1.1.1", "127.0.0.1:7373", "a" * 300, "", "a b", "-x"])
+def test_a_host_that_is_no_address_nor_name_is_refused(tmp_path: Path, host: str) -> None:
+    # The CLI built its URL from it and ended in a traceback (httpx.InvalidURL, idna).
+    with pytest.raises(ValidationError, match="is not an IP address nor a host name"):
+        Settings(data_dir=tmp_path, host=host)
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "::1", "localhost", "box.lan", "bücher.de"])
+def test_addresses_and_host_names_pass(tmp_path: Path, host: str) -> None:
+    assert Settings(data_dir=tmp_path, host=host).host == host
+
+
+def test_a_config_file_that_cannot_be_read_says_so_in_one_line(tmp_path: Path) -> None:
+    with pytest.raises(ConfigFileError, match="is a folder"):
+        load_settings(tmp_path)
+    latin = tmp_path / "latin.toml"
+    latin.write_bytes(b"port = 1\n# caf\xe9\n")
+    with pytest.raises(ConfigFileError, match=r"latin\.toml: not UTF-8 text"):
+        load_settings(latin)
+
+
+def test_a_list_in_the_environment_that_is_no_json_names_its_variable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SOMNID_ALLOWED_HOSTS", "foo")
+    with pytest.raises(ConfigFileError, match=r"SOMNID_ALLOWED_HOSTS cannot be read: .* is JSON"):
+        load_settings(None, data_dir=tmp_path)

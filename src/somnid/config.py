@@ -6,17 +6,28 @@ directories or configures logging. Only entry points (the CLI) call :func:`load_
 
 from __future__ import annotations
 
+import contextlib
+import ipaddress
 import os
 import re
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
+    SettingsError,
     TomlConfigSettingsSource,
 )
 
@@ -198,12 +209,34 @@ class IndexSettings(_Section):
     """This daemon's name in a shared index: the rows it derived carry it, and it deletes
     only those. Default: the host name and the data dir."""
     connect_timeout_s: float = Field(3.0, gt=0.0, le=60.0)
+    query_timeout_s: float = Field(15.0, gt=0.0, le=3600.0)
+    """A query or write transaction the server has not answered in this long is given up
+    (a stopped server hangs no request): 503 ``index_unavailable``."""
     ef_search: int = Field(100, ge=10, le=1000)
 
     @field_validator("dsn", mode="after")
     @classmethod
     def _check_dsn(cls, value: str | None) -> str | None:
         return value.strip() or None if value is not None else None
+
+    @model_validator(mode="after")
+    def _check_postgres(self) -> IndexSettings:
+        if self.backend != "postgres":
+            return self
+        if self.dsn is None:
+            raise ValueError("index.backend = postgres needs index.dsn (SOMNID_INDEX__DSN)")
+        try:  # the ``postgres`` extra: without it the daemon says so at start
+            from psycopg import ProgrammingError, conninfo
+        except ImportError:
+            return self
+        try:
+            conninfo.conninfo_to_dict(self.dsn)
+        except ProgrammingError:
+            raise ValueError(
+                "index.dsn is neither a libpq connection string (host=… dbname=…) nor a"
+                " postgresql:// URL that libpq can read"
+            ) from None
+        return self
 
 
 class MemorySettings(_Section):
@@ -282,6 +315,15 @@ class Settings(BaseSettings):
     history: HistorySettings = HistorySettings()
     sync: SyncSettings = SyncSettings()
 
+    @field_validator("host", mode="after")
+    @classmethod
+    def _check_host(cls, value: str) -> str:
+        # The CLI built its URL from it: `--host 127.0.0.1:7373` or a 300-character name
+        # ended each command in a traceback.
+        if not _is_host(value):
+            raise ValueError(f"host {value[:80]!r} is not an IP address nor a host name")
+        return value
+
     @field_validator("data_dir", mode="before")
     @classmethod
     def _named_data_dir(cls, value: object) -> object:
@@ -340,6 +382,24 @@ class ConfigFileError(ValueError):
     """The configuration file could not be read."""
 
 
+_LABEL = re.compile(r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)\Z")
+
+
+def _is_host(value: str) -> bool:
+    """An IP address (v4 or v6), or a host name whose labels DNS allows (IDNA for others)."""
+    with contextlib.suppress(ValueError):
+        ipaddress.ip_address(value)
+        return True
+    try:
+        ascii_name = value.encode("idna").decode("ascii")
+    except UnicodeError:
+        return False
+    labels = ascii_name.rstrip(".").split(".")
+    if len(ascii_name) > 253 or all(label.isdigit() for label in labels):
+        return False  # `999.1.1.1`: read as an address, and none
+    return all(_LABEL.match(label) for label in labels)
+
+
 def load_settings(config_path: Path | None = None, **overrides: Any) -> Settings:
     """Build settings: defaults < TOML file < ``SOMNID_*`` environment < ``overrides``.
 
@@ -351,6 +411,8 @@ def load_settings(config_path: Path | None = None, **overrides: Any) -> Settings
         path: Path | None = candidate if candidate.is_file() else None
     else:
         path = config_path.expanduser()
+        if path.is_dir():
+            raise ConfigFileError(f"config file {path} is a folder; name the TOML file in it")
         if not path.is_file():
             raise ConfigFileError(f"config file not found: {path}")
     if path is None:
@@ -358,6 +420,8 @@ def load_settings(config_path: Path | None = None, **overrides: Any) -> Settings
             return Settings(**overrides)
         except ValidationError as exc:
             raise ConfigFileError(explain(exc, None, {}, overrides)) from None
+        except SettingsError as exc:
+            raise ConfigFileError(_environment(exc)) from None
 
     class FileSettings(Settings):
         model_config = SettingsConfigDict(toml_file=path)
@@ -366,10 +430,27 @@ def load_settings(config_path: Path | None = None, **overrides: Any) -> Settings
         return FileSettings(**overrides)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigFileError(f"{path}: {exc}") from exc
+    except UnicodeDecodeError:
+        raise ConfigFileError(f"{path}: not UTF-8 text (a TOML file is)") from None
+    except OSError as exc:  # unreadable: its mode, an I/O error
+        raise ConfigFileError(f"{path} cannot be read: {exc.strerror or exc}") from None
+    except SettingsError as exc:
+        raise ConfigFileError(_environment(exc)) from None
     except ValidationError as exc:
         with open(path, "rb") as handle:
             document = tomllib.load(handle)
         raise ConfigFileError(explain(exc, path, document, overrides)) from None
+
+
+def _environment(exc: SettingsError) -> str:
+    """A value in the environment that could not be read: which variable, and how a list
+    or a section is written there."""
+    found = re.search(r'field "([a-z_]+)"', str(exc))
+    name = f"SOMNID_{found.group(1).upper()}" if found else "a SOMNID_* variable"
+    return (
+        f"{name} cannot be read: a list or a section in the environment is JSON"
+        f' ({name}=\'["a", "b"]\')'
+    )
 
 
 def explain(

@@ -264,3 +264,18 @@ def test_sleep_run_wait_exits_1_when_the_dream_fails(tmp_path: Path) -> None:
     finally:
         llm.shutdown()
         llm.server_close()
+
+
+def test_text_the_output_cannot_hold_is_shown_as_question_marks(
+    env: dict[str, str], daemon: Daemon
+) -> None:
+    # `PYTHONIOENCODING=latin-1 somnid recall 部署` ended in a UnicodeEncodeError traceback.
+    with daemon.client() as client:
+        made = client.post(
+            "/v1/memories/knowledge",
+            json={"name": "部署窗口", "description": "周二到周四部署", "body": "周五不部署。"},
+        )
+        assert made.status_code == 201, made.text
+    shown = somnid({**env, "PYTHONIOENCODING": "latin-1"}, "recall", "部署")
+    assert shown.returncode == 0, shown.stderr
+    assert "Traceback" not in shown.stderr and "??" in shown.stdout

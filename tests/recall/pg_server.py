@@ -14,6 +14,7 @@ import importlib.util
 import os
 import pwd
 import shutil
+import signal
 import subprocess
 import tempfile
 import uuid
@@ -82,6 +83,36 @@ class PgServer:
 
     def stop(self, mode: str = "fast") -> None:
         self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", mode, "-w", "stop")
+
+    def processes(self) -> list[int]:
+        """The postmaster and its children (backends, the checkpointer, …)."""
+        postmaster = int((self.data / "postmaster.pid").read_text().split()[0])
+        found = [postmaster]
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                with contextlib.suppress(OSError, ValueError, IndexError):
+                    stat = (entry / "stat").read_text()
+                    if int(stat.rsplit(")", 1)[1].split()[1]) == postmaster:
+                        found.append(int(entry.name))
+        return found
+
+    def pause(self) -> None:
+        """Stop every process of the server (``SIGSTOP``): its sockets stay open, nothing
+        answers: a server that hangs."""
+        for pid in self.processes():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGSTOP)
+
+    def resume(self) -> None:
+        for pid in self.processes():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+
+    def sql(self, statement: str, dbname: str = "postgres") -> None:
+        import psycopg
+
+        with psycopg.connect(self.dsn(dbname), autocommit=True) as conn:
+            conn.execute(statement)
 
     def new_database(self) -> str:
         """A fresh database for one test: its DSN."""

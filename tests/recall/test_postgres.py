@@ -7,7 +7,9 @@ import asyncio
 import datetime as dt
 import json
 import shutil
+import threading
 import time
+import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -400,3 +402,90 @@ async def test_reindex_offline_rebuilds_the_postgres_index(tmp_path: Path, pg_ds
     async with Runtime.open(pg_settings(data, pg_dsn), clock=ManualClock(NOW)) as rt:
         assert "mango" in await names_found(rt, "mango")
         assert rt.index.status().entries == 2
+
+
+def answered(client: TestClient, method: str, url: str, **kwargs: Any) -> Any:
+    """The answer to a request, sent from a thread: a hang fails the test after a minute
+    (a cap for a hang, not a figure) instead of holding the suite."""
+    found: list[Any] = []
+    thread = threading.Thread(target=lambda: found.append(client.request(method, url, **kwargs)))
+    thread.daemon = True
+    thread.start()
+    thread.join(HANG_S)
+    assert found, f"{method} {url} gave no answer within {HANG_S} s"
+    return found[0]
+
+
+HANG_S = 60.0
+
+
+def test_a_server_that_stops_answering_hangs_no_request(
+    tmp_path: Path, pg_dsn: str, pg_server: PgServer
+) -> None:
+    # SIGSTOP (or a partition that leaves the socket open): recall, writes and the public
+    # health waited for as long as the server was stopped (80 to 160 s in a probe).
+    settings = pg_settings(tmp_path / "data", pg_dsn)
+    settings.index.query_timeout_s = 1.0
+    settings.index.connect_timeout_s = 1.0
+    with app_client(create_app(settings, clock=ManualClock(NOW)), settings) as client:
+        assert client.post("/v1/recall", json={"query": "quokka"}).status_code == 200
+        pg_server.pause()
+        try:
+            down = answered(client, "POST", "/v1/recall", json={"query": "quokka"})
+            assert down.status_code == 503 and down.json()["code"] == "index_unavailable"
+            assert "no answer within 1 s" in down.json()["detail"]
+            made = answered(client, "POST", "/v1/memories/knowledge", json={"name": "kept"})
+            assert made.status_code == 201, made.text  # the file is the truth
+            health = answered(client, "GET", "/v1/health").json()
+            assert health["index"]["status"] == "unavailable"
+            scrape = answered(client, "GET", "/metrics")
+            assert scrape.status_code == 200 and "somnid_index_up 0.0" in scrape.text
+            assert "somnid_index_entries" not in scrape.text
+        finally:
+            pg_server.resume()
+        deadline = time.monotonic() + 30
+        while "kept" not in [h["name"] for h in recall_hits(client, "kept")]:
+            assert time.monotonic() < deadline, "the index did not catch up"
+            time.sleep(0.05)
+        assert "somnid_index_up 1.0" in client.get("/metrics").text
+
+
+def test_what_the_server_refuses_is_unavailable_not_an_error(
+    tmp_path: Path, pg_server: PgServer
+) -> None:
+    # A role that may not create the extension: 500 on health, recall and index status.
+    name = "weak_" + uuid.uuid4().hex[:8]
+    pg_server.sql(f"CREATE ROLE {name} LOGIN")
+    pg_server.sql(f"CREATE DATABASE {name}")
+    pg_server.sql("REVOKE CREATE ON SCHEMA public FROM PUBLIC", dbname=name)
+    settings = pg_settings(
+        tmp_path / "data", pg_server.dsn(name).replace("user=postgres", f"user={name}")
+    )
+    with app_client(create_app(settings, clock=ManualClock(NOW)), settings) as client:
+        recall = client.post("/v1/recall", json={"query": "quokka"})
+        assert recall.status_code == 503 and recall.json()["code"] == "index_unavailable"
+        assert "refused a request" in recall.json()["detail"]
+        assert client.get("/v1/index/status").status_code == 503
+        health = client.get("/v1/health").json()
+        assert health["status"] == "degraded" and health["index"]["status"] == "unavailable"
+        assert client.post("/v1/memories/knowledge", json={"name": "kept"}).status_code == 201
+
+
+def test_tables_dropped_by_hand_are_made_again(
+    tmp_path: Path, pg_dsn: str, pg_server: PgServer
+) -> None:
+    # Recall answered 500 (UndefinedTable) until a restart.
+    settings = pg_settings(tmp_path / "data", pg_dsn)
+    with app_client(create_app(settings, clock=ManualClock(NOW)), settings) as client:
+        client.post("/v1/memories/knowledge", json={"name": "quokka", "body": "a small marsupial"})
+        assert [h["name"] for h in recall_hits(client, "marsupial")] == ["quokka"]
+        pg_server.sql("DROP SCHEMA somnid CASCADE", dbname=pg_dsn.rsplit("dbname=", 1)[1])
+        gone = client.post("/v1/recall", json={"query": "marsupial"})
+        assert gone.status_code in (200, 503), gone.text  # a reader may hold a plan still
+        if gone.status_code == 503:
+            assert "tables are gone" in gone.json()["detail"]
+        deadline = time.monotonic() + 30
+        while [h["name"] for h in recall_hits(client, "marsupial")] != ["quokka"]:
+            assert time.monotonic() < deadline, "the tables were not made again"
+            client.post("/v1/index/sync", json={})
+            time.sleep(0.05)

@@ -87,12 +87,14 @@ class _Scrape:
         yield from self.registry.collect()
 
 
-def _read_state(runtime: Runtime) -> tuple[IndexStatus, Status]:
+def _read_state(runtime: Runtime) -> tuple[IndexStatus | None, Status]:
     """Blocking reads (SQLite, the data dir): run in a thread."""
     return runtime.status.read_now()
 
 
-def _runtime_families(runtime: Runtime, index: IndexStatus, files: Status) -> Iterator[Metric]:
+def _runtime_families(
+    runtime: Runtime, index: IndexStatus | None, files: Status
+) -> Iterator[Metric]:
     recall = HistogramMetricFamily(
         "somnid_recall_duration_seconds",
         "Time a recall search took, whoever asked (routes, tools, hints, dreams).",
@@ -123,13 +125,10 @@ def _runtime_families(runtime: Runtime, index: IndexStatus, files: Status) -> It
         value=tokens["cached"],
     )
     yield _gauge("somnid_sleeping", "1 while a dream runs.", int(dreamer.sleeping))
-    entries = {kind.value: 0 for kind in INDEXED_KINDS} | index.counts
-    yield _labelled_gauge("somnid_index_entries", "Entries in the index.", "kind", entries)
-    yield _gauge("somnid_index_vectors", "Entries with an embedding.", index.vectors)
-    yield _gauge(
-        "somnid_index_pending_embeddings", "Index texts waiting for their vector.", index.pending
-    )
-    yield _gauge("somnid_index_size_bytes", "Size of the index database.", index.size_bytes)
+    up = int(index is not None)
+    yield _gauge("somnid_index_up", "1 while the index answers (its PostgreSQL server).", up)
+    if index is not None:  # else the server is away: the index's own figures are unknown
+        yield from _index_families(index)
     yield _labelled_gauge(
         "somnid_memory_files", "Active memory files in the data dir.", "kind", files.counts
     )
@@ -166,3 +165,13 @@ def _labelled_gauge(name: str, documentation: str, label: str, values: dict[str,
 
 def _gauge(name: str, documentation: str, value: float) -> Metric:
     return GaugeMetricFamily(name, documentation, value=value)
+
+
+def _index_families(index: IndexStatus) -> Iterator[Metric]:
+    entries = {kind.value: 0 for kind in INDEXED_KINDS} | index.counts
+    yield _labelled_gauge("somnid_index_entries", "Entries in the index.", "kind", entries)
+    yield _gauge("somnid_index_vectors", "Entries with an embedding.", index.vectors)
+    yield _gauge(
+        "somnid_index_pending_embeddings", "Index texts waiting for their vector.", index.pending
+    )
+    yield _gauge("somnid_index_size_bytes", "Size of the index database.", index.size_bytes)

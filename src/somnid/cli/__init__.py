@@ -12,6 +12,8 @@ work on the data dir themselves when no daemon runs. Exit statuses are in ``_com
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import os
 import sys
 from collections.abc import Sequence
@@ -89,6 +91,10 @@ _SERVING = frozenset({"serve", "install-service"})
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    for stream in (sys.stdout, sys.stderr):  # an output that cannot hold a memory's text
+        if isinstance(stream, io.TextIOWrapper):  # (PYTHONIOENCODING=latin-1) shows ? for
+            with contextlib.suppress(ValueError):  # what it cannot, not a traceback
+                stream.reconfigure(errors="replace")
     args = _parser().parse_args(argv)
     try:
         settings = _settings(args)

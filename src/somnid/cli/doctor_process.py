@@ -142,12 +142,14 @@ def token_check(ctx: Context) -> list[Finding]:
         else:
             findings.append(Finding("OK", "token", f"{path}, mode 0600"))
     if ctx.health is not None and all(f.level == "OK" for f in findings):
-        try:
-            ctx.index_status = ctx.client.get("/v1/index/status")
+        try:  # a route that needs the token and nothing else (not the index's server)
+            ctx.client.get("/v1/tools")
         except CliError as exc:
             return [
                 Finding("FAIL", "token", exc.message, "restart the daemon so it reads this token")
             ]
+        with contextlib.suppress(CliError):  # its server away: the index's check says so
+            ctx.index_status = ctx.client.get("/v1/index/status")
         ctx.token_ok = True
         findings[-1].message += "; the daemon accepts it"
         with contextlib.suppress(CliError):  # with the token: its broken files, its paths

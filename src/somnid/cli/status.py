@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from somnid.cli._client import DaemonClient, not_running
-from somnid.cli._common import fields, size
+from somnid.cli._common import CliError, fields, size
 from somnid.cli.sync import render as render_sync
 from somnid.config import Settings
 
@@ -27,7 +27,11 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         health = client.health()
         if health is None:
             raise not_running(settings)
-        index = client.get("/v1/index/status")
+        unavailable = ""
+        try:
+            index: dict[str, Any] | None = client.get("/v1/index/status")
+        except CliError as exc:  # its server away: the rest of the view is wanted most then
+            index, unavailable = None, exc.message
         sleep = client.get("/v1/sleep/status")
         sync = client.get("/v1/sync/status")
         health = client.get("/v1/health")  # with the token: its paths and broken files
@@ -39,12 +43,16 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         )
     else:
         print(render(client.url, health, index, sleep))
+        if index is None:
+            print(f"    {unavailable}")
         print("sync")
         print(render_sync(sync))
     return 0
 
 
-def render(url: str, health: dict[str, Any], index: dict[str, Any], sleep: dict[str, Any]) -> str:
+def render(
+    url: str, health: dict[str, Any], index: dict[str, Any] | None, sleep: dict[str, Any]
+) -> str:
     broken = health["brokenFiles"]
     counts = " · ".join(f"{kind} {n}" for kind, n in health["counts"].items())
     lines = [
@@ -62,7 +70,10 @@ def render(url: str, health: dict[str, Any], index: dict[str, Any], sleep: dict[
     ]
     lines += [f"    {item['path']}: {item['reason']}" for item in broken]
     lines.append("index")
-    lines.append(fields(index_rows(index)))
+    if index is None:
+        lines.append(fields([("state", component(health["index"]))]))
+    else:
+        lines.append(fields(index_rows(index)))
     lines.append("sleep")
     lines.append(fields(sleep_rows(sleep)))
     return "\n".join(lines)

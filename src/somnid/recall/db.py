@@ -7,6 +7,8 @@ A schema version change simply rebuilds it too.
 from __future__ import annotations
 
 import contextlib
+import logging
+import os
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
@@ -15,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from somnid.errors import StorageError, Unavailable
+
+log = logging.getLogger(__name__)
 
 # 4: a question turn is one that is mostly a question; parts of periods are dated; the context
 # holds three turns before.
@@ -92,6 +96,18 @@ def _configure(conn: sqlite3.Connection) -> None:
     conn.execute("PRAGMA temp_store = MEMORY")
 
 
+_CORRUPT = (11, 26)  # SQLITE_CORRUPT ("disk image is malformed"), SQLITE_NOTADB
+
+
+def _migrate(conn: sqlite3.Connection) -> None:
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    if version not in (0, SCHEMA_VERSION):
+        for table in ("entries", "dates", "fts", "vectors", "state"):
+            conn.execute(f"DROP TABLE IF EXISTS {table}")
+    conn.executescript(SCHEMA)
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+
 class Database:
     """One writer connection behind a lock; a reader connection per thread."""
 
@@ -99,7 +115,7 @@ class Database:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
         self._write_lock = threading.Lock()
-        self._writer = self._connect()
+        self._writer = self._open_writer()
         self._local = threading.local()
         self._readers: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()
@@ -109,21 +125,41 @@ class Database:
         self._use = threading.Condition()
         self._active = 0
         self._closed = False
-        self._migrate()
+
+    def _open_writer(self) -> sqlite3.Connection:
+        """The writer, on a file with the current schema; a damaged file is set aside."""
+        conn: sqlite3.Connection | None = None
+        try:
+            conn = self._connect()
+            _migrate(conn)
+            return conn
+        except sqlite3.DatabaseError as exc:
+            if getattr(exc, "sqlite_errorcode", None) not in _CORRUPT:
+                raise
+            if conn is not None:
+                conn.close()
+            self._set_aside(exc)
+        conn = self._connect()
+        _migrate(conn)
+        return conn
+
+    def _set_aside(self, exc: sqlite3.DatabaseError) -> None:
+        """The file is no SQLite database, or a damaged one: it is derived, so it is moved
+        aside (``<name>.corrupt``, the one before replaced) and made again; the first sync
+        fills it from the files and the model embeds their texts again."""
+        aside = self.path.with_name(self.path.name + ".corrupt")
+        log.warning(
+            "the index %s is damaged (%s): moved to %s and made again", self.path, exc, aside
+        )
+        os.replace(self.path, aside)
+        for suffix in ("-wal", "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.path.with_name(self.path.name + suffix))
 
     def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         _configure(conn)
         return conn
-
-    def _migrate(self) -> None:
-        with self._write_lock:
-            version = self._writer.execute("PRAGMA user_version").fetchone()[0]
-            if version not in (0, SCHEMA_VERSION):
-                for table in ("entries", "dates", "fts", "vectors", "state"):
-                    self._writer.execute(f"DROP TABLE IF EXISTS {table}")
-            self._writer.executescript(SCHEMA)
-            self._writer.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     @contextlib.contextmanager
     def _using(self) -> Iterator[None]:

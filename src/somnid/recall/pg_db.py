@@ -3,19 +3,30 @@
 One writer connection behind a lock and a reader connection per thread, like the SQLite
 file (``recall/db.py``). A connection that fails is dropped and made again on next use, so
 the index heals by itself when the server comes back; meanwhile every call raises
-:class:`~somnid.errors.IndexUnavailable`. The DSN's password is never logged nor shown:
-keep it in a pgpass file.
+:class:`~somnid.errors.IndexUnavailable`:
+
+- a use of a connection that outlives ``query_timeout`` is cut (:mod:`.pg_watch`): a
+  stopped server never hangs a request;
+- for :data:`RETRY_AFTER_S` after the server was found unreachable, calls fail at once
+  instead of each waiting out a connect timeout;
+- what the server refuses (a role without the rights the schema needs, a DSN libpq cannot
+  read) is unavailable too, with the server's reason; tables dropped by hand are made
+  again on the next use.
+
+The DSN's password is never logged nor shown: keep it in a pgpass file.
 """
 
 from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 from somnid.errors import IndexUnavailable, StorageError, Unavailable
 from somnid.memory.scrub import is_secret_name
+from somnid.recall.pg_watch import Watchdog
 
 try:  # the ``postgres`` extra
     import psycopg
@@ -25,6 +36,8 @@ except ImportError:  # pragma: no cover - checked at open
 
 SCHEMA_VERSION = 3  # 2: terms carry their row's kind and length; 3: ... in their key
 SCHEMA_LOCK = 0x534F4D4E  # an advisory lock: two daemons creating the schema at once
+RETRY_AFTER_S = 5.0
+"""After the server was found unreachable, calls fail at once for this long."""
 
 # Every table in one schema; rows carry the daemons (sources) that derived them.
 SCHEMA = """
@@ -108,8 +121,20 @@ def redact(dsn: str) -> str:
     return conninfo.make_conninfo("", **kept)
 
 
+def _first_line(exc: BaseException) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+
+
+def _refused(exc: BaseException) -> IndexUnavailable:
+    return IndexUnavailable(
+        f"the PostgreSQL index refused a request ({_first_line(exc)}); recall answers again"
+        " once the server allows it (see docs/operations.md), and writes still land in the"
+        " files"
+    )
+
+
 def _unreachable(exc: BaseException) -> IndexUnavailable:
-    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    first = _first_line(exc)
     return IndexUnavailable(
         f"the PostgreSQL index is unreachable ({first}); recall answers again once it is"
         " back, and writes still land in the files",
@@ -124,10 +149,12 @@ class PgDatabase:
         dsn: str,
         *,
         connect_timeout: float = 3.0,
+        query_timeout: float = 15.0,
         ef_search: int = 100,
         migrate: bool = True,
     ) -> None:
-        """``migrate=False`` (doctor) leaves the server as it is: no schema is made."""
+        """``migrate=False`` (doctor) leaves the server as it is: no schema is made.
+        ``query_timeout``: a use of a connection (a query, a transaction) cut after it."""
         if psycopg is None:
             raise Unavailable(
                 "index.backend = postgres needs psycopg: pip install 'somnid[postgres]'",
@@ -136,6 +163,10 @@ class PgDatabase:
         self.dsn = dsn
         self.location = redact(dsn)
         self._timeout = max(1, round(connect_timeout))
+        self._query_timeout = query_timeout
+        self._watchdog = Watchdog()
+        self._down_until = 0.0
+        self._down: IndexUnavailable | None = None
         self._ef_search = ef_search
         self._write_lock = threading.Lock()
         self._writer: psycopg.Connection[Any] | None = None
@@ -146,13 +177,26 @@ class PgDatabase:
         self._migrates = migrate
         self._migrated = not migrate
 
+    def _check_up(self) -> None:
+        """Fail at once while the server was found unreachable lately."""
+        down = self._down
+        if down is not None and time.monotonic() < self._down_until:
+            raise IndexUnavailable(down.detail)
+
+    def _went_down(self, exc: IndexUnavailable) -> IndexUnavailable:
+        self._down, self._down_until = exc, time.monotonic() + RETRY_AFTER_S
+        return exc
+
     def _connect(self) -> psycopg.Connection[Any]:
         if self._closed:
             raise Unavailable("the index is closed (somnid is shutting down)")
+        self._check_up()
         try:
             conn = psycopg.connect(self.dsn, autocommit=True, connect_timeout=self._timeout)
         except psycopg.OperationalError as exc:
-            raise _unreachable(exc) from exc
+            raise self._went_down(_unreachable(exc)) from exc
+        except psycopg.Error as exc:  # a DSN libpq cannot read
+            raise _refused(exc) from exc
         try:
             conn.execute(f"SET hnsw.ef_search = {int(self._ef_search)}")
             conn.execute("SET hnsw.iterative_scan = relaxed_order")
@@ -160,17 +204,23 @@ class PgDatabase:
             pass
         except psycopg.OperationalError as exc:
             conn.close()
-            raise _unreachable(exc) from exc
+            raise self._went_down(_unreachable(exc)) from exc
         with self._all_lock:
             if self._closed:  # closed meanwhile (a thread left running at shutdown)
                 conn.close()
                 raise Unavailable("the index is closed (somnid is shutting down)")
             self._all.append(conn)
+        return conn
+
+    def _ensure_schema(self, conn: psycopg.Connection[Any], forget: Callable[[], None]) -> None:
+        """Make the schema on first use, and again after its tables were found gone."""
         if not self._migrated:
-            with self._guard(conn, lambda: None):
+            with (
+                self._watchdog.watch(conn, self._query_timeout) as ident,
+                self._guard(conn, forget, ident),
+            ):
                 self._migrate(conn)
             self._migrated = True
-        return conn
 
     def _drop(self, conn: psycopg.Connection[Any]) -> None:
         with contextlib.suppress(Exception):
@@ -179,7 +229,9 @@ class PgDatabase:
             self._all.remove(conn)
 
     @contextlib.contextmanager
-    def _guard(self, conn: psycopg.Connection[Any], forget: Any) -> Iterator[None]:
+    def _guard(
+        self, conn: psycopg.Connection[Any], forget: Callable[[], None], watch: int
+    ) -> Iterator[None]:
         try:
             yield
         except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
@@ -191,12 +243,24 @@ class PgDatabase:
                 raise StorageError(
                     "the index's server has no space left", code="disk_full"
                 ) from exc
-            raise _unreachable(exc) from exc
+            if self._watchdog.expired(watch):
+                late = TimeoutError(f"no answer within {self._query_timeout:g} s")
+                raise self._went_down(_unreachable(late)) from exc
+            raise self._went_down(_unreachable(exc)) from exc
+        except (psycopg.errors.UndefinedTable, psycopg.errors.InvalidSchemaName) as exc:
+            self._migrated = not self._migrates  # dropped by hand: made again next time
+            raise IndexUnavailable(
+                "the PostgreSQL index's tables are gone (dropped by hand?); they are made"
+                " again on the next use, and a full sync fills them from the files"
+            ) from exc
+        except psycopg.Error as exc:  # a permission, a constraint: the server's reason
+            raise _refused(exc) from exc
 
     @contextlib.contextmanager
     def write(self) -> Iterator[psycopg.Connection[Any]]:
         """A transaction on the writer connection, serialised across threads."""
         with self._write_lock:
+            self._check_up()
             if self._writer is None or self._writer.closed:
                 self._writer = self._connect()
             conn = self._writer
@@ -204,12 +268,19 @@ class PgDatabase:
             def forget() -> None:
                 self._writer = None
 
-            with self._guard(conn, forget), conn.transaction():
+            self._ensure_schema(conn, forget)
+            with (
+                self._watchdog.watch(conn, self._query_timeout) as ident,
+                self._guard(conn, forget, ident),
+                conn.transaction(),
+            ):
                 yield conn
 
     @contextlib.contextmanager
-    def reading(self) -> Iterator[psycopg.Connection[Any]]:
-        """This thread's reader connection (autocommit)."""
+    def reading(self, timeout: float | None = None) -> Iterator[psycopg.Connection[Any]]:
+        """This thread's reader connection (autocommit), its use cut after ``timeout``
+        (default: the query timeout)."""
+        self._check_up()
         conn: psycopg.Connection[Any] | None = getattr(self._local, "conn", None)
         if conn is None or conn.closed:
             conn = self._local.conn = self._connect()
@@ -217,7 +288,11 @@ class PgDatabase:
         def forget() -> None:
             self._local.conn = None
 
-        with self._guard(conn, forget):
+        self._ensure_schema(conn, forget)
+        with (
+            self._watchdog.watch(conn, timeout or self._query_timeout) as ident,
+            self._guard(conn, forget, ident),
+        ):
             yield conn
 
     def fetchall(self, sql: str, params: Params = ()) -> list[tuple[Any, ...]]:
@@ -226,18 +301,18 @@ class PgDatabase:
     def fetchone(self, sql: str, params: Params = ()) -> tuple[Any, ...] | None:
         return self._read(lambda conn: conn.execute(sql, params, prepare=True).fetchone())
 
-    def _read(self, run: Callable[[psycopg.Connection[Any]], T]) -> T:
+    def _read(self, run: Callable[[psycopg.Connection[Any]], T], timeout: float | None = None) -> T:
         """``run`` on this thread's reader; once more on a new connection if the one it had
         was lost (a server restarted since this thread last read: every thread's old
         connection fails once, and a read is safe to repeat)."""
         reused = getattr(self._local, "conn", None) is not None
         try:
-            with self.reading() as conn:
+            with self.reading(timeout) as conn:
                 return run(conn)
         except IndexUnavailable:
             if not reused:
                 raise
-        with self.reading() as conn:
+        with self.reading(timeout) as conn:
             return run(conn)
 
     def count(self, sql: str, params: Params = ()) -> int:
@@ -269,18 +344,20 @@ class PgDatabase:
                 (str(SCHEMA_VERSION),),
             )
 
-    def server(self) -> tuple[str, str | None]:
+    def server(self, timeout: float | None = None) -> tuple[str, str | None]:
         """(server version, pgvector's version; ``… available`` while not yet created)."""
-        found = self.fetchone(
+        sql = (
             "SELECT current_setting('server_version'), coalesce("
             " (SELECT extversion FROM pg_extension WHERE extname = 'vector'),"
             " (SELECT default_version || ' available' FROM pg_available_extensions"
             "  WHERE name = 'vector'))"
         )
+        found = self._read(lambda conn: conn.execute(sql).fetchone(), timeout)
         assert found is not None
         return str(found[0]), None if found[1] is None else str(found[1])
 
     def close(self) -> None:
+        self._watchdog.close()
         with self._all_lock:
             self._closed = True
             conns, self._all = list(self._all), []

@@ -40,6 +40,7 @@ from somnid.recall.terms import query_tokens
 from somnid.recall.vectors import Vector
 
 _COLUMNS, _MINE = pg_sql.COLUMNS, pg_sql.MINE
+DESCRIBE_TIMEOUT_S = 2.0  # health asks: a server that does not answer in this is "unavailable"
 STATS_TTL_S = 10.0  # N and the mean row length for BM25: a little stale ranks the same
 
 
@@ -103,7 +104,7 @@ class PgIndex:
 
     def describe(self) -> BackendInfo:
         try:
-            version, vector = self.db.server()
+            version, vector = self.db.server(timeout=DESCRIBE_TIMEOUT_S)
         except Unavailable as exc:
             return BackendInfo("postgres", None, None, self.db.location, False, exc.detail)
         extension = f"vector {vector}" if vector else None

@@ -105,7 +105,10 @@ def open_index(settings: Settings, index_dir: Path) -> IndexBackend:
 
     source = config.source or f"{socket.gethostname()}:{settings.data_dir.resolve()}"
     db = PgDatabase(
-        config.dsn, connect_timeout=config.connect_timeout_s, ef_search=config.ef_search
+        config.dsn,
+        connect_timeout=config.connect_timeout_s,
+        query_timeout=config.query_timeout_s,
+        ef_search=config.ef_search,
     )
     return PgIndex(db, source, weights)
 

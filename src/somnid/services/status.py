@@ -7,7 +7,7 @@ import logging
 from dataclasses import dataclass
 from typing import Literal
 
-from somnid.errors import StorageError
+from somnid.errors import IndexUnavailable, StorageError
 from somnid.memory.clock import Clock
 from somnid.memory.kinds import Kind
 from somnid.metrics import HistogramSnapshot
@@ -74,9 +74,14 @@ class StatusService:
         """A write failed outside the store (a session log's append): health says so."""
         self._memories.storage_failed(exc)
 
-    def read_now(self) -> tuple[IndexStatus, Status]:
-        """The index's and the files' state together (blocking: SQLite, the data dir)."""
-        return self._recall.status(), self._files()
+    def read_now(self) -> tuple[IndexStatus | None, Status]:
+        """The index's and the files' state together (blocking: SQLite, the data dir); no
+        index state while its server cannot be reached."""
+        try:
+            index: IndexStatus | None = self._recall.status()
+        except IndexUnavailable:
+            index = None
+        return index, self._files()
 
     async def index(self) -> BackendInfo:
         """The index's backend, its server and extension, and whether it answers."""

@@ -170,3 +170,16 @@ def test_without_systemd_it_writes_the_unit_and_says_what_to_do(
     assert result.returncode == 1
     assert unit_file(env).exists()
     assert "there is no systemctl here: without systemd, run `somnid serve`" in result.stderr
+
+
+def test_a_setting_with_a_line_break_writes_no_unit(env: dict[str, str]) -> None:
+    # The line break started a directive of its own in the unit (`ExecStartPre=…`); the
+    # unit was written before systemd-analyze refused it, and left in place.
+    unit = unit_file(env)
+    assert somnid(env, "install-service", "--no-enable").returncode == 0
+    before = unit.read_text()
+    forged = {**env, "SOMNID_DREAM__OPENAI__MODEL": "a\nExecStartPre=/bin/touch /tmp/x"}
+    result = somnid(forged, "install-service", "--no-enable")
+    assert result.returncode == 2, result.stdout
+    assert "SOMNID_DREAM__OPENAI__MODEL holds a control character (0xa)" in result.stderr
+    assert unit.read_text() == before and "ExecStartPre" not in before

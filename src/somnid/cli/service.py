@@ -20,8 +20,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from somnid.cli._common import EXIT_FAILED, EXIT_OK, CliError, lock_holder
+from somnid.cli._common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CliError, lock_holder
 from somnid.config import Settings, xdg_config_home
+from somnid.memory.text import control_char
 
 UNIT_NAME = "somnid.service"
 # TimeoutStopSec = shutdown_timeout_s + this: room to close after draining. A stop during an
@@ -142,6 +143,14 @@ def environment() -> dict[str, str]:
     for key in _CARRIED_ENV:
         if os.environ.get(key):
             carried[key] = os.environ[key]
+    for key, value in carried.items():
+        ch = control_char(value)
+        if ch is not None:  # a line break would start a directive of its own in the unit
+            raise CliError(
+                f"{key} holds a control character ({ord(ch):#x}); a unit's Environment= is"
+                " one line: set that value in the config file instead",
+                EXIT_USAGE,
+            )
     return dict(sorted(carried.items()))
 
 
@@ -229,6 +238,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     settings.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)  # ReadWritePaths needs it
     path.parent.mkdir(parents=True, exist_ok=True)
     existed = path.exists()
+    before = path.read_bytes() if existed else None
     path.write_text(unit, encoding="utf-8")
     print(f"{'updated' if existed else 'wrote'} {path}")
     print(f"  runs: {' '.join(command)}")
@@ -239,7 +249,13 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         )
     checked = verify(path)
     if checked is not None and not checked[0]:
-        raise CliError(f"systemd-analyze verify {path} complains:\n{checked[1]}")
+        if before is None:  # a unit systemd would refuse is not left in its place
+            path.unlink(missing_ok=True)
+        else:
+            path.write_bytes(before)
+        raise CliError(
+            f"systemd-analyze verify {path} complains (the unit before is kept):\n{checked[1]}"
+        )
     if args.no_enable:
         print(f"not enabled (--no-enable). To start it: {_by_hand()}")
         return EXIT_OK

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import httpx
 
+from somnid.server import daemon_file
+
 RUN_MARK = "TESTS_SOMNID_RUN"
 """An environment variable the test session sets: every daemon it starts inherits it, so the
 session can find the ones left running (tests/conftest.py). Not SOMNID_*: settings ignore it
@@ -130,18 +132,35 @@ def spawn(
         log.close()
 
 
-def wait_ready(process: subprocess.Popen[bytes], base_url: str, timeout: float = 120.0) -> None:
+def wait_ready(
+    process: subprocess.Popen[bytes],
+    base_url: str,
+    timeout: float = 120.0,
+    data_dir: Path | None = None,
+) -> None:
     """Wait until the daemon answers /v1/health; the timeout caps a hang (a loaded machine
-    starts slowly, it is not broken)."""
+    starts slowly, it is not broken). With ``data_dir``, the answer must be this process's
+    (its ``daemon.json``): a free port picked for it may have gone to another test's daemon
+    meanwhile, whose health answered while this one failed to bind."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"somnid exited early with status {process.returncode}")
         with contextlib.suppress(httpx.HTTPError):
-            if httpx.get(f"{base_url}/v1/health", timeout=1.0).status_code == 200:
+            if httpx.get(f"{base_url}/v1/health", timeout=1.0).status_code == 200 and (
+                data_dir is None or _serving(data_dir, process.pid)
+            ):
                 return
         time.sleep(0.05)
     raise TimeoutError("somnid did not become ready")
+
+
+def _serving(data_dir: Path, pid: int) -> bool:
+    listening = daemon_file.read(data_dir, alive_only=False)
+    return listening is not None and listening.pid == pid
+
+
+PORT_TRIES = 3
 
 
 @contextlib.contextmanager
@@ -149,13 +168,20 @@ def start_daemon(
     data_dir: Path, *extra_env: tuple[str, str], preexec: Callable[[], None] | None = None
 ) -> Iterator[Daemon]:
     """``preexec`` runs in the child before it starts (a lowered fd limit, say)."""
-    port = free_port()
-    base_url = f"http://127.0.0.1:{port}"
-    log_path = data_dir.parent / f"somnid-{port}.log"
-    process = spawn(data_dir, port, log_path, *extra_env, preexec=preexec)
+    for attempt in range(PORT_TRIES):
+        port = free_port()
+        base_url = f"http://127.0.0.1:{port}"
+        log_path = data_dir.parent / f"somnid-{port}.log"
+        process = spawn(data_dir, port, log_path, *extra_env, preexec=preexec)
+        try:
+            wait_ready(process, base_url, data_dir=data_dir)
+            break
+        except RuntimeError:
+            taken = "address already in use" in log_path.read_text(errors="replace").lower()
+            if not taken or attempt == PORT_TRIES - 1:
+                raise  # else another test's daemon took the port: another one
     daemon = Daemon(process, base_url, data_dir, log_path)
     try:
-        wait_ready(process, base_url)
         yield daemon
     finally:
         if process.poll() is None:

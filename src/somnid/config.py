@@ -6,8 +6,6 @@ directories or configures logging. Only entry points (the CLI) call :func:`load_
 
 from __future__ import annotations
 
-import contextlib
-import ipaddress
 import os
 import re
 import tomllib
@@ -31,6 +29,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from somnid.config_checks import environment_error, explain, is_host
 from somnid.dream.quiet import QuietWindow
 from somnid.errors import InvalidInput
 from somnid.memory.clock import resolve_timezone
@@ -320,7 +319,7 @@ class Settings(BaseSettings):
     def _check_host(cls, value: str) -> str:
         # The CLI built its URL from it: `--host 127.0.0.1:7373` or a 300-character name
         # ended each command in a traceback.
-        if not _is_host(value):
+        if not is_host(value):
             raise ValueError(f"host {value[:80]!r} is not an IP address nor a host name")
         return value
 
@@ -382,24 +381,6 @@ class ConfigFileError(ValueError):
     """The configuration file could not be read."""
 
 
-_LABEL = re.compile(r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)\Z")
-
-
-def _is_host(value: str) -> bool:
-    """An IP address (v4 or v6), or a host name whose labels DNS allows (IDNA for others)."""
-    with contextlib.suppress(ValueError):
-        ipaddress.ip_address(value)
-        return True
-    try:
-        ascii_name = value.encode("idna").decode("ascii")
-    except UnicodeError:
-        return False
-    labels = ascii_name.rstrip(".").split(".")
-    if len(ascii_name) > 253 or all(label.isdigit() for label in labels):
-        return False  # `999.1.1.1`: read as an address, and none
-    return all(_LABEL.match(label) for label in labels)
-
-
 def load_settings(config_path: Path | None = None, **overrides: Any) -> Settings:
     """Build settings: defaults < TOML file < ``SOMNID_*`` environment < ``overrides``.
 
@@ -421,7 +402,7 @@ def load_settings(config_path: Path | None = None, **overrides: Any) -> Settings
         except ValidationError as exc:
             raise ConfigFileError(explain(exc, None, {}, overrides)) from None
         except SettingsError as exc:
-            raise ConfigFileError(_environment(exc)) from None
+            raise ConfigFileError(environment_error(exc)) from None
 
     class FileSettings(Settings):
         model_config = SettingsConfigDict(toml_file=path)
@@ -435,45 +416,8 @@ def load_settings(config_path: Path | None = None, **overrides: Any) -> Settings
     except OSError as exc:  # unreadable: its mode, an I/O error
         raise ConfigFileError(f"{path} cannot be read: {exc.strerror or exc}") from None
     except SettingsError as exc:
-        raise ConfigFileError(_environment(exc)) from None
+        raise ConfigFileError(environment_error(exc)) from None
     except ValidationError as exc:
         with open(path, "rb") as handle:
             document = tomllib.load(handle)
         raise ConfigFileError(explain(exc, path, document, overrides)) from None
-
-
-def _environment(exc: SettingsError) -> str:
-    """A value in the environment that could not be read: which variable, and how a list
-    or a section is written there."""
-    found = re.search(r'field "([a-z_]+)"', str(exc))
-    name = f"SOMNID_{found.group(1).upper()}" if found else "a SOMNID_* variable"
-    return (
-        f"{name} cannot be read: a list or a section in the environment is JSON"
-        f' ({name}=\'["a", "b"]\')'
-    )
-
-
-def explain(
-    error: ValidationError, path: Path | None, document: dict[str, Any], overrides: dict[str, Any]
-) -> str:
-    """One line for a bad setting: where its value came from (the environment variable, the
-    file and its key, or the command line), the value, and what is wrong with it."""
-    said = []
-    for problem in error.errors():
-        keys = [str(part) for part in problem["loc"]]
-        dotted = ".".join(keys)
-        variable = "SOMNID_" + "__".join(keys).upper()
-        found: Any = document
-        for key in keys:
-            found = found.get(key) if isinstance(found, dict) else None
-        if keys and keys[0] in overrides:  # the command line wins over the environment
-            where = f"{dotted} = {overrides[keys[0]]!r} (command line)"
-        elif variable in os.environ:
-            where = f"{variable}={os.environ[variable]!r}"
-        elif path is not None and found is not None:
-            where = f"{path}: {dotted} = {found!r}"
-        else:
-            where = f"{path}: {dotted}" if path is not None else dotted
-        message = problem["msg"].removeprefix("Value error, ")
-        said.append(f"{where}: {message}")
-    return "; ".join(said)

@@ -18,6 +18,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from somnid.cli._common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CliError, lock_holder
@@ -237,8 +238,15 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         return EXIT_OK
     settings.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)  # ReadWritePaths needs it
     path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="somnid-unit-") as scratch:
+        trial = Path(scratch) / path.name  # checked before it takes the place of one
+        trial.write_text(unit, encoding="utf-8")
+        checked = verify(trial)
+    if checked is not None and not checked[0]:
+        raise CliError(
+            f"systemd-analyze verify complains about the unit (nothing written):\n{checked[1]}"
+        )
     existed = path.exists()
-    before = path.read_bytes() if existed else None
     path.write_text(unit, encoding="utf-8")
     print(f"{'updated' if existed else 'wrote'} {path}")
     print(f"  runs: {' '.join(command)}")
@@ -246,15 +254,6 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         print(
             f"  note: {key} is set in this shell but not written into the unit; the service "
             f"uses {settings.data_dir / 'token'} unless the config file sets `token`"
-        )
-    checked = verify(path)
-    if checked is not None and not checked[0]:
-        if before is None:  # a unit systemd would refuse is not left in its place
-            path.unlink(missing_ok=True)
-        else:
-            path.write_bytes(before)
-        raise CliError(
-            f"systemd-analyze verify {path} complains (the unit before is kept):\n{checked[1]}"
         )
     if args.no_enable:
         print(f"not enabled (--no-enable). To start it: {_by_hand()}")

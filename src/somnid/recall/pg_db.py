@@ -7,8 +7,8 @@ the index heals by itself when the server comes back; meanwhile every call raise
 
 - a use of a connection that outlives ``query_timeout`` is cut (:mod:`.pg_watch`): a
   stopped server never hangs a request;
-- for :data:`RETRY_AFTER_S` after the server was found unreachable, calls fail at once
-  instead of each waiting out a connect timeout;
+- for :data:`RETRY_AFTER_S` after the server was found unreachable (a connect failed, or a
+  use ran out of time), calls fail at once instead of each waiting out a timeout;
 - what the server refuses (a role without the rights the schema needs, a DSN libpq cannot
   read) is unavailable too, with the server's reason; tables dropped by hand are made
   again on the next use.
@@ -243,10 +243,12 @@ class PgDatabase:
                 raise StorageError(
                     "the index's server has no space left", code="disk_full"
                 ) from exc
-            if self._watchdog.expired(watch):
+            if self._watchdog.expired(watch):  # the server holds the socket, silent
                 late = TimeoutError(f"no answer within {self._query_timeout:g} s")
                 raise self._went_down(_unreachable(late)) from exc
-            raise self._went_down(_unreachable(exc)) from exc
+            # A connection lost (the server restarted since): the next use connects again
+            # at once, and only a connect that fails opens the window.
+            raise _unreachable(exc) from exc
         except (psycopg.errors.UndefinedTable, psycopg.errors.InvalidSchemaName) as exc:
             self._migrated = not self._migrates  # dropped by hand: made again next time
             raise IndexUnavailable(

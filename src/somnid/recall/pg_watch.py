@@ -51,6 +51,7 @@ class Watchdog:
         finally:
             with self._cond:
                 self._live.discard(ident)
+                self._expired.discard(ident)  # read by the use's own handler, or never
 
     def expired(self, ident: int) -> bool:
         """Whether the watch ``ident`` ran out of time (and its socket was shut down)."""
@@ -65,24 +66,23 @@ class Watchdog:
             self._cond.notify()
 
     def _run(self) -> None:
-        while True:
-            with self._cond:
-                while True:
-                    if self._closed:
-                        return
-                    while self._heap and self._heap[0][1] not in self._live:
-                        heapq.heappop(self._heap)  # its use ended in time
-                    if not self._heap:
-                        self._cond.wait()
-                        continue
-                    left = self._heap[0][0] - time.monotonic()
-                    if left <= 0:
-                        _, ident, conn = heapq.heappop(self._heap)
-                        self._live.discard(ident)
-                        self._expired.add(ident)
-                        break
+        with self._cond:
+            while not self._closed:
+                while self._heap and self._heap[0][1] not in self._live:
+                    heapq.heappop(self._heap)  # its use ended in time
+                if not self._heap:
+                    self._cond.wait()
+                    continue
+                left = self._heap[0][0] - time.monotonic()
+                if left > 0:
                     self._cond.wait(left)
-            _shut(conn)
+                    continue
+                _, ident, conn = heapq.heappop(self._heap)
+                self._live.discard(ident)
+                self._expired.add(ident)
+                # Shut under the lock: the use it watched cannot end (and the connection
+                # go to the next use) between the check and the shut.
+                _shut(conn)
 
 
 def _shut(conn: Any) -> None:

@@ -1,0 +1,76 @@
+"""Checks and messages of the settings: whether a host is an address or a name, and one
+line for a value that could not be read, saying where it came from (the value of a key
+that may hold a secret, such as ``index.dsn``, is not shown)."""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+from pydantic_settings import SettingsError
+
+from somnid.memory.scrub import is_secret_name
+
+_LABEL = re.compile(r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)\Z")
+
+
+def is_host(value: str) -> bool:
+    """An IP address (v4 or v6), or a host name whose labels DNS allows (IDNA for others)."""
+    with contextlib.suppress(ValueError):
+        ipaddress.ip_address(value)
+        return True
+    try:
+        ascii_name = value.encode("idna").decode("ascii")
+    except UnicodeError:
+        return False
+    labels = ascii_name.rstrip(".").split(".")
+    if len(ascii_name) > 253 or all(label.isdigit() for label in labels):
+        return False  # `999.1.1.1`: read as an address, and none
+    return all(_LABEL.match(label) for label in labels)
+
+
+def environment_error(exc: SettingsError) -> str:
+    """A value in the environment that could not be read: which variable, and how a list
+    or a section is written there."""
+    found = re.search(r'field "([a-z_]+)"', str(exc))
+    name = f"SOMNID_{found.group(1).upper()}" if found else "a SOMNID_* variable"
+    return (
+        f"{name} cannot be read: a list or a section in the environment is JSON"
+        f' ({name}=\'["a", "b"]\')'
+    )
+
+
+def explain(
+    error: ValidationError, path: Path | None, document: dict[str, Any], overrides: dict[str, Any]
+) -> str:
+    """One line for a bad setting: where its value came from (the environment variable, the
+    file and its key, or the command line), the value, and what is wrong with it."""
+    said = []
+    for problem in error.errors():
+        keys = [str(part) for part in problem["loc"]]
+        dotted = ".".join(keys)
+        variable = "SOMNID_" + "__".join(keys).upper()
+        found: Any = document
+        for key in keys:
+            found = found.get(key) if isinstance(found, dict) else None
+        hidden = bool(keys) and (keys[-1] == "dsn" or is_secret_name(keys[-1], in_query=False))
+        if keys and keys[0] in overrides:  # the command line wins over the environment
+            where = f"{dotted} = {_shown(overrides[keys[0]], hidden)} (command line)"
+        elif variable in os.environ:
+            where = f"{variable}={_shown(os.environ[variable], hidden)}"
+        elif path is not None and found is not None:
+            where = f"{path}: {dotted} = {_shown(found, hidden)}"
+        else:
+            where = f"{path}: {dotted}" if path is not None else dotted
+        message = problem["msg"].removeprefix("Value error, ")
+        said.append(f"{where}: {message}")
+    return "; ".join(said)
+
+
+def _shown(value: Any, hidden: bool) -> str:
+    return "(not shown)" if hidden else repr(value)

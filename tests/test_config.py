@@ -159,3 +159,17 @@ def test_a_list_in_the_environment_that_is_no_json_names_its_variable(
     monkeypatch.setenv("SOMNID_ALLOWED_HOSTS", "foo")
     with pytest.raises(ConfigFileError, match=r"SOMNID_ALLOWED_HOSTS cannot be read: .* is JSON"):
         load_settings(None, data_dir=tmp_path)
+
+
+def test_a_dsn_in_a_config_file_is_never_shown_in_its_error(tmp_path: Path) -> None:
+    # The check of a postgres index is the section's: its error printed the whole section,
+    # the DSN's password included.
+    path = tmp_path / "somnid.toml"
+    path.write_text('[index]\nbackend = "postgres"\ndsn = "host=db password=hunter2 dbname"\n')
+    with pytest.raises(ConfigFileError, match=r"index\.dsn is neither") as refused:
+        load_settings(path, data_dir=tmp_path)
+    assert "hunter2" not in str(refused.value)
+    path.write_text("[index]\ndsn = 5\n")
+    with pytest.raises(ConfigFileError) as refused:
+        load_settings(path, data_dir=tmp_path)
+    assert "dsn = (not shown)" in str(refused.value)

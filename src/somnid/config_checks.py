@@ -63,8 +63,8 @@ def explain(
             where = f"{dotted} = {_shown(overrides[keys[0]], hidden)} (command line)"
         elif variable in os.environ:
             where = f"{variable}={_shown(os.environ[variable], hidden)}"
-        elif path is not None and found is not None:
-            where = f"{path}: {dotted} = {_shown(found, hidden)}"
+        elif path is not None and found is not None and not isinstance(found, dict):
+            where = f"{path}: {dotted} = {_shown(found, hidden)}"  # a table: its error says
         else:
             where = f"{path}: {dotted}" if path is not None else dotted
         message = problem["msg"].removeprefix("Value error, ")

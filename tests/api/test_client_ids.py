@@ -26,6 +26,13 @@ def test_a_path_whose_escapes_are_not_utf8_is_refused(
     assert not any((data_dir / "session-log").glob("**/*.md"))
 
 
+def test_a_query_whose_escapes_are_not_utf8_is_refused(client: TestClient) -> None:
+    # /mcp?userId=%FF and %FE were one user.
+    answer = client.post("/mcp?userId=%FF", json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+    assert_problem(answer, 400, "invalid_input")
+    assert client.get("/v1/memories?text=caf%C3%A9").status_code == 200
+
+
 def test_a_path_in_utf8_escapes_still_names_its_session(client: TestClient) -> None:
     answer = client.post(
         "/v1/sessions/caf%C3%A9/messages", json={"messages": [{"role": "user", "text": "hi"}]}

@@ -34,7 +34,7 @@ class RequestLimits:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and not _utf8_path(scope):
             await _drain(receive)
-            detail = "the path's percent escapes are not UTF-8 (encode names as UTF-8)"
+            detail = "the URL's percent escapes are not UTF-8 (encode names and ids as UTF-8)"
             await _reject(send, scope, 400, "invalid_input", detail)
             return
         if scope["type"] != "http" or scope["method"] not in _BODY_METHODS:
@@ -112,11 +112,12 @@ async def _drain(receive: Receive) -> None:
 
 
 def _utf8_path(scope: Scope) -> bool:
-    raw = scope.get("raw_path")
-    if not isinstance(raw, bytes) or b"%" not in raw:
-        return True
-    try:
-        unquote_to_bytes(raw.split(b"?", 1)[0]).decode("utf-8")
-    except UnicodeDecodeError:
-        return False
+    """The path's and the query's percent escapes are UTF-8 (``/mcp?userId=%FF``: a query
+    names ids too)."""
+    for raw in (scope.get("raw_path"), scope.get("query_string")):
+        if isinstance(raw, bytes) and b"%" in raw:
+            try:
+                unquote_to_bytes(raw).decode("utf-8")
+            except UnicodeDecodeError:
+                return False
     return True

@@ -13,11 +13,12 @@ from typing import Any
 
 from somnid.dream import items
 from somnid.dream.profile_gate import ProfileGate, ProfileRefused
-from somnid.errors import Conflict, InvalidInput, NotFound, PreconditionFailed
+from somnid.errors import BrokenFile, Conflict, InvalidInput, NotFound, PreconditionFailed
 from somnid.memory.clock import Clock
 from somnid.memory.entry import Entry
-from somnid.memory.kinds import Kind
+from somnid.memory.kinds import SELF_PROFILE, Kind
 from somnid.memory.lifecycle import MAX_STABILITY, clamp_score
+from somnid.memory.names import former_name_for, name_for
 from somnid.services.memories import MemoryService
 
 RETRIES = 5
@@ -181,6 +182,24 @@ class MemoryEdits:
             body=items.body_of(details, "details"),
             fields=meta,
         )
+
+    async def profile_name(self, user: str) -> str:
+        """The name of ``user``'s profile: :func:`~somnid.memory.names.name_for`'s, or the
+        one it was kept under before (its slug) while that one is this user's."""
+        name = name_for(user)
+        former = former_name_for(user)
+        if (
+            former is None
+            or former == SELF_PROFILE
+            or await self.memories.exists(Kind.PROFILE, name)
+        ):
+            return name
+        try:
+            kept = await self.memories.get(Kind.PROFILE, former)
+        except (NotFound, BrokenFile):
+            return name
+        same = str(kept.meta.get("user_id", "")).strip() == user.strip()
+        return former if same else name
 
     async def write_profile(
         self,

@@ -376,7 +376,7 @@ class EntryTools(ToolBase):
                 f"error: {given} not the user of a log read in this dream; the logs read "
                 f"are about: {', '.join(users)}. Write only what a log says about its own user."
             )
-        name = name_for(raw)  # as the prompt reads it
+        name = await self.edits.profile_name(raw)  # as the prompt reads it
         text = self._profile_text(content)
         description = f"用户 {raw} 的画像" if self.lang == "zh" else f"Profile of user {raw}"
         entry = await self.edits.write_profile(

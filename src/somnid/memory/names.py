@@ -106,10 +106,14 @@ def name_for(raw: str) -> str:
     """The one name that stands for ``raw`` (a user id, a person's name): ``raw`` itself
     when it is a safe name, else its readable part and a digest of the whole
     (``team/alice`` → ``team-alice-<8 hex>``). Two ids never share a name unless they are
-    one text in two Unicode forms (NFKC: ``Zoë`` composed or not): a user ``Alice Smith``
-    is not the user ``Alice-Smith``. Raises nothing."""
+    one text in two Unicode forms (NFKC: ``Zoë`` composed or not) or differ only in spaces
+    around them: a user ``Alice Smith`` is not the user ``Alice-Smith``, nor ``_bob`` the
+    user ``bob``. A name is its own slug, so the store keeps it as it is. Raises nothing."""
+    raw = raw.strip()
+    text = unicodedata.normalize("NFKC", raw)
     with contextlib.suppress(InvalidName):
-        return check_name(unicodedata.normalize("NFKC", raw))
+        if slugify(text) == text:
+            return text
     digest = hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:8]
     readable = "".join(
         " " if unicodedata.category(ch) in _SYMBOLS or unicodedata.category(ch)[0] == "C" else ch
@@ -121,6 +125,15 @@ def name_for(raw: str) -> str:
         return slugify(f"{readable}-{digest}")
     except InvalidName:
         return digest
+
+
+def former_name_for(raw: str) -> str | None:
+    """What :func:`name_for` was before 2026-12-06 (the slug of ``raw``), where that
+    differs: a profile kept under it is that user's when its ``user_id`` says so."""
+    with contextlib.suppress(InvalidName):
+        former = slugify(raw.strip())
+        return former if former != name_for(raw) else None
+    return None
 
 
 def live_name(recorded: object, archived_name: str) -> str:

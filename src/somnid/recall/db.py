@@ -134,7 +134,7 @@ class Database:
             _migrate(conn)
             return conn
         except sqlite3.DatabaseError as exc:
-            if getattr(exc, "sqlite_errorcode", None) not in _CORRUPT:
+            if getattr(exc, "sqlite_errorcode", 0) & 0xFF not in _CORRUPT:  # extended codes too
                 raise
             if conn is not None:
                 conn.close()

@@ -38,6 +38,9 @@ SCHEMA_VERSION = 3  # 2: terms carry their row's kind and length; 3: ... in thei
 SCHEMA_LOCK = 0x534F4D4E  # an advisory lock: two daemons creating the schema at once
 RETRY_AFTER_S = 5.0
 """After the server was found unreachable, calls fail at once for this long."""
+MAINTENANCE_TIMEOUT_S = 900.0
+"""The cap of a use that may rightly take long (a vacuum, a model's column and index over
+every row): it only ends a hang."""
 
 # Every table in one schema; rows carry the daemons (sources) that derived them.
 SCHEMA = """
@@ -98,6 +101,14 @@ CREATE TABLE IF NOT EXISTS somnid.state (
     PRIMARY KEY (source, key)
 );
 """
+_REFUSALS: tuple[type[Exception], ...] = (
+    (psycopg.errors.InsufficientPrivilege, psycopg.errors.UndefinedFile,
+     psycopg.errors.FeatureNotSupported)
+    if psycopg is not None else ()
+)  # fmt: skip
+"""What the server refuses for want of a right or an extension: unavailable until a person
+grants it. Other errors of a statement (a bad value) are raised as they are: retried, they
+would fail the same way for ever."""
 Params = Sequence[object] | Mapping[str, object]
 T = TypeVar("T")
 TABLES = ("entries", "terms", "dates", "vectors", "state", "meta")
@@ -176,6 +187,8 @@ class PgDatabase:
         self._closed = False
         self._migrates = migrate
         self._migrated = not migrate
+        self.on_schema: Callable[[psycopg.Connection[Any]], None] | None = None
+        """Run in the schema's transaction each time it is made (the index's vectors)."""
 
     def _check_up(self) -> None:
         """Fail at once while the server was found unreachable lately."""
@@ -234,6 +247,9 @@ class PgDatabase:
     ) -> Iterator[None]:
         try:
             yield
+            if self._watchdog.expired(watch):  # cut just as it ended: its socket is shut
+                self._drop(conn)
+                forget()
         except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
             self._drop(conn)
             forget()
@@ -255,12 +271,13 @@ class PgDatabase:
                 "the PostgreSQL index's tables are gone (dropped by hand?); they are made"
                 " again on the next use, and a full sync fills them from the files"
             ) from exc
-        except psycopg.Error as exc:  # a permission, a constraint: the server's reason
+        except _REFUSALS as exc:  # a role without the rights, no pgvector: the server's reason
             raise _refused(exc) from exc
 
     @contextlib.contextmanager
-    def write(self) -> Iterator[psycopg.Connection[Any]]:
-        """A transaction on the writer connection, serialised across threads."""
+    def write(self, timeout: float | None = None) -> Iterator[psycopg.Connection[Any]]:
+        """A transaction on the writer connection, serialised across threads, cut after
+        ``timeout`` (default: the query timeout)."""
         with self._write_lock:
             self._check_up()
             if self._writer is None or self._writer.closed:
@@ -272,7 +289,7 @@ class PgDatabase:
 
             self._ensure_schema(conn, forget)
             with (
-                self._watchdog.watch(conn, self._query_timeout) as ident,
+                self._watchdog.watch(conn, timeout or self._query_timeout) as ident,
                 self._guard(conn, forget, ident),
                 conn.transaction(),
             ):
@@ -340,6 +357,8 @@ class PgDatabase:
                 raise Unavailable(
                     f"the PostgreSQL server has no pgvector: {exc}", code="index_unavailable"
                 ) from exc
+            if self.on_schema is not None:  # made again (dropped by hand): the model's column
+                self.on_schema(conn)
             conn.execute(
                 "INSERT INTO somnid.meta (key, value) VALUES ('schema', %s)"
                 " ON CONFLICT (key) DO UPDATE SET value = excluded.value",

@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from somnid.errors import IndexUnavailable, Unavailable
+from somnid.errors import Unavailable
 from somnid.memory.kinds import Kind
-from somnid.recall import pg_sql
+from somnid.recall import pg_sql, pg_vectors
 from somnid.recall.backend import (
     DEFAULT_FIELD_WEIGHTS,
     KIND_CODE,
@@ -33,7 +33,7 @@ from somnid.recall.backend import (
     Row,
     column_weights,
 )
-from somnid.recall.pg_db import TABLES, PgDatabase
+from somnid.recall.pg_db import MAINTENANCE_TIMEOUT_S, TABLES, PgDatabase
 from somnid.recall.pg_write import let_go, upsert
 from somnid.recall.refresh import Refreshed
 from somnid.recall.terms import query_tokens
@@ -174,13 +174,13 @@ class PgIndex:
 
     def forget_deleted(self) -> None:
         """Deleted rows' text stays in dead tuples until a vacuum: run one now."""
-        with self.db.reading() as conn:
+        with self.db.reading(timeout=MAINTENANCE_TIMEOUT_S) as conn:
             conn.execute("VACUUM FULL " + ", ".join(f"somnid.{t}" for t in TABLES))
 
     def invalidate(self, *, vectors: bool = False) -> None:
         """Let go of every row, so the next full sync derives each again (a row another
         daemon holds stays, and is taken up again unchanged)."""
-        with self.db.write() as conn:
+        with self.db.write(timeout=MAINTENANCE_TIMEOUT_S) as conn:
             conn.execute(
                 f"UPDATE somnid.entries SET sources = array_remove(sources, %(src)s) WHERE {_MINE}",
                 self._me | {"src": self.source},
@@ -327,23 +327,8 @@ class PgIndex:
     def use_model(self, model: str, dim: int) -> None:
         """Make the vector column (``halfvec(dim)`` under HNSW) and give every row the
         stored vector of its text for ``model``; a change of model drops the old ones."""
-        with self.db.write() as conn:
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (0x534F4D4F,))
-            found = conn.execute(
-                "SELECT atttypmod FROM pg_attribute WHERE attrelid = 'somnid.entries'::regclass"
-                " AND attname = 'vec' AND NOT attisdropped"
-            ).fetchone()
-            if found is None:
-                conn.execute(f"ALTER TABLE somnid.entries ADD COLUMN vec halfvec({int(dim)})")
-            elif int(found[0]) != dim:
-                raise IndexUnavailable(
-                    f"the shared index holds {found[0]}-dim vectors; this daemon's model"
-                    f" {model} makes {dim}: every daemon on one index needs the same model"
-                )
-            conn.execute(
-                "CREATE INDEX IF NOT EXISTS entries_vec ON somnid.entries"
-                " USING hnsw (vec halfvec_cosine_ops)"
-            )
+        with self.db.write(timeout=MAINTENANCE_TIMEOUT_S) as conn:
+            pg_vectors.make_column(conn, model, dim)
             state = conn.execute("SELECT value FROM somnid.meta WHERE key = 'model'").fetchone()
             if state is not None and state[0] != model:
                 conn.execute("UPDATE somnid.entries SET vec = NULL")
@@ -358,8 +343,15 @@ class PgIndex:
                 (model,),
             )
         self.model, self.dim = model, dim
+        self.db.on_schema = self._column_again
         self._vectors.forget()
         self._any_vectors = False
+
+    def _column_again(self, conn: Any) -> None:
+        """The schema was made again (its tables dropped by hand): the model's column too,
+        and the sync that follows fills the rows and their stored vectors."""
+        if self.model is not None and self.dim is not None:
+            pg_vectors.make_column(conn, self.model, self.dim)
 
     def missing_vectors(self, limit: int) -> list[tuple[str, str]]:
         if self.model is None:
@@ -439,6 +431,6 @@ class PgIndex:
         the key's pages alone, 90 ms against 3 for 11k postings)."""
         self.set_state("last_sync", when.isoformat())
         if self._written >= ANALYZE_AFTER:
-            with self.db.reading() as conn:
+            with self.db.reading(timeout=MAINTENANCE_TIMEOUT_S) as conn:
                 conn.execute("VACUUM (ANALYZE) " + ", ".join(f"somnid.{t}" for t in TABLES))
             self._written = 0

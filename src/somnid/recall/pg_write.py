@@ -35,6 +35,9 @@ def upsert(conn: Any, doc: Document, source: str, model: str | None) -> tuple[in
         "asks": doc.asks, "body": text.fts_body, "terms_len": length,
         "search_text": f"{text.fts_name}\n{text.fts_description}\n{text.fts_body}".casefold(),
     }  # fmt: skip
+    # PostgreSQL's text holds no NUL (a file typed by hand may): refused, the same batch
+    # failed every sync again and nothing after it was indexed.
+    values = {key: _no_nul(value) for key, value in values.items()}
     entry_id, inserted = conn.execute(
         "INSERT INTO somnid.entries (path, file_hash, kind, name, text_hash, embed_hash,"
         " embed_text, score, project, related, session, day, asks, search_text, body,"
@@ -95,3 +98,11 @@ def let_go(conn: Any, entry_id: int, source: str) -> None:
         (source, entry_id),
     )
     conn.execute("DELETE FROM somnid.entries WHERE id = %s AND sources = '{}'", (entry_id,))
+
+
+def _no_nul(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.replace("\x00", "")
+    if isinstance(value, list):
+        return [_no_nul(item) for item in value]
+    return value

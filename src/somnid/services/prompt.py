@@ -19,7 +19,7 @@ from somnid.memory.clock import Clock
 from somnid.memory.entry import Entry
 from somnid.memory.intentions import Agenda, Intention
 from somnid.memory.kinds import SELF_PROFILE, Kind
-from somnid.memory.names import name_for
+from somnid.memory.names import former_name_for, name_for
 from somnid.memory.text import one_line
 from somnid.services.intentions import Intentions
 from somnid.services.prompt_text import PromptText, text_for
@@ -96,7 +96,15 @@ class PromptBuilder:
         """A user's profile (named as :func:`~somnid.memory.names.name_for` names it); the id
         ``about_me`` has none: that name is the agent's own."""
         name = name_for(user)
-        return None if name == SELF_PROFILE else self._profile(name)
+        if name == SELF_PROFILE:
+            return None
+        found = self._profile(name)
+        former = former_name_for(user)
+        if found is None and former is not None and former != SELF_PROFILE:
+            kept = self._profile(former)  # written before names were name_for's
+            if kept is not None and str(kept.meta.get("user_id", "")).strip() == user.strip():
+                return kept
+        return found
 
     def _profile(self, name: str) -> Entry | None:
         try:

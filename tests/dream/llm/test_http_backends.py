@@ -393,6 +393,13 @@ async def test_a_key_the_endpoint_echoes_is_not_kept(server: tuple[str, Behaviou
             await backend.chat(MESSAGES, TOOLS)
         assert sent not in str(rejected.value)
         behaviour.body = None
+    # A key across the cut at 300 characters: scrubbed whole before the cut, else a
+    # prefix of it was kept.
+    backend = OpenAIBackend(url, "m", api_key=key, timeout_s=5, retry=FAST)
+    behaviour.statuses, behaviour.error = [401], "x" * 250 + f" invalid key {key} end"
+    with pytest.raises(LLMRejected) as rejected:
+        await backend.chat(MESSAGES, TOOLS)
+    assert key[:12] not in str(rejected.value)
 
 
 async def test_the_probe_says_a_refused_key_and_reads_no_body(

@@ -62,7 +62,9 @@ def knowledge(rt: Runtime) -> dict[str, frontmatter.Document]:
     return {p.parent.name: frontmatter.parse(p.read_text()) for p in folder.glob("*/SKILL.md")}
 
 
-@pytest.mark.parametrize("user", ["../../etc", "team/alice", "Alice Smith", "u" * 150, "CON"])
+@pytest.mark.parametrize(
+    "user", ["../../etc", "team/alice", "Alice Smith", "u" * 150, "CON", "_bob", "bob."]
+)
 async def test_a_user_id_that_is_no_name_has_a_profile_the_prompt_shows(
     runtime: Runtime, user: str
 ) -> None:
@@ -85,7 +87,37 @@ async def test_a_user_id_that_is_no_name_has_a_profile_the_prompt_shows(
     assert "baker in Porto" in profile.body and profile.meta["user_id"] == user
     sections = await runtime.prompt.build(speaker=user)
     assert "baker in Porto" in sections.identity.text
-    assert "Lyon" in (await runtime.memories.get(Kind.PROFILE, "bob")).body
+    bob = await runtime.memories.get(Kind.PROFILE, "bob")  # `_bob` went into bob's before
+    assert "Lyon" in bob.body and "Porto" not in bob.body
+    assert "Porto" not in (await runtime.prompt.build(speaker="bob")).identity.text
+
+
+async def test_a_profile_kept_under_its_former_name_is_still_the_user_s(
+    runtime: Runtime,
+) -> None:
+    # Dreams before kept `alice@example.com` under its slug; the prompt and the dream now
+    # name it otherwise, and would have started over beside it.
+    user = "alice@example.com"
+    await runtime.memories.create(
+        Kind.PROFILE, "alice-example.com", description="d", body="- Alice bakes.",
+        fields={"user_id": user},
+    )  # fmt: skip
+    await runtime.memories.create(
+        Kind.PROFILE, "bob-example.com", description="d", body="- Bob sails.",
+        fields={"user_id": "bob-example.com"},
+    )  # fmt: skip
+    assert "Alice bakes." in (await runtime.prompt.build(speaker=user)).identity.text
+    # Another user's profile under that slug is not taken for this one's.
+    assert "Bob sails." not in (await runtime.prompt.build(speaker="bob@example.com")).identity.text
+    log = await conversation(runtime, "chat-1", (None, "I moved to Lyon in May."), user=user)
+    runtime.dreamer.backend = ScriptedJSON(
+        lambda r: extraction(("about_user", ["L1"], "The user moved to Lyon in May."))
+    )
+    result = await runtime.dreamer.run("test")
+    assert result.processed == [log], result.reason
+    kept = await runtime.memories.get(Kind.PROFILE, "alice-example.com")
+    assert "Alice bakes." in kept.body and "Lyon" in kept.body
+    assert not await runtime.memories.exists(Kind.PROFILE, name_for(user))
 
 
 async def test_a_user_whose_id_differs_only_in_case_writes_no_one_else_s_profile(

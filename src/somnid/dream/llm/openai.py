@@ -84,7 +84,7 @@ class OpenAIBackend:
         error = body.get("error")
         if not choices and error:  # some gateways answer 200 with an error body
             detail = error.get("message") if isinstance(error, Mapping) else error
-            shown = self._poster.shown(str(detail)[:300])
+            shown = self._poster.shown(str(detail))[:300]  # scrubbed whole, then cut
             raise LLMRejected(f"{source} answered with an error: {shown}")
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping):
             raise LLMBadResponse(f"{source} answered without choices")

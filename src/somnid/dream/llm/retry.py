@@ -130,7 +130,8 @@ class HttpPoster:
             raise LLMUnavailable(f"POST {self.url} failed: {type(exc).__name__}: {exc}") from exc
         status = response.status_code
         if status >= 300:
-            failure = f"HTTP {status}: {self.shown(_excerpt(raw))}"
+            said = raw[: _BODY_EXCERPT * 8].decode("utf-8", "replace")  # beyond the cut, whole
+            failure = f"HTTP {status}: {_excerpt(self.shown(said))}"
             if status in _RETRY_STATUS:
                 raise _Retryable(failure, _retry_after(response))
             raise LLMRejected(f"POST {self.url} was refused with {failure}")
@@ -149,8 +150,10 @@ class HttpPoster:
         return scrub(text, known=self._secrets)
 
 
-def _excerpt(raw: bytes) -> str:
-    text = " ".join(raw.decode("utf-8", "replace").split())
+def _excerpt(said: str) -> str:
+    """What an endpoint said, on one line, cut (scrub it first: a key cut in two is no
+    longer found whole)."""
+    text = " ".join(said.split())
     return text if len(text) <= _BODY_EXCERPT else text[:_BODY_EXCERPT] + "…"
 
 

@@ -26,7 +26,6 @@ from somnid.dream.tools import DreamTools
 from somnid.errors import Conflict, InvalidInput, NotFound, PreconditionFailed
 from somnid.memory.entry import Entry
 from somnid.memory.kinds import SELF_PROFILE, Kind
-from somnid.memory.names import name_for
 
 KNOWLEDGE_TYPES = {"fact", "preference", "decision", "pitfall"}
 KIND_OF = {
@@ -284,7 +283,7 @@ class Writer:
             name, user = SELF_PROFILE, None
         else:
             user = candidate.user
-            name = name_for(user)  # as the prompt reads it: an id that is no name, hashed
+            name = await self.tools.edits.profile_name(user)  # as the prompt reads it
             if name == SELF_PROFILE:
                 return "duplicate"
         try:

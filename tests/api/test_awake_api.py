@@ -308,3 +308,30 @@ def test_a_user_id_that_is_the_agent_s_profile_name_shows_no_profile(client: Tes
     assert identity.count("I am a careful coding assistant.") == 1
     assert '"about_me"' not in identity
     assert '- "ou_2": "Bob owns the database."' in identity
+
+
+def test_an_intention_s_cues_and_source_have_one_rule_at_every_door(client: TestClient) -> None:
+    # The tool took 9,000 cues (each prompt then took 9 s) and a source with a line break,
+    # which POST /v1/intentions refused.
+    for args in (
+        {"what": "renew", "cue": "c," * 300},
+        {"what": "renew", "source": "a\nb"},
+        {"what": "renew", "source": "s" * 201},
+    ):
+        answer = client.post("/v1/tools/add_intention", json={"args": args})
+        assert answer.status_code == 400, answer.text
+    assert client.get("/v1/intentions").json()["items"] == []
+    purge = client.post("/v1/memories/knowledge/x/purge?confirm=x", json={"scrubLogs": "yes"})
+    assert purge.status_code == 422  # a string is no boolean, as everywhere else
+
+
+def test_an_intention_id_freed_below_the_highest_is_never_taken_again(
+    client: TestClient, data_dir: Path
+) -> None:
+    # The first number no folder held was taken: a purged (or deleted) intention's id went
+    # to a new one, and history and a quoted id then mixed the two.
+    made = [client.post("/v1/intentions", json={"what": f"do {n}"}).json()["id"] for n in range(3)]
+    purged = client.post(f"/v1/memories/intention/{made[1]}/purge?confirm={made[1]}")
+    assert purged.status_code == 200, purged.text
+    fresh = client.post("/v1/intentions", json={"what": "a brand new one"}).json()["id"]
+    assert fresh not in made and fresh.endswith("-004")

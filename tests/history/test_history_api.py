@@ -154,6 +154,28 @@ def test_revert_restores_bytes_and_the_index_and_refuses_over_a_later_edit(
     assert_problem(client.post(f"/v1/history/{edit['id']}/revert"), 409, "revert_conflict")
 
 
+def test_a_revert_never_puts_back_a_name_that_differs_only_in_case(
+    client: TestClient, data_dir: Path
+) -> None:
+    # Reverting an archive brought `case-test` back beside `Case-Test`: two entries a
+    # case-insensitive file system cannot hold, which a restore refuses.
+    client.post("/v1/memories/knowledge", json={"name": "case test", "body": "old\n"})
+    history(client)
+    client.post("/v1/memories/knowledge/case-test/archive", json={})
+    [archive, *_] = history(client)
+    client.post("/v1/memories/knowledge", json={"name": "Case-Test", "body": "new\n"})
+    history(client)
+    for url in (
+        f"/v1/history/{archive['id']}/revert",
+        f"/v1/history/entries/knowledge/case-test/{archive['id']}/revert",
+    ):
+        refused = client.post(url)
+        assert_problem(refused, 409, "conflict")
+        assert refused.json()["name"] == "Case-Test"
+    assert [p.name for p in (data_dir / "memory/knowledge").iterdir()] == ["Case-Test"]
+    assert (data_dir / "memory/archived/case-test/SKILL.md").is_file()  # nothing moved
+
+
 def test_a_revert_puts_back_only_memory(client: TestClient, data_dir: Path) -> None:
     """A commit made by hand that touched a file outside memory/ and skills/ (the token,
     say): reverting it leaves that file alone (it used to delete it)."""

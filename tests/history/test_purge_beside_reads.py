@@ -144,6 +144,10 @@ def test_history_reads_answer_while_a_long_purge_runs(tmp_path: Path) -> None:
             # A write meanwhile: acknowledged at once, its commit waits for the purge.
             created = api.post("/v1/memories/knowledge", json={"name": "tea", "body": "green\n"})
             assert created.status_code == 201, created.text
+            # The purged name made again meanwhile: committed as the purge, it failed the
+            # rewrite (git rm --cached), and the old text stayed in history.
+            remade = api.post("/v1/memories/knowledge", json={"name": "leak", "body": "new\n"})
+            assert_problem(remade, 409, "purge_running")
             page = api.get("/v1/history", params={"limit": 5})
             assert page.status_code == 200, page.text
             assert page.json()["total"] >= HISTORY
@@ -160,6 +164,8 @@ def test_history_reads_answer_while_a_long_purge_runs(tmp_path: Path) -> None:
             release(fifo)
             worker.join(timeout=600)
         assert answer["status"] == 200, answer
+        remade = api.post("/v1/memories/knowledge", json={"name": "leak", "body": "new\n"})
+        assert remade.status_code == 201, remade.text  # once the purge is done
         body = answer["body"]
         # The purge's own commit changed nothing but the entry: dropped.
         assert body["rewrittenCommits"] == before - (SECRET_AT - 1) and body["commit"] is None

@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import datetime as dt
+from pathlib import PurePosixPath
 
-from somnid.memory.intentions import Intention, agenda, cue_matches, split_cues
+import pytest
+
+from somnid.memory.entry import Entry
+from somnid.memory.intentions import Intention, agenda, cue_matches, intention_of, split_cues
+from somnid.memory.kinds import Kind
 
 TODAY = dt.date(2026, 10, 10)
 
@@ -79,3 +84,38 @@ def test_a_cue_of_letters_matches_where_a_word_starts() -> None:
     assert cue_matches(intention("x", cue=".net"), "upgrade asp.net now")  # not a letter first
     assert cue_matches(intention("x", cue="k8s"), "我们的k8s集群")  # Latin right after Chinese
     assert cue_matches(intention("x", cue="tickets"), "明天买tickets")
+
+
+def test_a_thousand_cues_are_matched_where_they_start() -> None:
+    # Each cue built a regular expression (~1 ms): with over 1,024 cues every prompt built
+    # them all again, on the event loop. The rule is the same without them.
+    many = intention("many", cue=",".join(f"q{n}x" for n in range(2000)))
+    assert cue_matches(many, "see q1999x now") and cue_matches(many, "q0x")
+    assert not cue_matches(many, "aq5x and q5 and q5y")
+    assert cue_matches(intention("x", cue="cert"), "cert cert") and not cue_matches(
+        intention("x", cue="cert"), "concert, concert"
+    )
+
+
+@pytest.mark.parametrize(
+    ("said", "archived", "status"),
+    [
+        ("pending", False, "open"),
+        ("todo", False, "open"),
+        ("42", False, "open"),
+        ("", False, "open"),
+        ("Open", False, "open"),
+        ("done", False, "completed"),
+        ("DONE", False, "completed"),
+        ("cancelled", False, "cancelled"),
+        ("", True, "closed"),
+        ("whatever", True, "closed"),
+    ],
+)
+def test_a_status_somnid_cannot_use_is_read_as_missing(
+    said: str, archived: bool, status: str
+) -> None:
+    # `pending`, `todo` or `42` typed by hand made a live intention vanish from every list.
+    meta = {"name": "pi-1", "description": "renew", "status": said}
+    entry = Entry(Kind.INTENTION, "pi-1", archived, meta, "", PurePosixPath("x"), "e", 0.5)
+    assert intention_of(entry, dt.UTC).status == status

@@ -70,9 +70,18 @@ def revert(
                 for path, ids in conflicts.items()
             ],
         )
+    befores = {path: _blob(committer, info.parent, path) for path in paths}
+    for path, before in befores.items():
+        target = committer.layout.root / PurePosixPath(path)
+        twin = None if before is None else committer.memories.twin_of(target)
+        if twin is not None:  # as a create or a restore would be: names are one in any case
+            raise Conflict(
+                f"reverting {info.id[:12]} would put back {path} beside the entry {twin!r},"
+                " whose name differs only in case; rename or archive that one first",
+                name=twin,
+            )
     for path in sorted(paths, key=lambda p: PurePosixPath(p).name in FOLDER_FILES):
-        before = _blob(committer, info.parent, path)
-        _put(committer, path, before)
+        _put(committer, path, befores[path])
     if entry is None:
         message = f"Revert {info.id[:12]}: {info.subject}\n\nReverts: {info.id}"
         if info.dream_id:

@@ -410,7 +410,8 @@ class History:
         committer.git.check_attached()  # before anything is deleted or rewritten
         self.purging, committer.held_long = progress, True
         try:
-            return self._purge_held(committer, kind, name, specs, progress, actor, read)
+            with self.memories.hold(specs):  # no entry of that name until history is rewritten
+                return self._purge_held(committer, kind, name, specs, progress, actor, read)
         finally:
             committer.held_long = False
 

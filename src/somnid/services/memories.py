@@ -279,6 +279,15 @@ class MemoryService:
         merge with none landing in between). Blocking; keep it short."""
         return self._store.exclusive()
 
+    def twin_of(self, path: Path) -> str | None:
+        """:meth:`MemoryStore.twin_of`: a live entry whose name differs only in case from
+        the one ``path`` would be. Blocking."""
+        return self._store.twin_of(path)
+
+    def hold(self, specs: list[str]) -> AbstractContextManager[None]:
+        """:meth:`MemoryStore.hold`: no write to ``specs`` while held (409 ``purge_running``)."""
+        return self._store.hold(specs)
+
     def put_raw(self, path: Path, data: bytes | None, *, prune_folder: bool = False) -> None:
         """:meth:`MemoryStore.put_raw`: a file of the data dir back as ``data`` (None:
         removed). Blocking; the caller announces the change (history's revert does)."""

@@ -14,7 +14,7 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -68,6 +68,31 @@ class MemoryStore(EntryNames):
         super().__init__(layout, clock)
         self._ours: dict[Path, tuple[int, int, int]] = {}
         self._write_lock = threading.RLock()
+        self._held: tuple[str, ...] = ()
+
+    @contextlib.contextmanager
+    def hold(self, specs: list[str]) -> Iterator[None]:
+        """No write to ``specs`` (paths relative to the data dir) while held: 409
+        ``purge_running``. A purge holds what it removes until history is rewritten: an
+        entry of the same name made meanwhile was committed as the purge, and the rewrite
+        then failed on it."""
+        with self._write_lock:
+            self._held = tuple(specs)
+        try:
+            yield
+        finally:
+            with self._write_lock:
+                self._held = ()
+
+    def _refuse_held(self, path: Path) -> None:
+        if not self._held:
+            return
+        rel = str(self.layout.relative(path))
+        if any(rel == spec or rel.startswith(spec.rstrip("/") + "/") for spec in self._held):
+            raise Conflict(
+                f"{rel} is being purged; write it again once the purge is done",
+                code="purge_running",
+            )
 
     # ------------------------------------------------------------------ writing
 
@@ -326,6 +351,7 @@ class MemoryStore(EntryNames):
         self, path: Path, data: bytes, *, exclusive: bool = False, make_dirs: bool = True
     ) -> None:
         """write_atomic, telling :attr:`health` how it went."""
+        self._refuse_held(path)
         try:
             write_atomic(path, data, exclusive=exclusive, make_dirs=make_dirs)
         except StorageError as exc:
@@ -338,6 +364,8 @@ class MemoryStore(EntryNames):
     def _move(self, source: Path, target: Path) -> None:
         """Move an entry's folder. An empty folder where it goes (what deleting an entry's
         file by hand leaves) is taken; one holding files is a person's: Conflict."""
+        self._refuse_held(source)
+        self._refuse_held(target)
         with contextlib.suppress(FileNotFoundError, OSError):
             target.rmdir()  # only ever an empty folder
         if os.path.lexists(target):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import unicodedata
+from pathlib import Path
 
 from somnid.errors import BrokenFile, Conflict
 from somnid.memory.kinds import Kind
@@ -36,6 +37,14 @@ class EntryNames(EntryReader):
                 raise _shut(self.layout.relative(folder)) from None
         twins = (other for other in names if other != name and _folded(other) == folded)
         return next(twins, None)
+
+    def twin_of(self, path: Path) -> str | None:
+        """The live entry whose name differs only in case from the live entry ``path``
+        (absolute) would be, while ``path`` is not there itself."""
+        located = self.layout.classify(path)
+        if located is None or located[2] or os.path.lexists(path.parent):
+            return None
+        return self._case_twin(located[0], located[1])
 
     def _refuse_case_twin(self, kind: Kind, name: str) -> None:
         twin = self._case_twin(kind, name)
@@ -70,7 +79,8 @@ class EntryNames(EntryReader):
         return candidate
 
     def next_sequence_name(self, kind: Kind, prefix: str, day: dt.date) -> str:
-        """``<prefix>-YYYYMMDD-NNN`` with the first NNN used by no live or archived entry;
+        """``<prefix>-YYYYMMDD-NNN`` with the NNN after the highest a live or archived entry
+        holds (a number freed by a purge or a deletion below it is never taken again);
         ``<prefix>-YYYYMMDD-<machine>-NNN`` when the data dir is synced (:attr:`Layout.machine`):
         two machines counting from the same state never take one name."""
         machine = f"{self.layout.machine}-" if self.layout.machine else ""
@@ -82,13 +92,12 @@ class EntryNames(EntryReader):
                     taken.update(c.name for c in folder.iterdir() if c.name.startswith(stem))
                 except PermissionError:
                     raise _shut(self.layout.relative(folder)) from None
-        number = 1
-        while any(
-            name == f"{stem}{number:03d}" or name.startswith(f"{stem}{number:03d}{ARCHIVE_SUFFIX}")
-            for name in taken
-        ):
-            number += 1
-        return f"{stem}{number:03d}"
+        numbers = [0]
+        for name in taken:
+            digits = name[len(stem) :].split(ARCHIVE_SUFFIX, 1)[0]
+            if digits.isdigit() and digits.isascii():
+                numbers.append(int(digits))
+        return f"{stem}{max(numbers) + 1:03d}"
 
 
 def _folded(name: str) -> str:

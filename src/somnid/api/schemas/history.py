@@ -159,6 +159,7 @@ class RevertOut(Schema):
 class PurgeIn(Schema):
     scrub_logs: bool = Field(
         False,
+        strict=True,
         description="Also replace the entry's text (its description and each line of its "
         "body) and `phrases` by [REDACTED] in every session log, live and archived, so "
         "search_recent_conversation and recall's conversation lines no longer serve it.",

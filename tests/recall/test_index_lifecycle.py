@@ -6,6 +6,7 @@ import asyncio
 import datetime as dt
 import os
 import shutil
+import sqlite3
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -164,6 +165,36 @@ async def test_a_damaged_index_file_is_set_aside_and_made_again(
         await rt.index.wait_idle()
         assert rt.index.status().vectors == 30
         assert await names(rt, "number 7", (Kind.EPISODE,)) != []
+    assert (path.parent / "index.sqlite.corrupt").is_file()
+
+
+async def test_damage_met_in_use_is_said_and_the_next_start_makes_the_index_again(
+    settings: Settings,
+) -> None:
+    # Damage beyond the pages read at open failed every query, after every restart too.
+    async with Runtime.open(settings, clock=ManualClock(START), embedder=CountingEmbedder()) as rt:
+        await fill(rt, Kind.EPISODE, "ep", 30)
+        await rt.index.wait_idle()
+    path = settings.data_dir / "index" / "index.sqlite"
+    with sqlite3.connect(path) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        size = conn.execute("PRAGMA page_size").fetchone()[0]
+        [root] = conn.execute(
+            "SELECT rootpage FROM sqlite_master WHERE name = 'entries'"
+        ).fetchone()
+    with path.open("r+b") as file:  # the entries table's first page, its header kept whole
+        file.seek((root - 1) * size + 12)
+        file.write(bytes(range(256)) * (size // 256 - 1))
+    async with Runtime.open(settings, clock=ManualClock(START), embedder=CountingEmbedder()) as rt:
+        with pytest.raises(IndexUnavailable, match="the index file is damaged"):
+            await rt.index.sync()
+        info = await asyncio.to_thread(rt.recall.describe_index)
+        assert info.error is not None and "restart somnid" in info.error
+    async with Runtime.open(settings, clock=ManualClock(START), embedder=CountingEmbedder()) as rt:
+        await rt.index.wait_idle()
+        assert rt.index.status().vectors == 30
+        assert await names(rt, "number 7", (Kind.EPISODE,)) != []
+        assert (await asyncio.to_thread(rt.recall.describe_index)).error is None
     assert (path.parent / "index.sqlite.corrupt").is_file()
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from somnid.errors import StorageError, Unavailable
+from somnid.errors import IndexUnavailable, StorageError, Unavailable
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +97,12 @@ def _configure(conn: sqlite3.Connection) -> None:
 
 
 _CORRUPT = (11, 26)  # SQLITE_CORRUPT ("disk image is malformed"), SQLITE_NOTADB
+DAMAGED_SUFFIX = ".damaged"
+"""Beside the index file once a query found it damaged: the next start sets it aside."""
+
+
+def _corrupt(exc: sqlite3.Error) -> bool:
+    return getattr(exc, "sqlite_errorcode", 0) & 0xFF in _CORRUPT  # extended codes too
 
 
 def _migrate(conn: sqlite3.Connection) -> None:
@@ -129,16 +135,20 @@ class Database:
     def _open_writer(self) -> sqlite3.Connection:
         """The writer, on a file with the current schema; a damaged file is set aside."""
         conn: sqlite3.Connection | None = None
+        marker = self.path.with_name(self.path.name + DAMAGED_SUFFIX)
         try:
+            if marker.exists():  # a query found it damaged before the last stop
+                raise sqlite3.DatabaseError("a query found it damaged")
             conn = self._connect()
             _migrate(conn)
             return conn
         except sqlite3.DatabaseError as exc:
-            if getattr(exc, "sqlite_errorcode", 0) & 0xFF not in _CORRUPT:  # extended codes too
+            if not _corrupt(exc) and not marker.exists():
                 raise
             if conn is not None:
                 conn.close()
             self._set_aside(exc)
+            marker.unlink(missing_ok=True)
         conn = self._connect()
         _migrate(conn)
         return conn
@@ -151,7 +161,8 @@ class Database:
         log.warning(
             "the index %s is damaged (%s): moved to %s and made again", self.path, exc, aside
         )
-        os.replace(self.path, aside)
+        with contextlib.suppress(FileNotFoundError):
+            os.replace(self.path, aside)
         for suffix in ("-wal", "-shm"):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self.path.with_name(self.path.name + suffix))
@@ -192,10 +203,33 @@ class Database:
                     self._rollback()
                     raise
             except sqlite3.Error as exc:
+                self._if_damaged(exc)
                 storage = _storage_error(exc, self.path)
                 if storage is None:
                     raise
                 raise storage from exc
+
+    @property
+    def damaged(self) -> bool:
+        """A query found the file damaged: it is set aside and made again at next start."""
+        return self.path.with_name(self.path.name + DAMAGED_SUFFIX).exists()
+
+    def _if_damaged(self, exc: sqlite3.Error) -> None:
+        """A damaged page met in use (not in the pages read at open): say so, and mark
+        the file so the next start sets it aside. Raises IndexUnavailable for it."""
+        if not _corrupt(exc):
+            return
+        marker = self.path.with_name(self.path.name + DAMAGED_SUFFIX)
+        if not marker.exists():
+            log.error(
+                "the index %s is damaged (%s): restart somnid to make it again", self.path, exc
+            )
+            with contextlib.suppress(OSError):
+                marker.touch()
+        raise IndexUnavailable(
+            "the index file is damaged; restart somnid: it is set aside and made again from"
+            " the files (the files are whole)"
+        ) from exc
 
     def _rollback(self) -> None:
         if self._writer.in_transaction:
@@ -212,7 +246,11 @@ class Database:
                 self._local.conn = conn
                 with self._readers_lock:
                     self._readers.append(conn)
-            yield conn
+            try:
+                yield conn
+            except sqlite3.DatabaseError as exc:
+                self._if_damaged(exc)
+                raise
 
     def fetchall(self, sql: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
         with self.reading() as conn:

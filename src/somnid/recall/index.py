@@ -86,7 +86,9 @@ class Index:
         self.db.close()
 
     def describe(self) -> BackendInfo:
-        return BackendInfo("sqlite", sqlite3.sqlite_version, "fts5", str(self.db.path))
+        damaged = "the index file is damaged: restart somnid to make it again"
+        error = damaged if self.db.damaged else None
+        return BackendInfo("sqlite", sqlite3.sqlite_version, "fts5", str(self.db.path), True, error)
 
     def size_bytes(self) -> int:
         return self.db.size_bytes()

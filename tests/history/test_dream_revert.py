@@ -15,7 +15,8 @@ from somnid.memory.clock import ManualClock
 from somnid.memory.kinds import Kind
 from somnid.runtime import Runtime
 from tests.dream.pipeline.fakes import ScriptedJSON, by_stage, extraction
-from tests.dream.pipeline.test_pipeline import BOSTON, conversation
+from tests.dream.pipeline.helpers import conversation
+from tests.dream.pipeline.test_pipeline import BOSTON
 from tests.history.helpers import git, tree_files
 
 NOW = dt.datetime(2026, 10, 10, 22, 0, tzinfo=dt.UTC)

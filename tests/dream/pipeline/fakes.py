@@ -8,7 +8,7 @@ A script sees the request (messages, options) and returns the content to answer,
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,6 +52,8 @@ class ScriptedJSON:
     usage: int = 100
     requests: list[Request] = field(default_factory=list)
     reachable: bool = True
+    before: Callable[[], Awaitable[object]] | None = None
+    """Awaited as each request arrives, before the script answers (what happens meanwhile)."""
 
     def available(self) -> bool:
         return True
@@ -65,6 +67,8 @@ class ScriptedJSON:
         tools: list[dict[str, Any]],
         options: ChatOptions | None = None,
     ) -> ChatResult:
+        if self.before is not None:
+            await self.before()
         request = Request([dict(m) for m in messages], tools, options)
         self.requests.append(request)
         answer = self.script(request)

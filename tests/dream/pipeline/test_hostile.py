@@ -7,54 +7,19 @@ processed, and no later dream fails on them."""
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
 import json
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from somnid.config import Settings
-from somnid.dream.llm.base import ChatOptions, ChatResult, LLMRejected
-from somnid.memory.clock import ManualClock
+from somnid.dream.llm.base import LLMRejected
 from somnid.memory.kinds import Kind
 from somnid.memory.names import name_for
 from somnid.provenance import DreamRecord
 from somnid.runtime import Runtime
-from somnid.sessions.records import Message
 from somnid.store import frontmatter
 from tests.dream.pipeline.fakes import ScriptedJSON, extraction
-
-NOW = dt.datetime(2026, 10, 10, 22, 0, tzinfo=dt.UTC)
-SAID = dt.datetime(2023, 10, 4, 18, 30, tzinfo=dt.UTC)
-
-
-@pytest.fixture
-async def runtime(tmp_path: Path) -> AsyncIterator[Runtime]:
-    settings = Settings(
-        data_dir=tmp_path / "data",
-        timezone="UTC",
-        embed={"provider": "off"},
-        dream={"by_speaker": False},
-    )
-    async with Runtime.open(settings, clock=ManualClock(NOW)) as rt:
-        yield rt
-
-
-async def conversation(
-    rt: Runtime, session: str, *lines: tuple[str | None, str], user: str | None = None
-) -> str:
-    messages = [
-        Message(
-            "user", text, speaker=speaker, user_id=user, timestamp=SAID + dt.timedelta(minutes=n)
-        )
-        for n, (speaker, text) in enumerate(lines)
-    ]
-    await rt.sessions.append_messages(session, messages)
-    closed = await rt.sessions.close(session)
-    assert closed.path is not None
-    return Path(closed.path).stem
+from tests.dream.pipeline.helpers import conversation
 
 
 def knowledge(rt: Runtime) -> dict[str, frontmatter.Document]:
@@ -219,30 +184,16 @@ async def test_a_number_too_long_to_read_is_a_failed_stage(runtime: Runtime) -> 
     assert (result.status, result.processed) == ("deep_sleep", [log])
 
 
-class _Marking(ScriptedJSON):
-    """Marks the session never to be dreamed while the model is asked."""
-
-    runtime: Runtime | None = None
-
-    async def chat(
-        self,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]],
-        options: ChatOptions | None = None,
-    ) -> ChatResult:
-        assert self.runtime is not None
-        await self.runtime.sessions.mark_no_dream("private-1")
-        return await super().chat(messages, tools, options)
-
-
 async def test_a_session_marked_never_to_be_dreamed_meanwhile_is_not_written(
     runtime: Runtime,
 ) -> None:
     log = await conversation(
         runtime, "private-1", ("Uma", "My appointment at the oncology ward is on Monday.")
     )
-    llm = _Marking(lambda r: extraction(("plan", ["L1"], "Uma has an appointment on Monday.")))
-    llm.runtime = runtime
+    llm = ScriptedJSON(
+        lambda r: extraction(("plan", ["L1"], "Uma has an appointment on Monday.")),
+        before=lambda: runtime.sessions.mark_no_dream("private-1"),  # while the model is asked
+    )
     runtime.dreamer.backend = llm
     result = await runtime.dreamer.run("test")
     # The answer was written, and the log archived as processed.

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -21,41 +21,7 @@ from somnid.runtime import Runtime
 from somnid.sessions.records import Message
 from somnid.store import frontmatter
 from tests.dream.pipeline.fakes import Request, ScriptedJSON, by_stage, decision, extraction
-
-NOW = dt.datetime(2026, 10, 10, 22, 0, tzinfo=dt.UTC)
-WHOLE = {"by_speaker": False}
-"""These scripts answer for a whole window (an exchange, as in a log with an agent); how a
-log of people among themselves is read person by person is in test_truth.py."""
-SAID = dt.datetime(2023, 10, 4, 18, 30, tzinfo=dt.UTC)
-
-
-@pytest.fixture
-async def runtime(tmp_path: Path) -> AsyncIterator[Runtime]:
-    settings = Settings(
-        data_dir=tmp_path / "data", timezone="UTC", embed={"provider": "off"}, dream=WHOLE
-    )
-    async with Runtime.open(settings, clock=ManualClock(NOW)) as rt:
-        yield rt
-
-
-async def conversation(
-    rt: Runtime, session: str, *lines: tuple[str, str], user: str | None = None
-) -> str:
-    """``(speaker, text)`` lines, said a minute apart from SAID on."""
-    messages = [
-        Message(
-            "user",
-            text,
-            speaker=speaker,
-            user_id=user,
-            timestamp=SAID + dt.timedelta(minutes=number),
-        )
-        for number, (speaker, text) in enumerate(lines)
-    ]
-    await rt.sessions.append_messages(session, messages)
-    closed = await rt.sessions.close(session)
-    assert closed.path is not None
-    return Path(closed.path).stem
+from tests.dream.pipeline.helpers import NOW, SAID, WHOLE, conversation
 
 
 def use(rt: Runtime, llm: ScriptedJSON) -> ScriptedJSON:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -34,9 +34,8 @@ from somnid.memory.kinds import Kind
 from somnid.runtime import Runtime
 from somnid.sessions.records import Message
 from tests.dream.pipeline.fakes import Request, ScriptedJSON, by_stage, decision, extraction
-from tests.dream.pipeline.test_pipeline import WHOLE, conversation, entries, use
-
-NOW = dt.datetime(2026, 10, 10, 22, 0, tzinfo=dt.UTC)
+from tests.dream.pipeline.helpers import NOW, WHOLE, conversation
+from tests.dream.pipeline.test_pipeline import entries, use
 
 # LoCoMo-like: two people, each with facts of their own.
 JOBS = (
@@ -47,15 +46,6 @@ JOBS = (
     ("Joanna", "I'd love a dog someday, but I'm allergic. I write screenplays instead."),
     ("Nate", "Let's watch your film at the Roxie next Saturday!"),
 )
-
-
-@pytest.fixture
-async def runtime(tmp_path: Path) -> AsyncIterator[Runtime]:
-    settings = Settings(
-        data_dir=tmp_path / "data", timezone="UTC", embed={"provider": "off"}, dream=WHOLE
-    )
-    async with Runtime.open(settings, clock=ManualClock(NOW)) as rt:
-        yield rt
 
 
 def bodies(rt: Runtime) -> str:

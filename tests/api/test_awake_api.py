@@ -320,7 +320,24 @@ def test_an_intention_s_cues_and_source_have_one_rule_at_every_door(client: Test
     ):
         answer = client.post("/v1/tools/add_intention", json={"args": args})
         assert answer.status_code == 400, answer.text
+    # The memories route, the intentions route and PATCH took what the tool refused, and
+    # no door refused a control character in a cue.
+    for fields in (
+        {"cue": "c" * 501},
+        {"cue": ["c" * 250, "d" * 250]},
+        {"cue": "a\u0001b, c"},
+        {"cue": ["ok", 5]},
+        {"cue": True},
+        {"source": "x\ny"},
+    ):
+        answer = client.post("/v1/memories/intention", json={"description": "x", "fields": fields})
+        assert_problem(answer, 400, "invalid_input")
+    answer = client.post("/v1/intentions", json={"what": "renew", "cue": "a\u001bb"})
+    assert answer.status_code in (400, 422), answer.text
     assert client.get("/v1/intentions").json()["items"] == []
+    made = client.post("/v1/intentions", json={"what": "renew", "cue": "renew"}).json()["id"]
+    patched = client.patch(f"/v1/memories/intention/{made}", json={"fields": {"cue": "x" * 600}})
+    assert_problem(patched, 400, "invalid_input")
     purge = client.post("/v1/memories/knowledge/x/purge?confirm=x", json={"scrubLogs": "yes"})
     assert purge.status_code == 422  # a string is no boolean, as everywhere else
 
@@ -335,3 +352,21 @@ def test_an_intention_id_freed_below_the_highest_is_never_taken_again(
     assert purged.status_code == 200, purged.text
     fresh = client.post("/v1/intentions", json={"what": "a brand new one"}).json()["id"]
     assert fresh not in made and fresh.endswith("-004")
+
+
+def test_cues_given_as_a_list_are_kept_as_a_list_and_fire(client: TestClient) -> None:
+    # A list was stored as its Python text, "['gamma', 'rollout']": cues "['gamma'" and
+    # "'rollout']", which no message matches.
+    made = client.post(
+        "/v1/memories/intention",
+        json={
+            "description": "Ask about the gamma rollout",
+            "fields": {"cue": [" gamma ", "rollout"], "due": "2027-06-01"},  # shown on a cue
+        },
+    )
+    assert made.status_code == 201, made.text
+    assert made.json()["meta"]["cue"] == ["gamma", "rollout"]
+    cued = prompt(client, currentMessage="the gamma build is done")["cued"]["text"]
+    assert "Ask about the gamma rollout" in cued
+    listed = call(client, "list_intentions", args={})
+    assert "gamma" in listed and "['gamma'" not in listed

@@ -11,15 +11,19 @@ import datetime as dt
 import re
 from dataclasses import dataclass, field
 
+from somnid.errors import InvalidInput
 from somnid.memory.clock import local_date
 from somnid.memory.entry import Entry
 from somnid.memory.kinds import PRIORITIES, normalise_priority
+from somnid.memory.text import control_char
 
 UPCOMING_DAYS = 3
 MAX_DUE = 10
 MAX_UPCOMING = 5
 MAX_SOMEDAY = 5
 MAX_CUE_EXTRAS = 3
+MAX_CUE = 500  # an intention's cues, in all
+MAX_SOURCE = 200
 
 _CLOSED_WORDS = frozenset(
     {"completed", "complete", "done", "cancelled", "canceled", "expired", "closed"}
@@ -49,6 +53,42 @@ class Agenda:
 
     def __bool__(self) -> bool:
         return bool(self.due or self.upcoming or self.someday or self.cued)
+
+
+def check_cue(value: object) -> str | list[str] | None:
+    """An intention's cues as a caller gives them (every door: the API, the tools, MCP, a
+    dream): text (``deploy, release``) or a list of texts, at most ``MAX_CUE`` characters in
+    all and no control character; stripped, None when there is none. A list was stored as
+    its Python text (``"['a', 'b']"``), cues no message could ever match."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        parts = [value]
+    elif isinstance(value, list) and all(isinstance(item, str) for item in value):
+        parts = value
+    else:
+        raise InvalidInput(
+            f"cue is text ('deploy, release') or a list of texts, not {str(value)[:40]!r}"
+        )
+    kept = [part.strip() for part in parts if part.strip()]
+    if sum(map(len, kept)) + 2 * max(0, len(kept) - 1) > MAX_CUE:
+        raise InvalidInput(f"an intention's cues are longer than {MAX_CUE} characters")
+    if any(control_char(part) is not None for part in kept):
+        raise InvalidInput("an intention's cues may hold no control character or line break")
+    if not kept:
+        return None
+    return kept[0] if isinstance(value, str) else kept
+
+
+def check_source(value: object) -> str | None:
+    """Where an intention comes from: 1 to ``MAX_SOURCE`` characters, no control one."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if not isinstance(value, str) or len(value) > MAX_SOURCE or control_char(value) is not None:
+        raise InvalidInput(
+            f"an intention's source has 1 to {MAX_SOURCE} characters, no control ones"
+        )
+    return value.strip()
 
 
 def split_cues(raw: object) -> tuple[str, ...]:

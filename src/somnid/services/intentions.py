@@ -8,12 +8,9 @@ from somnid.errors import InvalidInput
 from somnid.memory.clock import Clock
 from somnid.memory.intentions import Agenda, Intention, agenda, intention_of
 from somnid.memory.kinds import Kind, check_priority
-from somnid.memory.text import control_char
 from somnid.services.memories import MemoryService
 
 MAX_WHAT = 2000
-MAX_CUE = 500
-MAX_SOURCE = 200
 
 
 class Intentions:
@@ -39,17 +36,10 @@ class Intentions:
         fields: dict[str, Any] = {"priority": check_priority(priority)}
         if due:
             fields["due"] = due
-        if cue and cue.strip():  # every door: the API, the tools, MCP
-            if len(cue) > MAX_CUE:
-                raise InvalidInput(f"an intention's cues are longer than {MAX_CUE} characters")
-            fields["cue"] = cue.strip()
-        if source and source.strip():
-            ch = control_char(source)
-            if len(source) > MAX_SOURCE or ch is not None:
-                raise InvalidInput(
-                    f"an intention's source has 1 to {MAX_SOURCE} characters, no control ones"
-                )
-            fields["source"] = source.strip()
+        if cue is not None:  # checked with every intention's fields (memories.checked_fields)
+            fields["cue"] = cue
+        if source is not None:
+            fields["source"] = source
         if project:
             fields["project"] = project
         entry = await self.memories.create(Kind.INTENTION, None, description=what, fields=fields)

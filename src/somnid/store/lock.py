@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 
 from somnid.errors import DataDirLocked
+from somnid.store.atomic import ensure_dir
 
 LOCK_NAME = ".somnid.lock"
 
@@ -26,7 +27,7 @@ class DataDirLock:
         return self._fd is not None
 
     def acquire(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        ensure_dir(self.path.parent)  # a new data dir is the owner's alone (0700)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -3,11 +3,16 @@ detection never pairs two entries, and somnid's own moves still carry an edit.""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from pathlib import Path
 
 from somnid.history.git import Git
+from somnid.memory.clock import ManualClock
+from somnid.memory.kinds import Kind
 from somnid.store.layout import Layout
+from somnid.store.memories import MemoryStore
+from somnid.sync import purges
 from somnid.sync.merging import _merge_commit
 from tests.sync.helpers import git
 
@@ -229,3 +234,43 @@ def test_a_purge_and_a_new_entry_of_that_name_merge_into_a_diverged_machine(
     merged, _ = _merge(root, diverged, purger)
     assert "a new x" in (_at(root, merged, knowledge("x")) or "")
     assert "o edited on B" in (_at(root, merged, knowledge("o")) or "")
+
+
+def test_a_purge_line_edited_by_hand_drops_no_other_entry(tmp_path: Path) -> None:
+    """A line naming w9 with the whole knowledge folder as its path gave all of
+    memory/knowledge to the side that 'purged': an entry made on the other machine was
+    deleted there, by a merge that no revert could undo. Only w9's own paths count."""
+    root, base = _repo(tmp_path, {knowledge("o"): entry("o", "o")})
+    line = {"kind": "knowledge", "name": "w9", "specs": ["memory/knowledge", "memory/../index"]}
+    stamp = {"at": "2026-12-06T21:20:00+00:00", "machine": "179d62", "history": True}
+    edited, maker = _sides(
+        root,
+        base,
+        {"memory/purged.jsonl": json.dumps({**line, **stamp}) + "\n"},
+        {knowledge("onlyona"): entry("onlyona", "precious text from A")},
+    )
+    for ours, theirs in ((edited, maker), (maker, edited)):
+        merged, _ = _merge(root, ours, theirs)
+        assert "precious text from A" in (_at(root, merged, knowledge("onlyona")) or "")
+        assert _at(root, merged, knowledge("o")) is not None
+    (parsed,) = purges._parse(json.dumps({**line, **stamp}))
+    assert parsed.name == "w9" and parsed.specs == ()
+    own = {**line, "specs": ["memory/knowledge/w9", "memory/archived/w9", "memory/knowledge/o"]}
+    (parsed,) = purges._parse(json.dumps({**own, **stamp}))
+    assert parsed.specs == ("memory/knowledge/w9", "memory/archived/w9")
+    assert purges._parse(json.dumps({**line, "name": "../index", **stamp})) == []
+
+
+def test_removing_paths_touches_nothing_but_entries(tmp_path: Path) -> None:
+    layout = Layout(tmp_path)
+    store = MemoryStore(layout, ManualClock(dt.datetime(2026, 12, 6, tzinfo=dt.UTC)))
+    store.create(Kind.KNOWLEDGE, "w2", meta={"description": "x"}, body="x")
+    store.create(Kind.KNOWLEDGE, "keep", meta={"description": "y"}, body="y")
+    (tmp_path / "index").mkdir()
+    (tmp_path / "index/index.sqlite").write_text("derived")
+    removed = store.remove_paths(
+        ["memory/../index", "memory/knowledge", "memory", "memory/knowledge/w2"]
+    )
+    assert removed == ["memory/knowledge/w2"]
+    assert (tmp_path / "index/index.sqlite").exists()
+    assert (tmp_path / "memory/knowledge/keep/SKILL.md").exists()

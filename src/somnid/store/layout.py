@@ -155,6 +155,13 @@ class Layout:
                 return kind, name, True
         return None
 
+    def is_entry_path(self, path: Path) -> bool:
+        """Whether ``path`` is an entry's folder, or a profile's file."""
+        if ".." in path.parts:
+            return False
+        inside = (path / name for name in FOLDER_FILES)
+        return any(self.classify(file) is not None for file in (path, *inside))
+
     def relative(self, path: Path) -> PurePosixPath:
         return PurePosixPath(path.relative_to(self.root).as_posix())
 

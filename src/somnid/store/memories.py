@@ -424,6 +424,9 @@ class MemoryStore(EntryNames):
                     )
             for spec in specs:
                 path = self.layout.root / PurePosixPath(spec)
+                if not self.layout.is_entry_path(path):  # ``memory/knowledge``, ``memory/../index``
+                    log.warning("not removed, no entry's path: %r", spec)
+                    continue
                 try:
                     if path.is_dir() and not path.is_symlink():
                         shutil.rmtree(path)

@@ -27,16 +27,20 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
+from somnid.errors import SomnidError
 from somnid.history import purge as purging
 from somnid.history.audit import AUDIT_FILE
 from somnid.history.committer import Committer
 from somnid.history.git import Git
 from somnid.memory.kinds import Kind
+from somnid.memory.names import check_name
 from somnid.provenance import Actor
+from somnid.store.layout import Layout
 
 RECORD = "memory/purged.jsonl"
 SYNC = Actor("sync", "somnid sync")
 Pruning = Callable[[], AbstractContextManager[None]]
+_PATHS = Layout(Path("/"))  # where entries live, relative to any data dir
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,21 +70,22 @@ def _parse(text: str) -> list[Purge]:
     for line in text.splitlines():
         try:
             item = json.loads(line)
-            # Only entries' paths: a line edited by hand never makes a sync drop other files.
-            specs = tuple(
-                str(spec) for spec in item["specs"] if str(spec).startswith(("memory/", "skills/"))
-            )
+            kind, name = Kind(str(item["kind"])), check_name(str(item["name"]))
+            # Only the named entry's own paths: a line edited by hand (``memory/knowledge``,
+            # ``memory/../index``) never makes a sync drop other entries or other files.
+            own = purging.entry_specs(_PATHS, kind, name)
+            specs = tuple(spec for spec in map(str, item["specs"]) if spec in own)
             found.append(
                 Purge(
-                    str(item["kind"]),
-                    str(item["name"]),
+                    kind.value,
+                    name,
                     specs,
                     bool(item.get("history")),
                     str(item.get("at") or ""),
                     str(item.get("machine") or ""),
                 )
             )
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, SomnidError):
             continue  # a line broken by hand: not a purge
     return found
 

@@ -274,7 +274,15 @@ def test_editors_scratch_files_stay_out_of_history(client: TestClient, data_dir:
     assert client.post("/v1/memories/knowledge", json={"name": "4913"}).status_code == 201
     history(client)
     assert git(data_dir, "ls-files", "memory/knowledge/4913") == "memory/knowledge/4913/SKILL.md\n"
+    # So may one named as a temp file: `release.tmp` failed every later commit ("paths are
+    # ignored"), and history and sync answered 503 until it was removed by hand.
+    assert client.post("/v1/memories/knowledge", json={"name": "release.tmp"}).status_code == 201
+    (data_dir / "memory/knowledge/release.tmp/SKILL.md.tmp").write_text("an editor's\n")
+    history(client)
+    tracked = git(data_dir, "ls-files", "memory/knowledge/release.tmp").splitlines()
+    assert tracked == ["memory/knowledge/release.tmp/SKILL.md"]
     assert git(data_dir, "status", "--porcelain", "memory") == ""
+    assert client.get("/v1/health").json()["history"]["status"] == "ok"
 
 
 @pytest.mark.parametrize("window_s", [LONG])

@@ -39,6 +39,8 @@ GITIGNORE = f"""\
 \\#*#
 .#*
 4913
+# An entry may be named as one of them: its folder is history's.
+!*.tmp/
 !4913/
 """
 _IDENTITY = {

@@ -459,3 +459,31 @@ def test_a_broken_file_removed_by_hand_is_no_longer_skipped(
     (folder / "SKILL.md").unlink()
     folder.rmdir()
     assert client.post("/v1/maintenance/decay").json()["skippedBroken"] == []
+
+
+@pytest.mark.parametrize("folder", ["my notes", "CON", "semi;colon", "n" * 130])
+def test_a_folder_made_by_hand_with_a_name_no_request_can_give_is_reported_and_left_out(
+    client: TestClient, data_dir: Path, folder: str
+) -> None:
+    # Recall, hints and the search tools answered 400 invalid_name for every query once the
+    # index held it ("name 'my notes' contains characters a name may not have").
+    made = client.post(
+        "/v1/memories/knowledge", json={"name": "deploy-window", "body": "Deploys go out Tuesdays."}
+    )
+    assert made.status_code == 201, made.text
+    (data_dir / "memory/knowledge" / folder).mkdir()
+    (data_dir / "memory/knowledge" / folder / "SKILL.md").write_text(
+        "---\ndescription: notes on the deploy window\n---\n\nDeploys go out Tuesdays, notes.\n"
+    )
+    assert client.post("/v1/index/sync").status_code == 200
+    found = client.post("/v1/recall", json={"query": "when do deploys go out"})
+    assert found.status_code == 200, found.text
+    assert [item["name"] for item in found.json()["items"]] == ["deploy-window"]
+    tool = client.post("/v1/tools/search_knowledge", json={"args": {"query": "deploy window"}})
+    assert tool.status_code == 200, tool.text
+    listed = client.get("/v1/memories?kind=knowledge").json()["items"]
+    assert [item["name"] for item in listed] == ["deploy-window"]
+    broken = client.get("/v1/health").json()["brokenFiles"]
+    assert [item["path"] for item in broken] == [f"memory/knowledge/{folder}/SKILL.md"]
+    assert "rename the folder" in broken[0]["reason"]
+    assert (data_dir / "memory/knowledge" / folder / "SKILL.md").exists()  # left alone

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from somnid.errors import BrokenFile, NotFound
+from somnid.errors import BrokenFile, InvalidName, NotFound
 from somnid.memory.clock import Clock
 from somnid.memory.entry import Entry
 from somnid.memory.kinds import SELF_PROFILE, Kind
@@ -80,6 +80,9 @@ class EntryReader:
         kind, name, _ = located
         if not present(path):
             return None
+        if (why := _unusable(name)) is not None:
+            self._report_broken(str(self.layout.relative(path)), why)
+            raise BrokenFile(f"{self.layout.relative(path)}: {why}")
         try:
             return self._load(path, kind, name, False)
         except FileNotFoundError:  # moved away since
@@ -187,6 +190,10 @@ class EntryReader:
             if child.name.startswith("."):
                 continue
             path = Path(child.path) / file_name
+            if (why := _unusable(child.name)) is not None:  # made by hand: `my notes`, `CON`
+                if present(path):
+                    self._report_broken(str(self.layout.relative(path)), why)
+                continue
             if present(path) or shut(child.path):  # yielded, and reported as broken
                 yield path, child.name, archived
 
@@ -314,6 +321,15 @@ class EntryReader:
     def _forget_broken(self, rel: str) -> None:
         with self._broken_lock:
             self._broken.pop(rel, None)
+
+
+def _unusable(name: str) -> str | None:
+    """Why a folder made by hand cannot be an entry's (no request could name it), if so."""
+    try:
+        check_name(name)
+    except InvalidName as exc:
+        return f"its folder's name is none somnid can use ({exc.detail}): rename the folder"
+    return None
 
 
 def _folders_linked(path: Path) -> bool:

@@ -15,6 +15,7 @@ from somnid.cli import main
 from tests.cli.runner import daemon_env
 from tests.sync.helpers import (
     bare_remote,
+    committed,
     fsck,
     git,
     indexed,
@@ -239,3 +240,31 @@ def test_a_sync_merge_shows_what_it_brought_and_can_be_undone(tmp_path: Path) ->
         assert kites is not None and kites["body"] == BODY.replace(
             "line three", "line three, from b"
         )
+
+
+def test_a_skill_s_script_stays_executable_on_both_machines(tmp_path: Path) -> None:
+    # Sync wrote every file it brought 0600: B's copy of an executable script lost its bit,
+    # B committed the change of mode, and the next round took A's bit away as well.
+    remote = bare_remote(tmp_path / "remote.git")
+    with (
+        machine(tmp_path / "a" / "data", remote) as a,
+        machine(tmp_path / "b" / "data", remote) as b,
+    ):
+        with a.client(timeout=60.0) as client:
+            made = client.post("/v1/memories/skill", json={"name": "deploy-helper", "body": "x"})
+            assert made.status_code == 201, made.text
+        folder = "skills/agent_learned_skills/deploy-helper"
+        script = a.data_dir / folder / "run.sh"
+        script.write_text("#!/bin/sh\necho deploy\n")
+        script.chmod(0o700)
+        wait_for(lambda: committed(a), "a's hand edit is committed")
+        assert git(a.data_dir, "ls-files", "-s", f"{folder}/run.sh").startswith("100755")
+        sync(a)
+        sync(b)
+        sync(a)
+        for daemon in (a, b):
+            copy = daemon.data_dir / folder / "run.sh"
+            assert copy.read_text() == "#!/bin/sh\necho deploy\n"
+            assert copy.stat().st_mode & 0o100, oct(copy.stat().st_mode)
+            assert git(daemon.data_dir, "status", "--porcelain") == ""
+            assert git(daemon.data_dir, "ls-files", "-s", f"{folder}/run.sh").startswith("100755")

@@ -193,10 +193,17 @@ class MemoryService:
         """:meth:`MemoryStore.hold`: no write to ``specs`` while held (409 ``purge_running``)."""
         return self._store.hold(specs)
 
-    def put_raw(self, path: Path, data: bytes | None, *, prune_folder: bool = False) -> None:
+    def put_raw(
+        self,
+        path: Path,
+        data: bytes | None,
+        *,
+        prune_folder: bool = False,
+        executable: bool | None = None,
+    ) -> None:
         """:meth:`MemoryStore.put_raw`: a file of the data dir back as ``data`` (None:
         removed). Blocking; the caller announces the change (history's revert does)."""
-        self._store.put_raw(path, data, prune_folder=prune_folder)
+        self._store.put_raw(path, data, prune_folder=prune_folder, executable=executable)
 
     def remove_paths(self, specs: list[str], *, unchanged: Version | None = None) -> list[str]:
         """:meth:`MemoryStore.remove_paths`: what exists of ``specs`` deleted (unless the

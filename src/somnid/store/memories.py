@@ -11,13 +11,12 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import shutil
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from somnid.errors import (
@@ -39,6 +38,7 @@ from somnid.store.fields import check_fields, render_entry
 from somnid.store.layout import Layout
 from somnid.store.naming import EntryNames
 from somnid.store.reader import MAX_FILE_BYTES, etag_of, gone
+from somnid.store.removal import remove_entry_path
 from somnid.store.safe import check_no_links, present, read_regular
 
 log = logging.getLogger(__name__)
@@ -348,12 +348,18 @@ class MemoryStore(EntryNames):
         return now - quiet_s < info.st_mtime <= now + quiet_s
 
     def _write(
-        self, path: Path, data: bytes, *, exclusive: bool = False, make_dirs: bool = True
+        self,
+        path: Path,
+        data: bytes,
+        *,
+        exclusive: bool = False,
+        make_dirs: bool = True,
+        mode: int = 0o600,
     ) -> None:
         """write_atomic, telling :attr:`health` how it went."""
         self._refuse_held(path)
         try:
-            write_atomic(path, data, exclusive=exclusive, make_dirs=make_dirs)
+            write_atomic(path, data, exclusive=exclusive, make_dirs=make_dirs, mode=mode)
         except StorageError as exc:
             if make_dirs or os.path.isdir(path.parent):  # else removed by a person
                 self.health.failed(exc)
@@ -384,14 +390,25 @@ class MemoryStore(EntryNames):
         lands between its check of the files and its writes). Re-entrant: put_raw inside."""
         return self._write_lock
 
-    def put_raw(self, path: Path, data: bytes | None, *, prune_folder: bool = False) -> None:
+    def put_raw(
+        self,
+        path: Path,
+        data: bytes | None,
+        *,
+        prune_folder: bool = False,
+        executable: bool | None = None,
+    ) -> None:
         """Put a file of the data dir back as ``data`` (None: remove it; with
         ``prune_folder``, its folder too once empty), as history's revert does: under the
-        write lock, so no write of the entry lands half-way, atomically, health told."""
+        write lock, so no write of the entry lands half-way, atomically, health told.
+        ``executable`` (a skill's script, as git records it); None keeps the file's own."""
         check_no_links(self.layout.root, path)
         with self._write_lock:
             if data is not None:
-                self._write(path, data)
+                if executable is None:
+                    with contextlib.suppress(OSError):
+                        executable = bool(os.lstat(path).st_mode & 0o100)
+                self._write(path, data, mode=0o700 if executable else 0o600)
                 return
             try:
                 path.unlink(missing_ok=True)
@@ -410,7 +427,6 @@ class MemoryStore(EntryNames):
         folder, or a profile's file), under the write lock, as history's purge does; the
         ones removed. ``unchanged`` (kind, name, etag): nothing is deleted unless that live
         entry still has that ETag (If-Match; 412 otherwise, 412 too when it is gone)."""
-        removed = []
         with self._write_lock:
             if unchanged is not None:
                 kind, name, etag = unchanged
@@ -422,22 +438,7 @@ class MemoryStore(EntryNames):
                     raise PreconditionFailed(
                         f"{kind.value} {name!r} changed since it was read", etag=live.etag
                     )
-            for spec in specs:
-                path = self.layout.root / PurePosixPath(spec)
-                if not self.layout.is_entry_path(path):  # ``memory/knowledge``, ``memory/../index``
-                    log.warning("not removed, no entry's path: %r", spec)
-                    continue
-                try:
-                    if path.is_dir() and not path.is_symlink():
-                        shutil.rmtree(path)
-                    elif path.exists() or path.is_symlink():
-                        path.unlink()
-                    else:
-                        continue
-                    fsync_dir(path.parent)
-                except OSError as exc:
-                    raise storage_error(exc, path) from exc
-                removed.append(spec)
+            removed = [spec for spec in specs if remove_entry_path(self.layout, spec)]
         return removed
 
     def raw(self, path: Path) -> bytes:

@@ -346,8 +346,8 @@ def _apply(committer: Committer, plan: Plan) -> list[str]:
         if mode == _GONE:
             own_folder = layout.classify(target) is not None and target.name in FOLDER_FILES
             committer.memories.put_raw(target, None, prune_folder=own_folder)
-        elif mode in _REGULAR:
-            committer.memories.put_raw(target, blobs[blob])
+        elif mode in _REGULAR:  # a skill's script stays executable (100755)
+            committer.memories.put_raw(target, blobs[blob], executable=mode == "100755")
         else:
             continue  # a link or a submodule: never written into the data dir
         changed.append(path)

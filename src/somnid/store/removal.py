@@ -1,0 +1,34 @@
+"""Removing an entry's path for good (a purge): its folder, or a profile's file, and
+nothing else. The store calls it under its write lock."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from pathlib import PurePosixPath
+
+from somnid.store.atomic import fsync_dir, storage_error
+from somnid.store.layout import Layout
+
+log = logging.getLogger(__name__)
+
+
+def remove_entry_path(layout: Layout, spec: str) -> bool:
+    """Delete ``spec`` (relative to the data dir) where it is an entry's folder or a
+    profile's file; whether something was removed. Any other path (``memory/knowledge``,
+    ``memory/../index``, from a purge line edited by hand) is left as it is."""
+    path = layout.root / PurePosixPath(spec)
+    if not layout.is_entry_path(path):
+        log.warning("not removed, no entry's path: %r", spec)
+        return False
+    try:
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        elif path.exists() or path.is_symlink():
+            path.unlink()
+        else:
+            return False
+        fsync_dir(path.parent)
+    except OSError as exc:
+        raise storage_error(exc, path) from exc
+    return True

@@ -113,6 +113,22 @@ async def test_hand_edits_moves_and_deletions_are_noticed(settings: Settings) ->
         await until(lambda: _async_equal(names(rt, "giraffe"), []))
 
 
+async def test_an_entry_folder_named_as_a_markdown_file_is_followed(settings: Settings) -> None:
+    # The watcher took every path ending in .md for a note, never a folder: `w7` renamed to
+    # `w7.md` left the index, and `notes.md` moved to the archive stayed in it as live.
+    async with Runtime.open(settings, clock=ManualClock(START)) as rt:
+        await rt.memories.create(Kind.KNOWLEDGE, "w7", description="zebra crossing")
+        await rt.memories.create(Kind.KNOWLEDGE, "notes.md", description="giraffe neck")
+        await rt.index.wait_idle()
+        knowledge = settings.data_dir / "memory/knowledge"
+        (knowledge / "w7").rename(knowledge / "w7.md")
+        await until(lambda: _async_equal(names(rt, "zebra"), ["w7.md"]))
+        (settings.data_dir / "memory/archived").mkdir(exist_ok=True)
+        (knowledge / "notes.md").rename(settings.data_dir / "memory/archived/notes.md")
+        await until(lambda: _async_equal(names(rt, "giraffe"), []))
+        assert rt.index.status().entries == 1
+
+
 async def _async_equal(awaitable: object, expected: object) -> bool:
     return bool(await awaitable == expected)  # type: ignore[misc]
 

@@ -195,9 +195,16 @@ class Watcher:
             path = Path(raw)
             if path.name in ENTRY_FILES:
                 files.add(path)
-            elif path.suffix != ".md":
+            elif _a_folder_s_change(path):
                 folders.add(path)
         for folder in sorted(folders):
             await self.on_folder(folder)
         for path in sorted(files):
             await self.on_file(path)
+
+
+def _a_folder_s_change(path: Path) -> bool:
+    """Whether a change at ``path`` (no entry file) may be an entry folder's: an entry's
+    folder may be named ``notes.md``, moved or gone; a note beside an entry file, or a
+    Markdown file appended to (a session log), is none."""
+    return path.suffix != ".md" or not os.path.isfile(path)

@@ -73,12 +73,26 @@ def _path(hit: Hit) -> str:
 
 
 def _date(value: str, name: str) -> dt.date | None:
-    if not value.strip():
+    """A day a model gives, whole: ``2026-10-03``, or a time's own day (``2026-12-01garbage``
+    was read as its first ten characters)."""
+    text = value.strip()
+    if not text:
         return None
     try:
-        return dt.date.fromisoformat(value.strip()[:10])
+        return (
+            dt.date.fromisoformat(text)
+            if len(text) <= 10
+            else dt.datetime.fromisoformat(text).date()
+        )
     except ValueError:
         raise InvalidInput(f"{name} must be a date like 2026-10-03, not {value!r}") from None
+
+
+def _tags(entry: Entry) -> list[str]:
+    """An entry's tags, as a list or as text separated by commas."""
+    raw = entry.field("tags")
+    items = raw if isinstance(raw, list) else str(raw or "").split(",")
+    return [str(item).strip() for item in items if item is not None and str(item).strip()]
 
 
 class MemoryTools:
@@ -121,7 +135,7 @@ class MemoryTools:
         if when is not None:
             parts.append(f"when={when.astimezone(self.clock.tz):%Y-%m-%d %H:%M}")
         for key in ("outcome", "tags", "source"):
-            value = entry.text_field(key)
+            value = ", ".join(_tags(entry)) if key == "tags" else entry.text_field(key)
             if value.strip():
                 parts.append(f"{key}={inline(value)}")
         return " | ".join(parts)
@@ -213,18 +227,24 @@ class MemoryTools:
             ]
         else:
             entries = await self.memories.scan((Kind.EPISODE,))
+            if ctx.project:  # as a search is: the project's episodes and those of none
+                entries = [e for e in entries if e.field("project") in (None, "", ctx.project)]
             pairs = [(entry, None) for entry in entries]
             pairs.sort(key=lambda pair: self._when(pair[0]), reverse=True)
         tag = tags.strip().casefold()
         kept: list[tuple[Entry, float | None]] = []
         for entry, score in pairs:
-            day = self._when(entry).date()
+            when = self._when(entry)
+            # The day as the answer shows it: in the daemon's zone, not the episode's own.
+            day = (
+                dt.date.min if when.date() == dt.date.min else when.astimezone(self.clock.tz).date()
+            )
             if (start or end) and day == dt.date.min:
                 continue  # no date of its own: in no range a search names
             if (start and day < start) or (end and day > end):
                 continue
-            if tag and tag not in entry.text_field("tags").casefold():
-                continue
+            if tag and tag not in [t.casefold() for t in _tags(entry)]:
+                continue  # a whole tag: "ops" is not "devops"
             kept.append((entry, score))
             if len(kept) >= limit:
                 break

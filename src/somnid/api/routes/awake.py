@@ -18,6 +18,7 @@ from somnid.api.schemas.awake import (
     ToolOut,
     ToolResult,
 )
+from somnid.api.schemas.common import Id
 from somnid.memory.intentions import Intention
 from somnid.services.prompt import Section
 from somnid.tools.memory_tools import ToolContext
@@ -97,7 +98,7 @@ async def compacted(session_id: SessionId, runtime: RuntimeDep) -> CompactedResp
 
 @router.get("/v1/intentions", name="listIntentions", response_model=IntentionList)
 async def list_intentions(
-    runtime: RuntimeDep, project: Annotated[str | None, Query(max_length=200)] = None
+    runtime: RuntimeDep, project: Annotated[Id | None, Query()] = None
 ) -> IntentionList:
     """Open intentions, soonest due first."""
     return IntentionList(items=[_intention(i) for i in await runtime.intentions.open(project)])

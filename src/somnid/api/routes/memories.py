@@ -62,7 +62,7 @@ async def list_memories(
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
 ) -> MemoryPage:
     """List entries, newest layout order (kind, then name), with optional filters."""
-    kinds = tuple(kind) if kind else tuple(Kind)
+    kinds = tuple(dict.fromkeys(kind)) if kind else tuple(Kind)  # a kind asked twice: once
     page = await runtime.memories.list(
         kinds, text=text, archived=archived, offset=offset, limit=limit
     )

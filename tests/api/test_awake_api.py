@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 from fastapi.testclient import TestClient
@@ -370,3 +371,24 @@ def test_cues_given_as_a_list_are_kept_as_a_list_and_fire(client: TestClient) ->
     assert "Ask about the gamma rollout" in cued
     listed = call(client, "list_intentions", args={})
     assert "gamma" in listed and "['gamma'" not in listed
+
+
+@pytest.mark.parametrize("user", ["Alice Smith", "carol@example.com"])
+def test_a_profile_made_through_the_api_for_a_user_id_is_the_one_the_prompt_shows(
+    client: TestClient, user: str
+) -> None:
+    # It was stored as the id's slug (Alice-Smith), which the prompt never read: it shows
+    # the profile named as the dreams name it. And the id itself was a 400 on reading.
+    made = client.post("/v1/memories/profile", json={"name": user, "body": "Runs finance."})
+    assert made.status_code == 201, made.text
+    assert made.json()["meta"]["user_id"] == user
+    identity = prompt(client, speakerUserId=user)["identity"]["text"]
+    assert "Runs finance." in identity
+    for asked in (user, made.json()["name"]):
+        read = client.get(f"/v1/memories/profile/{quote(asked)}")
+        assert read.status_code == 200 and read.json()["name"] == made.json()["name"], read.text
+    changed = client.patch(f"/v1/memories/profile/{quote(user)}", json={"body": "Runs payroll."})
+    assert changed.status_code == 200, changed.text
+    assert "Runs payroll." in prompt(client, speakerUserId=user)["identity"]["text"]
+    again = client.post("/v1/memories/profile", json={"name": user, "body": "twice"})
+    assert_problem(again, 409, "conflict")

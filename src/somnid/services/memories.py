@@ -19,13 +19,14 @@ from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import Any
 
-from somnid.errors import InvalidInput, PreconditionFailed, StorageError
+from somnid.errors import InvalidInput, InvalidName, PreconditionFailed, StorageError
 from somnid.memory.clock import Clock
 from somnid.memory.entry import Entry, vitals_from_meta
 from somnid.memory.kinds import (
     Kind,
 )
 from somnid.memory.lifecycle import record_usage
+from somnid.memory.names import check_name, name_for
 from somnid.services.entry_fields import checked_fields, new_entry_meta, parse_due
 from somnid.store import frontmatter
 from somnid.store.fields import check_fields
@@ -46,6 +47,18 @@ ChangeListener = Callable[[Entry | None, str], Awaitable[None]]
 
 
 _CLOSED_STATUS = {"completed": "completed", "cancelled": "cancelled", "expired": "expired"}
+
+
+def named(kind: Kind, name: str) -> str:
+    """The entry ``name`` asks for: a profile may be asked for by its user id, named as
+    :func:`~somnid.memory.names.name_for` names it (``Alice Smith`` → ``Alice-Smith-<8
+    hex>``), as the prompt and the dreams find it; a safe name is itself."""
+    if kind is not Kind.PROFILE or not name.strip():
+        return name
+    try:
+        return check_name(name)
+    except InvalidName:
+        return name_for(name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,6 +164,7 @@ class MemoryService:
         return await asyncio.to_thread(self._store.scan, kinds, archived=archived)
 
     async def exists(self, kind: Kind, name: str, *, archived: bool = False) -> bool:
+        name = named(kind, name)
         return await asyncio.to_thread(self._store.exists, kind, name, archived=archived)
 
     async def mutate(
@@ -167,6 +181,7 @@ class MemoryService:
         noted, a score decayed) yields to a person who may be writing the file: BeingWritten
         when it changed in the last :data:`UPKEEP_QUIET_S` seconds, not by somnid."""
         quiet = UPKEEP_QUIET_S if upkeep else 0.0
+        name = named(kind, name)
         return await self._written(
             lambda: self._store.mutate(kind, name, change, quiet_s=quiet),
             tell=lambda entry: unless_etag is None or entry.etag != unless_etag,
@@ -230,6 +245,7 @@ class MemoryService:
         self._store.health.failed(exc)
 
     async def get(self, kind: Kind, name: str, *, archived: bool = False) -> Entry:
+        name = named(kind, name)
         return await asyncio.to_thread(self._store.read, kind, name, archived=archived)
 
     async def list(
@@ -257,6 +273,9 @@ class MemoryService:
         fields: dict[str, Any] | None = None,
     ) -> Entry:
         fields = checked_fields(kind, dict(fields or {}))
+        if kind is Kind.PROFILE and name and named(kind, name) != name:
+            fields.setdefault("user_id", name.strip())  # whose it is, as the id was given
+            name = named(kind, name)
         check_fields(fields)
         if "description" in fields:  # one description: given twice, they must agree
             given = fields.pop("description")
@@ -296,6 +315,7 @@ class MemoryService:
     ) -> Entry:
         """Change an entry; ``if_match`` refuses a change of another version than the one
         read, ``if_none_match`` (``("*",)`` or ETags) one of any (or a listed) version (412)."""
+        name = named(kind, name)
         if if_none_match is not None:
             current = await self.get(kind, name, archived=archived)
             if "*" in if_none_match or current.etag in if_none_match:

@@ -214,6 +214,27 @@ async def test_damage_met_in_use_is_said_and_the_next_start_makes_the_index_agai
     assert (path.parent / "index.sqlite.corrupt").is_file()
 
 
+async def test_an_index_deleted_while_running_is_said_and_made_again_at_the_next_start(
+    settings: Settings,
+) -> None:
+    # `rm -r index/` under a running daemon, then a rebuild: it said "index rebuilt: 30
+    # entries" into the deleted file, and health said nothing until a restart.
+    async with Runtime.open(settings, clock=ManualClock(START), embedder=CountingEmbedder()) as rt:
+        await fill(rt, Kind.EPISODE, "ep", 30)
+        await rt.index.wait_idle()
+        shutil.rmtree(settings.data_dir / "index")
+        info = await asyncio.to_thread(rt.recall.describe_index)
+        assert info.error is not None and "deleted while somnid ran" in info.error
+        with pytest.raises(IndexUnavailable, match="restart somnid"):
+            await rt.index.rebuild()
+        await names(rt, "number 7", (Kind.EPISODE,))  # answers, as well as it can
+    async with Runtime.open(settings, clock=ManualClock(START), embedder=CountingEmbedder()) as rt:
+        await rt.index.wait_idle()
+        assert rt.index.status().vectors == 30
+        assert (await asyncio.to_thread(rt.recall.describe_index)).error is None
+        assert await names(rt, "number 7", (Kind.EPISODE,)) != []
+
+
 async def test_an_index_of_an_older_reading_is_read_again_once_its_vectors_kept(
     settings: Settings,
 ) -> None:

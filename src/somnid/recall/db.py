@@ -131,6 +131,7 @@ class Database:
         self._use = threading.Condition()
         self._active = 0
         self._closed = False
+        self._inode = _inode(path)
 
     def _open_writer(self) -> sqlite3.Connection:
         """The writer, on a file with the current schema; a damaged file is set aside."""
@@ -208,6 +209,12 @@ class Database:
                 if storage is None:
                     raise
                 raise storage from exc
+
+    @property
+    def removed(self) -> bool:
+        """The file was deleted (or replaced) while open: what is written goes nowhere a
+        start finds; the next start makes it again from the files."""
+        return _inode(self.path) != self._inode
 
     @property
     def damaged(self) -> bool:
@@ -299,6 +306,13 @@ class Database:
             with contextlib.suppress(sqlite3.Error):
                 self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             self._writer.close()
+
+
+def _inode(path: Path) -> int | None:
+    try:
+        return os.stat(path).st_ino
+    except OSError:
+        return None
 
 
 @dataclass(frozen=True, slots=True)

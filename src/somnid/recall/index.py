@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from somnid.errors import IndexUnavailable
 from somnid.memory.kinds import Kind
 from somnid.recall.backend import (
     DEFAULT_FIELD_WEIGHTS,
@@ -41,6 +42,10 @@ _MISSING = (
     " WHERE vectors.embed_hash IS NULL"
 )
 ROWS_KEPT = 20_000  # parsed rows (and texts) searches keep: ~1 KB an entry
+REMOVED = (
+    "the index file was deleted while somnid ran: restart somnid to make it again from the"
+    " files (nothing is lost: the memory files are whole)"
+)
 
 
 class Index:
@@ -86,8 +91,11 @@ class Index:
         self.db.close()
 
     def describe(self) -> BackendInfo:
-        damaged = "the index file is damaged: restart somnid to make it again"
-        error = damaged if self.db.damaged else None
+        error = None
+        if self.db.damaged:
+            error = "the index file is damaged: restart somnid to make it again"
+        elif self.db.removed:
+            error = REMOVED
         return BackendInfo("sqlite", sqlite3.sqlite_version, "fts5", str(self.db.path), True, error)
 
     def size_bytes(self) -> int:
@@ -192,6 +200,8 @@ class Index:
         """Forget what the index knows of each file, so the next full sync reads, parses and
         indexes every file again. Entry ids stay (loaded vectors keep pointing at the right
         rows); ``vectors`` also drops every stored vector, so every text is embedded again."""
+        if self.db.removed:  # a rebuild into a deleted file would say done, and keep nothing
+            raise IndexUnavailable(REMOVED)
         with self._writing() as conn:
             conn.execute("DELETE FROM fts")
             conn.execute("DELETE FROM dates")

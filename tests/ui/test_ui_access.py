@@ -19,14 +19,22 @@ from tests.daemon import read_token, start_daemon
 UI = {"X-Somnid-UI": "1"}
 
 
-def cookie_of(client: TestClient) -> dict[str, str]:
-    response = client.post("/ui/login", json={"token": TEST_TOKEN}, headers=UI)
-    assert response.status_code == 204, response.text
+def login(client: httpx.Client | TestClient, token: str = TEST_TOKEN) -> dict[str, str]:
+    """The headers of a logged-in page: its cookie and its page key."""
+    response = client.post("/ui/login", json={"token": token}, headers=UI)
+    assert response.status_code == 200, response.text
     header = response.headers["set-cookie"]
     assert "HttpOnly" in header and "SameSite=Strict" in header and "Path=/" in header
     value = header.split(";")[0].split("=", 1)[1]
     assert len(value) >= 40 and TEST_TOKEN not in header
-    return {"Cookie": f"somnid_ui={value}"}
+    key = response.json()["key"]
+    assert len(key) == 64 and key not in header and value not in key
+    client.cookies.clear()
+    return {"Cookie": f"somnid_ui={value}", "X-Somnid-UI": key}
+
+
+def cookie_only(page: dict[str, str]) -> dict[str, str]:
+    return {"Cookie": page["Cookie"]}
 
 
 def test_the_page_and_its_assets_need_no_token(client: TestClient) -> None:
@@ -52,35 +60,44 @@ def test_login_refuses_a_wrong_token_and_a_cross_site_form(client: TestClient) -
     )
 
 
-def test_the_cookie_reads_and_writes_only_with_the_ui_header(client: TestClient) -> None:
-    cookie = cookie_of(client)
+def test_the_cookie_reads_and_writes_only_with_the_page_key(client: TestClient) -> None:
+    page = login(client)
+    cookie = cookie_only(page)
     client.headers.pop("Authorization")
-    client.cookies.clear()
-    assert client.get("/v1/memories", headers=cookie).status_code == 200
+    assert client.get("/v1/memories", headers=page).status_code == 200
     body = {"name": "via-cookie"}
-    # A cookie alone (a cross-site form could send one) may not change anything.
-    assert_problem(
-        client.post("/v1/memories/knowledge", json=body, headers=cookie), 401, "unauthorized"
-    )
-    made = client.post("/v1/memories/knowledge", json=body, headers={**cookie, **UI})
+    # The cookie alone, which the browser sends to every service on 127.0.0.1 (a port is
+    # no part of a cookie's site), opened every read, and with `X-Somnid-UI: 1` every
+    # write, purge included: any local service the browser visited could replay it.
+    for headers in (cookie, {**cookie, **UI}, {**cookie, "X-Somnid-UI": "0" * 64}):
+        assert_problem(client.get("/v1/memories", headers=headers), 401, "unauthorized")
+        assert_problem(
+            client.post("/v1/memories/knowledge", json=body, headers=headers), 401, "unauthorized"
+        )
+    made = client.post("/v1/memories/knowledge", json=body, headers=page)
     assert made.status_code == 201
-    same = {**cookie, **UI, "Origin": "http://127.0.0.1"}
+    # The sleep events' stream takes the key in its query (an EventSource sends no header).
+    key = page["X-Somnid-UI"]
+    assert_problem(client.get("/v1/sleep/events", headers=cookie), 401, "unauthorized")
+    assert_problem(client.get(f"/v1/memories?ui={key}", headers=cookie), 401, "unauthorized")
+    assert client.head(f"/v1/sleep/events?ui={key}", headers=cookie).status_code == 200
+    same = {**page, "Origin": "http://127.0.0.1"}
     assert (
         client.patch(
             "/v1/memories/knowledge/via-cookie", json={"body": "x"}, headers=same
         ).status_code
         == 200
     )
-    evil = {**cookie, **UI, "Origin": "http://evil.example"}
+    evil = {**page, "Origin": "http://evil.example"}
     assert_problem(client.get("/v1/memories", headers=evil), 403, "forbidden_origin")
     # Only /ui and /v1: not the metrics, not MCP; a forged cookie is nothing.
-    assert_problem(client.get("/metrics", headers=cookie), 401, "unauthorized")
-    forged = {"Cookie": "somnid_ui=" + "0" * 64}
+    assert_problem(client.get("/metrics", headers=page), 401, "unauthorized")
+    forged = {"Cookie": "somnid_ui=" + "0" * 64, "X-Somnid-UI": key}
     assert_problem(client.get("/v1/memories", headers=forged), 401, "unauthorized")
-    # The Sync tab's routes (sync is off here, and says so), a round only with the header.
-    assert client.get("/v1/sync/status", headers=cookie).json()["enabled"] is False
+    # The Sync tab's routes (sync is off here, and says so), a round only with the key.
+    assert client.get("/v1/sync/status", headers=page).json()["enabled"] is False
     assert_problem(client.post("/v1/sync", headers=cookie), 401, "unauthorized")
-    assert_problem(client.post("/v1/sync", headers={**cookie, **UI}), 503, "sync_off")
+    assert_problem(client.post("/v1/sync", headers=page), 503, "sync_off")
     out = client.post("/ui/logout", headers=UI)
     assert "Max-Age=0" in out.headers["set-cookie"]
 
@@ -92,31 +109,23 @@ def test_a_session_is_random_scoped_and_ends_at_logout_on_a_real_daemon(tmp_path
     with start_daemon(tmp_path / "data") as daemon:
         token = read_token(daemon.data_dir)
         with httpx.Client(base_url=daemon.base_url, timeout=30) as client:
-
-            def login() -> dict[str, str]:
-                answer = client.post("/ui/login", json={"token": token}, headers=UI)
-                assert answer.status_code == 204, answer.text
-                value = answer.headers["set-cookie"].split(";")[0].split("=", 1)[1]
-                client.cookies.clear()
-                return {"Cookie": f"somnid_ui={value}"}
-
-            first, second = login(), login()
+            first, second = login(client, token), login(client, token)
             assert first != second
             assert client.get("/v1/memories", headers=first).status_code == 200
             # Scoped to what the browser uses: not the agent's tools, capture or MCP.
             tool = client.post(
-                "/v1/tools/add_intention", json={"args": {"what": "x"}}, headers={**first, **UI}
+                "/v1/tools/add_intention", json={"args": {"what": "x"}}, headers=first
             )
             assert_problem(tool, 401, "unauthorized")
             capture = client.post(
                 "/v1/sessions/s1/messages",
                 json={"messages": [{"role": "user", "text": "hi"}]},
-                headers={**first, **UI},
+                headers=first,
             )
             assert_problem(capture, 401, "unauthorized")
             assert_problem(client.get("/v1/tools", headers=first), 401, "unauthorized")
             # Logout ends that session, and only that one.
-            client.post("/ui/logout", headers={**first, **UI})
+            client.post("/ui/logout", headers=first)
             assert_problem(client.get("/v1/memories", headers=first), 401, "unauthorized")
             assert client.get("/v1/memories", headers=second).status_code == 200
 

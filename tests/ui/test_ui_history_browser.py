@@ -187,3 +187,66 @@ def cjk_font() -> bool:
         return False
     out = subprocess.run([fc_list, ":lang=zh"], capture_output=True, text=True, check=False)
     return bool(out.stdout.strip())
+
+
+def test_a_purge_takes_only_what_the_page_shows(
+    site: tuple[str, httpx.Client, Path], page: Any
+) -> None:
+    # From the archived view a purge deleted the live entry of the same name too, and from
+    # the live view it purged text written after the page opened the entry, unseen.
+    _, api, _ = site
+    api.post("/v1/memories/knowledge", json={"name": "kites", "body": "old kites\n"})
+    api.post("/v1/memories/knowledge/kites/archive")
+    api.post("/v1/memories/knowledge", json={"name": "kites", "body": "Live kites, important.\n"})
+    api.post("/v1/memories/knowledge", json={"name": "tea", "body": "green\n"})
+    log_in(page)
+    page.select_option("#scope", "archived")
+    page.click("#list li[data-name=kites]")
+    expect(page.locator("#e-body")).to_have_value("old kites\n")
+    expect(page.locator("#save")).to_be_hidden()  # a save went to the live namesake
+    page.fill("#purge-confirm", "kites")
+    page.click("#purge")
+    expect(page.locator("#e-status")).to_have_text(re.compile("A live entry has this name"))
+    assert "important" in api.get("/v1/memories/knowledge/kites").json()["body"]
+    page.select_option("#scope", "live")
+    page.click("#list li[data-name=tea]")
+    expect(page.locator("#save")).to_be_visible()
+    api.patch("/v1/memories/knowledge/tea", json={"body": "written by a dream meanwhile\n"})
+    page.fill("#purge-confirm", "tea")
+    page.click("#purge")
+    expect(page.locator("#conflict")).to_be_visible()
+    assert api.get("/v1/memories/knowledge/tea").status_code == 200
+    page.click("#reload")
+    page.fill("#purge-confirm", "tea")
+    page.click("#purge")
+    expect(page.locator("#notice")).to_have_text("Purged.")
+    assert api.get("/v1/memories/knowledge/tea").status_code == 404
+    # A search the daemon refuses says why (it showed nothing at all).
+    page.click("button[data-tab=search]")
+    page.fill("#q", "x" * 2100)
+    page.click("#search-form button[type=submit]")
+    expect(page.locator("#results li.error")).to_be_visible()
+
+
+def test_the_cookie_alone_opens_nothing_and_hidden_tabs_let_go_of_their_stream(
+    site: tuple[str, httpx.Client, Path], page: Any
+) -> None:
+    base, _, _ = site
+    log_in(page)
+    cookies = {c["name"]: c["value"] for c in page.context.cookies()}
+    with httpx.Client(base_url=base, timeout=30) as other:  # a local service replaying it
+        replayed = other.get(
+            "/v1/memories", headers={"Cookie": f"somnid_ui={cookies['somnid_ui']}"}
+        )
+        assert replayed.status_code == 401
+    key = page.evaluate("localStorage.getItem('somnid-ui-key')")
+    assert key and len(key) == 64
+    wait_for(lambda: page.evaluate("events !== null"))
+    page.evaluate("Object.defineProperty(document, 'hidden', {value: true, configurable: true})")
+    page.evaluate("document.dispatchEvent(new Event('visibilitychange'))")
+    assert page.evaluate("events === null")
+    page.evaluate("Object.defineProperty(document, 'hidden', {value: false, configurable: true})")
+    page.evaluate("document.dispatchEvent(new Event('visibilitychange'))")
+    wait_for(lambda: page.evaluate("events !== null"))  # opened again once the status is read
+    page.click("#logout")
+    assert page.evaluate("localStorage.getItem('somnid-ui-key')") is None

@@ -109,9 +109,10 @@ def authorized(scope: Scope, headers: dict[str, str] | None = None) -> bool:
     if presented is None and scope["type"] == "http":  # the memory browser's cookie
         state: dict[str, Any] = scope.get("state") or {}
         sessions = state.get("ui_sessions")
+        keys = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("ui")
         return cookie_matches(
             sessions if isinstance(sessions, UISessions) else None,
-            expected, headers, scope["method"], scope["path"],
+            expected, headers, scope["method"], scope["path"], keys[0] if keys else None,
         )  # fmt: skip
     if presented is None and scope["type"] == "websocket":
         query = parse_qs(scope.get("query_string", b"").decode("latin-1"))

@@ -8,7 +8,7 @@ The page and assets are public (they hold no data); everything it shows comes fr
 from __future__ import annotations
 
 from fastapi import APIRouter, FastAPI, Request, Response
-from fastapi.responses import FileResponse
+from fastapi.responses import FileResponse, JSONResponse
 from pydantic import BaseModel, Field
 
 from somnid.api.assets import HeldStaticFiles
@@ -21,6 +21,7 @@ from somnid.ui.session import (
     UISessions,
     clear_cookie_header,
     cookie_value,
+    page_key,
     set_cookie_header,
 )
 
@@ -46,8 +47,10 @@ async def page() -> FileResponse:
     return FileResponse(static_dir() / "index.html", headers=_PAGE_HEADERS)
 
 
-@router.post("/ui/login", status_code=204)
+@router.post("/ui/login")
 async def login(body: Login, request: Request) -> Response:
+    """A new session: its id in the cookie, its page key in the answer (``{"key"}``), which
+    the page sends with every request (see :mod:`somnid.ui.session`)."""
     if request.headers.get(UI_HEADER) != "1":
         raise InvalidInput("the login must come from the memory browser (X-Somnid-UI: 1)")
     expected = getattr(request.state, "token", None)
@@ -57,8 +60,9 @@ async def login(body: Login, request: Request) -> Response:
     if not isinstance(sessions, UISessions):
         return problem(503, "unavailable", "the memory browser's sessions are not ready")
     value = sessions.open(expected)
-    return Response(
-        status_code=204, headers={"Set-Cookie": set_cookie_header(value, sessions.max_age_s)}
+    return JSONResponse(
+        {"key": page_key(value)},
+        headers={"Set-Cookie": set_cookie_header(value, sessions.max_age_s), **_NO_STORE},
     )
 
 

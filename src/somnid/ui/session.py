@@ -10,10 +10,15 @@ that session's logout.
 
 A session opens only what the memory browser uses (:data:`SCOPE`): browsing, searching,
 editing, history, revert, purge, sleep status, and sync (its status, a round now, settling
-its conflicts). It is never a key to the agent's tools, capture, the bridge or MCP. A
-request that may change something (any method but GET, HEAD, OPTIONS) must also carry
-``X-Somnid-UI: 1``, which no cross-site form can send, and which a cross-site script
-cannot send without a preflight the Origin check refuses.
+its conflicts). It is never a key to the agent's tools, capture, the bridge or MCP.
+
+Every request of a session also carries ``X-Somnid-UI: <page key>``, a digest of the
+session id the login answers with and the page keeps in its origin's storage (the login
+itself says ``X-Somnid-UI: 1``). A cookie is not tied to a port: the browser sends it to
+every other service on 127.0.0.1 too, which could replay it. Without the page key it
+opens nothing. No cross-site form can send the header either, and a cross-site script
+cannot without a preflight the Origin check refuses. The sleep events' stream, which an
+``EventSource`` opens without headers, may carry the key as ``?ui=`` instead.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from http.cookies import SimpleCookie
 
 COOKIE = "somnid_ui"
 UI_HEADER = "x-somnid-ui"
-SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+EVENTS_PATH = "/v1/sleep/events"
 MAX_AGE_S = 7 * 24 * 3600
 IDLE_S = 12 * 3600
 MAX_SESSIONS = 32
@@ -59,6 +64,11 @@ class _Session:
 
 def _digest(value: str) -> str:
     return hashlib.sha256(value.encode()).hexdigest()
+
+
+def page_key(value: str) -> str:
+    """The key a session's page sends with each request (``X-Somnid-UI``)."""
+    return hmac.new(value.encode(), b"somnid-ui-page-key-v1", hashlib.sha256).hexdigest()
 
 
 def _fingerprint(token: str) -> str:
@@ -159,12 +169,18 @@ def in_scope(path: str) -> bool:
 
 def cookie_matches(
     sessions: UISessions | None, expected_token: str, headers: dict[str, str], method: str,
-    path: str,
+    path: str, query_key: str | None = None,
 ) -> bool:  # fmt: skip
-    """Whether the request's UI cookie is an open session, and may do what it asks."""
+    """Whether the request's UI cookie is an open session and it carries the session's
+    page key (``query_key``: the sleep events' ``?ui=``, for an EventSource)."""
     if sessions is None or not in_scope(path):
         return False
     value = cookie_value(headers)
-    if value is None or not sessions.valid(value, expected_token):
+    if value is None:
         return False
-    return method in SAFE_METHODS or headers.get(UI_HEADER) == "1"
+    presented = headers.get(UI_HEADER)
+    if presented is None and method in ("GET", "HEAD") and path == EVENTS_PATH:
+        presented = query_key
+    if presented is None or not hmac.compare_digest(presented.encode(), page_key(value).encode()):
+        return False
+    return sessions.valid(value, expected_token)

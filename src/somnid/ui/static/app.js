@@ -1,6 +1,8 @@
 // somnid's memory browser: plain JavaScript over the /v1 API, no build step, no CDN.
-// The login cookie (HttpOnly, SameSite=Strict) authorises every request; each request
-// that may change something says X-Somnid-UI: 1, as the guard requires.
+// The login cookie (HttpOnly, SameSite=Strict) and the page key the login answers with
+// authorise every request: the key, kept in this origin's storage (its port included),
+// goes with each one as X-Somnid-UI. The cookie alone, which the browser also sends to
+// every other service on 127.0.0.1, opens nothing.
 "use strict";
 
 const T = {
@@ -17,6 +19,8 @@ const T = {
     reverted: "Reverted: the files are as they were before the dream.",
     revert_refused: "Refused: a later change touched", bad_token: "That is not the token.",
     awake: "awake", sleeping: "sleeping", no_results: "No results.", empty: "Nothing here.",
+    conversation: "conversation",
+    purge_live_too: "A live entry has this name, and a purge deletes the name everywhere: purge it from the live view, or rename one of them first.",
     due: "due", bad_json: "Fields must be a JSON object.", event: "last event",
     kind_knowledge: "knowledge", kind_episode: "episode", kind_intention: "intention",
     kind_skill: "skill", kind_profile: "profile", show_history: "History", history: "History",
@@ -53,6 +57,8 @@ const T = {
     reverted: "已撤销：文件已恢复到梦境之前的样子。",
     revert_refused: "已拒绝：之后的修改涉及", bad_token: "令牌不正确。",
     awake: "清醒", sleeping: "睡眠中", no_results: "没有结果。", empty: "这里什么也没有。",
+    conversation: "对话",
+    purge_live_too: "当前条目中有同名的一条，而永久删除会删去所有同名条目：请在当前视图中删除，或先给其中一条改名。",
     due: "截止", bad_json: "字段必须是 JSON 对象。", event: "最近事件",
     kind_knowledge: "知识", kind_episode: "经历", kind_intention: "意图",
     kind_skill: "技能", kind_profile: "档案", show_history: "历史", history: "历史",
@@ -113,9 +119,11 @@ class ApiError extends Error {
   }
 }
 
+const KEY = "somnid-ui-key";
+
 async function api(method, path, body, headers = {}) {
   const init = { method, credentials: "same-origin", headers: { ...headers } };
-  if (method !== "GET") init.headers["X-Somnid-UI"] = "1";
+  init.headers["X-Somnid-UI"] = localStorage.getItem(KEY) || "1"; // "1": the login itself
   if (body !== undefined) {
     init.headers["Content-Type"] = "application/json";
     init.body = JSON.stringify(body);
@@ -158,6 +166,7 @@ function cjkRenders() {
 // --- login ---------------------------------------------------------------------------
 
 function showLogin() {
+  localStorage.removeItem(KEY);
   for (const id of ["tabs", "logout", "sleep"]) $(id).hidden = true;
   document.querySelectorAll(".view").forEach((v) => { v.hidden = true; });
   $("login").hidden = false;
@@ -167,7 +176,9 @@ function showLogin() {
 async function login(event) {
   event.preventDefault();
   try {
-    await api("POST", "/ui/login", { token: $("token").value });
+    localStorage.removeItem(KEY);
+    const { data } = await api("POST", "/ui/login", { token: $("token").value });
+    localStorage.setItem(KEY, data.key);
     $("token").value = "";
     $("login-error").hidden = true;
     start();
@@ -250,6 +261,7 @@ async function openEntry(kind, name, archived) {
   $("e-body").value = data.body;
   $("e-fields").value = JSON.stringify(editable(data.meta), null, 2);
   $("archive").hidden = data.archived || data.kind === "profile";
+  $("save").hidden = data.archived; // restore it first: a save went to the live namesake
   $("restore").hidden = !data.archived;
 }
 
@@ -293,10 +305,17 @@ async function act(what) {
     } else if (what === "restore") {
       await api("POST", `${base}/restore`, {});
     } else {
+      // A purge takes the name everywhere, live and archived: from the archived view it
+      // would delete a live namesake unseen, and from the live view only the version shown.
+      if (current.archived && await liveNamesake(current)) {
+        say($("e-status"), t("purge_live_too"), true);
+        return;
+      }
       const params = new URLSearchParams({ confirm: $("purge-confirm").value, history: String($("purge-history").checked) });
       const watching = $("purge-history").checked ? watchPurge() : null;
+      const exact = current.archived ? {} : { "If-Match": `"${current.etag}"` };
       try {
-        await api("POST", `${base}/purge?${params}`, { scrubLogs: $("purge-logs").checked });
+        await api("POST", `${base}/purge?${params}`, { scrubLogs: $("purge-logs").checked }, exact);
       } finally {
         if (watching) watching.stop();
       }
@@ -305,7 +324,18 @@ async function act(what) {
     say($("notice"), t({ archive: "archived_done", restore: "restored", purge: "purged" }[what]));
     await loadList();
   } catch (error) {
-    say($("e-status"), error.message, true);
+    if (error.status === 412) $("conflict").hidden = false; // changed since the page read it
+    else say($("e-status"), error.message, true);
+  }
+}
+
+async function liveNamesake(entry) {
+  try {
+    await api("GET", `/v1/memories/${entry.kind}/${encodeURIComponent(entry.name)}`);
+    return true;
+  } catch (error) {
+    if (error.status === 404) return false;
+    throw error;
   }
 }
 
@@ -373,13 +403,22 @@ async function search(event) {
   event.preventDefault();
   const body = { query: $("q").value, explain: true, limit: 10 };
   if ($("project").value) body.project = $("project").value;
-  const { data } = await api("POST", "/v1/recall", body);
-  $("results").replaceChildren(...(data.items.length ? data.items.map((item) => el("li", {
+  let data;
+  try {
+    ({ data } = await api("POST", "/v1/recall", body));
+  } catch (error) {
+    $("results").replaceChildren(el("li", { class: "error" }, error.message));
+    return;
+  }
+  const lines = (data.lines || []).map((line) => el("li", { class: "line" },
+    el("strong", {}, `${line.speaker || line.role}`), ` · ${t("conversation")} ${line.log}${line.time ? ` · ${line.time}` : ""} · ${line.score.toFixed(3)}`,
+    el("div", { class: "muted" }, line.text)));
+  $("results").replaceChildren(...(data.items.length || lines.length ? [...data.items.map((item) => el("li", {
     onclick: () => { $("kind").value = item.kind; $("scope").value = "live"; show("memories"); openEntry(item.kind, item.name, false); },
   }, el("strong", {}, `${item.name}`), ` · ${kindName(item.kind)} · ${item.score.toFixed(3)}`,
   el("div", { class: "muted" }, item.description || item.content.slice(0, 160)),
   el("div", { class: "parts" }, ...Object.entries(item.components || {}).map(([part, value]) => el("span", { class: "part" }, `${part} ${Number(value).toFixed(3)}`))),
-  )) : [el("li", { class: "muted" }, t("no_results"))]));
+  )), ...lines] : [el("li", { class: "muted" }, t("no_results"))]));
 }
 
 // --- intentions ---------------------------------------------------------------------------
@@ -570,10 +609,22 @@ async function watchSleep() {
     paint(data.sleeping);
   } catch { /* shown on the next event */ }
   if (events) events.close();
-  events = new EventSource("/v1/sleep/events");
+  events = null;
+  if (document.hidden) return; // opened again when the tab is shown
+  events = new EventSource(`/v1/sleep/events?ui=${encodeURIComponent(localStorage.getItem(KEY) || "")}`);
   events.addEventListener("started", () => paint(true));
   events.addEventListener("finished", (e) => { paint(false, JSON.parse(e.data).status); if (!$("view-dreams").hidden) loadDreams(); });
   events.onmessage = (e) => paint(badge.classList.contains("sleeping"), `${t("event")}: ${JSON.parse(e.data).type}`);
+}
+
+// A hidden tab lets go of its stream: a browser keeps at most 6 connections to a host, and
+// six open tabs each holding one left none for a page to load.
+function followVisibility() {
+  if (document.hidden) {
+    if (events) { events.close(); events = null; }
+  } else if (!$("tabs").hidden && !events) {
+    watchSleep();
+  }
 }
 
 // --- wiring --------------------------------------------------------------------------------
@@ -583,6 +634,7 @@ document.addEventListener("DOMContentLoaded", () => {
   $("lang").addEventListener("change", () => { lang = $("lang").value; localStorage.setItem("somnid-lang", lang); translate(); });
   $("login-form").addEventListener("submit", login);
   $("logout").addEventListener("click", async () => { await api("POST", "/ui/logout"); showLogin(); });
+  document.addEventListener("visibilitychange", followVisibility);
   document.querySelectorAll("#tabs button").forEach((b) => b.addEventListener("click", () => show(b.dataset.tab)));
   for (const id of ["kind", "scope"]) $(id).addEventListener("change", loadList);
   $("filter").addEventListener("input", () => { filtering = true; loadList().finally(() => { filtering = false; }); });

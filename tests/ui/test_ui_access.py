@@ -46,6 +46,9 @@ def test_the_page_and_its_assets_need_no_token(client: TestClient) -> None:
     assert links and all(link.startswith("/ui/assets/") for link in links)  # nothing outside
     assert client.get("/ui/assets/app.js").status_code == 200
     assert_problem(client.get("/v1/memories"), 401, "unauthorized")
+    # `/ui/` as typed was a JSON 401 for a first visit: it leads to the page.
+    typed = client.get("/ui/", follow_redirects=False)
+    assert typed.status_code == 307 and typed.headers["location"].endswith("/ui")
 
 
 def test_login_refuses_a_wrong_token_and_a_cross_site_form(client: TestClient) -> None:

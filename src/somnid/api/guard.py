@@ -34,7 +34,7 @@ PUBLIC_PATHS = frozenset(
     {"/v1/health", "/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json"}
 )
 PUBLIC_PREFIXES = ("/docs/assets/", "/ui/assets/")  # pages' scripts and styles
-UI_PUBLIC = frozenset({"/ui", "/ui/login", "/ui/logout"})  # the login checks the token itself
+UI_PUBLIC = frozenset({"/ui", "/ui/", "/ui/login", "/ui/logout"})  # the login checks the token
 _WS_QUERY_TOKEN = "access_token"
 
 

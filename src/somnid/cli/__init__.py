@@ -35,7 +35,7 @@ from somnid.cli import (
     sync,
     token,
 )
-from somnid.cli._common import EXIT_FAILED, EXIT_USAGE, CliError
+from somnid.cli._common import EXIT_FAILED, EXIT_USAGE, CliError, PlainOutput, plain
 from somnid.cli.openapi import openapi_document, render_openapi
 from somnid.config import ConfigFileError, Settings, load_settings
 from somnid.errors import SomnidError
@@ -103,13 +103,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             return doctor.run_broken_config(args, exc)
         print(f"somnid: bad configuration: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    shown = sys.stdout
+    if args.command not in _SERVING:  # the daemon's own output is its logs
+        sys.stdout = PlainOutput(shown)
     try:
         code: int = args.run(args, settings)
     except CliError as exc:
-        print(f"somnid: {exc.message}", file=sys.stderr)
+        print(f"somnid: {plain(exc.message)}", file=sys.stderr)
         return exc.status
     except SomnidError as exc:
-        print(f"somnid: {exc.detail}", file=sys.stderr)
+        print(f"somnid: {plain(exc.detail)}", file=sys.stderr)
         return EXIT_FAILED
     except KeyboardInterrupt:
         print("", file=sys.stderr)
@@ -127,4 +130,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         # An argument of bytes the locale does not read: Python keeps them as surrogates.
         print("somnid: an argument is not valid text in this locale", file=sys.stderr)
         return EXIT_USAGE
+    finally:
+        sys.stdout = shown
     return code

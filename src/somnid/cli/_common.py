@@ -4,10 +4,11 @@ helpers (a progress bar, aligned key/value lines)."""
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 EXIT_OK = 0
 EXIT_FAILED = 1  # the command ran and failed: an error answer, a FAIL from doctor
@@ -129,3 +130,27 @@ def lock_holder(data_dir: Path) -> int | None:
             pid = int(parts[4]) if parts[4].isdigit() else 0
             return pid if pid > 0 else -1
     return None
+
+
+_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def plain(text: str) -> str:
+    """``text`` with the control characters a terminal would obey (an escape sequence that
+    clears the screen, retitles the window or hides a line) written out as ``\\u001b``;
+    line breaks and tabs kept. Valid in JSON's strings too."""
+    return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+class PlainOutput:
+    """A text stream that writes what it is given through :func:`plain`: a memory's text
+    (its description, a file's name) reaches the terminal as text, never as a command."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        return self._stream.write(plain(text))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)

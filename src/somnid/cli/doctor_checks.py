@@ -226,13 +226,29 @@ def index_check(ctx: Context) -> list[Finding]:
     layout = Layout(ctx.settings.data_dir)
     files = indexed_files(layout, _clock(ctx.settings))
     located = (layout.classify(layout.root / path) for path in ctx.broken)
-    broken = sum(1 for where in located if where is not None and where[0] in INDEXED_KINDS)
+    # Of the files counted: a folder whose name no request can give is never one of them.
+    broken = sum(
+        1
+        for where in located
+        if where is not None and where[0] in INDEXED_KINDS and _usable_name(where[1])
+    )
     expected = files - broken
     if ctx.index_status is not None:
         return [backend, _index_online(ctx.index_status, expected)]
     if kind == "postgres":
         return [backend]  # counted per daemon: the daemon's own status says how many
     return [backend, _index_offline(layout.index_dir / INDEX_FILE, expected, ctx.settings)]
+
+
+def _usable_name(name: str) -> bool:
+    from somnid.errors import InvalidName
+    from somnid.memory.names import check_name
+
+    try:
+        check_name(name)
+    except InvalidName:
+        return False
+    return True
 
 
 def index_backend_finding(ctx: Context) -> tuple[Finding, str]:

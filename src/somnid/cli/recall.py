@@ -49,8 +49,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def render(answer: dict[str, Any]) -> str:
-    items = answer["items"]
-    if not items:
+    items, said = answer["items"], answer.get("lines") or []
+    if not items and not said:
         return f"nothing found for {answer['query']!r} ({answer['mode']})"
     lines = [f"{len(items)} found for {answer['query']!r} ({answer['mode']})"]
     for n, item in enumerate(items, start=1):
@@ -64,4 +64,12 @@ def render(answer: dict[str, Any]) -> str:
         if item.get("components"):
             parts = ", ".join(f"{k} {v:.3f}" for k, v in item["components"].items())
             lines.append(f"    ({parts})")
+    if said:  # archived conversations' lines a dream left out, after the memories
+        lines.append(f"{len(said)} lines of archived conversations:")
+    for n, line in enumerate(said, start=1):
+        who = line.get("speaker") or line["role"]
+        when = f", {line['time']}" if line.get("time") else ""
+        lines.append(f"{n:>2}. {who} ({line['log']}{when})  {line['score']:.3f}")
+        text = " ".join(line["text"].split())
+        lines.append(f"    {text[:200]}{'…' if len(text) > 200 else ''}")
     return "\n".join(lines)

@@ -159,6 +159,7 @@ class EntryReader:
                 and not child.name.startswith(".")
                 and child.is_dir(follow_symlinks=False)
                 and os.path.isfile(os.path.join(child.path, file_name))
+                and _unusable(child.name) is None  # as files() yields them
             )
 
     def _folder_entries(

@@ -1,0 +1,89 @@
+"""What the commands print: a memory's text reaches the terminal as text, never as one of
+its commands; recall shows the archived conversations' lines too."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from somnid.cli._common import plain
+from somnid.cli.recall import render
+from tests.cli.runner import daemon_env, somnid
+from tests.daemon import Daemon, start_daemon
+
+ESCAPES = "zebra \x1b[31mRED\x1b[0m \x1b]0;TITLE\x07 \x9b2J"
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
+    with start_daemon(tmp_path_factory.mktemp("cli-output") / "data") as running:
+        with running.client() as client:
+            made = client.post(
+                "/v1/memories/knowledge",
+                json={"name": "zebra", "description": ESCAPES, "body": "\x1b[2J\x1b[H cleared"},
+            )
+            assert made.status_code == 201, made.text
+        folder = running.data_dir / "memory/knowledge/ev\x1b]0;OWNED\x07il"
+        folder.mkdir()
+        (folder / "SKILL.md").write_text("---\ndescription: x\n---\n\nx\n")
+        yield running
+
+
+def test_escape_sequences_in_memory_are_shown_not_obeyed(daemon: Daemon) -> None:
+    # `somnid recall zebra` wrote the raw bytes: a memory could clear the screen, retitle
+    # the terminal or hide lines; so could a folder's name in status and doctor.
+    env = daemon_env(daemon)
+    for args in (("recall", "zebra"), ("status",), ("history",)):
+        run = somnid(env, *args)
+        assert run.returncode == 0, run.stderr
+        assert not [ch for ch in run.stdout if ch < " " and ch not in "\n\t"], args
+        assert "\x9b" not in run.stdout and "\x07" not in run.stdout
+    shown = somnid(env, "recall", "zebra").stdout
+    assert "zebra \\u001b[31mRED\\u001b[0m \\u001b]0;TITLE\\u0007 \\u009b2J" in shown
+    assert "ev\\u001b]0;OWNED\\u0007il" in somnid(env, "status").stdout
+    refused = somnid(env, "recall", "--kind", "nope", "x")
+    assert "\x1b" not in refused.stderr
+
+
+def test_plain_keeps_lines_and_tabs_and_stays_json() -> None:
+    assert plain("a\tb\nc\x00d\x7f") == "a\tb\nc\\u0000d\\u007f"
+
+
+def test_recall_shows_the_lines_of_archived_conversations() -> None:
+    # The daemon answered them in `lines`; the command printed "nothing found".
+    answer = {
+        "query": "Quokkazilla",
+        "mode": "hybrid",
+        "items": [],
+        "lines": [
+            {
+                "log": "2026-12-01_s1",
+                "role": "user",
+                "speaker": "ou_1",
+                "time": "2026-12-01T10:00:00+00:00",
+                "text": "Our mascot is\\nQuokkazilla.",
+                "score": 0.5,
+            }
+        ],
+    }
+    out = render(answer)
+    assert "nothing found" not in out
+    assert "1 lines of archived conversations" in out
+    assert "ou_1 (2026-12-01_s1, 2026-12-01T10:00:00+00:00)" in out and "Quokkazilla" in out
+
+
+def test_nothing_is_nothing() -> None:
+    assert render({"query": "x", "mode": "keyword", "items": [], "lines": []}).startswith(
+        "nothing found for 'x'"
+    )
+
+
+def test_a_folder_no_request_can_name_is_counted_nowhere(daemon: Daemon) -> None:
+    # Health counted it (knowledge 2 of 1 listed) and doctor took it from the index's files
+    # twice: "6 entries for 4 readable files → somnid reindex", which reindex never cleared.
+    env = daemon_env(daemon)
+    assert "knowledge 1" in somnid(env, "status").stdout
+    doctor = somnid(env, "doctor")
+    index = [line for line in doctor.stdout.splitlines() if " index " in f" {line} "]
+    assert index and not any(line.startswith(("WARN", "FAIL")) for line in index), doctor.stdout

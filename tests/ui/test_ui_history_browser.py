@@ -249,4 +249,27 @@ def test_the_cookie_alone_opens_nothing_and_hidden_tabs_let_go_of_their_stream(
     page.evaluate("document.dispatchEvent(new Event('visibilitychange'))")
     wait_for(lambda: page.evaluate("events !== null"))  # opened again once the status is read
     page.click("#logout")
-    assert page.evaluate("localStorage.getItem('somnid-ui-key')") is None
+    expect(page.locator("#login")).to_be_visible()
+    wait_for(lambda: page.evaluate("localStorage.getItem('somnid-ui-key')") is None)
+
+
+def test_the_archive_and_a_long_list_show_past_500_live_entries(
+    site: tuple[str, httpx.Client, Path], page: Any
+) -> None:
+    # Asked for with the live ones, the archived came after 500 of them: "Nothing here."
+    # And the live list stopped at 500 without a word.
+    _, api, data_dir = site
+    api.post("/v1/memories/knowledge", json={"name": "kites", "body": "old kites\n"})
+    assert api.post("/v1/memories/knowledge/kites/archive").status_code == 200
+    folder = data_dir / "memory/knowledge"
+    for n in range(501):
+        (folder / f"n{n:03d}").mkdir()
+        (folder / f"n{n:03d}/SKILL.md").write_text(f"---\ndescription: entry {n}\n---\n\nx\n")
+    only = api.get("/v1/memories", params={"archivedOnly": "true", "limit": 2}).json()
+    assert [item["name"] for item in only["items"]] == ["kites"] and only["total"] == 1
+    log_in(page)
+    expect(page.locator("#list li.more")).to_have_text(
+        "The first 500 of 501: type a filter to find the others."
+    )
+    page.select_option("#scope", "archived")
+    expect(page.locator("#list li[data-name=kites]")).to_be_visible()

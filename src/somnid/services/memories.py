@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path, PurePath
-from typing import Any
+from typing import Any, Literal
 
 from somnid.errors import InvalidInput, InvalidName, PreconditionFailed, StorageError
 from somnid.memory.clock import Clock
@@ -253,11 +253,15 @@ class MemoryService:
         kinds: tuple[Kind, ...],
         *,
         text: str | None = None,
-        archived: bool = False,
+        archived: bool | Literal["only"] = False,
         offset: int = 0,
         limit: int = 50,
     ) -> Page:
-        entries = await asyncio.to_thread(self._store.scan, kinds, archived=archived)
+        """A page of the live entries of ``kinds``, the archived too, or (``"only"``) the
+        archived alone; ``text`` a case-insensitive substring."""
+        entries = await asyncio.to_thread(self._store.scan, kinds, archived=bool(archived))
+        if archived == "only":
+            entries = [entry for entry in entries if entry.archived]
         if text:
             needle = text.casefold()
             entries = [entry for entry in entries if needle in _haystack(entry)]

@@ -2324,6 +2324,8 @@ export interface operations {
                 text?: string | null;
                 /** @description Include archived entries. */
                 archived?: boolean;
+                /** @description Archived entries alone. */
+                archivedOnly?: boolean;
                 offset?: number;
                 limit?: number;
             };

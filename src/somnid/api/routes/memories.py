@@ -58,13 +58,20 @@ async def list_memories(
         str | None, Query(max_length=500, description="Case-insensitive substring.")
     ] = None,
     archived: Annotated[bool, Query(description="Include archived entries.")] = False,
+    archived_only: Annotated[
+        bool, Query(alias="archivedOnly", description="Archived entries alone.")
+    ] = False,
     offset: Annotated[int, Query(ge=0)] = 0,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
 ) -> MemoryPage:
     """List entries, newest layout order (kind, then name), with optional filters."""
     kinds = tuple(dict.fromkeys(kind)) if kind else tuple(Kind)  # a kind asked twice: once
     page = await runtime.memories.list(
-        kinds, text=text, archived=archived, offset=offset, limit=limit
+        kinds,
+        text=text,
+        archived="only" if archived_only else archived,
+        offset=offset,
+        limit=limit,
     )
     tz = runtime.clock.tz
     return MemoryPage(

@@ -19,7 +19,7 @@ const T = {
     reverted: "Reverted: the files are as they were before the dream.",
     revert_refused: "Refused: a later change touched", bad_token: "That is not the token.",
     awake: "awake", sleeping: "sleeping", no_results: "No results.", empty: "Nothing here.",
-    conversation: "conversation",
+    conversation: "conversation", more: "The first {n} of {total}: type a filter to find the others.",
     purge_live_too: "A live entry has this name, and a purge deletes the name everywhere: purge it from the live view, or rename one of them first.",
     due: "due", bad_json: "Fields must be a JSON object.", event: "last event",
     kind_knowledge: "knowledge", kind_episode: "episode", kind_intention: "intention",
@@ -57,7 +57,7 @@ const T = {
     reverted: "已撤销：文件已恢复到梦境之前的样子。",
     revert_refused: "已拒绝：之后的修改涉及", bad_token: "令牌不正确。",
     awake: "清醒", sleeping: "睡眠中", no_results: "没有结果。", empty: "这里什么也没有。",
-    conversation: "对话",
+    conversation: "对话", more: "只显示了 {total} 条中的前 {n} 条：输入筛选词查找其余的。",
     purge_live_too: "当前条目中有同名的一条，而永久删除会删去所有同名条目：请在当前视图中删除，或先给其中一条改名。",
     due: "截止", bad_json: "字段必须是 JSON 对象。", event: "最近事件",
     kind_knowledge: "知识", kind_episode: "经历", kind_intention: "意图",
@@ -216,14 +216,23 @@ let filtering = false;
 async function loadList() {
   const kind = $("kind").value;
   const archived = $("scope").value === "archived";
-  const params = new URLSearchParams({ kind, limit: "500", archived: String(archived) });
+  // The archived alone (asked for with the live, they came after 500 live ones: none shown).
+  const params = new URLSearchParams({ kind, limit: "500", archivedOnly: String(archived) });
   if ($("filter").value) params.set("text", $("filter").value);
-  const { data } = await api("GET", `/v1/memories?${params}`);
-  const items = data.items.filter((item) => item.archived === archived);
+  let data;
+  try {
+    ({ data } = await api("GET", `/v1/memories?${params}`));
+  } catch (error) {
+    $("list").replaceChildren(el("li", { class: "error" }, error.message));
+    return;
+  }
+  const items = data.items;
+  const more = data.total > items.length
+    ? [el("li", { class: "muted more" }, t("more").replace("{n}", items.length).replace("{total}", data.total))] : [];
   $("list").replaceChildren(...(items.length ? items.map((item) => el("li", {
     "data-name": item.name,
     onclick: () => openEntry(item.kind, item.name, item.archived),
-  }, item.name, el("div", { class: "muted" }, item.description || ""))) : [el("li", { class: "muted" }, t("empty"))]));
+  }, item.name, el("div", { class: "muted" }, item.description || ""))) : [el("li", { class: "muted" }, t("empty"))]), ...more);
   if (!filtering) paintBroken(); // not once a keystroke: health reads the data dir
 }
 

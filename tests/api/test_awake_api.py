@@ -371,9 +371,17 @@ def test_cues_given_as_a_list_are_kept_as_a_list_and_fire(client: TestClient) ->
     assert "Ask about the gamma rollout" in cued
     listed = call(client, "list_intentions", args={})
     assert "gamma" in listed and "['gamma'" not in listed
+    # One an older somnid stored as the list's Python text fires as its cues too.
+    old = client.patch(
+        f"/v1/memories/intention/{made.json()['name']}",
+        json={"fields": {"cue": "['delta', 'rollout']"}},
+    )
+    assert old.status_code == 200 and old.json()["meta"]["cue"] == "['delta', 'rollout']"
+    cued = prompt(client, currentMessage="the delta build is done")["cued"]["text"]
+    assert "Ask about the gamma rollout" in cued
 
 
-@pytest.mark.parametrize("user", ["Alice Smith", "carol@example.com"])
+@pytest.mark.parametrize("user", ["Alice Smith", "carol@example.com", "_bob", "a--b", "ｆｕｌｌ"])
 def test_a_profile_made_through_the_api_for_a_user_id_is_the_one_the_prompt_shows(
     client: TestClient, user: str
 ) -> None:
@@ -392,3 +400,10 @@ def test_a_profile_made_through_the_api_for_a_user_id_is_the_one_the_prompt_show
     assert "Runs payroll." in prompt(client, speakerUserId=user)["identity"]["text"]
     again = client.post("/v1/memories/profile", json={"name": user, "body": "twice"})
     assert_problem(again, 409, "conflict")
+
+
+def test_an_id_that_only_looks_like_the_agent_s_profile_is_refused(client: TestClient) -> None:
+    answer = client.post("/v1/memories/profile", json={"name": " about_me", "body": "x"})
+    assert_problem(answer, 400, "invalid_name")
+    made = client.post("/v1/memories/profile", json={"name": "about_me", "body": "I am an agent."})
+    assert made.status_code == 201 and "user_id" not in made.json()["meta"]

@@ -43,6 +43,9 @@ def test_a_day_asked_for_is_the_day_the_answer_shows(client: TestClient) -> None
     assert "late-call" in shown and "when=2026-11-21 07:30" in shown
     assert episodes(client, since="2026-11-20", until="2026-11-20").startswith("No episode")
     assert "late-call" in episodes(client, since="2026-11-21T00:00:00+00:00")
+    # A time's day in the daemon's zone: 01:00 at +09:00 is still the 20th in UTC.
+    assert "late-call" in episodes(client, since="2026-11-21T01:00:00+09:00")
+    assert episodes(client, until="2026-11-21T01:00:00+09:00").startswith("No episode")
     refused = client.post("/v1/tools/search_episodes", json={"args": {"since": "2026-11-21junk"}})
     assert_problem(refused, 400, "invalid_input")
 
@@ -56,6 +59,8 @@ def test_a_tag_matches_whole_and_reads_as_written(client: TestClient) -> None:
     tagged = episodes(client, tags="Deploy")
     assert "shipped" in tagged and 'tags="deploy, release"' in tagged and "['" not in tagged
     assert "paged" in episodes(client, tags="oncall")
+    assert "shipped" in episodes(client, tags="deploy, release")  # each of them
+    assert episodes(client, tags="deploy, oncall").startswith("No episode")
 
 
 def test_a_kind_asked_twice_lists_each_entry_once(client: TestClient) -> None:

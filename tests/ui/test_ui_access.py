@@ -5,6 +5,8 @@ carrying X-Somnid-UI from the same origin."""
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import re
 from pathlib import Path
 
@@ -28,7 +30,7 @@ def login(client: httpx.Client | TestClient, token: str = TEST_TOKEN) -> dict[st
     value = header.split(";")[0].split("=", 1)[1]
     assert len(value) >= 40 and TEST_TOKEN not in header
     key = response.json()["key"]
-    assert len(key) == 64 and key not in header and value not in key
+    assert len(key) >= 40 and key not in header and value not in key
     client.cookies.clear()
     return {"Cookie": f"somnid_ui={value}", "X-Somnid-UI": key}
 
@@ -82,8 +84,8 @@ def test_the_cookie_reads_and_writes_only_with_the_page_key(client: TestClient) 
     # The sleep events' stream takes the key in its query (an EventSource sends no header).
     key = page["X-Somnid-UI"]
     assert_problem(client.get("/v1/sleep/events", headers=cookie), 401, "unauthorized")
-    assert_problem(client.get(f"/v1/memories?ui={key}", headers=cookie), 401, "unauthorized")
-    assert client.head(f"/v1/sleep/events?ui={key}", headers=cookie).status_code == 200
+    assert_problem(client.get(f"/v1/memories?key={key}", headers=cookie), 401, "unauthorized")
+    assert client.head(f"/v1/sleep/events?key={key}", headers=cookie).status_code == 200
     same = {**page, "Origin": "http://127.0.0.1"}
     assert (
         client.patch(
@@ -101,8 +103,12 @@ def test_the_cookie_reads_and_writes_only_with_the_page_key(client: TestClient) 
     assert client.get("/v1/sync/status", headers=page).json()["enabled"] is False
     assert_problem(client.post("/v1/sync", headers=cookie), 401, "unauthorized")
     assert_problem(client.post("/v1/sync", headers=page), 503, "sync_off")
-    out = client.post("/ui/logout", headers=UI)
+    # The cookie alone ends nothing (a form on another local port could send it).
+    assert_problem(client.post("/ui/logout", headers={**cookie, **UI}), 401, "unauthorized")
+    assert client.get("/v1/memories", headers=page).status_code == 200
+    out = client.post("/ui/logout", headers=page)
     assert "Max-Age=0" in out.headers["set-cookie"]
+    assert_problem(client.get("/v1/memories", headers=page), 401, "unauthorized")
 
 
 def test_a_session_is_random_scoped_and_ends_at_logout_on_a_real_daemon(tmp_path: Path) -> None:
@@ -136,16 +142,30 @@ def test_a_session_is_random_scoped_and_ends_at_logout_on_a_real_daemon(tmp_path
 def test_a_session_expires_idle_or_old_and_dies_with_its_token() -> None:
     now = [1000.0]
     sessions = UISessions(max_age_s=100, idle_s=30, clock=lambda: now[0])
-    old = sessions.open("tok")
-    idle = sessions.open("tok")
-    assert sessions.valid(old, "tok") and sessions.valid(idle, "tok")
+    old, old_key = sessions.open("tok")
+    idle, idle_key = sessions.open("tok")
+    assert sessions.valid(old, "tok", old_key) and sessions.valid(idle, "tok", idle_key)
     now[0] += 20
-    assert sessions.valid(old, "tok")  # used: kept alive
+    assert sessions.valid(old, "tok", old_key)  # used: kept alive
     now[0] += 20
-    assert not sessions.valid(idle, "tok")  # 40 s unused
-    while sessions.valid(old, "tok"):  # used every 20 s: alive until its age runs out
+    assert not sessions.valid(idle, "tok", idle_key)  # 40 s unused
+    while sessions.valid(old, "tok", old_key):  # used every 20 s: alive until its age runs out
         now[0] += 20
     assert now[0] - 1000 >= 100
-    fresh = sessions.open("tok")
-    assert not sessions.valid(fresh, "rotated")  # a new token ends every session
-    assert not sessions.close("nope") and len(sessions) == 1
+    fresh, key = sessions.open("tok")
+    assert not sessions.valid(fresh, "rotated", key)  # a new token ends every session
+    assert not sessions.close("nope", key) and len(sessions) == 1
+
+
+def test_the_page_key_is_a_secret_of_its_own() -> None:
+    # It was an HMAC of the cookie under a constant in the source: whoever held the cookie
+    # (any local service the browser visited) computed it.
+    sessions = UISessions()
+    first, first_key = sessions.open("tok")
+    second, second_key = sessions.open("tok")
+    assert first_key != second_key and first_key not in (first, second)
+    assert not sessions.valid(first, "tok", second_key)  # another session's key
+    derived = hmac.new(first.encode(), b"somnid-ui-page-key-v1", hashlib.sha256).hexdigest()
+    assert not sessions.valid(first, "tok", derived)
+    assert not sessions.close(first, second_key) and sessions.valid(first, "tok", first_key)
+    assert sessions.close(first, first_key) and not sessions.valid(first, "tok", first_key)

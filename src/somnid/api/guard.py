@@ -109,7 +109,7 @@ def authorized(scope: Scope, headers: dict[str, str] | None = None) -> bool:
     if presented is None and scope["type"] == "http":  # the memory browser's cookie
         state: dict[str, Any] = scope.get("state") or {}
         sessions = state.get("ui_sessions")
-        keys = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("ui")
+        keys = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("key")
         return cookie_matches(
             sessions if isinstance(sessions, UISessions) else None,
             expected, headers, scope["method"], scope["path"], keys[0] if keys else None,

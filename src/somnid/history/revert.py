@@ -109,16 +109,21 @@ def _later_changes(committer: Committer, sha: str, paths: list[str]) -> dict[str
     return found
 
 
-def _blob(committer: Committer, parent: str | None, path: str) -> bytes | None:
+def _blob(committer: Committer, parent: str | None, path: str) -> tuple[bytes, bool] | None:
+    """The file as ``parent`` held it, and whether it was executable (a skill's script)."""
     if parent is None:
         return None
     done = committer.git.call("cat-file", "blob", f"{parent}:{path}")
-    return done.stdout if done.returncode == 0 else None
+    if done.returncode != 0:
+        return None
+    listed = committer.git.call("ls-tree", parent, "--", path)
+    return done.stdout, listed.stdout.startswith(b"100755")
 
 
-def _put(committer: Committer, path: str, data: bytes | None) -> None:
-    """Through the store (its write lock, its health), never by hand."""
+def _put(committer: Committer, path: str, before: tuple[bytes, bool] | None) -> None:
+    """Through the store (its write lock, its health), never by hand; with its mode."""
     target = committer.layout.root / PurePosixPath(path)
     # The entry's own folder goes too once empty, never a kind's.
     own_folder = committer.layout.classify(target) is not None and target.name in FOLDER_FILES
-    committer.memories.put_raw(target, data, prune_folder=own_folder)
+    data, executable = before if before is not None else (None, None)
+    committer.memories.put_raw(target, data, prune_folder=own_folder, executable=executable)

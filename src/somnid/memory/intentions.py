@@ -7,6 +7,8 @@ when further out (raised only when the current message matches its cue).
 
 from __future__ import annotations
 
+import ast
+import contextlib
 import datetime as dt
 import re
 from dataclasses import dataclass, field
@@ -95,6 +97,12 @@ def split_cues(raw: object) -> tuple[str, ...]:
     """Cues are separated by commas (ASCII or Chinese), 、 or semicolons."""
     if raw is None:
         return ()
+    if isinstance(raw, str) and raw.startswith("[") and raw.endswith("]"):
+        # A list an older somnid wrote as its Python text ("['gamma', 'rollout']").
+        with contextlib.suppress(ValueError, SyntaxError, MemoryError, RecursionError):
+            listed = ast.literal_eval(raw[: MAX_CUE * 2])
+            if isinstance(listed, list) and all(isinstance(item, str) for item in listed):
+                raw = listed
     if isinstance(raw, list | tuple):
         parts = [str(item) for item in raw]
     else:

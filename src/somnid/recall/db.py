@@ -214,7 +214,8 @@ class Database:
     def removed(self) -> bool:
         """The file was deleted (or replaced) while open: what is written goes nowhere a
         start finds; the next start makes it again from the files."""
-        return _inode(self.path) != self._inode
+        now = _inode(self.path)
+        return now != self._inode and now != (-1, -1)
 
     @property
     def damaged(self) -> bool:
@@ -308,11 +309,15 @@ class Database:
             self._writer.close()
 
 
-def _inode(path: Path) -> int | None:
+def _inode(path: Path) -> tuple[int, int] | None:
+    """The file's identity (None: there is none at ``path``)."""
     try:
-        return os.stat(path).st_ino
-    except OSError:
+        info = os.stat(path)
+    except FileNotFoundError:
         return None
+    except OSError:
+        return (-1, -1)  # there, but not to be looked at now: not taken for deleted
+    return info.st_dev, info.st_ino
 
 
 @dataclass(frozen=True, slots=True)

@@ -115,7 +115,7 @@ class Reconciler:
             except (OSError, BrokenFile):
                 pass
         try:
-            entry = self.store.read_path(path)
+            entry = self.store.read_path(path, nameable=True)
         except BrokenFile:
             entry = None  # a broken file is reported by the store and not searchable
         except FileNotFoundError:
@@ -172,7 +172,7 @@ class Reconciler:
                     report.unchanged += 1
                     continue
                 try:
-                    entry = self.store.read_path(path)
+                    entry = self.store.read_path(path, nameable=True)
                 except (BrokenFile, FileNotFoundError):
                     report.broken += 1
                     if row is not None:

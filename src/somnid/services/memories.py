@@ -23,6 +23,7 @@ from somnid.errors import InvalidInput, InvalidName, PreconditionFailed, Storage
 from somnid.memory.clock import Clock
 from somnid.memory.entry import Entry, vitals_from_meta
 from somnid.memory.kinds import (
+    SELF_PROFILE,
     Kind,
 )
 from somnid.memory.lifecycle import record_usage
@@ -49,16 +50,14 @@ ChangeListener = Callable[[Entry | None, str], Awaitable[None]]
 _CLOSED_STATUS = {"completed": "completed", "cancelled": "cancelled", "expired": "expired"}
 
 
-def named(kind: Kind, name: str) -> str:
-    """The entry ``name`` asks for: a profile may be asked for by its user id, named as
-    :func:`~somnid.memory.names.name_for` names it (``Alice Smith`` → ``Alice-Smith-<8
-    hex>``), as the prompt and the dreams find it; a safe name is itself."""
-    if kind is not Kind.PROFILE or not name.strip():
-        return name
-    try:
-        return check_name(name)
-    except InvalidName:
-        return name_for(name)
+def profile_name(user: str) -> str:
+    """The name a profile for the user id ``user`` is created under: the one the prompt and
+    the dreams read (:func:`~somnid.memory.names.name_for`). An id that only looks like
+    the agent's own profile (`` about_me``) is refused."""
+    name = name_for(user)
+    if name == SELF_PROFILE and user != SELF_PROFILE:
+        raise InvalidName(f"{user!r} would name the agent's own profile")
+    return name
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,8 +162,21 @@ class MemoryService:
         """Every readable entry of ``kinds`` (broken files are reported, not returned)."""
         return await asyncio.to_thread(self._store.scan, kinds, archived=archived)
 
+    def _named(self, kind: Kind, name: str) -> str:
+        """The entry ``name`` asks for: a profile may be asked for by its user id, as the
+        prompt and the dreams name it (``Alice Smith`` → ``Alice-Smith-<8 hex>``); a
+        profile that exists under the name as given is that one. Blocking (a stat)."""
+        if kind is not Kind.PROFILE or not name.strip():
+            return name
+        try:
+            if self._store.exists(kind, check_name(name)):
+                return name
+        except InvalidName:
+            pass
+        return name_for(name)
+
     async def exists(self, kind: Kind, name: str, *, archived: bool = False) -> bool:
-        name = named(kind, name)
+        name = self._named(kind, name)
         return await asyncio.to_thread(self._store.exists, kind, name, archived=archived)
 
     async def mutate(
@@ -181,7 +193,7 @@ class MemoryService:
         noted, a score decayed) yields to a person who may be writing the file: BeingWritten
         when it changed in the last :data:`UPKEEP_QUIET_S` seconds, not by somnid."""
         quiet = UPKEEP_QUIET_S if upkeep else 0.0
-        name = named(kind, name)
+        name = self._named(kind, name)
         return await self._written(
             lambda: self._store.mutate(kind, name, change, quiet_s=quiet),
             tell=lambda entry: unless_etag is None or entry.etag != unless_etag,
@@ -245,7 +257,7 @@ class MemoryService:
         self._store.health.failed(exc)
 
     async def get(self, kind: Kind, name: str, *, archived: bool = False) -> Entry:
-        name = named(kind, name)
+        name = self._named(kind, name)
         return await asyncio.to_thread(self._store.read, kind, name, archived=archived)
 
     async def list(
@@ -277,9 +289,9 @@ class MemoryService:
         fields: dict[str, Any] | None = None,
     ) -> Entry:
         fields = checked_fields(kind, dict(fields or {}))
-        if kind is Kind.PROFILE and name and named(kind, name) != name:
+        if kind is Kind.PROFILE and name and profile_name(name) != name:
             fields.setdefault("user_id", name.strip())  # whose it is, as the id was given
-            name = named(kind, name)
+            name = profile_name(name)
         check_fields(fields)
         if "description" in fields:  # one description: given twice, they must agree
             given = fields.pop("description")
@@ -319,7 +331,7 @@ class MemoryService:
     ) -> Entry:
         """Change an entry; ``if_match`` refuses a change of another version than the one
         read, ``if_none_match`` (``("*",)`` or ETags) one of any (or a listed) version (412)."""
-        name = named(kind, name)
+        name = self._named(kind, name)
         if if_none_match is not None:
             current = await self.get(kind, name, archived=archived)
             if "*" in if_none_match or current.etag in if_none_match:

@@ -70,17 +70,19 @@ class EntryReader:
         except FileNotFoundError:  # archived, restored or deleted since it was found
             raise gone(kind, name, archived) from None
 
-    def read_path(self, path: Path) -> Entry | None:
+    def read_path(self, path: Path, *, nameable: bool = False) -> Entry | None:
         """The live entry stored at ``path`` (absolute), or None if ``path`` is no live entry.
 
-        Raises BrokenFile for a broken one."""
+        Raises BrokenFile for a broken one; with ``nameable`` (the index's reading: what a
+        search finds, a request must be able to name) for one in a folder made by hand whose
+        name no request can give. History and sync keep such a file like any other."""
         located = self.layout.classify(path)
         if located is None or located[2]:
             return None
         kind, name, _ = located
         if not present(path):
             return None
-        if (why := _unusable(name)) is not None:
+        if nameable and (why := _unusable(name)) is not None:
             self._report_broken(str(self.layout.relative(path)), why)
             raise BrokenFile(f"{self.layout.relative(path)}: {why}")
         try:

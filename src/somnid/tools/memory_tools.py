@@ -72,20 +72,19 @@ def _path(hit: Hit) -> str:
     return hit.path
 
 
-def _date(value: str, name: str) -> dt.date | None:
-    """A day a model gives, whole: ``2026-10-03``, or a time's own day (``2026-12-01garbage``
-    was read as its first ten characters)."""
+def _date(value: str, name: str, tz: dt.tzinfo) -> dt.date | None:
+    """A day a model gives, whole: ``2026-10-03``, or a time's day in the daemon's zone
+    (``2026-12-01garbage`` was read as its first ten characters)."""
     text = value.strip()
     if not text:
         return None
     try:
-        return (
-            dt.date.fromisoformat(text)
-            if len(text) <= 10
-            else dt.datetime.fromisoformat(text).date()
-        )
+        if len(text) <= 10:
+            return dt.date.fromisoformat(text)
+        when = dt.datetime.fromisoformat(text)
     except ValueError:
         raise InvalidInput(f"{name} must be a date like 2026-10-03, not {value!r}") from None
+    return when.astimezone(tz).date() if when.tzinfo is not None else when.date()
 
 
 def _tags(entry: Entry) -> list[str]:
@@ -213,11 +212,12 @@ class MemoryTools:
             query: Keywords or a sentence about the event. Empty: the most recent episodes.
             since: Earliest event date, YYYY-MM-DD (inclusive).
             until: Latest event date, YYYY-MM-DD (inclusive).
-            tags: A tag the episode must carry.
+            tags: A tag the episode must carry (several, comma-separated: each of them).
             limit: How many episodes to return (1-50).
         """
         limit = min(50, max(1, limit))
-        start, end = _date(since, "since"), _date(until, "until")
+        tz = self.clock.tz
+        start, end = _date(since, "since", tz), _date(until, "until", tz)
         if query.strip():
             recalled = await self.recaller.find(
                 query, kinds=(Kind.EPISODE,), limit=min(200, limit * 5), project=ctx.project
@@ -231,7 +231,7 @@ class MemoryTools:
                 entries = [e for e in entries if e.field("project") in (None, "", ctx.project)]
             pairs = [(entry, None) for entry in entries]
             pairs.sort(key=lambda pair: self._when(pair[0]), reverse=True)
-        tag = tags.strip().casefold()
+        wanted = {t.strip().casefold() for t in tags.split(",") if t.strip()}
         kept: list[tuple[Entry, float | None]] = []
         for entry, score in pairs:
             when = self._when(entry)
@@ -243,8 +243,8 @@ class MemoryTools:
                 continue  # no date of its own: in no range a search names
             if (start and day < start) or (end and day > end):
                 continue
-            if tag and tag not in [t.casefold() for t in _tags(entry)]:
-                continue  # a whole tag: "ops" is not "devops"
+            if wanted - {t.casefold() for t in _tags(entry)}:
+                continue  # whole tags, each of them: "ops" is not "devops"
             kept.append((entry, score))
             if len(kept) >= limit:
                 break

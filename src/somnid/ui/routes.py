@@ -21,7 +21,6 @@ from somnid.ui.session import (
     UISessions,
     clear_cookie_header,
     cookie_value,
-    page_key,
     set_cookie_header,
 )
 
@@ -59,19 +58,23 @@ async def login(body: Login, request: Request) -> Response:
         return problem(401, "unauthorized", "that is not the token (`somnid token` prints it)")
     if not isinstance(sessions, UISessions):
         return problem(503, "unavailable", "the memory browser's sessions are not ready")
-    value = sessions.open(expected)
+    value, key = sessions.open(expected)
     return JSONResponse(
-        {"key": page_key(value)},
+        {"key": key},
         headers={"Set-Cookie": set_cookie_header(value, sessions.max_age_s), **_NO_STORE},
     )
 
 
 @router.post("/ui/logout", status_code=204)
 async def logout(request: Request) -> Response:
-    """Ends the session the cookie names (a copy of it is refused from then on)."""
+    """Ends the session the cookie names, with its page key (a copy of the cookie is
+    refused from then on; the cookie alone, which any local service may hold, ends nothing)."""
     sessions = getattr(request.state, "ui_sessions", None)
-    if isinstance(sessions, UISessions):
-        sessions.close(cookie_value(dict(request.headers)))
+    headers = dict(request.headers)
+    if not isinstance(sessions, UISessions) or not sessions.close(
+        cookie_value(headers), headers.get(UI_HEADER)
+    ):
+        return problem(401, "unauthorized", "no session of this page to end")
     return Response(status_code=204, headers={"Set-Cookie": clear_cookie_header()})
 
 

@@ -12,13 +12,14 @@ A session opens only what the memory browser uses (:data:`SCOPE`): browsing, sea
 editing, history, revert, purge, sleep status, and sync (its status, a round now, settling
 its conflicts). It is never a key to the agent's tools, capture, the bridge or MCP.
 
-Every request of a session also carries ``X-Somnid-UI: <page key>``, a digest of the
-session id the login answers with and the page keeps in its origin's storage (the login
-itself says ``X-Somnid-UI: 1``). A cookie is not tied to a port: the browser sends it to
-every other service on 127.0.0.1 too, which could replay it. Without the page key it
-opens nothing. No cross-site form can send the header either, and a cross-site script
-cannot without a preflight the Origin check refuses. The sleep events' stream, which an
-``EventSource`` opens without headers, may carry the key as ``?ui=`` instead.
+Every request of a session also carries ``X-Somnid-UI: <page key>``, a second random
+secret of the session (the daemon keeps its hash too) that the login answers with and the
+page keeps in its origin's storage (the login itself says ``X-Somnid-UI: 1``). A cookie
+is not tied to a port: the browser sends it to every other service on 127.0.0.1 too,
+which could replay it. Without the page key it opens nothing, not even a logout. No
+cross-site form can send the header either, and a cross-site script cannot without a
+preflight the Origin check refuses. The sleep events' stream, which an ``EventSource``
+opens without headers, may carry the key as ``?key=`` instead (the access log redacts it).
 """
 
 from __future__ import annotations
@@ -58,17 +59,14 @@ SCOPE = (
 class _Session:
     token: str
     """A fingerprint of the token the session was opened with."""
+    key: str
+    """A hash of the page key: nothing derives it from the cookie."""
     expires: float
     last_used: float
 
 
 def _digest(value: str) -> str:
     return hashlib.sha256(value.encode()).hexdigest()
-
-
-def page_key(value: str) -> str:
-    """The key a session's page sends with each request (``X-Somnid-UI``)."""
-    return hmac.new(value.encode(), b"somnid-ui-page-key-v1", hashlib.sha256).hexdigest()
 
 
 def _fingerprint(token: str) -> str:
@@ -91,9 +89,9 @@ class UISessions:
         self._sessions: dict[str, _Session] = {}
         self._lock = threading.Lock()
 
-    def open(self, token: str) -> str:
-        """A new session for ``token``: the id to set as the cookie."""
-        value = secrets.token_urlsafe(32)
+    def open(self, token: str) -> tuple[str, str]:
+        """A new session for ``token``: the id to set as the cookie, and the page key."""
+        value, key = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
         now = self._clock()
         with self._lock:
             self._prune(now)
@@ -101,27 +99,35 @@ class UISessions:
                 oldest = min(self._sessions, key=lambda k: self._sessions[k].last_used)
                 del self._sessions[oldest]
             self._sessions[_digest(value)] = _Session(
-                _fingerprint(token), now + self.max_age_s, now
+                _fingerprint(token), _digest(key), now + self.max_age_s, now
             )
-        return value
+        return value, key
 
-    def close(self, value: str | None) -> bool:
-        """End the session ``value`` (a logout); whether there was one."""
-        if not value:
+    def close(self, value: str | None, key: str | None) -> bool:
+        """End the session ``value`` whose page key is ``key`` (a logout); whether it was
+        one (the cookie alone, which any local service may hold, ends nothing)."""
+        if not value or not key:
             return False
         with self._lock:
-            return self._sessions.pop(_digest(value), None) is not None
+            session = self._sessions.get(_digest(value))
+            if session is None or not hmac.compare_digest(session.key, _digest(key)):
+                return False
+            del self._sessions[_digest(value)]
+            return True
 
-    def valid(self, value: str, token: str) -> bool:
-        """Whether ``value`` is an open session of ``token`` (its use keeps it alive)."""
+    def valid(self, value: str, token: str, key: str) -> bool:
+        """Whether ``value`` is an open session of ``token`` whose page key is ``key`` (its
+        use keeps it alive)."""
         now = self._clock()
-        key = _digest(value)
+        digest = _digest(value)
         with self._lock:
-            session = self._sessions.get(key)
+            session = self._sessions.get(digest)
             if session is None:
                 return False
             if now >= session.expires or now - session.last_used >= self.idle_s:
-                del self._sessions[key]
+                del self._sessions[digest]
+                return False
+            if not hmac.compare_digest(session.key, _digest(key)):
                 return False
             if not hmac.compare_digest(session.token, _fingerprint(token)):
                 return False  # the token was rotated: the session is of no use
@@ -172,7 +178,7 @@ def cookie_matches(
     path: str, query_key: str | None = None,
 ) -> bool:  # fmt: skip
     """Whether the request's UI cookie is an open session and it carries the session's
-    page key (``query_key``: the sleep events' ``?ui=``, for an EventSource)."""
+    page key (``query_key``: the sleep events' ``?key=``, for an EventSource)."""
     if sessions is None or not in_scope(path):
         return False
     value = cookie_value(headers)
@@ -181,6 +187,4 @@ def cookie_matches(
     presented = headers.get(UI_HEADER)
     if presented is None and method in ("GET", "HEAD") and path == EVENTS_PATH:
         presented = query_key
-    if presented is None or not hmac.compare_digest(presented.encode(), page_key(value).encode()):
-        return False
-    return sessions.valid(value, expected_token)
+    return presented is not None and sessions.valid(value, expected_token, presented)

@@ -620,7 +620,7 @@ async function watchSleep() {
   if (events) events.close();
   events = null;
   if (document.hidden) return; // opened again when the tab is shown
-  events = new EventSource(`/v1/sleep/events?ui=${encodeURIComponent(localStorage.getItem(KEY) || "")}`);
+  events = new EventSource(`/v1/sleep/events?key=${encodeURIComponent(localStorage.getItem(KEY) || "")}`);
   events.addEventListener("started", () => paint(true));
   events.addEventListener("finished", (e) => { paint(false, JSON.parse(e.data).status); if (!$("view-dreams").hidden) loadDreams(); });
   events.onmessage = (e) => paint(badge.classList.contains("sleeping"), `${t("event")}: ${JSON.parse(e.data).type}`);
@@ -642,7 +642,7 @@ document.addEventListener("DOMContentLoaded", () => {
   translate();
   $("lang").addEventListener("change", () => { lang = $("lang").value; localStorage.setItem("somnid-lang", lang); translate(); });
   $("login-form").addEventListener("submit", login);
-  $("logout").addEventListener("click", async () => { await api("POST", "/ui/logout"); showLogin(); });
+  $("logout").addEventListener("click", async () => { try { await api("POST", "/ui/logout"); } finally { showLogin(); } });
   document.addEventListener("visibilitychange", followVisibility);
   document.querySelectorAll("#tabs button").forEach((b) => b.addEventListener("click", () => show(b.dataset.tab)));
   for (const id of ["kind", "scope"]) $(id).addEventListener("change", loadList);

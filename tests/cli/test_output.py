@@ -87,3 +87,15 @@ def test_a_folder_no_request_can_name_is_counted_nowhere(daemon: Daemon) -> None
     doctor = somnid(env, "doctor")
     index = [line for line in doctor.stdout.splitlines() if " index " in f" {line} "]
     assert index and not any(line.startswith(("WARN", "FAIL")) for line in index), doctor.stdout
+
+
+def test_history_names_who_once_and_revert_says_what_it_needs(daemon: Daemon) -> None:
+    # "POST …/knowledge: POST …/knowledge: knowledge/zebra": the route was the author and
+    # began the subject; and revert with nothing to revert printed to stdout, unprefixed.
+    env = daemon_env(daemon)
+    lines = somnid(env, "history").stdout.splitlines()
+    made = [line for line in lines if "knowledge/zebra" in line]
+    assert made and made[-1].count("POST /v1/memories/knowledge") == 1, lines
+    bare = somnid(env, "revert")
+    assert bare.returncode == 2 and bare.stdout == ""
+    assert bare.stderr.strip() == "somnid: name a commit or --dream ID"

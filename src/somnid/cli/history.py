@@ -56,14 +56,15 @@ def show_history(args: argparse.Namespace, settings: Settings) -> int:
         print(json.dumps(page, ensure_ascii=False))
         return 0
     for commit in page["items"]:
-        print(f"{commit['id'][:12]}  {commit['date']}  {commit['author']}: {commit['subject']}")
+        author, subject = commit["author"], commit["subject"]
+        said = subject if subject.startswith(author) else f"{author}: {subject}"  # once
+        print(f"{commit['id'][:12]}  {commit['date']}  {said}")
     return 0
 
 
 def revert(args: argparse.Namespace, settings: Settings) -> int:
     if bool(args.commit) == bool(args.dream):
-        print("name a commit or --dream ID")
-        return 2
+        raise CliError("name a commit or --dream ID", EXIT_USAGE)
     path = (
         f"/v1/dreams/{quote(args.dream, safe='')}/revert"
         if args.dream

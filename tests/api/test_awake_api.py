@@ -379,9 +379,17 @@ def test_cues_given_as_a_list_are_kept_as_a_list_and_fire(client: TestClient) ->
     assert old.status_code == 200 and old.json()["meta"]["cue"] == "['delta', 'rollout']"
     cued = prompt(client, currentMessage="the delta build is done")["cued"]["text"]
     assert "Ask about the gamma rollout" in cued
+    # Text that reads as no flat list of texts stays text (it failed every prompt: a 500).
+    for odd in ("[{[]: 1}]", "[{1,[2]}]", "[1, 'a']", "[" * 240 + "]" * 240):
+        answer = client.patch(
+            f"/v1/memories/intention/{made.json()['name']}", json={"fields": {"cue": odd}}
+        )
+        assert answer.status_code == 200, answer.text
+        assert client.post("/v1/prompt", json={"currentMessage": "x"}).status_code == 200
+        assert client.get("/v1/intentions").status_code == 200
 
 
-@pytest.mark.parametrize("user", ["Alice Smith", "carol@example.com", "_bob", "a--b", "ｆｕｌｌ"])
+@pytest.mark.parametrize("user", ["Alice Smith", "carol@example.com", "_bob", "a--b", "\uff46ull"])
 def test_a_profile_made_through_the_api_for_a_user_id_is_the_one_the_prompt_shows(
     client: TestClient, user: str
 ) -> None:
@@ -407,3 +415,24 @@ def test_an_id_that_only_looks_like_the_agent_s_profile_is_refused(client: TestC
     assert_problem(answer, 400, "invalid_name")
     made = client.post("/v1/memories/profile", json={"name": "about_me", "body": "I am an agent."})
     assert made.status_code == 201 and "user_id" not in made.json()["meta"]
+    # Read and written through such an id, it was the agent's own profile (the review).
+    for lookalike in (" about_me", "\uff41\uff42\uff4f\uff55\uff54_\uff4d\uff45"):
+        path = f"/v1/memories/profile/{quote(lookalike)}"
+        assert_problem(client.patch(path, json={"body": "overwritten"}), 400, "invalid_name")
+        assert_problem(client.get(path), 400, "invalid_name")
+    assert client.get("/v1/memories/profile/about_me").json()["body"].strip() == "I am an agent."
+
+
+def test_a_profile_kept_under_the_former_name_is_the_user_s_everywhere(
+    client: TestClient,
+) -> None:
+    # The prompt showed it, but the id read a 404 and a create made a second, empty one
+    # that the prompt then showed instead (the review).
+    kept = client.post(
+        "/v1/memories/profile",
+        json={"name": "bob", "body": "Bob runs the database.", "fields": {"user_id": "_bob"}},
+    )
+    assert kept.status_code == 201, kept.text
+    assert client.get(f"/v1/memories/profile/{quote('_bob')}").json()["name"] == "bob"
+    assert_problem(client.post("/v1/memories/profile", json={"name": "_bob"}), 409, "conflict")
+    assert "Bob runs the database." in prompt(client, speakerUserId="_bob")["identity"]["text"]

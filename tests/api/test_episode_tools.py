@@ -46,8 +46,9 @@ def test_a_day_asked_for_is_the_day_the_answer_shows(client: TestClient) -> None
     # A time's day in the daemon's zone: 01:00 at +09:00 is still the 20th in UTC.
     assert "late-call" in episodes(client, since="2026-11-21T01:00:00+09:00")
     assert episodes(client, until="2026-11-21T01:00:00+09:00").startswith("No episode")
-    refused = client.post("/v1/tools/search_episodes", json={"args": {"since": "2026-11-21junk"}})
-    assert_problem(refused, 400, "invalid_input")
+    for bad in ("2026-11-21junk", "0001-01-01T00:00:00+14:00", "9999-12-31T23:00:00-14:00"):
+        refused = client.post("/v1/tools/search_episodes", json={"args": {"since": bad}})
+        assert_problem(refused, 400, "invalid_input")  # the calendar's edges were a 500
 
 
 def test_a_tag_matches_whole_and_reads_as_written(client: TestClient) -> None:

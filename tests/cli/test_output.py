@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from somnid.cli._common import plain
+from somnid.cli.history import commit_line
 from somnid.cli.recall import render
 from tests.cli.runner import daemon_env, somnid
 from tests.daemon import Daemon, start_daemon
@@ -99,3 +100,11 @@ def test_history_names_who_once_and_revert_says_what_it_needs(daemon: Daemon) ->
     bare = somnid(env, "revert")
     assert bare.returncode == 2 and bare.stdout == ""
     assert bare.stderr.strip() == "somnid: name a commit or --dream ID"
+
+
+def test_an_author_who_only_begins_the_subject_is_still_named() -> None:
+    commit = {"id": "0123456789abcdef", "date": "2026-12-06", "author": "Al"}
+    assert commit_line({**commit, "subject": "Also fix a typo"}).endswith("Al: Also fix a typo")
+    route = "POST /v1/memories/knowledge"
+    line = commit_line({**commit, "author": route, "subject": f"{route}: knowledge/x"})
+    assert line.count(route) == 1

@@ -7,6 +7,7 @@ import contextlib
 import json
 import sys
 import threading
+from typing import Any
 from urllib.parse import quote
 
 import httpx
@@ -56,10 +57,16 @@ def show_history(args: argparse.Namespace, settings: Settings) -> int:
         print(json.dumps(page, ensure_ascii=False))
         return 0
     for commit in page["items"]:
-        author, subject = commit["author"], commit["subject"]
-        said = subject if subject.startswith(author) else f"{author}: {subject}"  # once
-        print(f"{commit['id'][:12]}  {commit['date']}  {said}")
+        print(commit_line(commit))
     return 0
+
+
+def commit_line(commit: dict[str, Any]) -> str:
+    """A commit on one line, its author named once (a route's commit begins with it)."""
+    author, subject = commit["author"], commit["subject"]
+    begins = subject.startswith(author) and subject[len(author) : len(author) + 1] in (":", ",")
+    said = subject if begins else f"{author}: {subject}"
+    return f"{commit['id'][:12]}  {commit['date']}  {said}"
 
 
 def revert(args: argparse.Namespace, settings: Settings) -> int:

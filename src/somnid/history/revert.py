@@ -110,14 +110,21 @@ def _later_changes(committer: Committer, sha: str, paths: list[str]) -> dict[str
 
 
 def _blob(committer: Committer, parent: str | None, path: str) -> tuple[bytes, bool] | None:
-    """The file as ``parent`` held it, and whether it was executable (a skill's script)."""
+    """The file as ``parent`` held it, and whether it was executable (a skill's script);
+    None where it held nothing. Read from one listing of the path: a link, a folder or a
+    submodule there is refused (it was read as the link's text, or as nothing: deleted)."""
     if parent is None:
         return None
-    done = committer.git.call("cat-file", "blob", f"{parent}:{path}")
-    if done.returncode != 0:
+    record = committer.git.run("ls-tree", "-z", parent, "--", path).split(b"\0", 1)[0]
+    if not record:
         return None
-    listed = committer.git.call("ls-tree", parent, "--", path)
-    return done.stdout, listed.stdout.startswith(b"100755")
+    mode, _kind, oid = record.partition(b"\t")[0].decode("ascii").split()
+    if mode not in ("100644", "100755"):
+        raise Conflict(
+            f"{path} was no regular file in {parent[:12]} (mode {mode}): it is not put back",
+            code="revert_conflict",
+        )
+    return committer.git.run("cat-file", "blob", oid), mode == "100755"
 
 
 def _put(committer: Committer, path: str, before: tuple[bytes, bool] | None) -> None:

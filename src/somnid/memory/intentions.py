@@ -8,7 +8,6 @@ when further out (raised only when the current message matches its cue).
 from __future__ import annotations
 
 import ast
-import contextlib
 import datetime as dt
 import re
 from dataclasses import dataclass, field
@@ -98,16 +97,27 @@ def split_cues(raw: object) -> tuple[str, ...]:
     if raw is None:
         return ()
     if isinstance(raw, str) and raw.startswith("[") and raw.endswith("]"):
-        # A list an older somnid wrote as its Python text ("['gamma', 'rollout']").
-        with contextlib.suppress(ValueError, SyntaxError, MemoryError, RecursionError):
-            listed = ast.literal_eval(raw[: MAX_CUE * 2])
-            if isinstance(listed, list) and all(isinstance(item, str) for item in listed):
-                raw = listed
+        raw = _listed(raw) or raw  # a list an older somnid wrote as its Python text
     if isinstance(raw, list | tuple):
         parts = [str(item) for item in raw]
     else:
         parts = _CUE_SPLIT.split(str(raw))
     return tuple(dict.fromkeys(part.strip().casefold() for part in parts if part.strip()))
+
+
+def _listed(text: str) -> list[str] | None:
+    """``"['gamma', 'rollout']"`` as the list of texts it writes, else None. Only a flat
+    list of string literals is read (nothing is evaluated)."""
+    try:
+        tree = ast.parse(text[: MAX_CUE * 2], mode="eval").body
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return None
+    if not isinstance(tree, ast.List):
+        return None
+    items = [node.value for node in tree.elts if isinstance(node, ast.Constant)]
+    if len(items) != len(tree.elts) or not all(isinstance(item, str) for item in items):
+        return None
+    return [str(item) for item in items]
 
 
 def intention_of(entry: Entry, tz: dt.tzinfo) -> Intention:

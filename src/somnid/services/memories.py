@@ -19,16 +19,15 @@ from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import Any, Literal
 
-from somnid.errors import InvalidInput, InvalidName, PreconditionFailed, StorageError
+from somnid.errors import Conflict, InvalidInput, PreconditionFailed, StorageError
 from somnid.memory.clock import Clock
 from somnid.memory.entry import Entry, vitals_from_meta
 from somnid.memory.kinds import (
-    SELF_PROFILE,
     Kind,
 )
 from somnid.memory.lifecycle import record_usage
-from somnid.memory.names import check_name, name_for
 from somnid.services.entry_fields import checked_fields, new_entry_meta, parse_due
+from somnid.services.profile_names import existing_profile, profile_asked, profile_name
 from somnid.store import frontmatter
 from somnid.store.fields import check_fields
 from somnid.store.health import State
@@ -48,16 +47,6 @@ ChangeListener = Callable[[Entry | None, str], Awaitable[None]]
 
 
 _CLOSED_STATUS = {"completed": "completed", "cancelled": "cancelled", "expired": "expired"}
-
-
-def profile_name(user: str) -> str:
-    """The name a profile for the user id ``user`` is created under: the one the prompt and
-    the dreams read (:func:`~somnid.memory.names.name_for`). An id that only looks like
-    the agent's own profile (`` about_me``) is refused."""
-    name = name_for(user)
-    if name == SELF_PROFILE and user != SELF_PROFILE:
-        raise InvalidName(f"{user!r} would name the agent's own profile")
-    return name
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,21 +152,16 @@ class MemoryService:
         return await asyncio.to_thread(self._store.scan, kinds, archived=archived)
 
     def _named(self, kind: Kind, name: str) -> str:
-        """The entry ``name`` asks for: a profile may be asked for by its user id, as the
-        prompt and the dreams name it (``Alice Smith`` → ``Alice-Smith-<8 hex>``); a
-        profile that exists under the name as given is that one. Blocking (a stat)."""
+        """The entry ``name`` asks for: a profile may be asked for by its user id
+        (:mod:`somnid.services.profile_names`). Blocking: call it in the worker thread."""
         if kind is not Kind.PROFILE or not name.strip():
             return name
-        try:
-            if self._store.exists(kind, check_name(name)):
-                return name
-        except InvalidName:
-            pass
-        return name_for(name)
+        return profile_asked(self._store, name)
 
     async def exists(self, kind: Kind, name: str, *, archived: bool = False) -> bool:
-        name = self._named(kind, name)
-        return await asyncio.to_thread(self._store.exists, kind, name, archived=archived)
+        return await asyncio.to_thread(
+            lambda: self._store.exists(kind, self._named(kind, name), archived=archived)
+        )
 
     async def mutate(
         self,
@@ -193,9 +177,8 @@ class MemoryService:
         noted, a score decayed) yields to a person who may be writing the file: BeingWritten
         when it changed in the last :data:`UPKEEP_QUIET_S` seconds, not by somnid."""
         quiet = UPKEEP_QUIET_S if upkeep else 0.0
-        name = self._named(kind, name)
         return await self._written(
-            lambda: self._store.mutate(kind, name, change, quiet_s=quiet),
+            lambda: self._store.mutate(kind, self._named(kind, name), change, quiet_s=quiet),
             tell=lambda entry: unless_etag is None or entry.etag != unless_etag,
         )
 
@@ -257,8 +240,9 @@ class MemoryService:
         self._store.health.failed(exc)
 
     async def get(self, kind: Kind, name: str, *, archived: bool = False) -> Entry:
-        name = self._named(kind, name)
-        return await asyncio.to_thread(self._store.read, kind, name, archived=archived)
+        return await asyncio.to_thread(
+            lambda: self._store.read(kind, self._named(kind, name), archived=archived)
+        )
 
     async def list(
         self,
@@ -289,9 +273,13 @@ class MemoryService:
         fields: dict[str, Any] | None = None,
     ) -> Entry:
         fields = checked_fields(kind, dict(fields or {}))
-        if kind is Kind.PROFILE and name and profile_name(name) != name:
-            fields.setdefault("user_id", name.strip())  # whose it is, as the id was given
-            name = profile_name(name)
+        if kind is Kind.PROFILE and name and name.strip():
+            existing = await asyncio.to_thread(existing_profile, self._store, name)
+            if existing is not None:  # under another name: the store would not see it
+                raise Conflict(f"a profile for {name!r} exists: {existing!r}", name=existing)
+            if profile_name(name) != name:
+                fields.setdefault("user_id", name.strip())  # whose it is, as given
+                name = profile_name(name)
         check_fields(fields)
         if "description" in fields:  # one description: given twice, they must agree
             given = fields.pop("description")
@@ -331,7 +319,6 @@ class MemoryService:
     ) -> Entry:
         """Change an entry; ``if_match`` refuses a change of another version than the one
         read, ``if_none_match`` (``("*",)`` or ETags) one of any (or a listed) version (412)."""
-        name = self._named(kind, name)
         if if_none_match is not None:
             current = await self.get(kind, name, archived=archived)
             if "*" in if_none_match or current.etag in if_none_match:
@@ -350,7 +337,7 @@ class MemoryService:
         return await self._written(
             lambda: self._store.update(
                 kind,
-                name,
+                self._named(kind, name),
                 description=description,
                 body=body,
                 fields=fields,

@@ -82,9 +82,9 @@ def _date(value: str, name: str, tz: dt.tzinfo) -> dt.date | None:
         if len(text) <= 10:
             return dt.date.fromisoformat(text)
         when = dt.datetime.fromisoformat(text)
-    except ValueError:
+        return when.astimezone(tz).date() if when.tzinfo is not None else when.date()
+    except (ValueError, OverflowError):  # 0001-01-01T00:00+14:00 is before the calendar
         raise InvalidInput(f"{name} must be a date like 2026-10-03, not {value!r}") from None
-    return when.astimezone(tz).date() if when.tzinfo is not None else when.date()
 
 
 def _tags(entry: Entry) -> list[str]:

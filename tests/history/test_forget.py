@@ -200,6 +200,31 @@ def test_doctor_says_when_git_is_missing(tmp_path: Path, monkeypatch: pytest.Mon
     assert off_reason(settings) is not None
 
 
+def test_purge_of_an_archived_copy_never_takes_a_live_namesake(
+    client: TestClient, data_dir: Path
+) -> None:
+    # The browser checked for a live namesake, then purged: one made in between went too.
+    # With If-None-Match: * the daemon checks as it deletes.
+    client.post("/v1/memories/knowledge", json={"name": "kites", "body": "old\n"})
+    client.post("/v1/memories/knowledge/kites/archive").raise_for_status()
+    client.post("/v1/memories/knowledge", json={"name": "kites", "body": "live\n"})
+    only = {"If-None-Match": "*"}
+    purge = "/v1/memories/knowledge/kites/purge"
+    refused = client.post(purge, params={"confirm": "kites"}, headers=only)
+    problem = assert_problem(refused, 412, "precondition_failed")
+    assert "a purge would delete it too" in problem["detail"]
+    assert (data_dir / "memory/knowledge/kites/SKILL.md").exists()
+    assert (data_dir / "memory/archived/kites/SKILL.md").exists()
+    both = {**only, "If-Match": refused.headers.get("etag", '"x"')}
+    assert_problem(
+        client.post(purge, params={"confirm": "kites"}, headers=both), 400, "invalid_input"
+    )
+    client.post("/v1/memories/knowledge/kites/archive").raise_for_status()  # now kites--2
+    done = client.post(purge, params={"confirm": "kites"}, headers=only)
+    assert done.status_code == 200, done.text
+    assert not list((data_dir / "memory/archived").glob("kites*"))
+
+
 def test_purge_leaves_no_copy_in_the_index_files(client: TestClient, data_dir: Path) -> None:
     # The index's WAL (and its free pages, its full-text segments) held the text until the
     # next checkpoint.

@@ -281,11 +281,13 @@ class History:
         scrub_logs: bool = False,
         phrases: tuple[str, ...] = (),
         if_match: str | None = None,
+        none_live: bool = False,
     ) -> Purged:
         """Delete an entry for good (``history``: its past versions too). ``scrub_logs``:
         its text (description and body lines) and ``phrases`` become ``[REDACTED]`` in
         every session log, live and archived, so no tool serves them back verbatim.
-        ``if_match``: only while the live entry has that ETag (412 otherwise)."""
+        ``if_match``: only while the live entry has that ETag (412 otherwise);
+        ``none_live``: only while no live entry has the name (an archived copy's purge)."""
         check_name(name)
         if not _confirms(confirm, name):
             raise InvalidInput(
@@ -308,7 +310,9 @@ class History:
         ]
         actor = current_actor() or SYSTEM
         progress = purging.Progress(kind.value, name, self.clock.now().isoformat(), history)
-        read = None if if_match is None else (kind, name, if_match)
+        read: Version | None = None if if_match is None else (kind, name, if_match)
+        if none_live:
+            read = (kind, name, None)
         if self.committer is None:
             removed = await asyncio.to_thread(self.memories.remove_paths, specs, unchanged=read)
             rewritten, commit = 0, None

@@ -35,8 +35,9 @@ from somnid.store.layout import Layout
 from somnid.store.memories import MemoryStore
 from somnid.store.reader import BrokenReport
 
-Version = tuple[Kind, str, str]
-"""A live entry as a client read it: kind, name, ETag (an If-Match)."""
+Version = tuple[Kind, str, str | None]
+"""A live entry as a client read it: kind, name, ETag (an If-Match); no ETag: that no live
+entry has the name (If-None-Match: *)."""
 
 log = logging.getLogger(__name__)
 

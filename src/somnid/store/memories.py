@@ -38,7 +38,7 @@ from somnid.store.fields import check_fields, render_entry
 from somnid.store.layout import Layout
 from somnid.store.naming import EntryNames
 from somnid.store.reader import MAX_FILE_BYTES, etag_of, gone
-from somnid.store.removal import remove_entry_path
+from somnid.store.removal import as_read, remove_entry_path
 from somnid.store.safe import check_no_links, present, read_regular
 
 log = logging.getLogger(__name__)
@@ -421,23 +421,21 @@ class MemoryStore(EntryNames):
                         fsync_dir(path.parent.parent)
 
     def remove_paths(
-        self, specs: list[str], *, unchanged: tuple[Kind, str, str] | None = None
+        self, specs: list[str], *, unchanged: tuple[Kind, str, str | None] | None = None
     ) -> list[str]:
         """Delete what exists of ``specs`` (paths relative to the data dir: an entry's
         folder, or a profile's file), under the write lock, as history's purge does; the
         ones removed. ``unchanged`` (kind, name, etag): nothing is deleted unless that live
-        entry still has that ETag (If-Match; 412 otherwise, 412 too when it is gone)."""
+        entry still has that ETag (If-Match; 412 otherwise, 412 too when it is gone); with
+        no ETag, unless no live entry has that name (If-None-Match: *)."""
         with self._write_lock:
             if unchanged is not None:
                 kind, name, etag = unchanged
                 try:
-                    live = self._located(kind, name, archived=False)[1]
+                    live: Entry | None = self._located(kind, name, archived=False)[1]
                 except NotFound:
-                    raise PreconditionFailed(f"no live {kind.value} {name!r} to match") from None
-                if live.etag != etag:
-                    raise PreconditionFailed(
-                        f"{kind.value} {name!r} changed since it was read", etag=live.etag
-                    )
+                    live = None
+                as_read(live, kind, name, etag)
             removed = [spec for spec in specs if remove_entry_path(self.layout, spec)]
         return removed
 

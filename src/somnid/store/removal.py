@@ -7,6 +7,9 @@ import logging
 import shutil
 from pathlib import PurePosixPath
 
+from somnid.errors import PreconditionFailed
+from somnid.memory.entry import Entry
+from somnid.memory.kinds import Kind
 from somnid.store.atomic import fsync_dir, storage_error
 from somnid.store.layout import Layout
 
@@ -32,3 +35,14 @@ def remove_entry_path(layout: Layout, spec: str) -> bool:
     except OSError as exc:
         raise storage_error(exc, path) from exc
     return True
+
+
+def as_read(live: Entry | None, kind: Kind, name: str, etag: str | None) -> None:
+    """PreconditionFailed unless the live entry is as the purge's caller read it: with that
+    ETag (If-Match), or none at all where ``etag`` is None (If-None-Match: *)."""
+    if (live.etag if live else None) == etag:
+        return
+    if live is None:
+        raise PreconditionFailed(f"no live {kind.value} {name!r} to match")
+    said = "changed since it was read" if etag else "is live: a purge would delete it too"
+    raise PreconditionFailed(f"{kind.value} {name!r} {said}", etag=live.etag)

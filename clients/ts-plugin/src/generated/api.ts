@@ -838,7 +838,8 @@ export interface paths {
          * Purge memory
          * @description Delete an entry (live and archived) for good, optionally from history and from the
          *     session logs too; audited. With If-Match, only while the live entry has that ETag (412
-         *     when it changed or is gone).
+         *     when it changed or is gone); with `If-None-Match: *`, only while no live entry has the
+         *     name (412: the purge of an archived copy would delete it too).
          */
         post: operations["purgeMemory"];
         delete?: never;
@@ -4071,6 +4072,7 @@ export interface operations {
             };
             header?: {
                 "if-match"?: string | null;
+                "if-none-match"?: string | null;
             };
             path: {
                 kind: components["schemas"]["Kind"];

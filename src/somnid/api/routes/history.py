@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
 
-from somnid.api.deps import IfMatchDep, RuntimeDep
+from somnid.api.deps import IfMatchDep, IfNoneMatchDep, RuntimeDep
 from somnid.api.schemas.history import (
     CommitDetail,
     CommitOut,
@@ -19,6 +19,7 @@ from somnid.api.schemas.history import (
     PurgeStatusOut,
     RevertOut,
 )
+from somnid.errors import InvalidInput
 from somnid.memory.kinds import Kind
 
 router = APIRouter(tags=["history"])
@@ -139,14 +140,18 @@ async def purge_memory(
     name: EntryName,
     runtime: RuntimeDep,
     if_match: IfMatchDep,
+    if_none_match: IfNoneMatchDep,
     confirm: Annotated[str | None, Query(max_length=200, description="The name again.")] = None,
     history: Annotated[bool, Query(description="Remove its past versions too.")] = False,
     body: PurgeIn | None = None,
 ) -> PurgeOut:
     """Delete an entry (live and archived) for good, optionally from history and from the
     session logs too; audited. With If-Match, only while the live entry has that ETag (412
-    when it changed or is gone)."""
+    when it changed or is gone); with `If-None-Match: *`, only while no live entry has the
+    name (412: the purge of an archived copy would delete it too)."""
     options = body or PurgeIn()
+    if if_none_match is not None and (if_none_match != ("*",) or if_match is not None):
+        raise InvalidInput("a purge takes If-Match or If-None-Match: * (no live entry of the name)")
     done = await runtime.history.purge(
         kind,
         name,
@@ -155,5 +160,6 @@ async def purge_memory(
         scrub_logs=options.scrub_logs,
         phrases=tuple(options.phrases),
         if_match=if_match,
+        none_live=if_none_match is not None,
     )
     return PurgeOut.of(done)

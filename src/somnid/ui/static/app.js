@@ -322,7 +322,8 @@ async function act(what) {
       }
       const params = new URLSearchParams({ confirm: $("purge-confirm").value, history: String($("purge-history").checked) });
       const watching = $("purge-history").checked ? watchPurge() : null;
-      const exact = current.archived ? {} : { "If-Match": `"${current.etag}"` };
+      // And the daemon checks it again as it deletes: a namesake made meanwhile stops it.
+      const exact = current.archived ? { "If-None-Match": "*" } : { "If-Match": `"${current.etag}"` };
       try {
         await api("POST", `${base}/purge?${params}`, { scrubLogs: $("purge-logs").checked }, exact);
       } finally {

@@ -121,12 +121,15 @@ async def test_an_entry_folder_named_as_a_markdown_file_is_followed(settings: Se
         await rt.memories.create(Kind.KNOWLEDGE, "notes.md", description="giraffe neck")
         await rt.index.wait_idle()
         knowledge = settings.data_dir / "memory/knowledge"
+        (knowledge / "probe").mkdir()  # a hand edit seen: the watcher is watching
+        (knowledge / "probe/SKILL.md").write_text("---\ndescription: okapi\n---\n\nokapi\n")
+        await until(lambda: _async_equal(names(rt, "okapi"), ["probe"]))
         (knowledge / "w7").rename(knowledge / "w7.md")
         await until(lambda: _async_equal(names(rt, "zebra"), ["w7.md"]))
         (settings.data_dir / "memory/archived").mkdir(exist_ok=True)
         (knowledge / "notes.md").rename(settings.data_dir / "memory/archived/notes.md")
         await until(lambda: _async_equal(names(rt, "giraffe"), []))
-        assert rt.index.status().entries == 1
+        assert rt.index.status().entries == 2
 
 
 async def _async_equal(awaitable: object, expected: object) -> bool:

@@ -534,7 +534,11 @@ def test_a_run_with_somnid_down_is_delivered_by_the_next_and_a_skip_survives_a_r
         assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
     text = _logs_text(somnid)
     assert text.count("blue kettle") == 1 and text.count("\nNoted.") == 1, text
-    assert list(spool.iterdir()) == [], "delivered and cleaned up"
+    # The first run's file was adopted, delivered and removed. The second run's own file
+    # may outlive it when its last capture was still on its way as it exited (a loaded
+    # machine): its lines are then delivered by the run after, as the first run's were.
+    left = [path.name for path in spool.iterdir()]
+    assert kept.name not in left and not [name for name in left if ".adopting-" in name], left
     # The skipped session: its log before the restart and after it are both never dreamed;
     # the first run's log is.
     logs = [p for p in somnid.data_dir.rglob("session-log/*.md")]

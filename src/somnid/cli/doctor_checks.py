@@ -217,6 +217,7 @@ def _model_offline(settings: Settings) -> Finding:
 
 
 def index_check(ctx: Context) -> list[Finding]:
+    from somnid.memory.names import is_name
     from somnid.recall.offline import INDEX_FILE, INDEXED_KINDS, indexed_files
     from somnid.store.layout import Layout
 
@@ -230,7 +231,7 @@ def index_check(ctx: Context) -> list[Finding]:
     broken = sum(
         1
         for where in located
-        if where is not None and where[0] in INDEXED_KINDS and _usable_name(where[1])
+        if where is not None and where[0] in INDEXED_KINDS and is_name(where[1])
     )
     expected = files - broken
     if ctx.index_status is not None:
@@ -238,17 +239,6 @@ def index_check(ctx: Context) -> list[Finding]:
     if kind == "postgres":
         return [backend]  # counted per daemon: the daemon's own status says how many
     return [backend, _index_offline(layout.index_dir / INDEX_FILE, expected, ctx.settings)]
-
-
-def _usable_name(name: str) -> bool:
-    from somnid.errors import InvalidName
-    from somnid.memory.names import check_name
-
-    try:
-        check_name(name)
-    except InvalidName:
-        return False
-    return True
 
 
 def index_backend_finding(ctx: Context) -> tuple[Finding, str]:

@@ -102,6 +102,15 @@ def check_name(name: str) -> str:
     return name
 
 
+def is_name(name: str) -> bool:
+    """Whether ``name`` is a safe name as it is (:func:`check_name` raises nothing)."""
+    try:
+        check_name(name)
+    except InvalidName:
+        return False
+    return True
+
+
 def name_for(raw: str) -> str:
     """The one name that stands for ``raw`` (a user id, a person's name): ``raw`` itself
     when it is a safe name, else its readable part and a digest of the whole

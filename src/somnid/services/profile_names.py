@@ -9,7 +9,7 @@ import contextlib
 
 from somnid.errors import BrokenFile, InvalidName, NotFound
 from somnid.memory.kinds import SELF_PROFILE, Kind
-from somnid.memory.names import check_name, former_name_for, name_for
+from somnid.memory.names import former_name_for, is_name, name_for
 from somnid.store.memories import MemoryStore
 
 
@@ -25,9 +25,8 @@ def profile_name(user: str) -> str:
 def existing_profile(store: MemoryStore, user: str) -> str | None:
     """The name of the profile that exists for ``user`` (a name or a user id), if any.
     Blocking: a few stats, and a read of a profile under the former name."""
-    with contextlib.suppress(InvalidName):
-        if store.exists(Kind.PROFILE, check_name(user)):
-            return user
+    if is_name(user) and store.exists(Kind.PROFILE, user):
+        return user
     named = profile_name(user)
     if store.exists(Kind.PROFILE, named):
         return named

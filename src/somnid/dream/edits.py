@@ -91,10 +91,12 @@ class MemoryEdits:
         stability_delta: int,
         score_delta: float,
         verified: bool | None,
+        if_match: str | None = None,
     ) -> tuple[Entry, list[str]]:
         """Replace the description and body given, move the numbers by the deltas
         (stability ≥ 0, score within 0..1; a positive stability delta is a use: last_used
-        moves to now). Returns the entry and what changed."""
+        moves to now). Returns the entry and what changed. ``if_match``: the version the
+        body was made from; another is PreconditionFailed (never written over)."""
         slug = items.name_of(name)
         line = items.checked_line(description, "description", required=False)
         text = items.body_of(body)
@@ -104,6 +106,8 @@ class MemoryEdits:
             raise InvalidInput("score_delta must be within -1..1 and stability_delta -10..10")
         for _ in range(RETRIES):
             before = await self.get(kind, slug)
+            if if_match is not None and before.etag != if_match:
+                raise PreconditionFailed(f"{kind.value} {slug!r} changed meanwhile")
             if kind is Kind.SKILL and items.merge_refused(before):
                 raise Conflict(
                     f"skill {slug!r} has auto_merge: false: a person keeps it; leave it as it "
@@ -155,6 +159,11 @@ class MemoryEdits:
     async def archive(self, kind: Kind, name: str, reason: str) -> Entry:
         slug = items.name_of(name)
         why = items.checked_line(reason, "reason")
+        if kind is Kind.SKILL and items.merge_refused(await self.get(kind, slug)):
+            raise Conflict(
+                f"skill {slug!r} has auto_merge: false: a person keeps it; leave it where it "
+                "is and note the lesson in write_dream_log"
+            )
         try:
             return await self.memories.archive(kind, slug, reason=why)
         except NotFound:
@@ -209,11 +218,14 @@ class MemoryEdits:
         description: str,
         defaults: dict[str, Any],
         strict: bool = False,
+        if_match: str | None = None,
     ) -> Entry:
         """Replace a profile's body, keeping every front-matter key it has; ``defaults``
         are added where missing. A missing profile is created. The lines added pass the
         identity gate first; when it refuses them all nothing is written: ``strict`` raises
-        :class:`ProfileRefused`, else the profile is returned as it is."""
+        :class:`ProfileRefused`, else the profile is returned as it is. ``if_match``: the
+        version ``text`` was made from (its etag, or "" for none): another is
+        PreconditionFailed (a person's edit meanwhile is never written over)."""
         if self.gate is not None:
             try:
                 before: Entry | None = await self.memories.get(Kind.PROFILE, name)
@@ -226,10 +238,13 @@ class MemoryEdits:
                     raise
                 return before or _unwritten(name, self.gate.path_of(name))
         now = self.clock.now()
+        changed = PreconditionFailed(f"profile {name!r} changed meanwhile")
         for _ in range(RETRIES):
             try:
                 before = await self.memories.get(Kind.PROFILE, name)
             except NotFound:
+                if if_match:
+                    raise changed from None
                 try:
                     return await self.memories.create(
                         Kind.PROFILE,
@@ -241,7 +256,11 @@ class MemoryEdits:
                 except Conflict as exc:
                     if exc.extra.get("name") != name:
                         raise  # a user whose id differs only in case: not this user's
+                    if if_match is not None:
+                        raise changed from None
                     continue  # created meanwhile: update it instead
+            if if_match is not None and before.etag != if_match:
+                raise changed
             fields = {key: value for key, value in defaults.items() if key not in before.meta}
             fields["updated"] = now
             try:
@@ -249,6 +268,8 @@ class MemoryEdits:
                     Kind.PROFILE, name, body=text, fields=fields, if_match=before.etag
                 )
             except (PreconditionFailed, NotFound):
+                if if_match is not None:
+                    raise changed from None
                 continue
         raise PreconditionFailed(f"profile {name!r} kept changing; try again")
 

@@ -110,7 +110,8 @@ def write_journal(layout: Layout, entry: JournalEntry) -> Path:
     if entry.summary.strip():
         parts.append("## Summary\n" + entry.summary.strip() + "\n")
     document = frontmatter.Document(frontmatter.new_meta(meta), "\n".join(parts))
-    write_atomic(path, frontmatter.render(document).encode("utf-8"), exclusive=True)
+    data = frontmatter.render(document).encode("utf-8")
+    write_atomic(path, data, exclusive=True, within=layout.memory_dir)
     return path
 
 

@@ -50,6 +50,12 @@ def content_words(text: str) -> set[str]:
     return words
 
 
+def carries(text: str, part: str) -> bool:
+    """Whether ``text`` says every content word of ``part`` (names and numbers included): a
+    rewrite that does not leaves something of ``part`` out."""
+    return content_words(part) <= content_words(text)
+
+
 def similarity(a: str, b: str) -> float:
     """Jaccard overlap of the content words of ``a`` and ``b``."""
     left, right = content_words(a), content_words(b)

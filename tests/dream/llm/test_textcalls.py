@@ -267,3 +267,19 @@ def test_arguments_nested_past_the_stack_are_refused_with_a_reason() -> None:
         "arguments are not valid JSON: it holds a number too long to read",
     )
     assert parse_arguments({"log": "a\ud800\x00b"}) == ({"log": "ab"}, None)
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "[" * 50_000 + "]" * 50_000,
+        '{"name": "search_knowledge", "arguments": {"limit": 1' + "0" * 5000 + "}}",
+        'search_knowledge({"limit": ' + "[" * 5000 + "]" * 5000 + "})",
+    ],
+    ids=["nested", "long-number", "call-syntax"],
+)
+def test_text_too_deep_or_long_to_read_is_no_call_and_says_why(content: str) -> None:
+    # A probe: each ended an agentic dream in error (RecursionError, ValueError).
+    found = scan_text_tool_calls({"role": "assistant", "content": content}, TOOLS)
+    assert found.calls == []
+    assert found.problems == ["the text holds JSON nested too deep or a number too long to read"]

@@ -82,7 +82,14 @@ def scan_text_tool_calls(message: Mapping[str, Any], tools: list[dict[str, Any]]
     content = message.get("content")
     if message.get("tool_calls") or not isinstance(content, str):
         return found
-    schemas = _schemas(tools)
+    try:
+        return _scan(content, _schemas(tools), found)
+    except (RecursionError, ValueError):  # nested past the stack, a number of 4,300 digits
+        problem = "the text holds JSON nested too deep or a number too long to read"
+        return TextCalls([], [*found.problems, problem])
+
+
+def _scan(content: str, schemas: dict[str, Any], found: TextCalls) -> TextCalls:
     for value in _json_values_in(content, schemas):
         for name, args, problem in _calls_in(value):
             if problem is None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
+from somnid.dream import items
 from somnid.dream.pipeline import people, prompts
 from somnid.dream.pipeline.ask import Asker
 from somnid.dream.pipeline.attribution import Spoken, attribute, claim_words
@@ -138,8 +139,10 @@ class Reconciler:
             return "known"
         target = next(n.entry for n in related if n.label == decision.target)
         text = self._decided_text(decision.text, candidate, [_entry_text(target)])
-        if text is None:
-            await writer.add(candidate)  # the merged text strays: keep what is grounded
+        if text is None or items.merge_refused(target):
+            # The merged text strays (keep what is grounded), or a person keeps the skill
+            # (auto_merge: false): nothing is merged into it nor archived; the new beside it.
+            await writer.add(candidate)
             return "added"
         try:
             if decision.action == "merge":

@@ -5,7 +5,8 @@ mark the log processed only once every window was answered. A window whose answe
 unusable after one repair stops that log (it stays pending; what its earlier windows
 yielded is kept, and the duplicate checks keep the next dream from writing it twice) and
 the dream goes on with the next log. An LLM failure (unreachable, timeout) ends the dream:
-the service reports it as interrupted.
+the service reports it as interrupted; so does a refusal (HTTP 4xx) of two logs in a row,
+or of every log, while one log's refusal (a filter on its words) leaves it pending.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import math
 
 from somnid.config import DreamSettings
 from somnid.dream.ledger import Ledger
-from somnid.dream.llm.base import ChatBackend
+from somnid.dream.llm.base import ChatBackend, LLMRejected
 from somnid.dream.loop import EventSink
 from somnid.dream.pipeline import prompts
 from somnid.dream.pipeline.ask import Asker
@@ -107,10 +108,28 @@ class PipelineDream:
         self._seen = []
         left: list[str] = []
         try:
+            refused: list[LLMRejected] = []
             for stem in result.logs:
-                if self._spent(result) or not await self._log(
-                    stem, asker, reconciler, result, ledger
-                ):
+                level = asker.level
+                try:
+                    done = not self._spent(result) and await self._log(
+                        stem, asker, reconciler, result, ledger
+                    )
+                except LLMRejected as exc:
+                    # Refused at every level: a filter on this log's words, or the endpoint
+                    # itself (a key, a model's name). The log stays pending and the next
+                    # goes on at the level found before; two logs in a row, or every log,
+                    # refused is the endpoint: the dream ends on it, as any LLM failure.
+                    refused.append(exc)
+                    last = stem == result.logs[-1]
+                    if len(refused) >= 2 or (last and not ledger.processed_logs):
+                        raise
+                    log.warning("dream: the model refused session log %s: %s", stem, exc)
+                    self.emit({"type": "log_left", "log": stem, "window": 0, "why": str(exc)})
+                    asker.level, done = level, False
+                else:
+                    refused.clear()
+                if not done:
                     left.append(stem)
         finally:
             # Also when an LLM failure ends the dream: its journal says what it got done.

@@ -4,8 +4,13 @@
   the log, ``evidence`` the line ids); fact / preference / decision / pitfall → knowledge
   of that type; procedure → a skill; todo → an intention (due from a date it names);
   about_user → a line in the log's own user's profile; about_agent → a line in about_me.
-- merge rewrites an existing entry with the merged text and adds the new provenance;
-  supersede writes the corrected memory and archives the old one with a pointer to it.
+- merge rewrites an existing entry with the merged text and adds the new provenance, and
+  loses nothing: an old text (a person's sections, a name the model left out) that the
+  merged text does not carry stays as it was, the merged text after it; supersede writes
+  the corrected memory and archives the old one with a pointer to it (never a skill a
+  person keeps, ``auto_merge: false``: the correction is added beside it).
+- A profile line is added, never one taken away: a full profile (:data:`MAX_PROFILE_LINES`)
+  takes no more, and the journal says so.
 """
 
 from __future__ import annotations
@@ -20,8 +25,8 @@ from somnid.dream.guard import dreamer_role_phrase
 from somnid.dream.ledger import ItemRef, Ledger
 from somnid.dream.pipeline import people
 from somnid.dream.pipeline.candidate import Candidate, first_sentence
-from somnid.dream.profile_gate import ProfileRefused
-from somnid.dream.similarity import DUPLICATE_SIMILARITY, content_words, similarity
+from somnid.dream.profile_gate import ProfileRefused, Refusal
+from somnid.dream.similarity import DUPLICATE_SIMILARITY, carries, content_words, similarity
 from somnid.dream.tools import DreamTools
 from somnid.errors import Conflict, InvalidInput, NotFound, PreconditionFailed
 from somnid.memory.entry import Entry
@@ -37,6 +42,7 @@ KIND_OF = {
 }
 MAX_PROFILE_LINES = 200
 _DAY = re.compile(r"\b(\d{4}-\d{2}-\d{2})\b")
+_PROFILE_LINE = re.compile(r"^\s*(?:[-*]\s+)?(?P<text>.*?)(?:\s+\(\d{4}-\d{2}-\d{2}[^()]*\))?\s*$")
 
 
 def kind_of(candidate: Candidate) -> Kind:
@@ -154,27 +160,29 @@ class Writer:
 
     async def merge(self, target: Entry, candidate: Candidate, text: str) -> Entry:
         """Rewrite ``target`` with the merged ``text``, keeping its provenance and adding
-        the candidate's."""
-        old = target.body.split("\n")
-        old_quotes = [line for line in old if line.startswith("> ")]
-        old_sources = [line for line in old if line.startswith("Source: ")]
-        new_quotes = [q for q in candidate.quotes(self.tz).split("\n") if q not in old_quotes]
-        body = "\n".join(
-            [text, "", *old_quotes, *new_quotes, "", *old_sources,
-             candidate.provenance(self.tz)]
-        )  # fmt: skip
-        entry, _ = await self.tools.edits.update(
-            target.kind,
-            target.name,
-            description=first_sentence(text),
-            body=body,
-            stability_delta=1,
-            score_delta=0.1,
-            verified=None,
-        )
-        entry = await self._merge_fields(entry, candidate)
-        self.ledger.add_updated(ItemRef(target.kind, entry.name, str(entry.path)))
-        return entry
+        the candidate's; written over the version read only (a person's edit meanwhile is
+        read again, and kept as :func:`_merged` keeps what the text leaves out)."""
+        for _ in range(RETRIES):
+            body, description = _merged(target, candidate.quotes(self.tz), text)
+            body += f"\n{candidate.provenance(self.tz)}"
+            try:
+                entry, _ = await self.tools.edits.update(
+                    target.kind,
+                    target.name,
+                    description=description,
+                    body=body,
+                    stability_delta=1,
+                    score_delta=0.1,
+                    verified=None,
+                    if_match=target.etag,
+                )
+            except PreconditionFailed:
+                target = await self.tools.memories.get(target.kind, target.name)
+                continue
+            entry = await self._merge_fields(entry, candidate)
+            self.ledger.add_updated(ItemRef(target.kind, entry.name, str(entry.path)))
+            return entry
+        raise PreconditionFailed(f"{target.kind.value} {target.name!r} kept changing; try again")
 
     async def _merge_fields(self, entry: Entry, candidate: Candidate) -> Entry:
         """A merged entry's front matter says who and which lines it now rests on."""
@@ -230,7 +238,13 @@ class Writer:
             text = change.text or candidate.text
             fact = people.Fact(text, day)
             facts = {at: fact.text for at, fact in body.facts}
-            if change.action in ("merge", "supersede") and facts.get(change.at) == change.old:
+            keeps = change.action == "merge" and not carries(text, change.old)
+            if keeps and carries(change.old, text):
+                return "known"  # the merged line says less than the line it would replace
+            if keeps:
+                body.add(fact)  # it leaves out what the old line says: both lines stay
+                outcome = "added"
+            elif change.action in ("merge", "supersede") and facts.get(change.at) == change.old:
                 superseded = day or "" if change.action == "supersede" else None
                 body.replace(change.at, fact, superseded_on=superseded)
                 outcome = "merged" if change.action == "merge" else "superseded"
@@ -286,16 +300,6 @@ class Writer:
             name = await self.tools.edits.profile_name(user)  # as the prompt reads it
             if name == SELF_PROFILE:
                 return "duplicate"
-        try:
-            before = await self.tools.memories.get(Kind.PROFILE, name)
-            lines = before.body.rstrip("\n").split("\n") if before.body.strip() else []
-        except NotFound:
-            lines = []
-        if any(similarity(line, candidate.text) >= DUPLICATE_SIMILARITY for line in lines):
-            return "duplicate"
-        when = candidate.when
-        day = f" ({when.astimezone(self.tz).date().isoformat()})" if when else ""
-        lines = [*lines, f"- {candidate.text}{day}"][-MAX_PROFILE_LINES:]
         if user is None:
             description = (
                 "智能体的自我认知与人格画像" if self.lang == "zh" else "The agent's view of itself"
@@ -304,14 +308,64 @@ class Writer:
         else:
             description = f"用户 {user} 的画像" if self.lang == "zh" else f"Profile of user {user}"
             defaults = {"user_id": user, "type": "identity"}
-        try:
-            entry = await self.tools.edits.write_profile(
-                name, "\n".join(lines), description=description, defaults=defaults, strict=True
-            )
-        except ProfileRefused:
-            return "profile_refused"
-        self.ledger.add_profile(f"{'about_me' if user is None else 'user ' + name} ({entry.path})")
-        return "added"
+        when = candidate.when
+        line = f"- {candidate.text}{f' ({when.astimezone(self.tz).date()})' if when else ''}"
+        for _ in range(RETRIES):
+            try:
+                before: Entry | None = await self.tools.memories.get(Kind.PROFILE, name)
+            except NotFound:
+                before = None
+            lines = before.body.rstrip("\n").split("\n") if before and before.body.strip() else []
+            if any(similarity(_said(ln), candidate.text) >= DUPLICATE_SIMILARITY for ln in lines):
+                return "duplicate"
+            if before is not None and sum(1 for ln in lines if ln.strip()) >= MAX_PROFILE_LINES:
+                why = f"the profile holds {MAX_PROFILE_LINES} lines: tidy it by hand for more"
+                refusal = Refusal(candidate.text, why)
+                self.ledger.add_refused_profile(name, str(before.path), [refusal], False)
+                return "profile_refused"
+            try:
+                entry = await self.tools.edits.write_profile(
+                    name,
+                    "\n".join([*lines, line]),
+                    description=description,
+                    defaults=defaults,
+                    strict=True,
+                    if_match=before.etag if before else "",
+                )
+            except ProfileRefused:
+                return "profile_refused"
+            except PreconditionFailed:
+                continue  # a person's edit meanwhile: read again, added to as it is now
+            name_of = "about_me" if user is None else f"user {name}"
+            self.ledger.add_profile(f"{name_of} ({entry.path})")
+            return "added"
+        raise PreconditionFailed(f"profile {name!r} kept changing; try again")
+
+
+def _said(line: str) -> str:
+    """A profile line's own words: its bullet and the day a dream wrote after it left out
+    (the day's numbers made a fact said again look new)."""
+    found = _PROFILE_LINE.match(line)
+    return found["text"] if found else line
+
+
+def _merged(target: Entry, quotes: str, text: str) -> tuple[str, str]:
+    """A merged entry's body (without its new source line) and description. The old text
+    (all but the quotes and sources) gives way to ``text`` only when ``text`` carries every
+    word of it; else it stays whole, as it was, and ``text`` follows it when it adds
+    anything. So does the old description."""
+    old = target.body.split("\n")
+    old_quotes = [line for line in old if line.startswith("> ")]
+    old_sources = [line for line in old if line.startswith("Source: ")]
+    old_text = "\n".join(line for line in old if not line.startswith(("> ", "Source: "))).strip()
+    if carries(text, old_text):
+        lead = text
+    else:
+        lead = old_text if carries(old_text, text) else f"{old_text}\n\n{text}"
+    described = lead == text and carries(text, target.description)
+    new_quotes = [q for q in quotes.split("\n") if q not in old_quotes]
+    body = "\n".join([lead, "", *old_quotes, *new_quotes, "", *old_sources])
+    return body, first_sentence(text) if described else target.description
 
 
 def _planned_for(candidate: Candidate, tz: dt.tzinfo) -> dt.datetime | None:

@@ -1,0 +1,234 @@
+"""What a person wrote survives a dream: a merge that leaves part of an entry out keeps
+it, an edit made while the model decides is not written over, a profile loses no line, a
+skill a person keeps (``auto_merge: false``) is neither merged into nor archived. And one
+log the model's side refuses does not hold back the others."""
+
+from __future__ import annotations
+
+import pytest
+
+from somnid.dream.llm.base import LLMRejected
+from somnid.dream.pipeline.people import parse
+from somnid.memory.kinds import Kind
+from somnid.runtime import Runtime
+from tests.dream.pipeline.fakes import Request, ScriptedJSON, by_stage, decision, extraction
+from tests.dream.pipeline.helpers import conversation
+from tests.dream.pipeline.test_pipeline import BOSTON, entries, use
+
+HAND_KITE = "Calvin bought a red kite for his niece Mira.\n\n## Notes\n- Her birthday is in June.\n"
+MERGED = "Calvin bought a blue kite for his niece Mira, at the harbour in Boston."
+KITE = "Calvin bought a blue kite for Mira."
+
+
+async def _hand_kite(rt: Runtime) -> None:
+    await rt.memories.create(
+        Kind.KNOWLEDGE,
+        "calvin-kite",
+        description="Kites Calvin bought",
+        body=HAND_KITE,
+        fields={"type": "fact"},
+    )
+
+
+def _kite_merge() -> ScriptedJSON:
+    return ScriptedJSON(
+        by_stage(
+            lambda r: extraction(("fact", ["L1", "L3"], KITE)), decision("merge", "E1", MERGED)
+        )
+    )
+
+
+async def test_a_merge_keeps_the_old_text_its_merged_text_leaves_out(runtime: Runtime) -> None:
+    await _hand_kite(runtime)
+    await conversation(runtime, "chat-1", *BOSTON)
+    use(runtime, _kite_merge())
+    result = await runtime.dreamer.run("test")
+    assert result.candidates["merged"] == 1, result.candidates
+    entry = await runtime.memories.get(Kind.KNOWLEDGE, "calvin-kite")
+    # "red" and the person's notes are not in the merged text: all of it stays, as written.
+    assert entry.body.startswith(HAND_KITE.strip() + "\n\n" + MERGED + "\n")
+    assert entry.description == "Kites Calvin bought"
+    assert "Source: session log" in entry.body
+
+
+async def test_a_persons_edit_while_the_model_decides_is_not_written_over(
+    runtime: Runtime,
+) -> None:
+    await _hand_kite(runtime)
+    await conversation(runtime, "chat-1", *BOSTON)
+    llm = use(runtime, _kite_merge())
+    edited = HAND_KITE + "- Freeze from Dec 20 to Jan 5.\n"
+
+    async def edit_when_asked_to_decide() -> None:
+        if len(llm.requests) == 1:  # the extraction was answered; the decision is asked
+            await runtime.memories.update(Kind.KNOWLEDGE, "calvin-kite", body=edited)
+
+    llm.before = edit_when_asked_to_decide
+    result = await runtime.dreamer.run("test")
+    assert [r.stage for r in llm.requests] == ["extract", "decide"]
+    assert result.candidates["merged"] == 1, result.candidates
+    entry = await runtime.memories.get(Kind.KNOWLEDGE, "calvin-kite")
+    assert entry.body.startswith(edited.strip() + "\n\n" + MERGED + "\n")
+
+
+async def test_a_merge_that_carries_every_old_word_replaces_the_text(runtime: Runtime) -> None:
+    await runtime.memories.create(
+        Kind.KNOWLEDGE,
+        "calvin-kite",
+        description="Calvin bought a kite for his niece Mira.",
+        body="Calvin bought a kite for his niece Mira.",
+        fields={"type": "fact"},
+    )
+    await conversation(runtime, "chat-1", *BOSTON)
+    use(runtime, _kite_merge())
+    assert (await runtime.dreamer.run("test")).candidates["merged"] == 1
+    entry = await runtime.memories.get(Kind.KNOWLEDGE, "calvin-kite")
+    assert entry.body.startswith(MERGED + "\n\n> ")
+    assert entry.description == MERGED
+
+
+PIA = (
+    ("Pia", "Morning! The cats woke me at five again."),
+    ("Ola", "Ha, how many cats do you have now?"),
+    ("Pia", "Two cats, still. They run the flat."),
+    ("Ola", "Sounds like it, see you at lunch."),
+)
+
+
+async def test_a_merged_line_of_a_person_that_says_less_keeps_the_old_line(
+    runtime: Runtime,
+) -> None:
+    body = "- Pia keeps two cats, named Miso and Tofu. (2023-09-01)\n"
+    fields = {"type": "person", "about": "Pia", "actors": "Pia"}
+    await runtime.memories.create(
+        Kind.KNOWLEDGE, "about-pia", description="What is known of Pia", body=body, fields=fields
+    )
+    await conversation(runtime, "chat-1", *PIA)
+    use(
+        runtime,
+        ScriptedJSON(
+            by_stage(
+                lambda r: extraction(("fact", ["L3"], "Pia keeps two cats.")),
+                decision("merge", "E1", "Pia keeps two cats."),
+            )
+        ),
+    )
+    result = await runtime.dreamer.run("test")
+    assert result.candidates["known"] == 1, result.candidates
+    pia = await runtime.memories.get(Kind.KNOWLEDGE, "about-pia")
+    assert [f.text for _, f in parse(pia.body).facts] == [
+        "Pia keeps two cats, named Miso and Tofu."
+    ]
+
+
+EVE = (
+    ("eve", "I play chess at the library every Saturday."),
+    ("Sam", "Nice, since when?"),
+    ("eve", "Since spring. It is the best part of my week."),
+    ("Sam", "Good for you."),
+)
+CHESS = "eve plays chess at the library every Saturday."
+
+
+async def _profile(rt: Runtime, body: str) -> None:
+    await rt.memories.create(
+        Kind.PROFILE, "eve", description="Profile of user eve", body=body, fields={"user_id": "eve"}
+    )
+
+
+def _about_eve() -> ScriptedJSON:
+    return ScriptedJSON(by_stage(lambda r: extraction(("about_user", ["L1"], CHESS))))
+
+
+async def test_a_profile_line_is_added_and_none_is_taken_away(runtime: Runtime) -> None:
+    hand = "# Eve's own profile (keep!)\n\nWritten by Eve herself.\n\n" + "\n".join(
+        f"- Hand note {n}" for n in range(197)
+    )
+    await _profile(runtime, hand)
+    await conversation(runtime, "chat-1", *EVE, user="eve")
+    use(runtime, _about_eve())
+    result = await runtime.dreamer.run("test")
+    assert result.candidates.get("profile") == 1, {k: v for k, v in result.candidates.items() if v}
+    profile = await runtime.memories.get(Kind.PROFILE, "eve")
+    assert profile.body.startswith(hand + "\n- " + CHESS)  # 200 lines now, every one kept
+
+    # Full: the next line is refused and said in the journal; the profile is as it was.
+    await conversation(runtime, "chat-2", ("eve", "I also swim on Mondays."), user="eve")
+    said = "eve swims on Mondays."
+    use(runtime, ScriptedJSON(by_stage(lambda r: extraction(("about_user", ["L1"], said)))))
+    result = await runtime.dreamer.run("test")
+    assert result.candidates["profile_refused"] == 1, result.candidates
+    assert (await runtime.memories.get(Kind.PROFILE, "eve")).body == profile.body
+    assert result.journal is not None
+    journal = (runtime.settings.data_dir / result.journal).read_text()
+    assert "tidy it by hand" in journal
+
+
+async def test_a_profile_fact_said_again_another_day_is_not_a_second_line(
+    runtime: Runtime,
+) -> None:
+    await _profile(runtime, f"- {CHESS} (2023-09-01)\n")
+    await conversation(runtime, "chat-1", *EVE, user="eve")
+    use(runtime, _about_eve())
+    result = await runtime.dreamer.run("test")
+    assert result.candidates["duplicate"] == 1, result.candidates
+    assert (await runtime.memories.get(Kind.PROFILE, "eve")).body == f"- {CHESS} (2023-09-01)\n"
+
+
+RELEASE = (
+    ("Calvin", "To cut a release, tag the commit, then run make publish from a clean tree."),
+    ("Dana", "And announce it in the channel afterwards?"),
+    ("Calvin", "Yes, always announce it once the packages are up."),
+    ("Dana", "Got it."),
+)
+
+
+@pytest.mark.parametrize("action", ["supersede", "merge"])
+async def test_a_skill_a_person_keeps_is_neither_merged_nor_archived(
+    runtime: Runtime, action: str
+) -> None:
+    kept = "Tag the commit, then run make publish.\n"
+    await runtime.memories.create(
+        Kind.SKILL, "cut-release", description="Shipping", body=kept, fields={"auto_merge": False}
+    )
+    await conversation(runtime, "chat-1", *RELEASE)
+    text = "To cut a release, tag the commit, run make publish from a clean tree, then announce it."
+    llm = use(
+        runtime,
+        ScriptedJSON(
+            by_stage(
+                lambda r: extraction(("procedure", ["L1", "L3"], text)),
+                decision(action, "E1", text),
+            )
+        ),
+    )
+    result = await runtime.dreamer.run("test")
+    assert [r.stage for r in llm.requests] == ["extract", "decide"]
+    assert result.candidates["added"] == 1, {k: v for k, v in result.candidates.items() if v}
+    skill = await runtime.memories.get(Kind.SKILL, "cut-release")
+    assert (skill.archived, skill.body) == (False, kept)
+    assert len(entries(runtime, Kind.SKILL)) == 2  # the new procedure beside it
+
+
+async def test_one_log_the_model_refuses_leaves_it_pending_and_the_others_dreamed(
+    runtime: Runtime,
+) -> None:
+    refused = await conversation(runtime, "chat-0", ("Calvin", "FORBIDDEN words here."))
+    others = [await conversation(runtime, f"chat-{n}", *BOSTON) for n in (1, 2)]
+
+    def script(request: Request) -> str:
+        if "FORBIDDEN" in request.prompt:
+            raise LLMRejected("HTTP 400: the prompt was flagged")
+        return extraction(("fact", ["L3"], KITE))
+
+    llm = use(runtime, ScriptedJSON(by_stage(script)))
+    result = await runtime.dreamer.run("test")
+    assert result.processed == others, (result.status, result.reason)
+    assert refused in {p.path.stem for p in await runtime.sessions.pending_logs()}
+    # The logs after it were asked at the level the server takes, not the one it refused.
+    after = [r for r in llm.requests if "FORBIDDEN" not in r.prompt]
+    assert all(r.options and r.options.response_format for r in after)
+
+    # Refused alone, it is the endpoint's refusal: the dream says so, as before.
+    result = await runtime.dreamer.run("test")
+    assert result.status == "interrupted" and "flagged" in (result.reason or "")

@@ -21,16 +21,61 @@ import time
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
-from somnid.history.git import BRANCH, Git
+from somnid.history.git import BRANCH, Git, GitError
 from somnid.memory.entry import Entry
 from somnid.memory.kinds import Kind
 from somnid.memory.names import live_name
+from somnid.provenance import Actor
+from somnid.sessions.redact import Scrubbed
 from somnid.store.layout import Layout
 
 log = logging.getLogger(__name__)
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+
+
+@dataclass(frozen=True, slots=True)
+class Purged:
+    kind: str
+    name: str
+    removed: list[str]
+    history: bool
+    rewritten: int
+    commit: str | None
+    estimated_s: float | None = None
+    seconds: float = 0.0
+    scrubbed: list[Scrubbed] = field(default_factory=list)
+    """Session logs the purged text was scrubbed from (on request)."""
+    dropped: int = 0
+    """Commits of the rewrite that changed nothing but the entry: gone, not rebuilt."""
+
+    def record(
+        self, at: str, scrub_logs: bool, scrub_error: str | None, by: Actor
+    ) -> dict[str, Any]:
+        """The purge's line in the audit log."""
+        return {
+            "at": at, "action": "purge", "kind": self.kind, "name": self.name,
+            "paths": self.removed, "history": self.history,
+            "rewritten_commits": self.rewritten, "dropped_commits": self.dropped,
+            "estimated_seconds": self.estimated_s, "seconds": self.seconds,
+            "scrub_logs": scrub_logs, "scrubbed_logs": [str(item.path) for item in self.scrubbed],
+            "scrubbed_count": sum(item.replaced for item in self.scrubbed),
+            "scrub_error": scrub_error, "by": by.name, "agent": by.agent, "session": by.session,
+        }  # fmt: skip
+
+
+def committable(git: Git) -> None:
+    """GitError before anything is deleted when git could not take the purge's commit:
+    another git holds the repository's index or HEAD (or a killed one left its lock). A
+    purge that deleted first answered 503, left no audit line, and its removal was later
+    committed as a hand edit."""
+    for lock in ("index.lock", "HEAD.lock"):
+        if (git.git_dir / lock).exists():
+            raise GitError(
+                f"git's {lock} is held (another git runs, or one was killed and left it; "
+                f"remove {git.git_dir / lock} if none runs): nothing was purged"
+            )
 
 
 def entry_specs(layout: Layout, kind: Kind, name: str) -> list[str]:

@@ -34,6 +34,7 @@ from somnid.history.committer import Committer
 from somnid.history.gate import PruneGate
 from somnid.history.git import Git, find_git
 from somnid.history.identity import IdentityChange, identity_log
+from somnid.history.purge import Purged
 from somnid.history.revert import Entry, Reverted, revert
 from somnid.memory.clock import Clock
 from somnid.memory.kinds import Kind
@@ -47,22 +48,6 @@ from somnid.store.layout import Layout
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 SYSTEM = Actor("somnid", "somnid")
-
-
-@dataclass(frozen=True, slots=True)
-class Purged:
-    kind: str
-    name: str
-    removed: list[str]
-    history: bool
-    rewritten: int
-    commit: str | None
-    estimated_s: float | None = None
-    seconds: float = 0.0
-    scrubbed: list[Scrubbed] = dataclasses.field(default_factory=list)
-    """Session logs the purged text was scrubbed from (on request)."""
-    dropped: int = 0
-    """Commits of the rewrite that changed nothing but the entry: gone, not rebuilt."""
 
 
 @dataclass(slots=True)
@@ -301,52 +286,43 @@ class History:
         self._not_purging()
         if scrub_logs and self.scrub_logs is None:
             raise Unavailable("the session logs cannot be scrubbed here", code="scrub_off")
-        names = [name, *(await self._archived_copies(kind, name))]
-        texts = [*(await self._texts(kind, names)), *phrases] if scrub_logs else []
-        redact.phrases(texts)  # too many: 400 now, before anything is deleted
-        specs = purging.entry_specs(self.layout, kind, name) + [
-            str(self.layout.relative(self.layout.entry_folder(kind, copy, archived=True)))
-            for copy in names[1:]
-        ]
-        actor = current_actor() or SYSTEM
-        progress = purging.Progress(kind.value, name, self.clock.now().isoformat(), history)
-        read: Version | None = None if if_match is None else (kind, name, if_match)
-        if none_live:
-            read = (kind, name, None)
-        if self.committer is None:
-            removed = await asyncio.to_thread(self.memories.remove_paths, specs, unchanged=read)
-            rewritten, commit = 0, None
-        else:
-            try:
-                removed, rewritten, commit = await self._locked(
-                    lambda c: self._purge(c, kind, name, specs, progress, actor, read)
-                )
-            finally:
-                self.purging = None
+        # No archive of it lands between the listing of its copies and the purge (one
+        # moved it to a copy the purge never deleted, and the purge answered 200).
+        async with self.memories.holding(purging.entry_specs(self.layout, kind, name)):
+            names = [name, *(await self._archived_copies(kind, name))]
+            texts = [*(await self._texts(kind, names)), *phrases] if scrub_logs else []
+            redact.phrases(texts)  # too many: 400 now, before anything is deleted
+            specs = purging.entry_specs(self.layout, kind, name) + [
+                str(self.layout.relative(self.layout.entry_folder(kind, copy, archived=True)))
+                for copy in names[1:]
+            ]
+            actor = current_actor() or SYSTEM
+            progress = purging.Progress(kind.value, name, self.clock.now().isoformat(), history)
+            read: Version | None = None if if_match is None else (kind, name, if_match)
+            if none_live:
+                read = (kind, name, None)
+            if self.committer is None:
+                removed = await asyncio.to_thread(self.memories.remove_paths, specs, unchanged=read)
+                rewritten, commit = 0, None
+            else:
+                try:
+                    removed, rewritten, commit = await self._locked(
+                        lambda c: self._purge(c, kind, name, specs, progress, actor, read)
+                    )
+                finally:
+                    self.purging = None
         seconds = round(progress.elapsed_s(), 3)
         dropped = max(0, progress.commits - rewritten) if history else 0
         if not removed and not progress.commits and not phrases:
-            raise NotFound(f"no {kind.value} named {name!r}, live, archived or in history")
+            where = "live, archived or in history" if history else "live or archived"
+            raise NotFound(f"no {kind.value} named {name!r}, {where}")
         scrubbed, failed = await self._scrub(texts)
-        record = {
-            "at": self.clock.now().isoformat(),
-            "action": "purge",
-            "kind": kind.value,
-            "name": name,
-            "paths": removed,
-            "history": history,
-            "rewritten_commits": rewritten,
-            "dropped_commits": dropped,
-            "estimated_seconds": progress.estimated_s,
-            "seconds": seconds,
-            "scrub_logs": scrub_logs,
-            "scrubbed_logs": [str(item.path) for item in scrubbed],
-            "scrubbed_count": sum(item.replaced for item in scrubbed),
-            "scrub_error": failed.detail if failed else None,
-            "by": actor.name,
-            "agent": actor.agent,
-            "session": actor.session,
-        }
+        done = purging.Purged(
+            kind.value, name, removed, history, rewritten, commit, progress.estimated_s,
+            seconds, scrubbed, dropped,
+        )  # fmt: skip
+        why = failed.detail if failed else None
+        record = done.record(self.clock.now().isoformat(), scrub_logs, why, actor)
         await asyncio.to_thread(audit, self.layout.root, record)
         await self._reindex(
             [str(self.layout.relative(self.layout.entry_file(kind, name)))]
@@ -362,10 +338,7 @@ class History:
                 log.warning("purge: the index files may keep a copy until later: %s", exc.detail)
         if failed is not None:
             raise failed
-        return Purged(
-            kind.value, name, removed, history, rewritten, commit, progress.estimated_s,
-            seconds, scrubbed, dropped,
-        )  # fmt: skip
+        return done
 
     async def _scrub(self, texts: list[str]) -> tuple[list[Scrubbed], SomnidError | None]:
         """Scrub ``texts`` from the session logs; a failure is returned, not raised: the
@@ -430,6 +403,7 @@ class History:
         read: Version | None,
     ) -> tuple[list[str], int, str | None]:
         known = purging.in_history(committer.git, specs)
+        purging.committable(committer.git)
         removed = self.memories.remove_paths(specs, unchanged=read)
         if not removed and not (progress.history and known):
             return [], 0, None

@@ -204,6 +204,17 @@ class MemoryService:
         """:meth:`MemoryStore.hold`: no write to ``specs`` while held (409 ``purge_running``)."""
         return self._store.hold(specs)
 
+    @contextlib.asynccontextmanager
+    async def holding(self, specs: list[str]) -> AsyncIterator[None]:
+        """:meth:`hold` from the event loop: taken and let go in a worker thread (the store's
+        lock may be held a while, by a commit)."""
+        held = self._store.hold(specs)
+        await asyncio.to_thread(held.__enter__)
+        try:
+            yield
+        finally:
+            await asyncio.to_thread(held.__exit__, None, None, None)
+
     def put_raw(
         self,
         path: Path,

@@ -3,38 +3,84 @@ nothing else. The store calls it under its write lock."""
 
 from __future__ import annotations
 
+import errno
 import logging
+import os
 import shutil
-from pathlib import PurePosixPath
+import stat
+from pathlib import Path, PurePosixPath
 
-from somnid.errors import PreconditionFailed
+from somnid.errors import BrokenFile, PreconditionFailed
 from somnid.memory.entry import Entry
 from somnid.memory.kinds import Kind
 from somnid.store.atomic import fsync_dir, storage_error
-from somnid.store.layout import Layout
+from somnid.store.layout import FOLDER_FILES, Layout
+from somnid.store.safe import check_no_links
 
 log = logging.getLogger(__name__)
 
 
-def remove_entry_path(layout: Layout, spec: str) -> bool:
-    """Delete ``spec`` (relative to the data dir) where it is an entry's folder or a
-    profile's file; whether something was removed. Any other path (``memory/knowledge``,
-    ``memory/../index``, from a purge line edited by hand) is left as it is."""
+def remove_entry_paths(layout: Layout, specs: list[str]) -> list[str]:
+    """Delete each of ``specs`` (relative to the data dir) that holds an entry: an entry's
+    folder with its entry file, or a profile's file. All or none: when one could not be
+    deleted (a folder somnid may not change), nothing is, and StorageError says why. The
+    ones deleted are returned."""
+    paths = [(spec, path) for spec in specs if (path := _entry_at(layout, spec)) is not None]
+    for _, path in paths:
+        _check_removable(path)
+    removed = []
+    for spec, path in paths:
+        try:
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
+            fsync_dir(path.parent)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise storage_error(exc, path) from exc
+        removed.append(spec)
+    return removed
+
+
+def _entry_at(layout: Layout, spec: str) -> Path | None:
+    """``spec``'s path when an entry is there, reached without a link. Any other path
+    (``memory/knowledge``, ``memory/../index``, from a purge line edited by hand; a folder
+    of a person's files holding no entry file; anything below a linked folder, which may
+    lead out of the data dir) is left as it is."""
     path = layout.root / PurePosixPath(spec)
     if not layout.is_entry_path(path):
         log.warning("not removed, no entry's path: %r", spec)
-        return False
+        return None
     try:
-        if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path)
-        elif path.exists() or path.is_symlink():
-            path.unlink()
-        else:
-            return False
-        fsync_dir(path.parent)
-    except OSError as exc:
-        raise storage_error(exc, path) from exc
-    return True
+        check_no_links(layout.root, path.parent)
+    except BrokenFile as exc:
+        log.warning("not removed: %s", exc.detail)
+        return None
+    inside = [path / name for name in FOLDER_FILES] if _is_folder(path) else [path]
+    if not any(os.path.lexists(file) and not _is_folder(file) for file in inside):
+        return None
+    return path
+
+
+def _is_folder(path: Path) -> bool:
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _check_removable(path: Path) -> None:
+    """StorageError (``read_only``) unless somnid may delete ``path``: write access to the
+    folder holding it and, for a folder, to each folder within."""
+    folders = [path.parent]
+    if _is_folder(path):
+        folders += [Path(top) for top, _dirs, _files in os.walk(path)]
+    for folder in folders:
+        if not os.access(folder, os.W_OK | os.X_OK):
+            denied = PermissionError(errno.EACCES, "permission denied", str(folder))
+            raise storage_error(denied, folder)
 
 
 def as_read(live: Entry | None, kind: Kind, name: str, etag: str | None) -> None:

@@ -9,9 +9,8 @@ from pydantic import Field, StringConstraints
 from somnid.api.schemas.common import Schema
 from somnid.history.identity import IdentityChange
 from somnid.history.log import Change, Commit, EntryDiff
-from somnid.history.purge import Progress
+from somnid.history.purge import Progress, Purged
 from somnid.history.revert import Reverted
-from somnid.history.service import Purged
 
 
 class ChangeOut(Schema):

@@ -22,8 +22,7 @@ from somnid.memory.kinds import Kind
 from somnid.recall import reconcile, system
 from somnid.recall.index import Index
 from somnid.runtime import Runtime
-from somnid.store.layout import Layout
-from somnid.store.memories import MemoryStore
+from tests.stores import open_store
 
 START = dt.datetime(2026, 10, 3, 12, 0, tzinfo=dt.UTC)
 
@@ -280,7 +279,7 @@ def test_rows_read_again_keep_answering_meanwhile(
 ) -> None:
     """Each row is derived again in place: a search in the middle of the re-read finds every
     entry (emptying the index first left keyword search blank until the end)."""
-    store = MemoryStore(Layout(tmp_path / "data"), ManualClock(START))
+    store = open_store(tmp_path / "data", ManualClock(START))
     index = Index(tmp_path / "index.sqlite")
     reconciler = reconcile.Reconciler(store, index, ManualClock(START))
     for number in range(5):

@@ -26,6 +26,7 @@ from tests.conftest import START
 from tests.daemon import Daemon, start_daemon
 from tests.dream.fakes import AGENTIC, ScriptedLLM, call, say
 from tests.dream.pipeline.fakes import ScriptedJSON
+from tests.stores import made_layout
 
 FORGED = "<!-- id: m1 -->"
 """A message line that looks like an id line: written escaped, read back as text."""
@@ -85,7 +86,7 @@ def test_a_resend_after_a_restart_is_written_once(tmp_path: Path) -> None:
 def test_a_resend_after_a_crash_is_written_once(tmp_path: Path) -> None:
     """What a SIGKILL leaves is what was appended and fsynced: a log never closed. A new
     writer on the same folder (the next start) reads the ids back from it."""
-    layout = Layout(tmp_path / "data")
+    layout = made_layout(tmp_path / "data")
     capture = CaptureSettings()
     crashed = SessionLogs(layout, ManualClock(START), capture)
     crashed.append_messages("s", [Message("user", "Said just before the crash.", id="e:5")])
@@ -179,7 +180,7 @@ def test_old_logs_without_ids_still_read(original_data_dir: Path) -> None:
 
 
 def test_recall_reads_back_only_the_recent_logs(tmp_path: Path) -> None:
-    layout = Layout(tmp_path / "data")
+    layout = made_layout(tmp_path / "data")
     layout.session_log_archive.mkdir(parents=True)
     when = START
 

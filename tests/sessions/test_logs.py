@@ -18,11 +18,12 @@ from somnid.store import frontmatter
 from somnid.store.atomic import write_atomic
 from somnid.store.layout import Layout
 from tests.conftest import START
+from tests.stores import made_layout
 
 
 @pytest.fixture
 def layout(tmp_path: Path) -> Layout:
-    return Layout(tmp_path / "data")
+    return made_layout(tmp_path / "data")
 
 
 def open_logs(layout: Layout, **capture: object) -> SessionLogs:

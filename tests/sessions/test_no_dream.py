@@ -22,11 +22,12 @@ from somnid.store.layout import Layout
 from tests.api.problems import assert_problem
 from tests.clients import app_client
 from tests.conftest import START
+from tests.stores import made_layout
 
 
 @pytest.fixture
 def layout(tmp_path: Path) -> Layout:
-    return Layout(tmp_path / "data")
+    return made_layout(tmp_path / "data")
 
 
 def open_logs(layout: Layout, **capture: object) -> SessionLogs:
@@ -265,7 +266,7 @@ def test_an_id_capture_would_refuse_makes_the_list_broken_not_the_start(
 ) -> None:
     # A review: {"sessions": ["a", "\ud800", "a"]} failed the start (writing it back
     # raised), and with ["\ud800"] every mark answered 500 before marking the logs.
-    layout.root.mkdir(parents=True)
+    layout.root.mkdir(parents=True, exist_ok=True)
     (layout.root / "no-dream.json").write_text(content)
     logs = open_logs(layout)
     assert logs.recall()[0] == 0
@@ -275,7 +276,7 @@ def test_an_id_capture_would_refuse_makes_the_list_broken_not_the_start(
 
 
 def test_a_fifo_in_the_list_s_place_hangs_nothing(layout: Layout) -> None:
-    layout.root.mkdir(parents=True)
+    layout.root.mkdir(parents=True, exist_ok=True)
     os.mkfifo(layout.root / "no-dream.json")
     assert open_logs(layout).recall()[0] == 0  # read as broken, not waited on
 

@@ -15,8 +15,7 @@ import pytest
 from somnid.memory.clock import ManualClock
 from somnid.memory.kinds import Kind
 from somnid.store.counts import MAX_AGE_S, SETTLED_NS, FolderCounts
-from somnid.store.layout import Layout
-from somnid.store.memories import MemoryStore
+from tests.stores import open_store
 
 START = dt.datetime(2026, 10, 3, 12, 0, tzinfo=dt.UTC)
 LONG_AGO_NS = 1_700_000_000 * 1_000_000_000  # a settled mtime: November 2023
@@ -215,7 +214,7 @@ def test_a_background_count_runs_in_a_thread_and_a_folder_gone_meanwhile_is_no_e
 
 @pytest.mark.parametrize("kind", [Kind.KNOWLEDGE, Kind.EPISODE])
 def test_the_store_counts_creates_archives_and_hand_removals(tmp_path: Path, kind: Kind) -> None:
-    store = MemoryStore(Layout(tmp_path), ManualClock(START))
+    store = open_store(tmp_path, ManualClock(START))
     for name in ("one", "two", "three"):
         store.create(kind, name, meta={"description": name}, body="b")
     folder = store.layout.kind_dir(kind)

@@ -12,15 +12,15 @@ from somnid.errors import BrokenFile, Conflict, InvalidName, NotFound, Precondit
 from somnid.memory.clock import ManualClock
 from somnid.memory.kinds import Kind
 from somnid.store.atomic import TEMP_PREFIX, sweep_temp_files, write_atomic
-from somnid.store.layout import Layout
 from somnid.store.memories import MemoryStore
+from tests.stores import open_store
 
 START = dt.datetime(2026, 10, 3, 12, 0, tzinfo=dt.UTC)
 
 
 @pytest.fixture
 def store(tmp_path: Path) -> MemoryStore:
-    return MemoryStore(Layout(tmp_path), ManualClock(START))
+    return open_store(tmp_path, ManualClock(START))
 
 
 def make(store: MemoryStore, name: str, kind: Kind = Kind.KNOWLEDGE, body: str = "b") -> str:

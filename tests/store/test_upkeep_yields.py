@@ -19,9 +19,8 @@ from somnid.errors import BeingWritten
 from somnid.memory.clock import ManualClock
 from somnid.memory.kinds import Kind
 from somnid.store.frontmatter import Document
-from somnid.store.layout import Layout
-from somnid.store.memories import MemoryStore
 from tests.store.test_store import START
+from tests.stores import open_store
 
 HOUR = 3600.0
 
@@ -36,7 +35,7 @@ def _aged(path: Path, seconds: float) -> None:
 
 
 def test_upkeep_yields_to_a_file_modified_a_moment_ago_by_someone_else(tmp_path: Path) -> None:
-    store = MemoryStore(Layout(tmp_path), ManualClock(START))
+    store = open_store(tmp_path, ManualClock(START))
     path = tmp_path / store.create(Kind.KNOWLEDGE, "k", meta={"description": "d"}, body="b").path
     store.mutate(Kind.KNOWLEDGE, "k", _stamp, quiet_s=HOUR)  # its own write a moment ago: fine
     half = path.read_text() + "the first half of what a person types\n"

@@ -18,14 +18,14 @@ import somnid.store.memories as memories_module
 from somnid.errors import NotFound
 from somnid.memory.clock import ManualClock
 from somnid.memory.kinds import Kind
-from somnid.store.layout import Layout
 from somnid.store.memories import MemoryStore
 from tests.store.test_store import START
+from tests.stores import open_store
 
 
 @pytest.fixture
 def store(tmp_path: Path) -> MemoryStore:
-    return MemoryStore(Layout(tmp_path), ManualClock(START))
+    return open_store(tmp_path, ManualClock(START))
 
 
 def _removed_before_the_write(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -11,9 +11,9 @@ from somnid.history.git import Git
 from somnid.memory.clock import ManualClock
 from somnid.memory.kinds import Kind
 from somnid.store.layout import Layout
-from somnid.store.memories import MemoryStore
 from somnid.sync import purges
 from somnid.sync.merging import _merge_commit
+from tests.stores import open_store
 from tests.sync.helpers import git
 
 ENTRY = (
@@ -263,7 +263,7 @@ def test_a_purge_line_edited_by_hand_drops_no_other_entry(tmp_path: Path) -> Non
 
 def test_removing_paths_touches_nothing_but_entries(tmp_path: Path) -> None:
     layout = Layout(tmp_path)
-    store = MemoryStore(layout, ManualClock(dt.datetime(2026, 12, 6, tzinfo=dt.UTC)))
+    store = open_store(layout, ManualClock(dt.datetime(2026, 12, 6, tzinfo=dt.UTC)))
     store.create(Kind.KNOWLEDGE, "w2", meta={"description": "x"}, body="x")
     store.create(Kind.KNOWLEDGE, "keep", meta={"description": "y"}, body="y")
     (tmp_path / "index").mkdir()

@@ -30,7 +30,7 @@ from typing import Any, Protocol
 
 from somnid.history.git import Git, GitError, spare_descriptors
 from somnid.history.leftout import LeftOut
-from somnid.history.messages import commit_message, dream_message, listing
+from somnid.history.messages import commit_message, dream_message, labels, listing
 from somnid.history.noted import Noted, merged
 from somnid.history.pathspecs import ON_COMMAND_LINE, as_tops, with_folders, within
 from somnid.history.staging import commit_paths_only, in_head
@@ -38,6 +38,7 @@ from somnid.memory.entry import Entry
 from somnid.memory.kinds import Kind
 from somnid.provenance import DREAM, Actor, DreamRecord, current_actor
 from somnid.services.memories import MemoryService
+from somnid.store.atomic import folder_missing
 from somnid.store.layout import FOLDER_FILES, Layout
 
 log = logging.getLogger(__name__)
@@ -127,9 +128,7 @@ class Committer:
             return
         actor = current_actor()
         if self.dreaming() and (actor is None or actor == DREAM):
-            # The dreamer acts as DREAM for the whole of its task. Writes of other
-            # requests meanwhile keep their own actor.
-            self._dream[rel] = None
+            self._dream[rel] = None  # the dreamer's task acts as DREAM; others keep theirs
             return
         actor = actor or SOMNID
         if self._queue and self._queue[-1].actor == actor and self._queue[-1].dream is None:
@@ -314,7 +313,11 @@ class Committer:
         # when this flush began (a write announced, a dream's write made meanwhile), is its
         # writer's, never a hand edit.
         held = held | self._noted()
-        if self.memories.writing or not self._commit_loose(HAND, "Hand edit", held, quiet):
+        if (
+            self._gone()  # back later: the sweep waits for it (the folder, or one made anew)
+            or self.memories.writing
+            or not self._commit_loose(HAND, "Hand edit", held, quiet)
+        ):
             self._hand_deferred = True
 
     def _commit_loose(
@@ -364,6 +367,9 @@ class Committer:
         """Commit ``specs`` (each there or tracked); git status's paths are, as they come."""
         if not specs:
             return None
+        gone = self._gone()
+        if gone is not None:  # a person moved it away: its entries are not deleted
+            raise GitError(folder_missing(gone).detail, code="folder_missing")
         # A folder's odd files are excluded by name (git refuses to add a FIFO at all): with
         # pathspec magic on for this one call, every path marked literal.
         every = self.changed_paths() if len(specs) > ON_COMMAND_LINE else None  # one status
@@ -388,10 +394,16 @@ class Committer:
             specs += [f":(exclude,literal){rel}" for rel in odd]
             magic = {"GIT_LITERAL_PATHSPECS": "0"}
         text, env = commit_message(message, actor)
-        if not commit_paths_only(self.git, specs, text, {**magic, **env}, tops=tops):
+        with self.memories.exclusive():  # git reads the files while no write moves them
+            done = commit_paths_only(self.git, specs, text, {**magic, **env}, tops=tops)
+        if not done:
             return None
         self.commits += 1
         return self.git.text("rev-parse", "HEAD").strip()
+
+    def _gone(self) -> Path | None:
+        """memory/ or skills/ if a person moved it away: nothing is committed meanwhile."""
+        return next((top for top in self.layout.tops() if not top.is_dir()), None)
 
     def _stageable(self, paths: list[str]) -> list[str]:
         specs: dict[str, None] = {}
@@ -412,16 +424,7 @@ class Committer:
         return found
 
     def labels(self, paths: Iterable[str]) -> list[str]:
-        """``knowledge/foo``, ``episode/bar (archived)``, or the path for other files."""
-        out: dict[str, None] = {}
-        for rel in paths:
-            what = self.layout.classify(self.layout.root / rel)
-            if what is None:
-                out[rel] = None
-            else:
-                kind, name, archived = what
-                out[f"{kind.value}/{name}{' (archived)' if archived else ''}"] = None
-        return list(out)
+        return labels(self.layout, paths)
 
     def _profiles(self, paths: Iterable[str]) -> list[str]:
         """The profiles among ``paths`` that this commit changes (git's word, not the

@@ -3,10 +3,13 @@ header's value."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 from somnid.memory.text import one_line
 from somnid.provenance import Actor
+from somnid.store.layout import Layout
 
 
 def dream_message(info: dict[str, Any], profiles: list[str] | None = None) -> str:
@@ -60,3 +63,16 @@ def commit_message(message: str, actor: Actor) -> tuple[str, dict[str, str]]:
         "GIT_AUTHOR_EMAIL": f"{actor.source}@somnid",
     }
     return text, env
+
+
+def labels(layout: Layout, paths: Iterable[str]) -> list[str]:
+    """``knowledge/foo``, ``episode/bar (archived)``, or the path for other files."""
+    out: dict[str, None] = {}
+    for rel in paths:
+        what = layout.classify(layout.root / Path(rel))
+        if what is None:
+            out[rel] = None
+        else:
+            kind, name, archived = what
+            out[f"{kind.value}/{name}{' (archived)' if archived else ''}"] = None
+    return list(out)

@@ -58,7 +58,7 @@ def restore_processed(layout: Layout, stem: str) -> Path | None:
             doc = frontmatter.parse(text)
         except (BrokenFile, UnicodeDecodeError):
             doc = None
-        move_atomic(source, target)
+        move_atomic(source, target, within=layout.memory_dir)
         if doc is not None and text.lstrip("\ufeff").startswith(frontmatter.FENCE):
             # As it was before it was processed: its status then, or none (pending).
             if "status_before" in doc.meta:
@@ -66,7 +66,7 @@ def restore_processed(layout: Layout, stem: str) -> Path | None:
             else:
                 doc.meta.pop("status", None)
             doc.meta.pop("dream_skipped", None)
-            write_atomic(target, frontmatter.render(doc).encode("utf-8"))
+            write_atomic(target, frontmatter.render(doc).encode("utf-8"), make_dirs=False)
         return target
 
 
@@ -87,7 +87,7 @@ def _archive(layout: Layout, path: Path, skipped: bool) -> tuple[Path, str]:
     while True:
         target = _free_target(layout.session_log_archive, path.name)
         try:
-            move_atomic(path, target)
+            move_atomic(path, target, within=layout.memory_dir)
             break
         except FileExistsError:
             continue  # taken between the check and the move: take the next name
@@ -109,5 +109,5 @@ def _archive(layout: Layout, path: Path, skipped: bool) -> tuple[Path, str]:
     doc.meta["status"] = "processed"
     if skipped:
         doc.meta["dream_skipped"] = True
-    write_atomic(target, frontmatter.render(doc).encode("utf-8"))
+    write_atomic(target, frontmatter.render(doc).encode("utf-8"), make_dirs=False)
     return target, ""

@@ -384,7 +384,9 @@ class SessionLogs:
             meta["session_id"] = path.stem
             text = frontmatter.render(frontmatter.Document(frontmatter.new_meta(meta), ""))
             try:
-                write_atomic(path, text.encode("utf-8"), exclusive=True)
+                write_atomic(
+                    path, text.encode("utf-8"), exclusive=True, within=self.layout.memory_dir
+                )
             except FileExistsError:
                 continue  # a file nobody told us about took the number: take the next
             break

@@ -121,5 +121,5 @@ def _redact_file(logs: SessionLogs, path: Path, wanted: list[str]) -> int:
         return 0
     changed, count = redact_text(text, wanted)
     if count:
-        write_atomic(path, changed.encode("utf-8"))
+        write_atomic(path, changed.encode("utf-8"), make_dirs=False)
     return count

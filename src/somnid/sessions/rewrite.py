@@ -49,7 +49,7 @@ def own_document(
 
 
 def save(path: Path, doc: frontmatter.Document) -> None:
-    write_atomic(path, frontmatter.render(doc).encode("utf-8"))
+    write_atomic(path, frontmatter.render(doc).encode("utf-8"), make_dirs=False)
 
 
 def pending_of(meta: Any, session_id: str) -> bool:

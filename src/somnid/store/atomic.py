@@ -54,11 +54,17 @@ def append_durably(fd: int, data: bytes, size: int, path: Path) -> None:
         raise storage_error(exc, path) from exc
 
 
-def ensure_dir(path: Path) -> None:
-    """Create ``path`` and any missing parents, syncing each new folder into its parent."""
+def ensure_dir(path: Path, *, within: Path | None = None) -> None:
+    """Create ``path`` and any missing parents, syncing each new folder into its parent.
+
+    ``within`` (memory/ or skills/, an ancestor of ``path``) is never made again: one that is
+    gone was moved or deleted by a person while somnid ran, and a write would begin a new,
+    nearly empty memory in its place (history then recorded every entry as deleted)."""
     missing: list[Path] = []
     probe = path
     while not probe.exists():
+        if probe == within:
+            raise folder_missing(within)
         missing.append(probe)
         probe = probe.parent
     try:
@@ -67,21 +73,39 @@ def ensure_dir(path: Path) -> None:
                 folder.mkdir(mode=0o700)
             fsync_dir(folder.parent)
     except OSError as exc:
+        if within is not None and not within.is_dir():  # moved away meanwhile
+            raise folder_missing(within) from exc
         raise storage_error(exc, path) from exc
 
 
+def folder_missing(folder: Path) -> StorageError:
+    return StorageError(
+        f"{folder.name}/ is missing from the data dir ({folder}): moved or deleted while "
+        "somnid runs. Nothing is written there nor committed to history until it is back; "
+        "to start afresh, make the folder again, empty",
+        code="folder_missing",
+    )
+
+
 def write_atomic(
-    path: Path, data: bytes, *, exclusive: bool = False, mode: int = 0o600, make_dirs: bool = True
+    path: Path,
+    data: bytes,
+    *,
+    exclusive: bool = False,
+    mode: int = 0o600,
+    make_dirs: bool = True,
+    within: Path | None = None,
 ) -> None:
     """Replace ``path`` with ``data`` atomically and durably.
 
     ``exclusive`` refuses to replace an existing file (the caller holds the store lock, so
     checking then linking is race-free within the process; across processes the data-dir
     lock keeps us alone). Without ``make_dirs`` a folder that is not there is not made: a
-    change to an entry a person removed meanwhile must not bring it back.
+    change to an entry a person removed meanwhile must not bring it back; ``within`` is never
+    made (:func:`ensure_dir`).
     """
     if make_dirs:
-        ensure_dir(path.parent)
+        ensure_dir(path.parent, within=within)
     tmp = path.parent / f"{TEMP_PREFIX}{secrets.token_hex(8)}"
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
@@ -101,6 +125,8 @@ def write_atomic(
         raise
     except OSError as exc:
         _discard(tmp)
+        if within is not None and not within.is_dir():  # moved away meanwhile
+            raise folder_missing(within) from exc
         raise storage_error(exc, path) from exc
     except BaseException:
         _discard(tmp)
@@ -112,9 +138,10 @@ def _discard(tmp: Path) -> None:
         tmp.unlink()
 
 
-def move_atomic(source: Path, target: Path) -> None:
-    """Rename a file or folder; refuses to overwrite an existing target."""
-    ensure_dir(target.parent)
+def move_atomic(source: Path, target: Path, *, within: Path | None = None) -> None:
+    """Rename a file or folder; refuses to overwrite an existing target; ``within`` is never
+    made (:func:`ensure_dir`)."""
+    ensure_dir(target.parent, within=within)
     if target.exists():
         raise FileExistsError(str(target))
     try:

@@ -3,6 +3,9 @@
 Two signs, either one enough: a write that failed for want of space or of write access
 (``disk_full``, ``read_only``) and has not been followed by a successful one; and what the
 file system says now (``statvfs``: read-only, or less than :data:`LOW_SPACE_BYTES` free).
+And whether memory/ and skills/ are there: one a person moved away while somnid runs is
+never made again by a write (:func:`somnid.store.atomic.ensure_dir`), so writes there fail
+until it is back.
 A failure is forgotten once a write succeeds, or once ``statvfs`` sees the space back (more
 than low, and more than when the write failed) or the file system writable again. Each
 health probe looks, so the answer is at most one probe old.
@@ -17,6 +20,7 @@ from pathlib import Path
 from typing import Literal
 
 from somnid.errors import StorageError
+from somnid.store.atomic import folder_missing
 
 LOW_SPACE_BYTES = 1024 * 1024
 WATCHED = frozenset({"disk_full", "read_only"})
@@ -41,8 +45,9 @@ class _Look:
 class StorageHealth:
     """Thread-safe: writes report from worker threads, health asks from another."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, folders: tuple[Path, ...] = ()) -> None:
         self.root = root
+        self.folders = folders
         self._lock = threading.Lock()
         self._failure: _Failure | None = None
 
@@ -65,6 +70,9 @@ class StorageHealth:
             failure = self._failure
             if failure is not None and _recovered(failure, look):
                 self._failure = failure = None
+        for folder in self.folders:
+            if not folder.is_dir():
+                return "degraded", folder_missing(folder).detail
         if look.read_only:
             return "degraded", "the data dir's file system is read-only: writes fail (read_only)"
         if look.free is not None and look.free < LOW_SPACE_BYTES:

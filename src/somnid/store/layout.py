@@ -162,6 +162,18 @@ class Layout:
         inside = (path / name for name in FOLDER_FILES)
         return any(self.classify(file) is not None for file in (path, *inside))
 
+    def top_of(self, path: Path) -> Path | None:
+        """memory/ or skills/ when ``path`` is in one: a folder a write never makes again
+        (:func:`somnid.store.atomic.ensure_dir`)."""
+        for top in (self.memory_dir, self.skills_dir):
+            if path == top or top in path.parents:
+                return top
+        return None
+
+    def tops(self) -> tuple[Path, Path]:
+        """The two folders history keeps, made at start."""
+        return self.memory_dir, self.skills_dir
+
     def relative(self, path: Path) -> PurePosixPath:
         return PurePosixPath(path.relative_to(self.root).as_posix())
 

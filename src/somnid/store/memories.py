@@ -38,7 +38,7 @@ from somnid.store.fields import check_fields, render_entry
 from somnid.store.layout import Layout
 from somnid.store.naming import EntryNames
 from somnid.store.reader import MAX_FILE_BYTES, etag_of, gone
-from somnid.store.removal import as_read, remove_entry_path
+from somnid.store.removal import as_read, remove_entry_paths
 from somnid.store.safe import check_no_links, present, read_regular
 
 log = logging.getLogger(__name__)
@@ -359,7 +359,10 @@ class MemoryStore(EntryNames):
         """write_atomic, telling :attr:`health` how it went."""
         self._refuse_held(path)
         try:
-            write_atomic(path, data, exclusive=exclusive, make_dirs=make_dirs, mode=mode)
+            top = self.layout.top_of(path)
+            write_atomic(
+                path, data, exclusive=exclusive, make_dirs=make_dirs, mode=mode, within=top
+            )
         except StorageError as exc:
             if make_dirs or os.path.isdir(path.parent):  # else removed by a person
                 self.health.failed(exc)
@@ -380,7 +383,7 @@ class MemoryStore(EntryNames):
                 "move it away first"
             )
         try:
-            move_atomic(source, target)
+            move_atomic(source, target, within=self.layout.top_of(target))
         except StorageError as exc:
             self.health.failed(exc)
             raise
@@ -436,8 +439,7 @@ class MemoryStore(EntryNames):
                 except NotFound:
                     live = None
                 as_read(live, kind, name, etag)
-            removed = [spec for spec in specs if remove_entry_path(self.layout, spec)]
-        return removed
+            return remove_entry_paths(self.layout, specs)
 
     def raw(self, path: Path) -> bytes:
         """The bytes of an entry file (absolute path), read as safely as :meth:`read` does.

@@ -56,7 +56,7 @@ class EntryReader:
         self.entries_kept = ENTRIES_KEPT
         self._broken: dict[str, BrokenReport] = {}
         self._broken_lock = threading.Lock()
-        self.health = StorageHealth(layout.root)
+        self.health = StorageHealth(layout.root, layout.tops())
         self._counts = FolderCounts()
 
     def read(self, kind: Kind, name: str, *, archived: bool = False) -> Entry:

@@ -1,0 +1,83 @@
+"""memory/ moved away while somnid runs (to a backup, by a tool, by mistake): writes are
+refused with 503 rather than begin a new, nearly empty memory in its place, health says so,
+and history commits nothing meanwhile, so it never records every entry as deleted (which
+sync would then carry to every machine). Put back, everything goes on; made again empty (a
+person starting afresh), its entries' removal is committed as a hand edit."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from somnid.memory.clock import ManualClock
+from tests.api.problems import assert_problem
+from tests.history.helpers import git, history_client, subjects, wait_for
+
+
+@pytest.fixture
+def client(data_dir: Path, clock: ManualClock) -> Iterator[TestClient]:
+    with history_client(data_dir, clock, 0.2) as test_client:
+        yield test_client
+
+
+def _deleted(data_dir: Path) -> list[str]:
+    return git(data_dir, "log", "--diff-filter=D", "--name-only", "--format=").split()
+
+
+def _storage(client: TestClient) -> dict[str, str | None]:
+    storage: dict[str, str | None] = client.get("/v1/health").json()["storage"]
+    return storage
+
+
+def test_memory_moved_away_is_neither_remade_nor_committed_as_deleted(
+    client: TestClient, data_dir: Path, tmp_path: Path
+) -> None:
+    for name in ("alpha", "beta"):
+        made = client.post("/v1/memories/knowledge", json={"name": name, "description": "d"})
+        assert made.status_code == 201, made.text
+    skill = client.post("/v1/memories/skill", json={"name": "deploy", "description": "how"})
+    assert skill.status_code == 201, skill.text
+    wait_for(lambda: any("skill/deploy" in s for s in subjects(data_dir)))
+
+    away = tmp_path / "backup"
+    shutil.move(data_dir / "memory", away)
+    wait_for(lambda: _storage(client)["status"] == "degraded")
+    assert "memory/ is missing" in str(_storage(client)["detail"])
+    made = client.post("/v1/memories/knowledge", json={"name": "gamma", "description": "d"})
+    assert_problem(made, 503, "folder_missing")
+    said = client.post(
+        "/v1/sessions/s1/messages", json={"messages": [{"role": "user", "text": "hi"}]}
+    )
+    assert_problem(said, 503, "folder_missing")
+    assert not (data_dir / "memory").exists()
+    # A hand edit meanwhile (skills/ is still there) wakes history's sweep: it waits too.
+    skill_file = data_dir / "skills/agent_learned_skills/deploy/SKILL.md"
+    skill_file.write_text(skill_file.read_text() + "\nEdited while memory/ was away.\n")
+
+    shutil.move(away, data_dir / "memory")
+    wait_for(lambda: any(s.startswith("Hand edit: skill/deploy") for s in subjects(data_dir)))
+    assert _deleted(data_dir) == []
+    assert _storage(client) == {"status": "ok", "detail": None}
+    assert client.get("/v1/memories/knowledge/alpha").status_code == 200
+    made = client.post("/v1/memories/knowledge", json={"name": "gamma", "description": "d"})
+    assert made.status_code == 201, made.text
+
+
+def test_memory_made_again_empty_is_a_fresh_start_history_keeps_the_old(
+    client: TestClient, data_dir: Path, tmp_path: Path
+) -> None:
+    made = client.post("/v1/memories/knowledge", json={"name": "old", "description": "d"})
+    assert made.status_code == 201, made.text
+    wait_for(lambda: any(s.startswith("POST /v1/memories/knowledge") for s in subjects(data_dir)))
+    shutil.rmtree(data_dir / "memory")
+    wait_for(lambda: _storage(client)["status"] == "degraded")
+    (data_dir / "memory").mkdir()
+    wait_for(lambda: "memory/knowledge/old/SKILL.md" in _deleted(data_dir))
+    assert next(s for s in subjects(data_dir) if "knowledge/old" in s).startswith("Hand edit")
+    made = client.post("/v1/memories/knowledge", json={"name": "new", "description": "d"})
+    assert made.status_code == 201, made.text
+    assert _storage(client) == {"status": "ok", "detail": None}

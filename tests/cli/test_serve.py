@@ -171,3 +171,30 @@ def test_a_bad_flag_is_blamed_on_the_flag_not_on_the_environment(tmp_path: Path)
     env = cli_env(tmp_path / "data", free_port())
     done = somnid(env, "status", "--port", "99999")
     _one_line_error(done, 2, "port = 99999 (command line)")
+
+
+def test_a_start_with_memory_moved_away_refuses_rather_than_delete_it(tmp_path: Path) -> None:
+    # A review: memory/ moved away (to a backup) while somnid was down; the start made it
+    # again, empty, and committed every entry as deleted (which sync carries everywhere).
+    data = tmp_path / "data"
+    (data / "memory/knowledge/k").mkdir(parents=True)
+    (data / "memory/knowledge/k/SKILL.md").write_text("---\nname: k\ndescription: d\n---\nb\n")
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "k"]):
+        subprocess.run(
+            ["git", "-C", str(data), "-c", "user.name=t", "-c", "user.email=t@t", *args],
+            check=True,
+        )
+    (data / "memory").rename(tmp_path / "backup")
+    done = somnid(cli_env(data, free_port()), "serve")
+    _one_line_error(done, 2, "memory is missing, and history holds its files: put it back")
+    assert not (data / "memory").exists()
+    (tmp_path / "backup").rename(data / "memory")
+    assert not (data / "skills").exists()  # missing too, but history holds none of it
+    assert layout_problem_of(data) is None
+
+
+def layout_problem_of(data: Path) -> str | None:
+    from somnid.cli.serve import layout_problem
+    from somnid.store.layout import Layout
+
+    return layout_problem(Layout(data))

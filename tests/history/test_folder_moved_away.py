@@ -54,6 +54,8 @@ def test_memory_moved_away_is_neither_remade_nor_committed_as_deleted(
     )
     assert_problem(said, 503, "folder_missing")
     assert not (data_dir / "memory").exists()
+    purged = client.post("/v1/memories/skill/deploy/purge", params={"confirm": "deploy"})
+    assert_problem(purged, 503, "folder_missing")  # before anything is deleted
     # A hand edit meanwhile (skills/ is still there) wakes history's sweep: it waits too.
     skill_file = data_dir / "skills/agent_learned_skills/deploy/SKILL.md"
     skill_file.write_text(skill_file.read_text() + "\nEdited while memory/ was away.\n")
@@ -81,3 +83,16 @@ def test_memory_made_again_empty_is_a_fresh_start_history_keeps_the_old(
     made = client.post("/v1/memories/knowledge", json={"name": "new", "description": "d"})
     assert made.status_code == 201, made.text
     assert _storage(client) == {"status": "ok", "detail": None}
+
+
+def test_an_empty_skills_folder_removed_holds_no_commit_back(
+    client: TestClient, data_dir: Path
+) -> None:
+    # A review: any missing top folder stopped every commit; skills/, never used, holds
+    # nothing history keeps.
+    shutil.rmtree(data_dir / "skills")
+    made = client.post("/v1/memories/knowledge", json={"name": "still", "description": "d"})
+    assert made.status_code == 201, made.text
+    wait_for(lambda: any("knowledge/still" in s for s in subjects(data_dir)))
+    skill = client.post("/v1/memories/skill", json={"name": "s", "description": "d"})
+    assert_problem(skill, 503, "folder_missing")  # made again only by a person (or a start)

@@ -54,8 +54,23 @@ def test_a_purge_never_deletes_through_a_link(
     knowledge = data_dir / "memory/knowledge"
     knowledge.rename(data_dir / "memory/knowledge.real")
     knowledge.symlink_to(outside)
-    assert _purge(client, "photos").status_code in (404, 409)
+    assert_problem(_purge(client, "photos"), 409, "broken_file")
     assert (outside / "photos" / "SKILL.md").read_text().endswith("precious\n")
+
+
+def test_a_purge_with_a_copy_behind_a_link_removes_nothing(
+    client: TestClient, data_dir: Path, tmp_path: Path
+) -> None:
+    # A review: with memory/archived a link, the live entry went and the copy stayed (200).
+    _make(client, "x", "first")
+    assert client.post("/v1/memories/knowledge/x/archive", json={}).status_code == 200
+    _make(client, "x", "second")
+    archived = data_dir / "memory/archived"
+    archived.rename(tmp_path / "archived")
+    archived.symlink_to(tmp_path / "archived")
+    assert_problem(_purge(client, "x"), 409, "broken_file")
+    assert client.get("/v1/memories/knowledge/x").status_code == 200
+    assert (tmp_path / "archived/x/SKILL.md").is_file()
 
 
 def test_a_folder_holding_no_entry_is_not_purged(client: TestClient, data_dir: Path) -> None:

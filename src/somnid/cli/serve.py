@@ -79,6 +79,19 @@ def data_dir_problem(data_dir: Path) -> str | None:
     return None
 
 
+def _in_history(root: Path, top: str) -> bool:
+    """Whether the data dir's history holds files under ``top`` (False without git)."""
+    from somnid.errors import SomnidError
+    from somnid.history.git import Git
+
+    if not (root / ".git").is_dir():
+        return False
+    try:
+        return bool(Git(root).run("ls-files", "-z", "--", top))
+    except SomnidError:
+        return False
+
+
 def _why(exc: OSError) -> str:
     return exc.strerror or str(exc)
 
@@ -91,6 +104,15 @@ def layout_problem(layout: Layout) -> str | None:
     for folder in (layout.memory_dir, layout.skills_dir, layout.index_dir, layout.models_dir):
         if folder.exists() and not folder.is_dir():
             return f"{folder} is a file where somnid keeps a folder: move it away"
+    for top in layout.tops():
+        if not os.path.lexists(top) and _in_history(layout.root, top.name):
+            # Made anew, its entries would be committed as deleted, and sync would carry
+            # that to every machine.
+            return (
+                f"{top} is missing, and history holds its files: put it back, or bring it "
+                f"back from history (git -C {layout.root} checkout HEAD -- {top.name}); to "
+                "start afresh, make the folder again, empty"
+            )
     token = token_path(layout.root)
     if token.exists() or token.is_symlink():
         if token.is_symlink() or not token.is_file():

@@ -4,8 +4,7 @@ acknowledged, and never on the event loop.
 - A write through the services is announced (``entry_changed``, a MemoryService listener)
   with the actor of the request or tool that made it; the writes of one writer (source,
   agent, session) a flush finds become one commit (:func:`~somnid.history.noted.merged`).
-  A commit git refuses (a stale lock, a full disk) is kept as those writes and tried
-  again.
+  A commit git refuses (a stale lock, a full disk) is kept as those writes, tried again.
 - A write with no actor while a dream runs is the dream's: held until the dream's journal
   is written (``dream_finished``), then one commit with a ``Dream-Id`` trailer.
 - A change the watcher reports (``follow``) that no write explains is a hand edit: its own
@@ -15,7 +14,8 @@ acknowledged, and never on the event loop.
   FIFO, a link) or is over 8 MB is never staged, said once in the log (a FIFO made every
   commit fail; a 1 GB file was hashed into every commit).
 
-Git runs in a worker thread, one operation at a time (``lock``), in arrival order.
+Git runs in a worker thread, one operation at a time (``lock``), in arrival order. A commit
+of a few files holds the store's write lock while git reads them (milliseconds).
 """
 
 from __future__ import annotations
@@ -314,7 +314,7 @@ class Committer:
         # writer's, never a hand edit.
         held = held | self._noted()
         if (
-            self._gone()  # back later: the sweep waits for it (the folder, or one made anew)
+            self.gone()  # back later: the sweep waits for it (the folder, or one made anew)
             or self.memories.writing
             or not self._commit_loose(HAND, "Hand edit", held, quiet)
         ):
@@ -344,8 +344,8 @@ class Committer:
         if whole and not still():
             return False
         if whole:
-            labels = self.labels(whole)
-            self._commit_specs(whole, f"{subject}: {listing(labels)}", actor)
+            named = listing(labels(self.layout, whole))
+            self._commit_specs(whole, f"{subject}: {named}", actor)
         return True
 
     def changed_paths(self, specs: Iterable[str] = TRACKED) -> list[str]:
@@ -367,7 +367,7 @@ class Committer:
         """Commit ``specs`` (each there or tracked); git status's paths are, as they come."""
         if not specs:
             return None
-        gone = self._gone()
+        gone = self.gone()
         if gone is not None:  # a person moved it away: its entries are not deleted
             raise GitError(folder_missing(gone).detail, code="folder_missing")
         # A folder's odd files are excluded by name (git refuses to add a FIFO at all): with
@@ -394,16 +394,20 @@ class Committer:
             specs += [f":(exclude,literal){rel}" for rel in odd]
             magic = {"GIT_LITERAL_PATHSPECS": "0"}
         text, env = commit_message(message, actor)
-        with self.memories.exclusive():  # git reads the files while no write moves them
+        with contextlib.nullcontext() if tops else self.memories.exclusive():
             done = commit_paths_only(self.git, specs, text, {**magic, **env}, tops=tops)
         if not done:
             return None
         self.commits += 1
         return self.git.text("rev-parse", "HEAD").strip()
 
-    def _gone(self) -> Path | None:
-        """memory/ or skills/ if a person moved it away: nothing is committed meanwhile."""
-        return next((top for top in self.layout.tops() if not top.is_dir()), None)
+    def gone(self) -> Path | None:
+        """memory/ or skills/ if a person moved it away while history keeps files of it:
+        nothing is committed meanwhile (an empty skills/ removed holds nothing back)."""
+        for top in self.layout.tops():
+            if not top.is_dir() and self.git.run("ls-files", "-z", "--", top.name):
+                return top
+        return None
 
     def _stageable(self, paths: list[str]) -> list[str]:
         specs: dict[str, None] = {}
@@ -423,9 +427,6 @@ class Committer:
             found += in_head(self.git, gone)
         return found
 
-    def labels(self, paths: Iterable[str]) -> list[str]:
-        return labels(self.layout, paths)
-
     def _profiles(self, paths: Iterable[str]) -> list[str]:
         """The profiles among ``paths`` that this commit changes (git's word, not the
         dream's count): ``profile/about_me``, ``profile/ann``."""
@@ -434,10 +435,10 @@ class Committer:
             what = self.layout.classify(self.layout.root / rel)
             if what is not None and what[0] is Kind.PROFILE:
                 wanted.append(rel)
-        return self.labels(self.changed_paths(wanted)) if wanted else []
+        return labels(self.layout, self.changed_paths(wanted)) if wanted else []
 
     def _write_message(self, item: Noted) -> str:
-        return f"{listing(item.names, 2)}: {listing(self.labels(item.paths))}"
+        return f"{listing(item.names, 2)}: {listing(labels(self.layout, item.paths))}"
 
     def _relative(self, path: str) -> str | None:
         candidate = Path(path)

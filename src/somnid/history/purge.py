@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from somnid.history.git import BRANCH, Git, GitError
@@ -29,6 +30,7 @@ from somnid.memory.kinds import Kind
 from somnid.memory.names import live_name
 from somnid.provenance import Actor
 from somnid.sessions.redact import Scrubbed
+from somnid.store.atomic import folder_missing
 from somnid.store.layout import Layout
 
 log = logging.getLogger(__name__)
@@ -65,12 +67,15 @@ class Purged:
         }  # fmt: skip
 
 
-def committable(git: Git) -> None:
+def committable(git: Git, gone: Path | None) -> None:
     """GitError before anything is deleted when git could not take the purge's commit:
-    another git holds the repository's index or HEAD (or a killed one left its lock). A
+    another git holds the repository's index, HEAD or branch (or a killed one left its
+    lock), or ``gone``, memory/ or skills/, is away (nothing is committed meanwhile). A
     purge that deleted first answered 503, left no audit line, and its removal was later
     committed as a hand edit."""
-    for lock in ("index.lock", "HEAD.lock"):
+    if gone is not None:
+        raise GitError(folder_missing(gone).detail, code="folder_missing")
+    for lock in ("index.lock", "HEAD.lock", f"refs/heads/{BRANCH}.lock"):
         if (git.git_dir / lock).exists():
             raise GitError(
                 f"git's {lock} is held (another git runs, or one was killed and left it; "

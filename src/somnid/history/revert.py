@@ -15,6 +15,7 @@ from somnid.errors import Conflict, InvalidInput
 from somnid.history.committer import Committer
 from somnid.history.log import commit as read_commit
 from somnid.history.log import under
+from somnid.history.messages import labels
 from somnid.provenance import Actor
 from somnid.store.layout import FOLDER_FILES
 
@@ -66,7 +67,7 @@ def revert(
             f"a later change touched what commit {info.id[:12]} changed: {listed}",
             code="revert_conflict",
             entries=[
-                {"path": path, "label": committer.labels([path])[0], "commits": ids}
+                {"path": path, "label": labels(committer.layout, [path])[0], "commits": ids}
                 for path, ids in conflicts.items()
             ],
         )

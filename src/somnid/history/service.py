@@ -403,7 +403,7 @@ class History:
         read: Version | None,
     ) -> tuple[list[str], int, str | None]:
         known = purging.in_history(committer.git, specs)
-        purging.committable(committer.git)
+        purging.committable(committer.git, committer.gone())
         removed = self.memories.remove_paths(specs, unchanged=read)
         if not removed and not (progress.history and known):
             return [], 0, None

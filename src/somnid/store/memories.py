@@ -72,17 +72,19 @@ class MemoryStore(EntryNames):
 
     @contextlib.contextmanager
     def hold(self, specs: list[str]) -> Iterator[None]:
-        """No write to ``specs`` (paths relative to the data dir) while held: 409
-        ``purge_running``. A purge holds what it removes until history is rewritten: an
-        entry of the same name made meanwhile was committed as the purge, and the rewrite
-        then failed on it."""
+        """No write to ``specs`` (paths relative to the data dir) while held (409
+        ``purge_running``): a purge holds what it removes until history is rewritten. Holds
+        add up; each lets go of its own only (two purges at once kept each other's)."""
         with self._write_lock:
-            self._held = tuple(specs)
+            self._held = (*self._held, *specs)
         try:
             yield
         finally:
             with self._write_lock:
-                self._held = ()
+                held = list(self._held)
+                for spec in specs:
+                    held.remove(spec)
+                self._held = tuple(held)
 
     def _refuse_held(self, path: Path) -> None:
         if not self._held:

@@ -47,17 +47,16 @@ def remove_entry_paths(layout: Layout, specs: list[str]) -> list[str]:
 def _entry_at(layout: Layout, spec: str) -> Path | None:
     """``spec``'s path when an entry is there, reached without a link. Any other path
     (``memory/knowledge``, ``memory/../index``, from a purge line edited by hand; a folder
-    of a person's files holding no entry file; anything below a linked folder, which may
-    lead out of the data dir) is left as it is."""
+    of a person's files holding no entry file) is left as it is; one below a linked folder,
+    which may lead out of the data dir, is BrokenFile before anything is removed."""
     path = layout.root / PurePosixPath(spec)
     if not layout.is_entry_path(path):
         log.warning("not removed, no entry's path: %r", spec)
         return None
     try:
         check_no_links(layout.root, path.parent)
-    except BrokenFile as exc:
-        log.warning("not removed: %s", exc.detail)
-        return None
+    except BrokenFile as exc:  # all or none: a link on the way is a person's to fix first
+        raise BrokenFile(f"{exc.detail}: nothing was removed") from None
     inside = [path / name for name in FOLDER_FILES] if _is_folder(path) else [path]
     if not any(os.path.lexists(file) and not _is_folder(file) for file in inside):
         return None
@@ -71,14 +70,18 @@ def _is_folder(path: Path) -> bool:
         return False
 
 
+def _raise(exc: OSError) -> None:
+    raise storage_error(exc, Path(exc.filename or "."))
+
+
 def _check_removable(path: Path) -> None:
     """StorageError (``read_only``) unless somnid may delete ``path``: write access to the
     folder holding it and, for a folder, to each folder within."""
     folders = [path.parent]
     if _is_folder(path):
-        folders += [Path(top) for top, _dirs, _files in os.walk(path)]
+        folders += [Path(top) for top, _dirs, _files in os.walk(path, onerror=_raise)]
     for folder in folders:
-        if not os.access(folder, os.W_OK | os.X_OK):
+        if not os.access(folder, os.R_OK | os.W_OK | os.X_OK):
             denied = PermissionError(errno.EACCES, "permission denied", str(folder))
             raise storage_error(denied, folder)
 

@@ -45,8 +45,9 @@ async def test_a_merge_keeps_the_old_text_its_merged_text_leaves_out(runtime: Ru
     result = await runtime.dreamer.run("test")
     assert result.candidates["merged"] == 1, result.candidates
     entry = await runtime.memories.get(Kind.KNOWLEDGE, "calvin-kite")
-    # "red" and the person's notes are not in the merged text: all of it stays, as written.
-    assert entry.body.startswith(HAND_KITE.strip() + "\n\n" + MERGED + "\n")
+    # "red" and the person's notes are not in the merged text: all of it stays, as written,
+    # and the new memory's own text after it.
+    assert entry.body.startswith(HAND_KITE.strip() + "\n\n" + KITE + "\n")
     assert entry.description == "Kites Calvin bought"
     assert "Source: session log" in entry.body
 
@@ -68,7 +69,8 @@ async def test_a_persons_edit_while_the_model_decides_is_not_written_over(
     assert [r.stage for r in llm.requests] == ["extract", "decide"]
     assert result.candidates["merged"] == 1, result.candidates
     entry = await runtime.memories.get(Kind.KNOWLEDGE, "calvin-kite")
-    assert entry.body.startswith(edited.strip() + "\n\n" + MERGED + "\n")
+    # The merged text was made from the version before the edit: never written over it.
+    assert entry.body.startswith(edited.strip() + "\n\n" + KITE + "\n")
 
 
 async def test_a_merge_that_carries_every_old_word_replaces_the_text(runtime: Runtime) -> None:
@@ -119,6 +121,35 @@ async def test_a_merged_line_of_a_person_that_says_less_keeps_the_old_line(
     assert [f.text for _, f in parse(pia.body).facts] == [
         "Pia keeps two cats, named Miso and Tofu."
     ]
+
+
+async def test_a_merged_line_that_drops_the_new_fact_keeps_it_beside_the_old(
+    runtime: Runtime,
+) -> None:
+    # A review: the merged line said less than the old one, and the candidate's news (the
+    # dog) was dropped with it.
+    body = "- Pia keeps two cats, named Miso and Tofu. (2023-09-01)\n"
+    fields = {"type": "person", "about": "Pia", "actors": "Pia"}
+    await runtime.memories.create(
+        Kind.KNOWLEDGE, "about-pia", description="What is known of Pia", body=body, fields=fields
+    )
+    said = ("Pia", "Two cats, still, and now a dog named Rex as well.")
+    await conversation(runtime, "chat-1", *PIA[:2], said, PIA[3])
+    news = "Pia keeps two cats and a dog named Rex."
+    use(
+        runtime,
+        ScriptedJSON(
+            by_stage(
+                lambda r: extraction(("fact", ["L3"], news)),
+                decision("merge", "E1", "Pia keeps two cats."),
+            )
+        ),
+    )
+    result = await runtime.dreamer.run("test")
+    assert result.candidates["added"] == 1, result.candidates
+    pia = await runtime.memories.get(Kind.KNOWLEDGE, "about-pia")
+    facts = [f.text for _, f in parse(pia.body).facts]
+    assert facts == ["Pia keeps two cats, named Miso and Tofu.", news]
 
 
 EVE = (
@@ -213,7 +244,10 @@ async def test_a_skill_a_person_keeps_is_neither_merged_nor_archived(
 async def test_one_log_the_model_refuses_leaves_it_pending_and_the_others_dreamed(
     runtime: Runtime,
 ) -> None:
-    refused = await conversation(runtime, "chat-0", ("Calvin", "FORBIDDEN words here."))
+    refused = [
+        await conversation(runtime, f"chat-0{n}", ("Calvin", "FORBIDDEN words here."))
+        for n in (1, 2)
+    ]  # two in a row: still one log's words each, since the model answers the others
     others = [await conversation(runtime, f"chat-{n}", *BOSTON) for n in (1, 2)]
 
     def script(request: Request) -> str:
@@ -224,11 +258,11 @@ async def test_one_log_the_model_refuses_leaves_it_pending_and_the_others_dreame
     llm = use(runtime, ScriptedJSON(by_stage(script)))
     result = await runtime.dreamer.run("test")
     assert result.processed == others, (result.status, result.reason)
-    assert refused in {p.path.stem for p in await runtime.sessions.pending_logs()}
+    assert set(refused) <= {p.path.stem for p in await runtime.sessions.pending_logs()}
     # The logs after it were asked at the level the server takes, not the one it refused.
     after = [r for r in llm.requests if "FORBIDDEN" not in r.prompt]
     assert all(r.options and r.options.response_format for r in after)
 
-    # Refused alone, it is the endpoint's refusal: the dream says so, as before.
+    # Refused alone (nothing answered), it is the endpoint's refusal: the dream says so.
     result = await runtime.dreamer.run("test")
     assert result.status == "interrupted" and "flagged" in (result.reason or "")

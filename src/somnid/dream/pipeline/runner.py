@@ -5,8 +5,9 @@ mark the log processed only once every window was answered. A window whose answe
 unusable after one repair stops that log (it stays pending; what its earlier windows
 yielded is kept, and the duplicate checks keep the next dream from writing it twice) and
 the dream goes on with the next log. An LLM failure (unreachable, timeout) ends the dream:
-the service reports it as interrupted; so does a refusal (HTTP 4xx) of two logs in a row,
-or of every log, while one log's refusal (a filter on its words) leaves it pending.
+the service reports it as interrupted. A log the model refuses (HTTP 4xx: a filter on its
+words) stays pending and the dream goes on; when it answered no request at all, the
+refusal is the endpoint's (a key, a model's name) and ends the dream the same way.
 """
 
 from __future__ import annotations
@@ -116,21 +117,17 @@ class PipelineDream:
                         stem, asker, reconciler, result, ledger
                     )
                 except LLMRejected as exc:
-                    # Refused at every level: a filter on this log's words, or the endpoint
-                    # itself (a key, a model's name). The log stays pending and the next
-                    # goes on at the level found before; two logs in a row, or every log,
-                    # refused is the endpoint: the dream ends on it, as any LLM failure.
+                    # Refused at every level (at once: a 4xx is never retried): a filter on
+                    # this log's words, or the endpoint itself (a key, a model's name). The
+                    # log stays pending and the next goes on at the level found before.
                     refused.append(exc)
-                    last = stem == result.logs[-1]
-                    if len(refused) >= 2 or (last and not ledger.processed_logs):
-                        raise
                     log.warning("dream: the model refused session log %s: %s", stem, exc)
                     self.emit({"type": "log_left", "log": stem, "window": 0, "why": str(exc)})
                     asker.level, done = level, False
-                else:
-                    refused.clear()
                 if not done:
                     left.append(stem)
+            if refused and not result.llm_calls:  # nothing answered: the endpoint refuses
+                raise refused[0]
         finally:
             # Also when an LLM failure ends the dream: its journal says what it got done.
             result.summary = self._summary(result, ledger)

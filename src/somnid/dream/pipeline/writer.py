@@ -162,8 +162,9 @@ class Writer:
         """Rewrite ``target`` with the merged ``text``, keeping its provenance and adding
         the candidate's; written over the version read only (a person's edit meanwhile is
         read again, and kept as :func:`_merged` keeps what the text leaves out)."""
-        for _ in range(RETRIES):
-            body, description = _merged(target, candidate.quotes(self.tz), text)
+        for attempt in range(RETRIES):
+            # The merged text was made from the version first read: never over another.
+            body, description = _merged(target, candidate, text if attempt == 0 else "", self.tz)
             body += f"\n{candidate.provenance(self.tz)}"
             try:
                 entry, _ = await self.tools.edits.update(
@@ -238,18 +239,19 @@ class Writer:
             text = change.text or candidate.text
             fact = people.Fact(text, day)
             facts = {at: fact.text for at, fact in body.facts}
-            keeps = change.action == "merge" and not carries(text, change.old)
-            if keeps and carries(change.old, text):
-                return "known"  # the merged line says less than the line it would replace
-            if keeps:
-                body.add(fact)  # it leaves out what the old line says: both lines stay
+            if change.action == "merge" and not carries(text, change.old):
+                # The merged line leaves out what the old one says: the old line stays, and
+                # the candidate's own line beside it, if it says anything more.
+                if carries(change.old, candidate.text):
+                    return "known"
+                body.add(people.Fact(candidate.text, day))
                 outcome = "added"
             elif change.action in ("merge", "supersede") and facts.get(change.at) == change.old:
                 superseded = day or "" if change.action == "supersede" else None
                 body.replace(change.at, fact, superseded_on=superseded)
                 outcome = "merged" if change.action == "merge" else "superseded"
-            else:
-                body.add(fact)  # the line changed meanwhile (a person edited it): add
+            else:  # the line changed meanwhile (a person edited it): the candidate's own
+                body.add(fact if change.action == "add" else people.Fact(candidate.text, day))
                 outcome = "added"
             body.cite([q for q in candidate.quotes(self.tz, prefix=candidate.log).split("\n")
                        if q], candidate.provenance(self.tz))  # fmt: skip
@@ -349,21 +351,24 @@ def _said(line: str) -> str:
     return found["text"] if found else line
 
 
-def _merged(target: Entry, quotes: str, text: str) -> tuple[str, str]:
+def _merged(target: Entry, candidate: Candidate, text: str, tz: dt.tzinfo) -> tuple[str, str]:
     """A merged entry's body (without its new source line) and description. The old text
-    (all but the quotes and sources) gives way to ``text`` only when ``text`` carries every
-    word of it; else it stays whole, as it was, and ``text`` follows it when it adds
-    anything. So does the old description."""
+    (all but the quotes and sources) gives way to the merged ``text`` only when ``text``
+    carries every word of it; else (a person's section, a name the model left out, more
+    than the model was shown) it stays whole, as it was, with the candidate's own text after
+    it when that says anything more, and so does the old description."""
     old = target.body.split("\n")
     old_quotes = [line for line in old if line.startswith("> ")]
     old_sources = [line for line in old if line.startswith("Source: ")]
     old_text = "\n".join(line for line in old if not line.startswith(("> ", "Source: "))).strip()
-    if carries(text, old_text):
+    if text and carries(text, old_text):
         lead = text
+    elif carries(old_text, candidate.text):
+        lead = old_text
     else:
-        lead = old_text if carries(old_text, text) else f"{old_text}\n\n{text}"
+        lead = f"{old_text}\n\n{candidate.text}"
     described = lead == text and carries(text, target.description)
-    new_quotes = [q for q in quotes.split("\n") if q not in old_quotes]
+    new_quotes = [q for q in candidate.quotes(tz).split("\n") if q not in old_quotes]
     body = "\n".join([lead, "", *old_quotes, *new_quotes, "", *old_sources])
     return body, first_sentence(text) if described else target.description
 

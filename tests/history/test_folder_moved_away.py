@@ -96,3 +96,22 @@ def test_an_empty_skills_folder_removed_holds_no_commit_back(
     wait_for(lambda: any("knowledge/still" in s for s in subjects(data_dir)))
     skill = client.post("/v1/memories/skill", json={"name": "s", "description": "d"})
     assert_problem(skill, 503, "folder_missing")  # made again only by a person (or a start)
+
+
+def test_memory_moved_away_with_gits_index_gone_is_still_not_deleted(
+    client: TestClient, data_dir: Path, tmp_path: Path
+) -> None:
+    # A review: history's files were looked for in git's index alone; without one (a
+    # person removed it, a crash), memory/ away read as holding nothing, and was deleted.
+    made = client.post("/v1/memories/knowledge", json={"name": "kept", "description": "d"})
+    assert made.status_code == 201, made.text
+    wait_for(lambda: any("knowledge/kept" in s for s in subjects(data_dir)))
+    (data_dir / ".git/index").unlink()
+    shutil.move(data_dir / "memory", tmp_path / "away")
+    wait_for(lambda: _storage(client)["status"] == "degraded")
+    skill = client.post("/v1/memories/skill", json={"name": "s", "description": "d"})
+    assert skill.status_code == 201, skill.text  # skills/ is there: its write goes on
+    assert_problem(client.get("/v1/history"), 503, "folder_missing")  # nothing committed
+    shutil.move(tmp_path / "away", data_dir / "memory")
+    wait_for(lambda: any("skill/s" in s for s in subjects(data_dir)))
+    assert _deleted(data_dir) == []

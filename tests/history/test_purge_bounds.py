@@ -6,7 +6,6 @@ git reads the files while no write moves them (a history read raced archives: 50
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,9 +14,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from somnid.errors import Conflict
-from somnid.history import committer as committer_module
 from somnid.history import service as history_service
 from somnid.history import staging
+from somnid.history.git import GitError
 from somnid.memory.clock import ManualClock
 from somnid.memory.kinds import Kind
 from tests.api.problems import assert_problem
@@ -81,10 +80,13 @@ def test_a_folder_holding_no_entry_is_not_purged(client: TestClient, data_dir: P
     assert (drafts / "notes.md").read_text() == "a person's notes\n"
 
 
-def test_a_purge_git_cannot_commit_deletes_nothing(client: TestClient, data_dir: Path) -> None:
+@pytest.mark.parametrize("held", ["index.lock", "HEAD.lock", "refs/heads/main.lock"])
+def test_a_purge_git_cannot_commit_deletes_nothing(
+    client: TestClient, data_dir: Path, held: str
+) -> None:
     _make(client, "secret", "pw zebra42")
     wait_for(lambda: any("knowledge/secret" in s for s in subjects(data_dir)))
-    lock = data_dir / ".git/index.lock"
+    lock = data_dir / ".git" / held
     wait_for(lambda: _take(lock))
     assert_problem(_purge(client, "secret"), 503, "history_error")
     assert client.get("/v1/memories/knowledge/secret").status_code == 200
@@ -150,32 +152,26 @@ def test_an_archive_while_a_purge_begins_is_refused_not_left_behind(
     assert "second" not in "".join(p.read_text() for p in data_dir.rglob("SKILL.md"))
 
 
-def test_git_reads_the_files_while_no_write_moves_them(
-    client: TestClient, monkeypatch: pytest.MonkeyPatch
+def test_a_file_moved_while_git_reads_it_is_read_again(
+    client: TestClient, data_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A probe: archives and restores racing a history read or a purge made git's add fail
-    # ("did not match any files", "unable to stat"): 503 for half of the reads.
-    runtime = client.app.state.runtime  # type: ignore[attr-defined]
-    lock = runtime.memories._store._write_lock
-    seen: list[bool] = []
-    commit = staging.commit_paths_only
+    # ("unable to stat", "could not open directory"): 503 for half of the reads.
+    added = staging._add
+    raced: list[str] = []
 
-    def watched(*args: Any, **kwargs: Any) -> bool:
-        free: list[bool] = []
-        other = threading.Thread(target=lambda: free.append(_try(lock)))
-        other.start()
-        other.join()
-        seen.append(free[0])
-        return commit(*args, **kwargs)
+    def add(git: Any, specs: list[str], env: dict[str, str]) -> list[str]:
+        if "knowledge/k" in str(specs) and len(raced) < 2:  # twice in a row
+            raced.append("raced")
+            raise GitError(
+                "git add failed (128): error: unable to stat just-written file "
+                "memory/knowledge/k/SKILL.md: No such file or directory"
+            )
+        result: list[str] = added(git, specs, env)
+        return result
 
-    monkeypatch.setattr(committer_module, "commit_paths_only", watched)
+    monkeypatch.setattr(staging, "_add", add)
     _make(client, "k")
     assert client.get("/v1/history").status_code == 200
-    assert seen and not any(seen)  # another thread could not take the store's write lock
-
-
-def _try(lock: Any) -> bool:
-    if lock.acquire(blocking=False):
-        lock.release()
-        return True
-    return False
+    assert raced == ["raced", "raced"]
+    assert any("knowledge/k" in s for s in subjects(data_dir))

@@ -71,7 +71,7 @@ async def test_an_archived_line_is_found_after_the_memory_that_says_the_same(
     text = tool.text
     assert "lena-porto" in text and f"log {stem}" in text
     assert text.index("lena-porto") < text.index(f"log {stem}")  # the memory first
-    assert "user (Ann)" in text and "2026-10-03 12:00" in text  # who and when
+    assert 'user ("Ann")' in text and "2026-10-03 12:00" in text  # who (quoted) and when
     assert "gateway certificate expires on the 14th" in alone.text and not alone.is_error
 
 

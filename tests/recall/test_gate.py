@@ -42,6 +42,8 @@ def test_two_too_close_are_both_shown() -> None:
     decision = gate(hits(0.70, 0.68, 0.30), set(), 0.52, 0.04, 2)
     assert names(decision.items) == ["m0", "m1"]
     assert gate(hits(0.70, 0.68), set(), 0.52, 0.04, 1).reason == "ambiguous"
+    # A probe: a third above the threshold but far behind made the two "ambiguous".
+    assert names(gate(hits(0.70, 0.68, 0.55), set(), 0.52, 0.04, 2).items) == ["m0", "m1"]
 
 
 def test_three_too_close_is_silence() -> None:

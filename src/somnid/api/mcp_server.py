@@ -73,7 +73,9 @@ def _scope(request: object) -> ToolContext:
         ch = None if value is None else control_char(value)
         if ch is not None:
             raise InvalidInput(f"{param} in the /mcp URL holds a control character ({ord(ch):#x})")
-        if value:
+        if value == "":  # read as no scope, every project's memories came back
+            raise InvalidInput(f"{param} in the /mcp URL is empty: leave it out, or give an id")
+        if value is not None:
             values[field] = value
     return ToolContext(**values)
 

@@ -83,11 +83,12 @@ def _in_history(root: Path, top: str) -> bool:
     """Whether the data dir's history holds files under ``top`` (False without git)."""
     from somnid.errors import SomnidError
     from somnid.history.git import Git
+    from somnid.history.staging import in_history
 
     if not (root / ".git").is_dir():
         return False
     try:
-        return bool(Git(root).run("ls-files", "-z", "--", top))
+        return in_history(Git(root), top)
     except SomnidError:
         return False
 

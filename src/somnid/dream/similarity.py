@@ -50,9 +50,17 @@ def content_words(text: str) -> set[str]:
     return words
 
 
+_NEGATION = re.compile(
+    r"\b(?:not|no|never|none|nor|neither|nothing|nobody|\w+n't)\b|[不没别無无未]"
+)
+
+
 def carries(text: str, part: str) -> bool:
-    """Whether ``text`` says every content word of ``part`` (names and numbers included): a
-    rewrite that does not leaves something of ``part`` out."""
+    """Whether ``text`` says every content word of ``part`` (names and numbers included),
+    and each of its negations (stop words elsewhere: "does not eat meat" is not carried by
+    "eats meat"): a rewrite that does not leaves something of ``part`` out."""
+    if len(_NEGATION.findall(part.casefold())) > len(_NEGATION.findall(text.casefold())):
+        return False
     return content_words(part) <= content_words(text)
 
 

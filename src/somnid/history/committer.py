@@ -14,8 +14,7 @@ acknowledged, and never on the event loop.
   FIFO, a link) or is over 8 MB is never staged, said once in the log (a FIFO made every
   commit fail; a 1 GB file was hashed into every commit).
 
-Git runs in a worker thread, one operation at a time (``lock``), in arrival order. A commit
-of a few files holds the store's write lock while git reads them (milliseconds).
+Git runs in a worker thread, one operation at a time (``lock``), in arrival order.
 """
 
 from __future__ import annotations
@@ -33,7 +32,7 @@ from somnid.history.leftout import LeftOut
 from somnid.history.messages import commit_message, dream_message, labels, listing
 from somnid.history.noted import Noted, merged
 from somnid.history.pathspecs import ON_COMMAND_LINE, as_tops, with_folders, within
-from somnid.history.staging import commit_paths_only, in_head
+from somnid.history.staging import commit_paths_only, in_head, in_history
 from somnid.memory.entry import Entry
 from somnid.memory.kinds import Kind
 from somnid.provenance import DREAM, Actor, DreamRecord, current_actor
@@ -394,18 +393,17 @@ class Committer:
             specs += [f":(exclude,literal){rel}" for rel in odd]
             magic = {"GIT_LITERAL_PATHSPECS": "0"}
         text, env = commit_message(message, actor)
-        with contextlib.nullcontext() if tops else self.memories.exclusive():
-            done = commit_paths_only(self.git, specs, text, {**magic, **env}, tops=tops)
-        if not done:
+        if not commit_paths_only(self.git, specs, text, {**magic, **env}, tops=tops):
             return None
         self.commits += 1
         return self.git.text("rev-parse", "HEAD").strip()
 
     def gone(self) -> Path | None:
-        """memory/ or skills/ if a person moved it away while history keeps files of it:
-        nothing is committed meanwhile (an empty skills/ removed holds nothing back)."""
+        """memory/ or skills/ if a person moved it away while history keeps files of it (in
+        its index or in HEAD): nothing is committed meanwhile (an empty skills/ removed
+        holds nothing back)."""
         for top in self.layout.tops():
-            if not top.is_dir() and self.git.run("ls-files", "-z", "--", top.name):
+            if not top.is_dir() and in_history(self.git, top.name):
                 return top
         return None
 

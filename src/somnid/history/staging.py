@@ -22,6 +22,10 @@ _NOTHING = ("nothing to commit", "no changes added to commit", "did not match an
 # What git says (LC_ALL=C) of one path it cannot take.
 _PATH_REFUSED = (b"Permission denied", b"beyond a symbolic link", b"unable to index file")
 ONE_BY_ONE_AT_MOST = 200  # specs added one by one when git refuses their add as a whole
+# What git says (LC_ALL=C) when a file moved while it read the folder (an archive, a
+# restore); the add is made again, over the files as they are now.
+_MOVED = ("unable to stat", "could not open directory", "No such file or directory")
+RACED_TRIES = 3
 
 log = logging.getLogger("somnid.history.leftout")
 
@@ -31,7 +35,22 @@ def commit_paths_only(
 ) -> bool:
     """Stage ``specs`` (pathspecs; ``env`` may turn on their magic) and commit them alone
     with ``message`` (``env`` also carries the author); False when they changed nothing.
-    ``tops``: the specs are the few top folders, some of which may hold nothing."""
+    ``tops``: the specs are the few top folders, some of which may hold nothing. A file
+    that moved while git read it (archives racing a history read made half of them 503)
+    is read again: the whole is tried a few times. Writes never wait for git."""
+    for attempt in range(RACED_TRIES):
+        try:
+            return _commit_paths_only(git, specs, message, env, tops=tops)
+        except GitError as exc:
+            if attempt + 1 == RACED_TRIES or not any(words in exc.detail for words in _MOVED):
+                raise
+            log.info("history: a file moved while git read it; reading again: %s", exc.detail)
+    raise AssertionError("unreachable")
+
+
+def _commit_paths_only(
+    git: Git, specs: list[str], message: str, env: dict[str, str], *, tops: bool
+) -> bool:
     # From stdin, not the command line: a first commit of 100k files would not fit. The
     # message goes as an argument (a listing of five labels and the trailers: far below the
     # 128 KB an argument may hold).
@@ -148,3 +167,11 @@ def _known(git: Git, specs: list[str], env: dict[str, str]) -> list[str]:
         if staged or (committed.returncode == 0 and committed.stdout):
             kept.append(spec)
     return kept
+
+
+def in_history(git: Git, top: str) -> bool:
+    """Whether the index or HEAD holds files under ``top`` (a missing index, a new
+    repository: HEAD alone, or nothing)."""
+    if git.call("ls-files", "-z", "--", top).stdout:
+        return True
+    return bool(git.call("ls-tree", "-r", "--name-only", "HEAD", "--", top).stdout)

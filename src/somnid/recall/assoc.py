@@ -56,8 +56,8 @@ def gate(hits: list[Hit], seen: set[str], threshold: float, gap: float, max_item
         return Decision([], "habituated")
     if len(fresh) == 1 or fresh[0].score - fresh[1].score >= gap:
         return Decision(fresh[:1], "fired")
-    if len(fresh) == 2 and max_items >= 2:
-        return Decision(fresh[:2], "fired")
+    if max_items >= 2 and (len(fresh) == 2 or fresh[1].score - fresh[2].score >= gap):
+        return Decision(fresh[:2], "fired")  # two too close: both (a third far behind)
     return Decision([], "ambiguous")
 
 

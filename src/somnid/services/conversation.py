@@ -101,7 +101,7 @@ def _line(turn: Turn, labels: Labels, tz: dt.tzinfo) -> str:
     when = f"[{turn.timestamp.astimezone(tz):%Y-%m-%d %H:%M}] " if turn.timestamp else ""
     who = labels.user if turn.role == "user" else labels.agent
     if turn.speaker:
-        who = f"{who} ({turn.speaker})"
+        who = f"{who} ({inline(turn.speaker)})"  # a name may be anyone's words
     return f"{when}{who}: {inline(turn.text)}"
 
 

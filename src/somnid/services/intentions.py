@@ -8,6 +8,7 @@ from somnid.errors import InvalidInput
 from somnid.memory.clock import Clock
 from somnid.memory.intentions import Agenda, Intention, agenda, intention_of
 from somnid.memory.kinds import Kind, check_priority
+from somnid.memory.scope import in_scope
 from somnid.services.memories import MemoryService
 
 MAX_WHAT = 2000
@@ -60,8 +61,7 @@ class Intentions:
         entries = await self.memories.scan((Kind.INTENTION,))
         result = []
         for entry in entries:
-            scope = entry.field("project")
-            if project is not None and scope not in (None, "", project):
+            if not in_scope(entry.field("project"), project):
                 continue
             intention = intention_of(entry, self.clock.tz)
             if intention.status == "open":

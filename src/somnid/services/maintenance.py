@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from somnid.errors import BeingWritten, BrokenFile, InvalidInput, NotFound
 from somnid.memory.clock import Clock, local_date
 from somnid.memory.entry import Entry, vitals_from_meta
+from somnid.memory.intentions import intention_of
 from somnid.memory.kinds import Kind
 from somnid.memory.lifecycle import decay, should_retire
 from somnid.services.memories import MemoryService
@@ -130,6 +131,8 @@ class Maintenance:
         more than ``intention_expiry_days`` in the past. A future due date never expires."""
         assert self.intention_expiry_days is not None
         tz = self.clock.tz
+        if intention_of(entry, tz).status != "open":  # closed by hand: stays as it was
+            return
         anchor = local_date(entry.field("due"), tz) or local_date(entry.meta.get("created"), tz)
         if anchor is None:
             return

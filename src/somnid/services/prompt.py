@@ -123,7 +123,7 @@ class PromptBuilder:
         if speaker:
             profile = self._user_profile(speaker)
             if profile is not None:
-                name = inline(profile.text_field("name") or speaker)
+                name = inline(_shown_name(profile, speaker))
                 department = one_line(profile.text_field("department"))
                 head = f"{name} ({inline(department)})" if department else name
                 parts.append("\n".join([t.speaker, head, *quote(profile.body.strip())]))
@@ -134,7 +134,7 @@ class PromptBuilder:
             profile = self._user_profile(user)
             if profile is None:
                 continue
-            name = inline(profile.text_field("name") or user)
+            name = inline(_shown_name(profile, user))
             first = next((ln.strip() for ln in profile.body.splitlines() if ln.strip()), "")
             lines.append(
                 f"- {name}: {inline(first[:PARTICIPANT_LINE_CHARS])}" if first else f"- {name}"
@@ -161,3 +161,12 @@ class PromptBuilder:
             return ""
         t = self.text
         return "\n".join([t.cued_heading, t.cued_rule, *(self._line(t.cued, i) for i in cued)])
+
+
+def _shown_name(profile: Entry, user: str) -> str:
+    """A profile's name as a person wrote it (``name: Alice Smith``), else the id the
+    client gave: never the file's own name (``Alice-Smith-8ae10dfc``)."""
+    written = profile.text_field("name")
+    if written and written != profile.name:
+        return written
+    return profile.text_field("user_id") or user

@@ -228,3 +228,19 @@ def text_of_json(result: dict[str, Any]) -> str:
     [block] = result["content"]
     text: str = block["text"]
     return text
+
+
+def test_an_empty_scope_in_the_url_is_a_tool_error_not_every_project(somnid: Daemon) -> None:
+    # A probe: /mcp?project= (a variable left unset) ran with no scope at all.
+    call = {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "method": "tools/call",
+        "params": {"name": "list_intentions", "arguments": {}},
+    }
+    answer = httpx.post(
+        f"{somnid.base_url}/mcp?project=", json=call, headers={**ACCEPT, **somnid.headers}
+    )
+    result = answer.json()["result"]
+    assert result["isError"] is True
+    assert "project in the /mcp URL is empty" in text_of_json(result)

@@ -244,11 +244,10 @@ async def test_a_skill_a_person_keeps_is_neither_merged_nor_archived(
 async def test_one_log_the_model_refuses_leaves_it_pending_and_the_others_dreamed(
     runtime: Runtime,
 ) -> None:
-    refused = [
-        await conversation(runtime, f"chat-0{n}", ("Calvin", "FORBIDDEN words here."))
-        for n in (1, 2)
-    ]  # two in a row: still one log's words each, since the model answers the others
-    others = [await conversation(runtime, f"chat-{n}", *BOSTON) for n in (1, 2)]
+    refused, others = [], []
+    for n in (1, 2):  # one refused, one answered: each refusal is that log's words
+        refused.append(await conversation(runtime, f"chat-0{n}", ("Calvin", "FORBIDDEN words.")))
+        others.append(await conversation(runtime, f"chat-{n}", *BOSTON))
 
     def script(request: Request) -> str:
         if "FORBIDDEN" in request.prompt:
@@ -266,3 +265,27 @@ async def test_one_log_the_model_refuses_leaves_it_pending_and_the_others_dreame
     # Refused alone (nothing answered), it is the endpoint's refusal: the dream says so.
     result = await runtime.dreamer.run("test")
     assert result.status == "interrupted" and "flagged" in (result.reason or "")
+
+
+async def test_two_logs_refused_with_nothing_answered_between_end_the_dream(
+    runtime: Runtime,
+) -> None:
+    # A review: a key revoked mid-dream made every later log a refusal, and the dream
+    # ended "partial" (deep_sleep), hiding why.
+    first = await conversation(runtime, "chat-1", *BOSTON)
+    later = [await conversation(runtime, f"chat-{n}", *BOSTON) for n in (2, 3, 4)]
+    revoked: list[bool] = []
+
+    def script(request: Request) -> str:
+        if revoked:
+            raise LLMRejected("HTTP 401: the key was revoked")
+        revoked.append(True)
+        return extraction(("fact", ["L3"], KITE))
+
+    llm = use(runtime, ScriptedJSON(by_stage(script)))
+    result = await runtime.dreamer.run("test")
+    assert result.status == "interrupted" and "revoked" in (result.reason or "")
+    assert result.processed == [first]
+    pending = {p.path.stem for p in await runtime.sessions.pending_logs()}
+    assert set(later) <= pending
+    assert len(llm.requests) == 1 + 2 * 3  # the fourth log was not asked at all

@@ -6,8 +6,9 @@ unusable after one repair stops that log (it stays pending; what its earlier win
 yielded is kept, and the duplicate checks keep the next dream from writing it twice) and
 the dream goes on with the next log. An LLM failure (unreachable, timeout) ends the dream:
 the service reports it as interrupted. A log the model refuses (HTTP 4xx: a filter on its
-words) stays pending and the dream goes on; when it answered no request at all, the
-refusal is the endpoint's (a key, a model's name) and ends the dream the same way.
+words) stays pending and the dream goes on; two logs refused with no answer between, or
+no request answered at all, is the endpoint's refusal (a key, a model's name) and ends the
+dream the same way.
 """
 
 from __future__ import annotations
@@ -110,6 +111,7 @@ class PipelineDream:
         left: list[str] = []
         try:
             refused: list[LLMRejected] = []
+            answered = -1  # the model's answers when the last refusal came
             for stem in result.logs:
                 level = asker.level
                 try:
@@ -121,6 +123,9 @@ class PipelineDream:
                     # this log's words, or the endpoint itself (a key, a model's name). The
                     # log stays pending and the next goes on at the level found before.
                     refused.append(exc)
+                    if answered == result.llm_calls:  # two in a row, nothing answered between:
+                        raise  # the endpoint's (a key revoked, a model unloaded), not a log's
+                    answered = result.llm_calls
                     log.warning("dream: the model refused session log %s: %s", stem, exc)
                     self.emit({"type": "log_left", "log": stem, "window": 0, "why": str(exc)})
                     asker.level, done = level, False

@@ -162,9 +162,12 @@ class Writer:
         """Rewrite ``target`` with the merged ``text``, keeping its provenance and adding
         the candidate's; written over the version read only (a person's edit meanwhile is
         read again, and kept as :func:`_merged` keeps what the text leaves out)."""
-        for attempt in range(RETRIES):
-            # The merged text was made from the version first read: never over another.
-            body, description = _merged(target, candidate, text if attempt == 0 else "", self.tz)
+        read = target.body
+        for _ in range(RETRIES):
+            # The merged text was made from the text first read: never over another.
+            body, description = _merged(
+                target, candidate, text if target.body == read else "", self.tz
+            )
             body += f"\n{candidate.provenance(self.tz)}"
             try:
                 entry, _ = await self.tools.edits.update(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -39,6 +40,16 @@ def wait_for(check: Callable[[], bool], timeout: float = 120.0) -> None:
         if time.monotonic() > deadline:
             raise AssertionError("timed out")
         time.sleep(0.05)
+
+
+def take_lock(lock: Path) -> bool:
+    """Hold one of git's locks as another git would: only when no git of somnid's holds it
+    (writing over a lock git holds would break the file it is writing)."""
+    try:
+        os.close(os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        return False
+    return True
 
 
 def tree_files(data_dir: Path) -> dict[str, bytes]:

@@ -20,7 +20,7 @@ from somnid.history.git import GitError
 from somnid.memory.clock import ManualClock
 from somnid.memory.kinds import Kind
 from tests.api.problems import assert_problem
-from tests.history.helpers import history_client, subjects, wait_for
+from tests.history.helpers import history_client, subjects, take_lock, wait_for
 
 
 @pytest.fixture
@@ -87,7 +87,7 @@ def test_a_purge_git_cannot_commit_deletes_nothing(
     _make(client, "secret", "pw zebra42")
     wait_for(lambda: any("knowledge/secret" in s for s in subjects(data_dir)))
     lock = data_dir / ".git" / held
-    wait_for(lambda: _take(lock))
+    wait_for(lambda: take_lock(lock))
     assert_problem(_purge(client, "secret"), 503, "history_error")
     assert client.get("/v1/memories/knowledge/secret").status_code == 200
     assert "secret" not in _audited(data_dir)
@@ -95,14 +95,6 @@ def test_a_purge_git_cannot_commit_deletes_nothing(
     assert _purge(client, "secret").status_code == 200
     assert '"name": "secret"' in _audited(data_dir)
     assert subjects(data_dir)[0] == "Purge knowledge/secret"
-
-
-def _take(lock: Path) -> bool:
-    try:
-        os.close(os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
-    except FileExistsError:
-        return False
-    return True
 
 
 def test_a_purge_that_cannot_remove_every_path_removes_none(

@@ -3,7 +3,6 @@ stay the writes they are, health says history is behind, and history reads never
 
 from __future__ import annotations
 
-import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,7 +12,7 @@ from fastapi.testclient import TestClient
 
 from somnid.memory.clock import ManualClock
 from tests.api.problems import assert_problem
-from tests.history.helpers import git, history_client, subjects, wait_for
+from tests.history.helpers import git, history_client, subjects, take_lock, wait_for
 
 
 @pytest.fixture
@@ -22,22 +21,12 @@ def client(data_dir: Path, clock: ManualClock) -> Iterator[TestClient]:
         yield test_client
 
 
-def _take(lock: Path) -> bool:
-    """Hold git's index lock as another git would: only when no git of somnid's holds it
-    (writing over a lock git holds would break the index it is writing)."""
-    try:
-        os.close(os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
-    except FileExistsError:
-        return False
-    return True
-
-
 def test_a_write_git_refused_is_committed_as_itself_once_it_takes_it(
     client: TestClient, data_dir: Path
 ) -> None:
     wait_for(lambda: bool(subjects(data_dir)))  # the start's commit is made
     lock = data_dir / ".git" / "index.lock"
-    wait_for(lambda: _take(lock))  # another git, or one that was killed, holds the index
+    wait_for(lambda: take_lock(lock))  # another git, or one that was killed, holds the index
     made = client.post("/v1/memories/knowledge", json={"name": "under-lock", "description": "d"})
     assert made.status_code == 201, made.text
     wait_for(lambda: client.get("/v1/health").json()["history"]["status"] == "degraded")

@@ -97,14 +97,18 @@ PIA = (
 )
 
 
+async def _pia(rt: Runtime) -> None:
+    body = "- Pia keeps two cats, named Miso and Tofu. (2023-09-01)\n"
+    fields = {"type": "person", "about": "Pia", "actors": "Pia"}
+    await rt.memories.create(
+        Kind.KNOWLEDGE, "about-pia", description="What is known of Pia", body=body, fields=fields
+    )
+
+
 async def test_a_merged_line_of_a_person_that_says_less_keeps_the_old_line(
     runtime: Runtime,
 ) -> None:
-    body = "- Pia keeps two cats, named Miso and Tofu. (2023-09-01)\n"
-    fields = {"type": "person", "about": "Pia", "actors": "Pia"}
-    await runtime.memories.create(
-        Kind.KNOWLEDGE, "about-pia", description="What is known of Pia", body=body, fields=fields
-    )
+    await _pia(runtime)
     await conversation(runtime, "chat-1", *PIA)
     use(
         runtime,
@@ -128,11 +132,7 @@ async def test_a_merged_line_that_drops_the_new_fact_keeps_it_beside_the_old(
 ) -> None:
     # A review: the merged line said less than the old one, and the candidate's news (the
     # dog) was dropped with it.
-    body = "- Pia keeps two cats, named Miso and Tofu. (2023-09-01)\n"
-    fields = {"type": "person", "about": "Pia", "actors": "Pia"}
-    await runtime.memories.create(
-        Kind.KNOWLEDGE, "about-pia", description="What is known of Pia", body=body, fields=fields
-    )
+    await _pia(runtime)
     said = ("Pia", "Two cats, still, and now a dog named Rex as well.")
     await conversation(runtime, "chat-1", *PIA[:2], said, PIA[3])
     news = "Pia keeps two cats and a dog named Rex."

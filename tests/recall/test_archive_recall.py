@@ -414,3 +414,17 @@ def test_newer_lines_after_the_reference_point_do_not_keep_the_top() -> None:
     ranked = rank_lines(question, archive, 5, query_time(question, dt.date(2026, 10, 1)), 0.5)
     assert ranked[0].text == may.text, ranked
     assert {line.text for line in ranked[1:]} <= {line.text for line in later}
+
+
+async def test_an_archived_lines_time_is_shown_in_the_configured_zone(tmp_path: Path) -> None:
+    # A probe: recall showed the log's own offset (a line said at 12:00 UTC under UTC+14 was
+    # on 2026-10-03 there, 2026-10-04 in search_recent_conversation: another day).
+    async with Runtime.open(settings_for(tmp_path), clock=ManualClock(SAID)) as rt:
+        await archive_a_session(rt)  # written in UTC, then read where it is UTC+14
+    zone = ZoneInfo("Pacific/Kiritimati")
+    settings = settings_for(tmp_path).model_copy(update={"timezone": "Pacific/Kiritimati"})
+    async with Runtime.open(settings, clock=ManualClock(SAID.astimezone(zone))) as rt:
+        tool = await rt.tools.call(
+            "recall_memories", {"query": "gateway certificate expires"}, ToolContext("s3")
+        )
+    assert "2026-10-04 02:00" in tool.text and "2026-10-03 12:00" not in tool.text

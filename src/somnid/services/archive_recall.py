@@ -188,7 +188,10 @@ def rank_lines(
     for index in best:
         turn = archive.turns[index]
         share = round(score[index], 4)
-        out.append(ArchiveLine(turn.log, turn.role, turn.speaker, turn.timestamp, turn.text, share))
+        said = turn.timestamp  # in the configured zone, as every other time shown
+        if said is not None and said.tzinfo is not None and archive._tz is not None:
+            said = said.astimezone(archive._tz)
+        out.append(ArchiveLine(turn.log, turn.role, turn.speaker, said, turn.text, share))
     return out
 
 

@@ -7,6 +7,7 @@ instead; the tools turn it into an ``error: …`` answer the model can act on.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import re
 
 from somnid.errors import BrokenFile, InvalidInput
@@ -14,7 +15,7 @@ from somnid.memory.clock import to_datetime
 from somnid.memory.entry import Entry
 from somnid.memory.kinds import Kind
 from somnid.memory.names import slugify
-from somnid.memory.text import one_line
+from somnid.memory.text import one_line, type_word
 from somnid.store import frontmatter
 
 MAX_DESCRIPTION = 300
@@ -166,7 +167,7 @@ def entry_line(entry: Entry, tz: dt.tzinfo, match: float | None = None) -> str:
     if entry.kind is not Kind.PROFILE:
         vitals = entry.vitals(tz)
         bits += [
-            f"type={entry.entry_type or '-'}",
+            f"type={type_word(entry.entry_type) or '-'}",  # never a line of its own
             f"score={vitals.score:.2f}",
             f"stability={vitals.stability}",
         ]
@@ -177,7 +178,8 @@ def entry_line(entry: Entry, tz: dt.tzinfo, match: float | None = None) -> str:
         if when is not None:
             bits.append(f"when={when.astimezone(tz):%Y-%m-%d %H:%M}")
     if entry.kind is Kind.INTENTION:
-        bits.append(f"status={entry.text_field('status') or 'open'}")
+        said = entry.text_field("status") or "open"
+        bits.append(f"status={type_word(said) or json.dumps(short(said, 40), ensure_ascii=False)}")
     description = entry.description or entry.body.strip().split("\n", 1)[0]
     head = f"- [{entry.kind.value}] {entry.name}"
     if bits:

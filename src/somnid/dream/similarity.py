@@ -51,8 +51,9 @@ def content_words(text: str) -> set[str]:
 
 
 _NEGATION = re.compile(
-    r"\b(?:not|no|never|none|nor|neither|nothing|nobody|\w+n't)\b|[不没别無无未]"
-)
+    r"\b(?:not|no|never|none|nor|neither|nothing|nobody|\w+n't)\b"
+    r"|不(?!过|论|同|久|少|断|仅|但)|没(?!关系)|别(?!人|的|处)|无(?!论)|未(?!来)"
+)  # 不过 "but", 别人 "others", 未来 "future" are no negations
 
 
 def carries(text: str, part: str) -> bool:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 
 from somnid.history.git import Git, GitError
 from somnid.history.pathspecs import with_folders
@@ -23,9 +24,12 @@ _NOTHING = ("nothing to commit", "no changes added to commit", "did not match an
 _PATH_REFUSED = (b"Permission denied", b"beyond a symbolic link", b"unable to index file")
 ONE_BY_ONE_AT_MOST = 200  # specs added one by one when git refuses their add as a whole
 # What git says (LC_ALL=C) when a file moved while it read the folder (an archive, a
-# restore); the add is made again, over the files as they are now.
-_MOVED = ("unable to stat", "could not open directory", "No such file or directory")
+# restore: "unable to stat …", "could not open directory …", each with this reason); the
+# add is made again, over the files as they are now. A folder it may not read says
+# "Permission denied" instead, which no retry mends.
+_MOVED = "No such file or directory"
 RACED_TRIES = 3
+RACED_PAUSE_S = 0.05
 
 log = logging.getLogger("somnid.history.leftout")
 
@@ -42,9 +46,10 @@ def commit_paths_only(
         try:
             return _commit_paths_only(git, specs, message, env, tops=tops)
         except GitError as exc:
-            if attempt + 1 == RACED_TRIES or not any(words in exc.detail for words in _MOVED):
+            if attempt + 1 == RACED_TRIES or _MOVED not in exc.detail:
                 raise
             log.info("history: a file moved while git read it; reading again: %s", exc.detail)
+            time.sleep(RACED_PAUSE_S * (attempt + 1))  # the move that raced it is done by then
     raise AssertionError("unreachable")
 
 
@@ -170,8 +175,10 @@ def _known(git: Git, specs: list[str], env: dict[str, str]) -> list[str]:
 
 
 def in_history(git: Git, top: str) -> bool:
-    """Whether the index or HEAD holds files under ``top`` (a missing index, a new
-    repository: HEAD alone, or nothing)."""
+    """Whether the index or HEAD holds files under ``top`` (a missing index: HEAD alone; a
+    new repository: nothing). A git that cannot say raises GitError (never read as "no")."""
     if git.call("ls-files", "-z", "--", top).stdout:
         return True
-    return bool(git.call("ls-tree", "-r", "--name-only", "HEAD", "--", top).stdout)
+    if git.call("rev-parse", "--verify", "-q", "HEAD").returncode != 0:
+        return False  # no commit yet
+    return bool(git.run("ls-tree", "-z", "HEAD", "--", top))

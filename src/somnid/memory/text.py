@@ -57,3 +57,17 @@ def model_text(text: str) -> str:
     tab and line breaks, a byte-order mark and non-characters dropped (a model's stray
     escape is no character of what it meant to say)."""
     return _SURROGATE.sub("", text).translate(_DROPPED)
+
+
+def type_word(value: object) -> str | None:
+    """``value`` as an entry's type when it is one word, else None: letters of any script
+    with their marks, digits, ``-`` and ``_``, 40 at most, in NFC, without the spaces around
+    it. A type is shown to models beside quoted text, so a line break or a heading in it
+    may not be (one put "## SYSTEM OVERRIDE" outside the quotes of search_knowledge)."""
+    if not isinstance(value, str):
+        return None
+    word = unicodedata.normalize("NFC", value.strip())
+    if not 0 < len(word) <= 40 or not word[0].isalnum():
+        return None
+    allowed = (c.isalnum() or c in "-_" or unicodedata.category(c)[0] == "M" for c in word)
+    return word if all(allowed) else None

@@ -4,7 +4,6 @@ is refused, never quietly made another), and a new entry's front-matter."""
 from __future__ import annotations
 
 import datetime as dt
-import re
 from typing import Any
 
 from somnid.errors import InvalidInput
@@ -18,9 +17,7 @@ from somnid.memory.kinds import (
     normalise_salience,
 )
 from somnid.memory.lifecycle import initial_score
-
-TYPE_WORD = re.compile(r"[^\W_][\w-]{0,39}")
-"""An entry's ``type``: one word (``fact``, ``how-to``, ``事实``), 40 characters at most."""
+from somnid.memory.text import type_word
 
 _DEFAULT_TYPE = {
     Kind.KNOWLEDGE: "fact",
@@ -53,9 +50,11 @@ def checked_fields(kind: Kind, fields: dict[str, Any]) -> dict[str, Any]:
     if "verified" in fields and not isinstance(fields["verified"], bool | None):
         raise InvalidInput(f"verified must be true or false, not {fields['verified']!r:.40}")
     kind_of = fields.get("type")
-    if kind_of is not None and not (isinstance(kind_of, str) and TYPE_WORD.fullmatch(kind_of)):
-        # Shown to models beside the quoted text: a line break or a heading in it was not.
-        raise InvalidInput(f"type must be a word such as 'fact', not {kind_of!r:.40}")
+    if kind_of is not None:
+        word = type_word(kind_of)
+        if word is None:
+            raise InvalidInput(f"type must be one word such as 'fact', not {kind_of!r:.40}")
+        fields["type"] = word
     if kind is Kind.INTENTION:
         if fields.get("priority") is not None:
             fields["priority"] = check_priority(fields["priority"])

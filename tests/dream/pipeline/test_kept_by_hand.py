@@ -274,18 +274,38 @@ async def test_two_logs_refused_with_nothing_answered_between_end_the_dream(
     # ended "partial" (deep_sleep), hiding why.
     first = await conversation(runtime, "chat-1", *BOSTON)
     later = [await conversation(runtime, f"chat-{n}", *BOSTON) for n in (2, 3, 4)]
-    revoked: list[bool] = []
+    llm = ScriptedJSON(lambda r: "")
 
     def script(request: Request) -> str:
-        if revoked:
+        if not llm.reachable:
             raise LLMRejected("HTTP 401: the key was revoked")
-        revoked.append(True)
+        llm.reachable = False  # revoked after this answer: a probe is refused too
         return extraction(("fact", ["L3"], KITE))
 
-    llm = use(runtime, ScriptedJSON(by_stage(script)))
+    llm.script = by_stage(script)
+    use(runtime, llm)
     result = await runtime.dreamer.run("test")
     assert result.status == "interrupted" and "revoked" in (result.reason or "")
     assert result.processed == [first]
     pending = {p.path.stem for p in await runtime.sessions.pending_logs()}
     assert set(later) <= pending
     assert len(llm.requests) == 1 + 2 * 3  # the fourth log was not asked at all
+
+
+async def test_two_logs_filtered_in_a_row_hold_no_later_log_back(runtime: Runtime) -> None:
+    # A review: the two oldest logs both filtered ended every dream, oldest first, for good.
+    filtered = [
+        await conversation(runtime, f"chat-0{n}", ("Calvin", "FORBIDDEN words.")) for n in (1, 2)
+    ]
+    later = await conversation(runtime, "chat-3", *BOSTON)
+
+    def script(request: Request) -> str:
+        if "FORBIDDEN" in request.prompt:
+            raise LLMRejected("HTTP 400: the prompt was flagged")
+        return extraction(("fact", ["L3"], KITE))
+
+    use(runtime, ScriptedJSON(by_stage(script)))  # its probe is answered: the endpoint is up
+    result = await runtime.dreamer.run("test")
+    assert result.processed == [later], (result.status, result.reason)
+    assert "2 refused by the model (HTTP 400: the prompt was flagged)" in (result.reason or "")
+    assert set(filtered) <= {p.path.stem for p in await runtime.sessions.pending_logs()}

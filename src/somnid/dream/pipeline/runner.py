@@ -6,9 +6,9 @@ unusable after one repair stops that log (it stays pending; what its earlier win
 yielded is kept, and the duplicate checks keep the next dream from writing it twice) and
 the dream goes on with the next log. An LLM failure (unreachable, timeout) ends the dream:
 the service reports it as interrupted. A log the model refuses (HTTP 4xx: a filter on its
-words) stays pending and the dream goes on; two logs refused with no answer between, or
-no request answered at all, is the endpoint's refusal (a key, a model's name) and ends the
-dream the same way.
+words) stays pending and the dream goes on (its reason says so); two logs refused with no
+answer between, or no request answered at all, is the endpoint's refusal (a key, a model's
+name) when the endpoint then refuses a probe too: it ends the dream the same way.
 """
 
 from __future__ import annotations
@@ -109,8 +109,8 @@ class PipelineDream:
         reconciler = Reconciler(self.tools, self.clock, self.lang, asker, writer)
         self._seen = []
         left: list[str] = []
+        refused: list[LLMRejected] = []
         try:
-            refused: list[LLMRejected] = []
             answered = -1  # the model's answers when the last refusal came
             for stem in result.logs:
                 level = asker.level
@@ -123,21 +123,26 @@ class PipelineDream:
                     # this log's words, or the endpoint itself (a key, a model's name). The
                     # log stays pending and the next goes on at the level found before.
                     refused.append(exc)
-                    if answered == result.llm_calls:  # two in a row, nothing answered between:
-                        raise  # the endpoint's (a key revoked, a model unloaded), not a log's
+                    # Two in a row with nothing answered between: the endpoint's (a key
+                    # revoked, a model unloaded) if it now refuses a probe too, else each
+                    # log's own words (two logs of one topic, both filtered).
+                    if answered == result.llm_calls and await self.backend.probe() is not None:
+                        raise
                     answered = result.llm_calls
                     log.warning("dream: the model refused session log %s: %s", stem, exc)
                     self.emit({"type": "log_left", "log": stem, "window": 0, "why": str(exc)})
                     asker.level, done = level, False
                 if not done:
                     left.append(stem)
-            if refused and not result.llm_calls:  # nothing answered: the endpoint refuses
-                raise refused[0]
+            if refused and not result.llm_calls and await self.backend.probe() is not None:
+                raise refused[0]  # nothing answered, and the endpoint refuses a probe too
         finally:
             # Also when an LLM failure ends the dream: its journal says what it got done.
             result.summary = self._summary(result, ledger)
         result.status = "deep_sleep"
         result.reason = "done" if not left else f"partial: {len(left)} log(s) left pending"
+        if refused:
+            result.reason += f"; {len(refused)} refused by the model ({refused[0]})"
         if left and self._spent(result):
             result.reason = f"budget: {len(left)} log(s) left pending"
 

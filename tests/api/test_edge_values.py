@@ -394,7 +394,7 @@ def test_a_next_line_character_comes_back_as_sent_and_upkeep_leaves_it(
     [
         ("knowledge", {"verified": "false"}, "verified must be true or false"),
         ("knowledge", {"verified": "no"}, "verified must be true or false"),
-        ("knowledge", {"type": ["a"]}, "type must be a word"),
+        ("knowledge", {"type": ["a"]}, "type must be one word"),
         ("knowledge", {"description": "X"}, "description is given twice, differently"),
         ("knowledge", {"description": 5}, "description is text"),
         ("knowledge", {"description": None}, "description is text"),

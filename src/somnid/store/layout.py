@@ -165,7 +165,7 @@ class Layout:
     def top_of(self, path: Path) -> Path | None:
         """memory/ or skills/ when ``path`` is in one: a folder a write never makes again
         (:func:`somnid.store.atomic.ensure_dir`)."""
-        for top in (self.memory_dir, self.skills_dir):
+        for top in self.tops():
             if path == top or top in path.parents:
                 return top
         return None

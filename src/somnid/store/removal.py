@@ -15,7 +15,7 @@ from somnid.memory.entry import Entry
 from somnid.memory.kinds import Kind
 from somnid.store.atomic import fsync_dir, storage_error
 from somnid.store.layout import FOLDER_FILES, Layout
-from somnid.store.safe import check_no_links
+from somnid.store.safe import check_no_links, present
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +31,7 @@ def remove_entry_paths(layout: Layout, specs: list[str]) -> list[str]:
     removed = []
     for spec, path in paths:
         try:
-            if path.is_dir() and not path.is_symlink():
+            if _is_folder(path):
                 shutil.rmtree(path)
             else:
                 path.unlink()
@@ -58,7 +58,7 @@ def _entry_at(layout: Layout, spec: str) -> Path | None:
     except BrokenFile as exc:  # all or none: a link on the way is a person's to fix first
         raise BrokenFile(f"{exc.detail}: nothing was removed") from None
     inside = [path / name for name in FOLDER_FILES] if _is_folder(path) else [path]
-    if not any(os.path.lexists(file) and not _is_folder(file) for file in inside):
+    if not any(present(file) for file in inside):
         return None
     return path
 

@@ -6,7 +6,8 @@
   about_user → a line in the log's own user's profile; about_agent → a line in about_me.
 - merge rewrites an existing entry with the merged text and adds the new provenance, and
   loses nothing: an old text (a person's sections, a name the model left out) that the
-  merged text does not carry stays as it was, the merged text after it; supersede writes
+  merged text does not carry stays as it was, the candidate's own text after it when it
+  says more (:func:`_merged`); supersede writes
   the corrected memory and archives the old one with a pointer to it (never a skill a
   person keeps, ``auto_merge: false``: the correction is added beside it).
 - A profile line is added, never one taken away: a full profile (:data:`MAX_PROFILE_LINES`)

@@ -43,13 +43,22 @@ def client(
 
 
 def wait_for_vectors(client: TestClient) -> None:
+    """Until the vectors are in and the first embedding pass is over, as hints need it: the
+    last vector stored comes a moment before the pass calls itself done (a hint in between
+    was "silent": failed once in a fresh-clone check)."""
+    warm_up = {"sessionId": "warm-up", "cue": "a cue long enough to be searched"}
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         status = client.get("/v1/index/status").json()
-        if status["embedState"] == "ready" and status["pending"] == 0 and status["vectors"] == 3:
+        stored = status["embedState"] == "ready" and status["vectors"] == 3
+        if stored and status["pending"] == 0 and _not_silent(client, warm_up):
             return
         time.sleep(0.05)
     raise AssertionError(f"vectors never filled: {status}")
+
+
+def _not_silent(client: TestClient, cue: dict[str, str]) -> bool:
+    return bool(client.post("/v1/assoc/thought", json=cue).json()["decision"] != "silent")
 
 
 def test_recall_explains_and_quotes(client: TestClient) -> None:

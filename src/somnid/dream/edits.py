@@ -13,6 +13,7 @@ from typing import Any
 
 from somnid.dream import items
 from somnid.dream.profile_gate import ProfileGate, ProfileRefused
+from somnid.dream.similarity import carries
 from somnid.errors import BrokenFile, Conflict, InvalidInput, NotFound, PreconditionFailed
 from somnid.memory.clock import Clock
 from somnid.memory.entry import Entry
@@ -266,6 +267,46 @@ class MemoryEdits:
                     raise changed from None
                 continue
         raise PreconditionFailed(f"profile {name!r} kept changing; try again")
+
+    async def rewrite_profile(
+        self, name: str, text: str, *, description: str, defaults: dict[str, Any], limit: int
+    ) -> tuple[Entry, int]:
+        """A model's whole new profile text, without dropping a line of the old: a line
+        ``text`` does not carry (every content word, negations counted) is kept, above it
+        (a person's heading, a fact the model left out). The entry and how many lines were
+        kept. More than ``limit`` characters with them: InvalidInput, nothing written."""
+        for _ in range(RETRIES):
+            try:
+                before: Entry | None = await self.memories.get(Kind.PROFILE, name)
+            except NotFound:
+                before = None
+            kept = kept_lines(before.body if before else "", text)
+            whole = "\n".join([*kept, "", text]) if kept else text
+            if len(whole) > limit:
+                raise InvalidInput(
+                    f"with the {len(kept)} lines of the profile your text leaves out (a dream"
+                    f" never removes one) it would have {len(whole)} characters, over {limit}:"
+                    " say only what is new"
+                )
+            try:
+                entry = await self.write_profile(
+                    name,
+                    whole,
+                    description=description,
+                    defaults=defaults,
+                    strict=True,
+                    if_match=before.etag if before else "",
+                )
+            except PreconditionFailed:
+                continue  # a person's edit meanwhile: kept as it is now
+            return entry, len(kept)
+        raise PreconditionFailed(f"profile {name!r} kept changing; try again")
+
+
+def kept_lines(old: str, text: str) -> list[str]:
+    """The lines of ``old`` that ``text`` does not carry, in their order (blank ones and
+    those with no content word, a rule or a lone bullet, go)."""
+    return [line for line in old.splitlines() if line.strip() and not carries(text, line)]
 
 
 def _kept_by_a_person(slug: str) -> Conflict:

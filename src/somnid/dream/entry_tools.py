@@ -330,7 +330,8 @@ class EntryTools(ToolBase):
     @answers_errors
     async def update_about_me(self, content: str) -> str:
         """Rewrite the agent's own profile (who it is, its character, how it works with its
-        users), only when conversations really discussed that. It replaces the old text.
+        users), only when conversations really discussed that. It replaces the old text,
+        but a line of it your text leaves out is kept.
 
         Args:
             content: The whole new profile in Markdown, written about the agent.
@@ -344,21 +345,21 @@ class EntryTools(ToolBase):
                 "conversations discussed the agent's identity"
             )
         description = _ABOUT_ME.get(self.lang, _ABOUT_ME["en"])
-        entry = await self.edits.write_profile(
+        entry, kept = await self.edits.rewrite_profile(  # refused by the identity gate: told why
             SELF_PROFILE,
             text,
             description=description,
             defaults={"type": "identity"},
-            strict=True,  # refused by the identity gate: the model is told why
+            limit=MAX_PROFILE,
         )
         self.ledger.add_profile(f"about_me ({entry.path})")
-        return f"updated about_me ({len(text)} characters)"
+        return f"updated about_me ({len(text)} characters){_kept(kept)}"
 
     @answers_errors
     async def update_about_user(self, user_id: str, content: str) -> str:
         """Rewrite what is known about one user: role, preferences, habits, context. Only
         the facts of the user of a log you read in this dream (its user field); it replaces
-        the old text.
+        the old text, but a line of it your text leaves out is kept.
 
         Args:
             user_id: The user field of the log the facts come from: <user id>.
@@ -379,15 +380,26 @@ class EntryTools(ToolBase):
         name = await self.edits.profile_name(raw)  # as the prompt reads it
         text = self._profile_text(content)
         description = f"用户 {raw} 的画像" if self.lang == "zh" else f"Profile of user {raw}"
-        entry = await self.edits.write_profile(
+        entry, kept = await self.edits.rewrite_profile(  # refused by the identity gate: told why
             name,
             text,
             description=description,
             defaults={"user_id": raw, "type": "identity"},
-            strict=True,  # refused by the identity gate: the model is told why
+            limit=MAX_PROFILE,
         )
         self.ledger.add_profile(f"user {name} ({entry.path})")
-        return f"updated the profile of user {name} ({len(text)} characters)"
+        return f"updated the profile of user {name} ({len(text)} characters){_kept(kept)}"
+
+
+def _kept(lines: int) -> str:
+    if not lines:
+        return ""
+    what = (
+        "1 line of the old profile your text leaves out was"
+        if lines == 1
+        else (f"{lines} lines of the old profile your text leaves out were")
+    )
+    return f"; {what} kept above it (a dream never removes a line: a person does)"
 
 
 def _near_duplicate(a: str, b: str) -> bool:

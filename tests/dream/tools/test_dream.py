@@ -138,10 +138,23 @@ async def test_about_me_is_written_and_rewritten_keeping_its_keys(settings: Sett
         assert doc.meta["type"] == "identity"
         assert doc.body == "我是一个乐于助人的编码助手，回答简洁，先给结论。\n"
         path.write_text(path.read_text("utf-8").replace("---\n\n", "mood: calm\n---\n\n", 1))
-        await tools.update_about_me("I answer in English when spoken to in English.")
+        # It carries every word of the old line but one ("回答简洁"): that line is kept.
+        rewrite = (
+            "我是一个乐于助人的编码助手，先给结论。I answer in English when spoken to in English."
+        )
+        answer = await tools.update_about_me(rewrite)
+        assert answer.endswith(
+            "(65 characters); 1 line of the old profile your text leaves out"
+            " was kept above it (a dream never removes a line: a person does)"
+        )
         doc = frontmatter.parse(path.read_text("utf-8"))
         assert doc.meta["mood"] == "calm"
-        assert doc.body == "I answer in English when spoken to in English.\n"
+        assert doc.body == f"我是一个乐于助人的编码助手，回答简洁，先给结论。\n\n{rewrite}\n"
+        await tools.update_about_me(f"我是一个乐于助人的编码助手，回答简洁，先给结论。{rewrite}")
+        doc = frontmatter.parse(path.read_text("utf-8"))
+        assert (
+            doc.body == f"我是一个乐于助人的编码助手，回答简洁，先给结论。{rewrite}\n"
+        )  # all carried
         assert tools.ledger.profiles == ["about_me (memory/about_me.md)"]
 
 
@@ -176,6 +189,39 @@ async def test_user_profiles_are_created_or_updated(env: Env, clock: ManualClock
     assert (await tools.update_about_user("", "Prefers English.")).startswith("updated")
 
 
+async def test_a_rewrite_never_drops_a_line_of_the_profile(env: Env) -> None:
+    """A small model's "whole new profile" is often only the new fact: the lines it leaves
+    out (a person's heading and their notes among them) stay, above the new text."""
+    rt, tools = env
+    await tools.read_session_log(await make_log(rt, "chat-pia", "I moved to Lyon.", user="pia"))
+    path = rt.layout.root / "memory/users/pia/about_user.md"
+    path.parent.mkdir(parents=True)
+    path.write_text(
+        "---\nname: Pia\ndescription: Pia, by hand\n---\n\n# Pia\n\n"
+        "Does not eat meat.\n\n## Exceptions\n- Fish on Fridays\n- Lives in Berlin\n"
+    )
+    answer = await tools.update_about_user(
+        "pia", "# Pia\n\n- Eats meat.\n- Fish on Fridays\n- Lives in Lyon (since 2026)"
+    )
+    assert answer.endswith(
+        "; 3 lines of the old profile your text leaves out were kept above it"
+        " (a dream never removes a line: a person does)"
+    ), answer
+    body = frontmatter.parse(path.read_text("utf-8")).body
+    assert body == (
+        "Does not eat meat.\n## Exceptions\n- Lives in Berlin\n\n"
+        "# Pia\n\n- Eats meat.\n- Fish on Fridays\n- Lives in Lyon (since 2026)\n"
+    )
+    again = await tools.update_about_user("pia", body.rstrip("\n"))  # all carried: as it is
+    assert "were kept" not in again
+    assert frontmatter.parse(path.read_text("utf-8")).body == body
+    too_long = await tools.update_about_user("pia", "x" * 7990)
+    assert too_long.startswith("error: with the 7 lines of the profile your text leaves out"), (
+        too_long
+    )
+    assert frontmatter.parse(path.read_text("utf-8")).body == body
+
+
 async def test_the_legacy_default_profile_is_kept_and_superseded(original_data_dir: Path) -> None:
     settings = Settings(data_dir=original_data_dir, timezone="UTC", embed={"provider": "off"})
     legacy = original_data_dir / "memory/about_user.md"
@@ -187,7 +233,11 @@ async def test_the_legacy_default_profile_is_kept_and_superseded(original_data_d
     assert legacy.read_bytes() == before
     doc = frontmatter.parse((original_data_dir / "memory/users/default/about_user.md").read_text())
     assert doc.meta["name"] == "老王"  # the legacy file's keys carried over
-    assert doc.body == "喜欢简洁的回答；主要写 Python。\n"
+    # The rewrite left TypeScript out: the legacy line is kept above it.
+    assert (
+        doc.body
+        == "喜欢简洁的回答；主要写 Python 和 TypeScript。\n\n喜欢简洁的回答；主要写 Python。\n"
+    )
 
 
 # ---------------------------------------------------------------------- schema and calls

@@ -78,6 +78,10 @@ class InjectSettings(_Section):
     identity: bool = True
     intentions: bool = True
     discipline: bool = True
+    profile_chars: int = Field(4000, ge=200, le=1_000_000)
+    """Of each profile in the identity section, at most this many characters (cut at a line's
+    end; a note says how much more there is): a profile grown by hand to megabytes would be
+    sent with every turn."""
 
 
 class AssocSettings(_Section):

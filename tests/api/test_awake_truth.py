@@ -76,6 +76,35 @@ def test_who_is_speaking_is_named_by_the_id_given_not_the_file(client: TestClien
     assert '"Alice Smith"' in text and "Alice-Smith-" not in text
 
 
+def test_a_profile_grown_by_hand_is_cut_in_the_prompt(client: TestClient, data_dir: Path) -> None:
+    """A profile a person let grow to megabytes was sent whole with every turn."""
+    lines = [f"- fact {i}: " + "x" * 90 for i in range(30_000)]  # ~3 MB
+    for name, path in (
+        ("pia", data_dir / "memory/users/pia/about_user.md"),
+        ("about_me", data_dir / "memory/about_me.md"),
+    ):
+        made = client.post(
+            "/v1/memories/profile", json={"name": name, "description": name, "body": "# Pia"}
+        )
+        assert made.status_code == 201, made.text
+        head = path.read_text("utf-8").split("# Pia")[0]
+        path.write_text(head + "# Pia\n" + "\n".join(lines), "utf-8")
+    wait_for(lambda: _identity(client).count("fact 0:") == 2)
+    text = _identity(client)
+    assert len(text) < 2 * 4000 + 1000, len(text)
+    assert text.count("> # Pia\n> - fact 0: x") == 2
+    assert text.count("more characters, not shown: inject.profile_chars.)") == 2
+    kept = [line for line in text.splitlines() if line.startswith("> - fact ")]
+    assert kept and all(line.endswith("x" * 90) for line in kept)  # cut at a line's end
+
+
+def _identity(client: TestClient) -> str:
+    shown = client.post("/v1/prompt", json={"speakerUserId": "pia"})
+    assert shown.status_code == 200, shown.text
+    text: str = shown.json()["identity"]["text"]
+    return text
+
+
 @pytest.fixture
 def expiring(data_dir: Path, clock: ManualClock) -> Iterator[TestClient]:
     settings = Settings(

@@ -119,14 +119,14 @@ class PromptBuilder:
         # pass for a heading of its own ("## Recall discipline", "## Open intentions").
         me = self._profile(SELF_PROFILE)
         if me is not None and me.body.strip():
-            parts.append("\n".join([t.about_me, *quote(me.body.strip())]))
+            parts.append("\n".join([t.about_me, *self._shown(me.body)]))
         if speaker:
             profile = self._user_profile(speaker)
             if profile is not None:
                 name = inline(_shown_name(profile, speaker))
                 department = one_line(profile.text_field("department"))
                 head = f"{name} ({inline(department)})" if department else name
-                parts.append("\n".join([t.speaker, head, *quote(profile.body.strip())]))
+                parts.append("\n".join([t.speaker, head, *self._shown(profile.body)]))
         lines: list[str] = []
         for user in dict.fromkeys(p for p in participants if p and p != speaker):
             if len(lines) >= MAX_PARTICIPANTS:
@@ -142,6 +142,17 @@ class PromptBuilder:
         if lines:
             parts.append(t.participants + "\n" + "\n".join(lines))
         return "\n\n".join(parts)
+
+    def _shown(self, body: str) -> list[str]:
+        """A profile's body quoted, cut to ``inject.profile_chars`` at a line's end (within
+        a line when its first is longer), with a note of how much more there is."""
+        body = body.strip()
+        limit = self.inject.profile_chars
+        if len(body) <= limit:
+            return quote(body)
+        end = body.rfind("\n", 0, limit + 1)
+        shown = body[: end if end > 0 else limit].rstrip()
+        return [*quote(shown), self.text.cut.format(more=len(body) - len(shown))]
 
     def _line(self, template: str, intention: Intention) -> str:
         due = intention.due.isoformat() if intention.due else ""

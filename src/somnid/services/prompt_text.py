@@ -18,6 +18,7 @@ class PromptText:
     cued_heading: str
     cued_rule: str
     cued: str
+    cut: str
     discipline: str
 
 
@@ -36,6 +37,7 @@ EN = PromptText(
     cued_heading="## Intentions this message brings to mind",
     cued_rule="The current topic matches these open intentions; mention them naturally if useful.",
     cued="- 💡 [{id}] {what}",
+    cut="(The profile goes on for {more} more characters, not shown: inject.profile_chars.)",
     discipline="""## Recall discipline
 Your memories live in a store, not in this context. Before you answer from memory, search it.
 - Search when the user refers to something not in this conversation ("last time", "that
@@ -69,6 +71,7 @@ ZH = PromptText(
     cued_heading="## 当前话题触发的待办",
     cued_rule="当前话题与以下待办相关，如有帮助请自然地提及。",
     cued="- 💡 线索触发 [{id}] {what}",
+    cut="（画像还有 {more} 个字符未显示：inject.profile_chars。）",
     discipline="""## 🧠 回忆纪律
 你的记忆存放在记忆库里，而不在当前上下文中。凭记忆回答之前，先检索。
 - 以下情况必须检索：用户提到当前对话里没有的具体事物（"上次"、"那台服务器"、"我们的方案"、某个人、数字、配置）；

@@ -256,7 +256,9 @@ class EntryReader:
             else:
                 entry = None
         if entry is not None:
-            if self._broken:  # read whole before, unchanged, and reached without a link now
+            # Read whole before, unchanged, and reached without a link now (in a folder
+            # whose name is usable: one that is not stays broken, whoever reads it).
+            if self._broken and _unusable(name) is None:
                 self._forget_broken(str(self.layout.relative(path)))
             return entry
         entry = self._parse_file(path, kind, name, archived)
@@ -288,7 +290,8 @@ class EntryReader:
         except BrokenFile as exc:
             self._report_broken(str(rel), exc.detail)
             raise BrokenFile(f"{rel}: {exc.detail}", path=str(rel)) from None
-        self._forget_broken(str(rel))
+        if _unusable(name) is None:  # a file read whole, in a folder whose name is unusable,
+            self._forget_broken(str(rel))  # is still broken (read by its path: the index)
         entry = Entry(
             kind=kind,
             name=name,

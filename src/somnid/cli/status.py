@@ -110,6 +110,8 @@ def sleep_rows(sleep: dict[str, Any]) -> list[tuple[str, object]]:
         ("pending logs", sleep["pendingLogs"]),
         ("llm", component(sleep["llm"])),
     ]
+    for stem, why in (sleep.get("passedBy") or {}).items():  # waiting for a person
+        rows.insert(2, ("passed by", f"{stem}: {why}"))
     last = sleep.get("lastDream")
     if last:
         rows.append(

@@ -27,6 +27,8 @@ class JournalEntry:
     processed_logs: list[str] = field(default_factory=list)
     skipped_logs: list[str] = field(default_factory=list)
     """Logs marked ``dream: false``, archived unread."""
+    passed_by: list[str] = field(default_factory=list)
+    """Pending logs passed by until they change, as ``<stem>: <why>``."""
     created: list[str] = field(default_factory=list)
     updated: list[str] = field(default_factory=list)
     archived: list[str] = field(default_factory=list)
@@ -105,6 +107,9 @@ def write_journal(layout: Layout, entry: JournalEntry) -> Path:
     ]
     if entry.skipped_logs:
         parts.append(_section("Skipped: never dream these (archived unread)", entry.skipped_logs))
+    if entry.passed_by:
+        title = "Passed by until they change (fix or edit the file to have it dreamed)"
+        parts.append(_section(title, entry.passed_by))
     if entry.notes.strip():
         parts.append("## The dreamer's notes\n" + entry.notes.strip() + "\n")
     if entry.summary.strip():

@@ -55,6 +55,8 @@ class DreamResult:
     processed: list[str] = field(default_factory=list)
     skipped_logs: list[str] = field(default_factory=list)
     """Logs marked ``dream: false``: archived without a model ever seeing them."""
+    passed_by: dict[str, str] = field(default_factory=dict)
+    """Pending logs this dream passed by until they change, with why (dream.passed_by)."""
     pending_after: int = 0
     """Logs still pending for a dream when this one ended."""
     created: int = 0

@@ -131,7 +131,7 @@ class SleepScheduler:
             due_at = max(due_at, self.not_before)
         if now < due_at:
             return Eligibility(False, "not idle long enough", due_at)
-        pending = len(await self.sessions.pending_logs())
+        pending, _ = await self.dreamer.waiting()  # not those dreams pass by (dream.passed_by)
         if pending < max(1, self.settings.min_pending_logs) and self.last_dream is not None:
             # Upkeep still runs at least every max_interval, logs or not.
             interval = dt.timedelta(milliseconds=self.settings.max_interval_ms)

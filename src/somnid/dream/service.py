@@ -34,6 +34,7 @@ from somnid.dream.journal import JournalEntry, last_result, write_journal
 from somnid.dream.ledger import Ledger
 from somnid.dream.llm.answer_json import cleaned
 from somnid.dream.llm.base import ChatBackend, LLMError
+from somnid.dream.passed_by import PassedBy
 from somnid.dream.pipeline.runner import PipelineDream
 from somnid.dream.result import DreamResult
 from somnid.dream.tools import DreamTools
@@ -46,7 +47,6 @@ from somnid.recall.system import RecallSystem
 from somnid.services.maintenance import DecayReport, Maintenance
 from somnid.sessions.records import PendingLog
 from somnid.sessions.service import SessionService
-from somnid.sessions.transcript import file_mark
 from somnid.store.layout import Layout
 
 log = logging.getLogger(__name__)
@@ -143,7 +143,7 @@ class Dreamer:
         self._task: asyncio.Task[DreamResult] | None = None
         self._current: DreamResult | None = None
         self._ledger: Ledger | None = None
-        self._unreadable: dict[str, tuple[int, int]] = {}  # logs left unread, as they were
+        self.passed_by = PassedBy()
         self._upkeep: DecayReport | None = None  # a sleep's pass without a dream's ledger
         self._probed: str | None = None  # why the last probe failed ("" once it worked)
         # Told of each finished dream, after its journal (the history commits it).
@@ -240,10 +240,11 @@ class Dreamer:
             pending = [p for p in await self.sessions.pending_logs() if not p.open]
             await self._skip_no_dream([p for p in pending if not p.dream], result)
             dreamable = [p for p in pending if p.dream]
-            # A log no turn of which could be read waits for a person: passed by until it
-            # changes, so that five such logs do not take every dream's places.
-            unread = await asyncio.to_thread(self._unread, [p.path for p in dreamable])
-            dreamable = [p for p in dreamable if p.path.stem not in unread]
+            # A log no turn of which could be read, or one the model failed at in several
+            # dreams, waits for a person: passed by until it changes (dream.passed_by).
+            passed = await asyncio.to_thread(self.passed_by.passed, [p.path for p in dreamable])
+            result.passed_by = passed
+            dreamable = [p for p in dreamable if p.path.stem not in passed]
             result.logs = [p.path.stem for p in dreamable[: self.settings.max_logs]]
             status, reason = await self.probe_llm() if result.logs else self.llm_status()
             if status != "ok":
@@ -252,7 +253,7 @@ class Dreamer:
                 await self._maintenance(result, "no_pending_logs")
                 result.status = "skipped"
             else:
-                await self._deep_sleep(result, trigger)
+                await self._deep_sleep(result, {p.path.stem: p.path for p in dreamable})
         except asyncio.CancelledError:
             result.status, result.reason = "interrupted", result.reason or "cancelled"
         except LLMError as exc:
@@ -307,7 +308,7 @@ class Dreamer:
         result.decayed = len(report.decayed)
         result.retired = len(report.retired)
 
-    async def _deep_sleep(self, result: DreamResult, trigger: str) -> None:
+    async def _deep_sleep(self, result: DreamResult, paths: dict[str, Path]) -> None:
         assert self.backend is not None
         ledger = Ledger()
         self._ledger = ledger
@@ -325,7 +326,10 @@ class Dreamer:
                 )  # fmt: skip
                 await pipeline.run(result, ledger)
         finally:
-            self._unreadable.update(ledger.unreadable)
+            with contextlib.suppress(Exception):  # a log removed meanwhile is no failure
+                await asyncio.shield(
+                    asyncio.to_thread(self.passed_by.note, ledger.unreadable, ledger.failed, paths)
+                )
             # Decay and retirement run once per dream, whether or not the model asked.
             if ledger.decay is None:
                 with contextlib.suppress(Exception):
@@ -335,10 +339,13 @@ class Dreamer:
             result.status = "interrupted"
             result.reason = f"no_log_processed: {result.reason or 'the model gave nothing usable'}"
 
-    def _unread(self, paths: list[Path]) -> set[str]:
-        """The stems of ``paths`` left unread by a dream and unchanged since (blocking)."""
-        marks = self._unreadable
-        return {p.stem for p in paths if p.stem in marks and marks[p.stem] == file_mark(p)}
+    async def waiting(self) -> tuple[int, dict[str, str]]:
+        """How many pending logs a dream would take or archive (all but those it passes
+        by), and those it passes by, with why."""
+        pending = await self.sessions.pending_logs()
+        dreamable = [p.path for p in pending if p.dream and not p.open]
+        passed = await asyncio.to_thread(self.passed_by.passed, dreamable)
+        return sum(1 for p in pending if p.path.stem not in passed), passed
 
     async def _finish(self, result: DreamResult) -> None:
         ledger = self._ledger
@@ -395,6 +402,7 @@ class Dreamer:
             finished=self.clock.now(),
             processed_logs=list(result.processed),
             skipped_logs=list(result.skipped_logs),
+            passed_by=[f"{stem}: {why}" for stem, why in result.passed_by.items()],
             tokens=dict(result.tokens),
             iterations=result.iterations,
             tool_calls=result.tool_calls,

@@ -1,7 +1,8 @@
 """What a person wrote survives a dream: a merge that leaves part of an entry out keeps
 it, an edit made while the model decides is not written over, a profile loses no line, a
 skill a person keeps (``auto_merge: false``) is neither merged into nor archived. And one
-log the model's side refuses does not hold back the others."""
+log the model's side refuses does not hold back the others, nor takes every dream's time
+for ever."""
 
 from __future__ import annotations
 
@@ -309,3 +310,89 @@ async def test_two_logs_filtered_in_a_row_hold_no_later_log_back(runtime: Runtim
     assert result.processed == [later], (result.status, result.reason)
     assert "2 refused by the model (HTTP 400: the prompt was flagged)" in (result.reason or "")
     assert set(filtered) <= {p.path.stem for p in await runtime.sessions.pending_logs()}
+
+
+def _flagging(request: Request) -> str:
+    if "FORBIDDEN" in request.prompt:
+        raise LLMRejected("HTTP 400: the prompt was flagged")
+    return extraction(("fact", ["L3"], KITE))
+
+
+async def test_a_log_refused_three_dreams_in_a_row_is_passed_by_until_it_changes(
+    runtime: Runtime,
+) -> None:
+    # A probe: a log an endpoint's filter refuses stayed pending, and every dream (one each
+    # dream.idle_ms while nothing else waits) sent it again, for ever.
+    filtered = await conversation(runtime, "chat-01", *BOSTON, ("Calvin", "FORBIDDEN words."))
+    llm = use(runtime, ScriptedJSON(by_stage(_flagging)))
+    for n in range(3):
+        later = await conversation(runtime, f"chat-{n + 2}", *BOSTON)
+        result = await runtime.dreamer.run("test")
+        assert (result.processed, result.passed_by) == ([later], {}), result.reason
+    why = "the model refused it: HTTP 400: the prompt was flagged (3 dreams in a row)"
+    assert await runtime.dreamer.waiting() == (0, {filtered: why})
+    verdict = await runtime.scheduler.eligibility()
+    assert verdict.reason != "idle", verdict  # no dream for a log it would pass by
+    asked = len(llm.requests)
+    result = await runtime.dreamer.run("test")
+    assert (result.logs, result.passed_by) == ([], {filtered: why})
+    assert len(llm.requests) == asked  # not sent again
+    pending = next(p for p in await runtime.sessions.pending_logs() if p.path.stem == filtered)
+    assert pending.dream  # still pending, as it was: a person decides
+
+    # A person's edit puts it back in line.
+    text = pending.path.read_text("utf-8")
+    pending.path.write_text(text.replace("FORBIDDEN words", "Kind words"), "utf-8")
+    assert await runtime.dreamer.waiting() == (1, {})
+    result = await runtime.dreamer.run("test")
+    assert result.processed == [filtered], result.reason
+
+
+async def test_the_journal_lists_the_logs_passed_by(runtime: Runtime) -> None:
+    filtered = await conversation(runtime, "chat-01", ("Calvin", "FORBIDDEN words."))
+    use(runtime, ScriptedJSON(by_stage(_flagging)))
+    for n in range(4):
+        await conversation(runtime, f"chat-{n + 2}", *BOSTON)
+        result = await runtime.dreamer.run("test")
+    assert set(result.passed_by) == {filtered}
+    assert result.journal is not None
+    journal = (runtime.layout.root / result.journal).read_text("utf-8")
+    assert "## Passed by until they change" in journal
+    assert f"- {filtered}: the model refused it: HTTP 400" in journal
+
+
+async def test_an_endpoint_refusing_everything_is_no_logs_failure(runtime: Runtime) -> None:
+    logs = [await conversation(runtime, f"chat-{n}", *BOSTON) for n in (1, 2)]
+    llm = ScriptedJSON(lambda r: "")
+
+    def script(request: Request) -> str:
+        llm.reachable = False  # the key is revoked: every request and probe refused
+        raise LLMRejected("HTTP 401: the key was revoked")
+
+    llm.script = by_stage(script)
+    use(runtime, llm)
+    for _ in range(4):
+        llm.reachable = True  # the dream's first probe passes, then the key is revoked
+        result = await runtime.dreamer.run("test")
+        assert result.status == "interrupted" and "revoked" in result.reason
+    assert await runtime.dreamer.waiting() == (2, {})
+    assert result.logs == logs
+
+
+async def test_a_log_answered_unusably_three_dreams_in_a_row_is_passed_by(
+    runtime: Runtime,
+) -> None:
+    garbled = await conversation(runtime, "chat-01", *BOSTON, ("Calvin", "GARBLED words."))
+
+    def script(request: Request) -> str:
+        return (
+            "no JSON at all" if "GARBLED" in request.prompt else extraction(("fact", ["L3"], KITE))
+        )
+
+    use(runtime, ScriptedJSON(by_stage(script)))
+    for n in range(3):
+        await conversation(runtime, f"chat-{n + 2}", *BOSTON)
+        result = await runtime.dreamer.run("test")
+        assert garbled not in result.processed and not result.passed_by
+    why = "the model's answer stayed unusable after a repair (3 dreams in a row)"
+    assert await runtime.dreamer.waiting() == (0, {garbled: why})

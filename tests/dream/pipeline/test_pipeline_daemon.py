@@ -7,9 +7,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+import httpx
+
 from somnid.store import frontmatter
+from tests.cli.runner import daemon_env, somnid
 from tests.daemon import start_daemon
-from tests.llm_server import HANG, Answer, serve_llm
+from tests.llm_server import HANG, Answer, Fault, serve_llm
 
 
 def _extract(messages: list[dict[str, Any]]) -> Answer:
@@ -95,3 +98,36 @@ def test_a_window_that_times_out_is_abandoned_counted_and_waits(tmp_path: Path) 
         assert journal.meta["status"] == "interrupted"
         assert "0 of 1 logs consolidated" in journal.body
         assert "tokens spent on requests that timed out" in journal.body
+
+
+def _filtering(messages: list[dict[str, Any]]) -> Answer:
+    if "FORBIDDEN" in str(messages[-1]["content"]):
+        return Fault(status=400, body=b'{"error": {"message": "the prompt was flagged"}}')
+    return {"role": "assistant", "content": '{"memories": []}'}
+
+
+def test_a_log_the_endpoint_keeps_refusing_is_shown_as_passed_by(tmp_path: Path) -> None:
+    def say(client: httpx.Client, session: str, text: str) -> None:
+        said = {"messages": [{"role": "user", "speaker": "Ann", "text": text}]}
+        assert client.post(f"/v1/sessions/{session}/messages", json=said).status_code == 200
+        assert client.post(f"/v1/sessions/{session}/close").status_code == 200
+
+    with (
+        serve_llm(_filtering) as llm,
+        start_daemon(tmp_path / "data", *llm.env(mode="pipeline")) as daemon,
+        daemon.client(timeout=30) as client,
+    ):
+        say(client, "filtered", "FORBIDDEN words about the harbour office.")
+        for n in range(3):
+            say(client, f"chat-{n}", f"I moved to Lisbon, day {n}.")
+            result = client.post("/v1/sleep/run", json={"wait": True}).json()["result"]
+            assert result["passedBy"] == {} and len(result["processed"]) == 1, result
+        status = client.get("/v1/sleep/status").json()
+        [(stem, why)] = status["passedBy"].items()
+        assert why.startswith("the model refused it: POST http://127.0.0.1:"), why
+        assert why.endswith(
+            'HTTP 400: {"error": {"message": "the prompt was flagged"}} (3 dreams in a row)'
+        )
+        assert status["pendingLogs"] == 1
+        shown = somnid(daemon_env(daemon), "status")
+        assert f"passed by     {stem}: the model refused it" in shown.stdout, shown.stdout

@@ -1181,6 +1181,13 @@ export interface components {
              */
             skippedLogs: string[];
             /**
+             * Passedby
+             * @description Pending logs this dream passed by, with why: one that holds no turn somnid can read, or one the model refused or answered unusably in three dreams in a row. Each waits until it changes (a person's edit) or the daemon restarts.
+             */
+            passedBy: {
+                [key: string]: string;
+            };
+            /**
              * Pendingafter
              * @description Logs still waiting for a dream when it ended.
              */
@@ -2065,6 +2072,13 @@ export interface components {
             since: string | null;
             /** Pendinglogs */
             pendingLogs: number;
+            /**
+             * Passedby
+             * @description Of the pending logs, those dreams pass by until they change, with why (see DreamResultOut.passedBy): not counted towards dream.min_pending_logs.
+             */
+            passedBy: {
+                [key: string]: string;
+            };
             llm: components["schemas"]["LlmStatus"];
             lastDream: components["schemas"]["DreamResultOut"] | null;
             /** Nexteligible */

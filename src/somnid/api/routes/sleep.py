@@ -54,11 +54,13 @@ async def sleep_status(runtime: RuntimeDep) -> SleepStatus:
     now = dreamer.status()
     status, detail = await dreamer.probe_llm()
     verdict = await runtime.scheduler.eligibility()
+    _, passed = await dreamer.waiting()
     return SleepStatus(
         sleeping=now["sleeping"],
         trigger=now["trigger"],
         since=now["since"],
         pending_logs=len(await runtime.sessions.pending_logs()),
+        passed_by=passed,
         llm=LlmStatus(status=status, detail=detail),
         last_dream=_result(dreamer.last),
         next_eligible=verdict.next_eligible.isoformat() if verdict.next_eligible else None,

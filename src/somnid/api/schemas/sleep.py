@@ -32,6 +32,11 @@ class DreamResultOut(Schema):
     skipped_logs: list[str] = Field(
         description="Logs marked dream: false, archived as processed without a model seeing them."
     )
+    passed_by: dict[str, str] = Field(
+        description="Pending logs this dream passed by, with why: one that holds no turn "
+        "somnid can read, or one the model refused or answered unusably in three dreams in a "
+        "row. Each waits until it changes (a person's edit) or the daemon restarts."
+    )
     pending_after: int = Field(description="Logs still waiting for a dream when it ended.")
     created: int
     updated: int
@@ -79,6 +84,10 @@ class SleepStatus(Schema):
     trigger: str | None
     since: str | None
     pending_logs: int
+    passed_by: dict[str, str] = Field(
+        description="Of the pending logs, those dreams pass by until they change, with why "
+        "(see DreamResultOut.passedBy): not counted towards dream.min_pending_logs."
+    )
     llm: LlmStatus
     last_dream: DreamResultOut | None
     next_eligible: str | None

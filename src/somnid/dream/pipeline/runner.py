@@ -48,6 +48,8 @@ from somnid.dream.similarity import DUPLICATE_SIMILARITY, similarity
 from somnid.dream.tools import DreamTools
 from somnid.errors import BrokenFile, Conflict, InvalidInput, NotFound, PreconditionFailed
 from somnid.memory.clock import Clock
+from somnid.memory.scrub import scrub
+from somnid.memory.text import one_line
 from somnid.sessions.transcript import file_mark, read_log
 
 log = logging.getLogger(__name__)
@@ -110,6 +112,7 @@ class PipelineDream:
         self._seen = []
         left: list[str] = []
         refused: list[LLMRejected] = []
+        refusals: dict[str, str] = {}
         try:
             answered = -1  # the model's answers when the last refusal came
             for stem in result.logs:
@@ -130,12 +133,15 @@ class PipelineDream:
                         raise
                     answered = result.llm_calls
                     log.warning("dream: the model refused session log %s: %s", stem, exc)
+                    # Shown by the status and the journal: as a dream's reason is.
+                    refusals[stem] = f"the model refused it: {one_line(scrub(str(exc)))[:300]}"
                     self.emit({"type": "log_left", "log": stem, "window": 0, "why": str(exc)})
                     asker.level, done = level, False
                 if not done:
                     left.append(stem)
             if refused and not result.llm_calls and await self.backend.probe() is not None:
                 raise refused[0]  # nothing answered, and the endpoint refuses a probe too
+            ledger.failed |= refusals  # each log's own, the endpoint's refusal ruled out
         finally:
             # Also when an LLM failure ends the dream: its journal says what it got done.
             result.summary = self._summary(result, ledger)
@@ -194,6 +200,7 @@ class PipelineDream:
             for part in by_speaker(window) if self.settings.by_speaker else [window]:
                 proposals = await self._extract(part, len(windows), user, asker)
                 if proposals is None:
+                    ledger.failed[stem] = "the model's answer stayed unusable after a repair"
                     self.emit({"type": "log_left", "log": stem, "window": window.number})
                     return False
                 if not await self._still_dreamable(stem):  # marked never to be dreamed

@@ -170,6 +170,23 @@ def test_broken_file_is_reported_and_left_alone(store: MemoryStore, tmp_path: Pa
     assert [r.path for r in store.broken()] == ["memory/knowledge/binary/SKILL.md"]
 
 
+def test_a_folder_name_no_request_can_give_stays_reported_whoever_reads_it(
+    store: MemoryStore, tmp_path: Path
+) -> None:
+    # History and sync read such a file by its path, whole: that cleared the report, and
+    # status stopped naming the folder a few seconds after it was made.
+    path = tmp_path / "memory/knowledge/my notes/SKILL.md"
+    path.parent.mkdir(parents=True)
+    path.write_text("---\ndescription: x\n---\n\nx\n")
+    assert store.scan((Kind.KNOWLEDGE,)) == []
+    rel = "memory/knowledge/my notes/SKILL.md"
+    assert [r.path for r in store.broken()] == [rel]
+    for _ in range(2):  # parsed, then from the cache
+        entry = store.read_path(path)
+        assert entry is not None and entry.body == "x\n"
+        assert [r.path for r in store.broken()] == [rel]
+
+
 def test_hand_edit_shows_in_the_next_read(store: MemoryStore, tmp_path: Path) -> None:
     make(store, "k", body="before")
     assert store.read(Kind.KNOWLEDGE, "k").body == "before\n"

@@ -112,3 +112,36 @@ def test_an_edit_of_a_purged_entry_lands_in_no_other_entry(tmp_path: Path) -> No
             assert not [rel for rel in files if ".conflict-" in rel]
             fsck(daemon.data_dir)
         assert memory_files(a.data_dir) == memory_files(b.data_dir)
+
+
+def test_a_file_a_person_is_typing_in_outlives_a_purge_with_history(tmp_path: Path) -> None:
+    """A probe: b's file, broken mid-edit (so never committed), was deleted when a's purge
+    with history arrived; with no copy anywhere, the person's words were gone for good. A
+    purge without history left it alone, as a sync leaves any file broken by hand."""
+    remote = bare_remote(tmp_path / "remote.git")
+    with (
+        machine(tmp_path / "a" / "data", remote) as a,
+        machine(tmp_path / "b" / "data", remote) as b,
+    ):
+        write(a, "door", f"{SECRET}\n")
+        (a.data_dir / "memory/knowledge/door/notes.txt").write_text("the code changes in May\n")
+        sync(a)
+        sync(b)
+        door = b.data_dir / "memory/knowledge/door"
+        assert (door / "notes.txt").exists()
+        typing = b"---\nname: door\ndescription: [typing\n---\nmy words, not saved anywhere\n"
+        (door / "SKILL.md").write_bytes(typing)
+        with a.client() as client:
+            done = client.post(
+                "/v1/memories/knowledge/door/purge", params={"confirm": "door", "history": "true"}
+            )
+            assert done.status_code == 200, done.text
+        sync(a)
+        sync(b)
+        # The file history had went; the one it never had stayed, and its folder.
+        assert sorted(p.name for p in door.iterdir()) == ["SKILL.md"]
+        assert (door / "SKILL.md").read_bytes() == typing
+        for gone in (SECRET, "the code changes"):
+            assert gone not in _everywhere(b.data_dir)
+        fsck(b.data_dir)
+        assert "purged on another machine, kept: memory/knowledge/door/SKILL.md" in b.log()

@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import datetime as dt
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path, PurePath
@@ -34,10 +34,7 @@ from somnid.store.health import State
 from somnid.store.layout import Layout
 from somnid.store.memories import MemoryStore
 from somnid.store.reader import BrokenReport
-
-Version = tuple[Kind, str, str | None]
-"""A live entry as a client read it: kind, name, ETag (an If-Match); no ETag: that no live
-entry has the name (If-None-Match: *)."""
+from somnid.store.removal import Version as Version  # the type of a purge's If-Match
 
 log = logging.getLogger(__name__)
 
@@ -227,10 +224,12 @@ class MemoryService:
         removed). Blocking; the caller announces the change (history's revert does)."""
         self._store.put_raw(path, data, prune_folder=prune_folder, executable=executable)
 
-    def remove_paths(self, specs: list[str], *, unchanged: Version | None = None) -> list[str]:
-        """:meth:`MemoryStore.remove_paths`: what exists of ``specs`` deleted (unless the
-        live entry ``unchanged`` names changed). Blocking."""
-        return self._store.remove_paths(specs, unchanged=unchanged)
+    def remove_paths(
+        self, specs: list[str], *, unchanged: Version | None = None, keep: Collection[str] = ()
+    ) -> list[str]:
+        """:meth:`MemoryStore.remove_paths`: what exists of ``specs`` deleted but the files
+        ``keep`` names (unless the live entry ``unchanged`` names changed). Blocking."""
+        return self._store.remove_paths(specs, unchanged=unchanged, keep=keep)
 
     def counts(self) -> dict[str, int]:
         """Entry files per kind; parses none of them. Blocking."""

@@ -13,7 +13,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,7 +38,7 @@ from somnid.store.fields import check_fields, render_entry
 from somnid.store.layout import Layout
 from somnid.store.naming import EntryNames
 from somnid.store.reader import MAX_FILE_BYTES, etag_of, gone
-from somnid.store.removal import as_read, remove_entry_paths
+from somnid.store.removal import Version, as_read, remove_entry_paths
 from somnid.store.safe import check_no_links, present, read_regular
 
 log = logging.getLogger(__name__)
@@ -426,13 +426,12 @@ class MemoryStore(EntryNames):
                         fsync_dir(path.parent.parent)
 
     def remove_paths(
-        self, specs: list[str], *, unchanged: tuple[Kind, str, str | None] | None = None
+        self, specs: list[str], *, unchanged: Version | None = None, keep: Collection[str] = ()
     ) -> list[str]:
-        """Delete what exists of ``specs`` (paths relative to the data dir: an entry's
-        folder, or a profile's file), under the write lock, as history's purge does; the
-        ones removed. ``unchanged`` (kind, name, etag): nothing is deleted unless that live
-        entry still has that ETag (If-Match; 412 otherwise, 412 too when it is gone); with
-        no ETag, unless no live entry has that name (If-None-Match: *)."""
+        """Delete what exists of ``specs`` (an entry's folder, a profile's file) but the files
+        ``keep`` names, under the write lock; the ones removed. ``unchanged`` (kind, name,
+        etag): nothing is deleted unless that live entry still has that ETag (If-Match; 412
+        otherwise or when gone); with no ETag, unless none has it (If-None-Match: *)."""
         with self._write_lock:
             if unchanged is not None:
                 kind, name, etag = unchanged
@@ -441,7 +440,7 @@ class MemoryStore(EntryNames):
                 except NotFound:
                     live = None
                 as_read(live, kind, name, etag)
-            return remove_entry_paths(self.layout, specs)
+            return remove_entry_paths(self.layout, specs, keep)
 
     def raw(self, path: Path) -> bytes:
         """The bytes of an entry file (absolute path), read as safely as :meth:`read` does.

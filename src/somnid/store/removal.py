@@ -8,6 +8,7 @@ import logging
 import os
 import shutil
 import stat
+from collections.abc import Collection
 from pathlib import Path, PurePosixPath
 
 from somnid.errors import BrokenFile, PreconditionFailed
@@ -19,19 +20,29 @@ from somnid.store.safe import check_no_links, present
 
 log = logging.getLogger(__name__)
 
+Version = tuple[Kind, str, str | None]
+"""A live entry as a client read it: kind, name, ETag (an If-Match); no ETag: that no live
+entry has the name (If-None-Match: *)."""
 
-def remove_entry_paths(layout: Layout, specs: list[str]) -> list[str]:
+
+def remove_entry_paths(layout: Layout, specs: list[str], keep: Collection[str] = ()) -> list[str]:
     """Delete each of ``specs`` (relative to the data dir) that holds an entry: an entry's
-    folder with its entry file, or a profile's file. All or none: when one could not be
-    deleted (a folder somnid may not change), nothing is, and StorageError says why. The
-    ones deleted are returned."""
+    folder with its entry file, or a profile's file; but the files ``keep`` names (relative
+    paths) and the folders holding them. All or none: when one could not be deleted (a
+    folder somnid may not change), nothing is, and StorageError says why. The ones deleted
+    (wholly or but what was kept) are returned."""
     paths = [(spec, path) for spec in specs if (path := _entry_at(layout, spec)) is not None]
     for _, path in paths:
         _check_removable(path)
+    kept = {layout.root / PurePosixPath(rel) for rel in keep}
     removed = []
     for spec, path in paths:
         try:
-            if _is_folder(path):
+            if path in kept:
+                continue
+            if _is_folder(path) and any(path in k.parents for k in kept):
+                _remove_all_but(path, kept)
+            elif _is_folder(path):
                 shutil.rmtree(path)
             else:
                 path.unlink()
@@ -42,6 +53,22 @@ def remove_entry_paths(layout: Layout, specs: list[str]) -> list[str]:
             raise storage_error(exc, path) from exc
         removed.append(spec)
     return removed
+
+
+def _remove_all_but(folder: Path, kept: set[Path]) -> None:
+    """Every file under ``folder`` but those ``kept``, and the folders left empty."""
+    for top, dirs, files in os.walk(folder, topdown=False, onerror=_raise):
+        here = Path(top)
+        for name in files:
+            if here / name not in kept:
+                (here / name).unlink()
+        for name in dirs:
+            inner = here / name
+            if inner.is_symlink():
+                inner.unlink()
+            elif not any(inner in k.parents for k in kept):
+                inner.rmdir()
+        fsync_dir(here)
 
 
 def _entry_at(layout: Layout, spec: str) -> Path | None:

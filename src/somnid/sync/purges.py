@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import logging
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -41,6 +42,8 @@ RECORD = "memory/purged.jsonl"
 SYNC = Actor("sync", "somnid sync")
 Pruning = Callable[[], AbstractContextManager[None]]
 _PATHS = Layout(Path("/"))  # where entries live, relative to any data dir
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,8 +172,13 @@ def in_history(git: Git, purges: list[Purge], commit: str = "HEAD") -> list[str]
 
 def forget_locally(committer: Committer, specs: list[str], pruning: Pruning) -> list[str]:
     """Received: this machine's files of the purged entries deleted (through the store)
-    and its history rewritten without them; the paths removed."""
-    removed = committer.memories.remove_paths(specs)
+    and its history rewritten without them; the paths removed. A file history never had
+    (broken by hand, or changed since the last commit: a person typing in it) is left
+    alone, as a sync leaves a file broken by hand: its words are in no other copy."""
+    unsaved = committer.changed_paths(specs)
+    for path in unsaved:
+        log.warning("purged on another machine, kept: %s holds text history never had", path)
+    removed = committer.memories.remove_paths(specs, keep=unsaved)
     if removed:
         committer.commit_paths(specs, "Sync: purged as another machine did", SYNC)
     purging.rewrite(committer.git, specs, pruning=pruning)

@@ -5,6 +5,7 @@ same body line edited on both sides leaves one entry and one listed conflict."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 from pathlib import Path
@@ -268,3 +269,37 @@ def test_a_skill_s_script_stays_executable_on_both_machines(tmp_path: Path) -> N
             assert copy.stat().st_mode & 0o100, oct(copy.stat().st_mode)
             assert git(daemon.data_dir, "status", "--porcelain") == ""
             assert git(daemon.data_dir, "ls-files", "-s", f"{folder}/run.sh").startswith("100755")
+
+
+def test_a_file_name_that_is_no_utf8_stops_no_sync(tmp_path: Path) -> None:
+    """A probe: a folder named by hand with a Latin-1 byte (``caf\\xe9``) made health answer
+    500, and once history committed it, every sync of that machine failed on decoding
+    git's output; a file so named that reached the remote blocked every other machine."""
+    remote = bare_remote(tmp_path / "remote.git")
+    with (
+        machine(tmp_path / "a" / "data", remote) as a,
+        machine(tmp_path / "b" / "data", remote) as b,
+    ):
+        write(b, "kit", "a hammer\n")
+        root = os.fsencode(b.data_dir)
+        os.makedirs(root + b"/memory/knowledge/caf\xe9")
+        with open(root + b"/memory/knowledge/caf\xe9/SKILL.md", "wb") as made:
+            made.write(b"---\nname: cafe\ndescription: x\n---\nhi\n")
+        with open(root + b"/memory/knowledge/kit/n\xe9.txt", "wb") as made:
+            made.write(b"nails\n")
+        with b.client() as client:
+            wait_for(lambda: bool(client.get("/v1/health").json()["brokenFiles"]), "reported")
+            [broken] = client.get("/v1/health").json()["brokenFiles"]
+            assert broken["path"] == "memory/knowledge/caf\\xe9/SKILL.md", broken
+        sync(b)
+        sync(a)
+        for daemon in (a, b):
+            kit = os.fsencode(daemon.data_dir) + b"/memory/knowledge/kit/n\xe9.txt"
+            with open(kit, "rb") as carried:
+                assert carried.read() == b"nails\n"
+            with daemon.client() as client:
+                assert client.get("/v1/health").status_code == 200
+        write(a, "later", "a saw\n")
+        sync(a)
+        sync(b)
+        assert read(b, "later") is not None

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import threading
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path, PurePosixPath
@@ -354,7 +355,8 @@ class Committer:
             "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames",
             "--", *asked,
         )  # fmt: skip
-        found = [record[3:].decode("utf-8") for record in out.split(b"\0") if len(record) > 3]
+        # A name that is no UTF-8 (made by hand) as Python keeps it: git is given it back.
+        found = [os.fsdecode(record[3:]) for record in out.split(b"\0") if len(record) > 3]
         return found if asked is wanted else within(found, wanted)
 
     def commit_paths(self, paths: list[str], message: str, actor: Actor) -> str | None:
@@ -418,7 +420,7 @@ class Committer:
             return []
         asked = list(specs) if len(specs) <= ON_COMMAND_LINE else list(TRACKED)
         tracked = self.git.run("ls-files", "-z", "--", *asked).split(b"\0")
-        known = with_folders(p.decode("utf-8") for p in tracked if p)
+        known = with_folders(os.fsdecode(p) for p in tracked if p)
         found = [spec for spec in specs if spec in known or (self.layout.root / spec).exists()]
         gone = [spec for spec in specs if spec not in found]
         if gone and len(gone) <= ON_COMMAND_LINE:  # its deletion staged already, maybe

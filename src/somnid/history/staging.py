@@ -64,12 +64,12 @@ def _commit_paths_only(
     specs = _add(git, specs, env)
     if not [spec for spec in specs if not spec.startswith(":(exclude")]:
         return False
-    listed = "\0".join(specs).encode("utf-8")
+    listed = _listed(specs)
     if tops:
         specs = _known(git, specs, env)
         if not [spec for spec in specs if not spec.startswith(":(exclude")]:
             return False
-        listed = "\0".join(specs).encode("utf-8")
+        listed = _listed(specs)
     # No --dry-run first: it prints a full status, untracked files and all (2-11 s at 100k
     # entries, more than the commit). The commit itself says when there is nothing to take.
     # No argument holds a NUL: one in a dream's trigger or a model's failure made every
@@ -143,7 +143,7 @@ def in_head(git: Git, specs: list[str]) -> list[str]:
     if not git.has_head():
         return []
     out = git.run("ls-tree", "-r", "-z", "--name-only", "HEAD", "--", *specs)
-    known = with_folders(path.decode("utf-8") for path in out.split(b"\0") if path)
+    known = with_folders(os.fsdecode(path) for path in out.split(b"\0") if path)
     return [spec for spec in specs if spec in known]
 
 
@@ -156,7 +156,7 @@ def _there(git: Git, spec: str, env: dict[str, str]) -> bool:
 
 
 def _listed(specs: list[str]) -> bytes:
-    return "\0".join(specs).encode("utf-8")
+    return os.fsencode("\0".join(specs))  # a name that is no UTF-8 as the disk has it
 
 
 def _known(git: Git, specs: list[str], env: dict[str, str]) -> list[str]:

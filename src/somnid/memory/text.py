@@ -38,6 +38,19 @@ def has_surrogate(text: str) -> bool:
     return _SURROGATE.search(text) is not None
 
 
+def shown_path(path: str) -> str:
+    """A file name as UTF-8 carries it: the bytes of a name that is no UTF-8 (kept by
+    Python as surrogates, ``caf\\udce9``) written as ``\\xe9``, the way ``ls -b`` shows them."""
+    if not has_surrogate(path):
+        return path
+    raw = path.encode("utf-8", "surrogateescape" if _escapable(path) else "surrogatepass")
+    return raw.decode("utf-8", "backslashreplace")
+
+
+def _escapable(text: str) -> bool:
+    return all(not ("\ud800" <= ch <= "\udfff") or "\udc80" <= ch <= "\udcff" for ch in text)
+
+
 def valid_text(text: str) -> str:
     """``text`` as UTF-8 carries it: each lone surrogate a ``?``."""
     return text.encode("utf-8", "replace").decode("utf-8")

@@ -23,6 +23,7 @@ from somnid.memory.clock import Clock
 from somnid.memory.entry import Entry
 from somnid.memory.kinds import SELF_PROFILE, Kind
 from somnid.memory.names import check_name
+from somnid.memory.text import shown_path
 from somnid.store import frontmatter
 from somnid.store.counts import FolderCounts
 from somnid.store.health import StorageHealth
@@ -320,8 +321,10 @@ class EntryReader:
     def _report_broken(self, rel: str, reason: str) -> None:
         with self._broken_lock:
             known = self._broken.get(rel)
-            self._broken[rel] = BrokenReport(rel, reason)
-        if known is None or known.reason != reason:
+            # Kept under its name as the disk has it; shown as UTF-8 carries it (a name that
+            # is no UTF-8 failed every answer that listed it).
+            self._broken[rel] = BrokenReport(shown_path(rel), shown_path(reason))
+        if known is None or known.reason != shown_path(reason):
             log.warning("leaving broken file alone: %s: %s", rel, reason)
 
     def _forget_broken(self, rel: str) -> None:

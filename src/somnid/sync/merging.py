@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -198,7 +199,7 @@ def _parse_merge_tree(out: bytes) -> tuple[str, dict[str, dict[int, tuple[str, s
     for raw in fields[1:]:
         if not raw:
             break  # the conflicted files end with an empty field; messages follow
-        info, _, path = raw.decode("utf-8").partition("\t")
+        info, _, path = os.fsdecode(raw).partition("\t")
         mode, blob, stage = info.split()
         stages.setdefault(path, {})[int(stage)] = (mode, blob)
     return tree, stages
@@ -235,7 +236,7 @@ def _amend_tree(
     for spec, side in decided.items():
         # -f: the scratch index differs from HEAD and the work tree, which plain rm refuses
         git.run("rm", "-r", "-q", "-f", "--cached", "--ignore-unmatch", "--", spec, env=env)
-        kept = git.text("ls-tree", "-r", "-z", side, "--", spec)  # the lines --index-info reads
+        kept = os.fsdecode(git.run("ls-tree", "-r", "-z", side, "--", spec))  # --index-info's
         lines += [record for record in kept.split("\0") if record]
     for path, blob in fixed.items():
         mode = (stages[path].get(2) or stages[path].get(3) or ("100644", ""))[0]
@@ -243,7 +244,7 @@ def _amend_tree(
     for path, data in aside.items():
         blob = git.run("hash-object", "-w", "--stdin", input=data).decode().strip()
         lines.append(f"100644 {blob}\t{path}")
-    listed = "".join(line + "\0" for line in lines).encode("utf-8")
+    listed = os.fsencode("".join(line + "\0" for line in lines))
     git.run("update-index", "-z", "--index-info", input=listed, env=env)
     return git.text("write-tree", env=env).strip()
 
@@ -312,7 +313,7 @@ def _written_since(committer: Committer, head: str | None, plan: Plan) -> bool:
         return False
     held: dict[str, str] = {}
     if head is not None:
-        out = committer.git.run("ls-tree", "-r", "-z", head).decode("utf-8")
+        out = os.fsdecode(committer.git.run("ls-tree", "-r", "-z", head))
         for record in filter(None, out.split("\0")):
             info, _, path = record.partition("\t")
             held[path] = info.split()[2]
@@ -358,14 +359,14 @@ def _changes(git: Git, head: str | None, new: str) -> list[tuple[str, str, str]]
     """(new mode, new blob, path) of every file ``new`` changes from ``head``; mode
     ``000000`` for a file it removes."""
     if head is None:
-        out = git.run("ls-tree", "-r", "-z", new).decode("utf-8")
+        out = os.fsdecode(git.run("ls-tree", "-r", "-z", new))
         found = []
         for record in filter(None, out.split("\0")):
             info, _, path = record.partition("\t")
             mode, _kind, blob = info.split()
             found.append((mode, blob, path))
         return found
-    out = git.run("diff-tree", "-r", "-z", "--no-renames", "--raw", head, new).decode("utf-8")
+    out = os.fsdecode(git.run("diff-tree", "-r", "-z", "--no-renames", "--raw", head, new))
     fields = [f for f in out.split("\0") if f]
     found = []
     for info, path in zip(fields[::2], fields[1::2], strict=True):

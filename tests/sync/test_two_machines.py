@@ -303,3 +303,38 @@ def test_a_file_name_that_is_no_utf8_stops_no_sync(tmp_path: Path) -> None:
         sync(a)
         sync(b)
         assert read(b, "later") is not None
+
+
+def test_a_conflict_in_a_file_without_a_suffix_is_settled_in_that_file(tmp_path: Path) -> None:
+    """A probe: a skill's ``Makefile`` changed on both machines was kept aside as
+    ``Makefile.conflict-<commit>.md``, read as a conflict of ``Makefile.md``: the status
+    said the entry was gone, and "take the other" wrote a new ``Makefile.md``."""
+    remote = bare_remote(tmp_path / "remote.git")
+    with (
+        machine(tmp_path / "a" / "data", remote) as a,
+        machine(tmp_path / "b" / "data", remote) as b,
+    ):
+        with a.client(timeout=60.0) as client:
+            made = client.post("/v1/memories/skill", json={"name": "build-it", "body": "x"})
+            assert made.status_code == 201, made.text
+        rel = "skills/agent_learned_skills/build-it/Makefile"
+        (a.data_dir / rel).write_text("all:\n\tmake one\n")
+        wait_for(lambda: committed(a), "a's Makefile is committed")
+        sync(a)
+        sync(b)
+        (a.data_dir / rel).write_text("all:\n\tmake two\n")
+        (b.data_dir / rel).write_text("all:\n\tmake three\n")
+        wait_for(lambda: committed(a) and committed(b), "both edits are committed")
+        sync(a)
+        [conflict] = sync(b)["conflicts"]
+        assert conflict["entry"] == rel and conflict["path"].startswith(f"{rel}.conflict-")
+        assert conflict["entryText"] == "all:\n\tmake three\n"
+        assert conflict["text"] == "all:\n\tmake two\n"
+        with b.client() as client:
+            done = client.delete(
+                "/v1/sync/conflicts", params={"path": conflict["path"], "keep": "other"}
+            )
+            assert done.status_code == 204, done.text
+        folder = b.data_dir / "skills/agent_learned_skills/build-it"
+        assert sorted(p.name for p in folder.iterdir()) == ["Makefile", "SKILL.md"]
+        assert (b.data_dir / rel).read_text() == "all:\n\tmake two\n"

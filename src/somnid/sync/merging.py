@@ -55,8 +55,10 @@ class Merge:
 
 
 def conflict_path(path: str, commit: str) -> str:
+    """``SKILL.md`` → ``SKILL.conflict-<commit>.md``; ``Makefile`` → ``Makefile.conflict-<commit>``
+    (with a suffix added, its entry file was read as ``Makefile.md``)."""
     pure = PurePosixPath(path)
-    return str(pure.with_name(f"{pure.stem}{CONFLICT_MARK}{commit[:12]}{pure.suffix or '.md'}"))
+    return str(pure.with_name(f"{pure.stem}{CONFLICT_MARK}{commit[:12]}{pure.suffix}"))
 
 
 def merge_remote(

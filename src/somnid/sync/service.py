@@ -325,6 +325,8 @@ class SyncService:
                 rel = str(self.layout.relative(path))
                 stem, _, rest = path.name.partition(CONFLICT_MARK)
                 entry = path.with_name(stem + PurePosixPath(rest).suffix)
+                if rest.endswith(".md") and not entry.exists() and path.with_name(stem).exists():
+                    entry = path.with_name(stem)  # an older sync's name: Makefile.conflict-…md
                 what = self.layout.classify(entry)
                 try:
                     text = path.read_text("utf-8", "replace")[:MAX_CONFLICT_CHARS]

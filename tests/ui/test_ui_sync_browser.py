@@ -40,6 +40,12 @@ def test_conflicts_are_shown_and_settled_from_the_sync_tab(tmp_path: Path) -> No
                 patch(daemon, name, body=BODY.replace("line two", f"line two, as {who} says"))
         sync(a)
         assert {c["entry"] for c in sync(b)["conflicts"]} == {KITES, BOATS}
+        # A receives b's merge: there the entry holds b's text and the file set aside a's own.
+        b_id = status(b)["machine"]
+        on_a = {c["entry"]: c for c in sync(a)["conflicts"]}
+        assert {c["mergedOn"] for c in on_a.values()} == {b_id}
+        assert "as B says" in on_a[KITES]["entryText"] and "as A says" in on_a[KITES]["text"]
+        assert {c["mergedOn"] for c in status(b)["conflicts"]} == {None}
 
         with playwright.sync_playwright() as driver:
             browser = driver.chromium.launch(
@@ -48,6 +54,19 @@ def test_conflicts_are_shown_and_settled_from_the_sync_tab(tmp_path: Path) -> No
             page = browser.new_page(viewport={"width": 1280, "height": 900})
             page.set_default_timeout(90_000)  # a cap for a hang: a busy 2-core machine is slow
             expect.set_options(timeout=90_000)
+            # On a, which did not merge, no side is called "this machine's" (a probe: the
+            # entry, called so, held b's text, and "keep this machine's" kept b's).
+            page.goto(f"{a.base_url}/ui")
+            page.fill("#token", a.token)
+            page.click("#login-form button[type=submit]")
+            page.click("button[data-tab=sync]")
+            kites_a = page.locator(f".sync-conflict[data-entry='{KITES}']")
+            expect(kites_a.locator(".merged-on")).to_contain_text(f"Merged on {b_id}")
+            expect(kites_a.locator("h5").first).to_have_text(f"In the entry: {b_id}'s version")
+            expect(kites_a.locator(".keep-this")).to_have_text("Keep the entry's")
+            expect(kites_a.locator(".take-other")).to_have_text("Take the set-aside one")
+            assert "This machine's" not in page.locator("#sync-conflicts").inner_text()
+            page = browser.new_page(viewport={"width": 1280, "height": 900})  # a new context
             page.goto(f"{b.base_url}/ui")
             page.fill("#token", b.token)
             page.click("#login-form button[type=submit]")

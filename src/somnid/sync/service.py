@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import datetime as dt
 import logging
+import re
 import shlex
 import sys
 from collections.abc import Callable
@@ -70,6 +71,10 @@ class SyncConflict:
     text: str
     entry_text: str | None = None
     """The entry file's text (this machine's version); None when it is gone."""
+    merged_on: str | None = None
+    """The machine whose merge kept the entry's text and set this one aside (from that
+    commit's message); None when this machine's (or unknown). On another machine the entry
+    holds that machine's version and this file the remote's, which may be this one's."""
 
 
 @dataclass(slots=True)
@@ -340,6 +345,7 @@ class SyncService:
                         what[1] if what else None,
                         text,
                         _text_of(entry),
+                        self._merged_on(rel),
                     )
                 )
         return found
@@ -375,6 +381,18 @@ class SyncService:
             await self.memories.notify(None, str(entry))
         await asyncio.to_thread(self.memories.put_raw, target, None)
         await self.memories.notify(None, str(target))
+
+    def _merged_on(self, rel: str) -> str | None:
+        """The machine of the merge that set ``rel`` aside, when another than this one."""
+        if self.remote is None:
+            return None
+        said = self.remote.git.call("log", "-1", "-m", "--diff-filter=A", "--format=%s", "--", rel)
+        found = _MERGED_ON.search(said.stdout.decode("utf-8", "replace"))
+        machine = found[1] if found else None
+        return machine if machine != self.machine else None
+
+
+_MERGED_ON = re.compile(r"^Sync: the remote's memory merged on (\S+)")
 
 
 def _text_of(path: Path) -> str | None:

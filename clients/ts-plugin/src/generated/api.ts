@@ -2112,6 +2112,11 @@ export interface components {
              * @description The entry file's text, this machine's version (null: it is gone).
              */
             entryText?: string | null;
+            /**
+             * Mergedon
+             * @description Set when another machine's merge set the file aside (its id): then the entry holds that machine's version and the file the remote's at that merge, which may be this machine's own. Null: this machine's merge (the descriptions above hold).
+             */
+            mergedOn?: string | null;
         };
         /** SyncReportOut */
         SyncReportOut: {

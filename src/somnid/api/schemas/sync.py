@@ -19,6 +19,12 @@ class SyncConflictOut(Schema):
     entry_text: str | None = Field(
         None, description="The entry file's text, this machine's version (null: it is gone)."
     )
+    merged_on: str | None = Field(
+        None,
+        description="Set when another machine's merge set the file aside (its id): then the "
+        "entry holds that machine's version and the file the remote's at that merge, which may "
+        "be this machine's own. Null: this machine's merge (the descriptions above hold).",
+    )
 
     @classmethod
     def of(cls, conflict: SyncConflict) -> SyncConflictOut:
@@ -27,6 +33,7 @@ class SyncConflictOut(Schema):
             entry=conflict.entry,
             kind=conflict.kind,
             name=conflict.name,
+            merged_on=conflict.merged_on,
             text=conflict.text,
             entry_text=conflict.entry_text,
         )

@@ -40,8 +40,12 @@ const T = {
     sync_conflicts: "Conflicts", no_conflicts: "No conflict.",
     sync_conflicts_intro: "A text both machines changed on the same lines: the entry kept this machine's version, the other machine's is kept beside it until you choose.",
     this_version: "This machine's (in the entry)", other_version: "The other machine's", no_entry_file: "(the entry file is gone)",
+    merged_on_intro: "Merged on {m}: the entry kept {m}'s version, and the remote's at that merge (this machine's, if it had sent it) is set aside.",
+    entry_version_of: "In the entry: {m}'s version", aside_version: "Set aside by the merge on {m}",
+    keep_entry: "Keep the entry's", take_aside: "Take the set-aside one",
     keep_this: "Keep this machine's", take_other: "Take the other",
     kept_this: "Settled: the entry keeps this machine's version.", took_other: "Settled: the entry now holds the other machine's version.",
+    kept_entry: "Settled: the entry keeps its version.", took_aside: "Settled: the entry now holds the version that was set aside.",
     broken_intro: "Files somnid cannot read are left alone, as they are, until fixed by hand:",
   },
   zh: {
@@ -78,8 +82,12 @@ const T = {
     sync_conflicts: "冲突", no_conflicts: "没有冲突。",
     sync_conflicts_intro: "两台机器改动了同一段文字：条目保留了本机的版本，另一台机器的版本存放在旁边，等你选择。",
     this_version: "本机的版本（条目中）", other_version: "另一台机器的版本", no_entry_file: "（条目文件已不存在）",
+    merged_on_intro: "在 {m} 上合并：条目保留了 {m} 的版本，合并时远端的版本（若本机已推送，则是本机的）存放在旁边。",
+    entry_version_of: "条目中：{m} 的版本", aside_version: "{m} 合并时存放在旁边的版本",
+    keep_entry: "保留条目中的", take_aside: "采用旁边的",
     keep_this: "保留本机的", take_other: "采用另一台的",
     kept_this: "已解决：条目保留本机的版本。", took_other: "已解决：条目现在是另一台机器的版本。",
+    kept_entry: "已解决：条目保留原有版本。", took_aside: "已解决：条目现在是存放在旁边的版本。",
     broken_intro: "somnid 读不了的文件原样保留，等人手工修好："
   },
 };
@@ -554,16 +562,21 @@ function paintSync(status) {
   $("sync-conflicts").replaceChildren(...(status.conflicts.length ? status.conflicts.map(conflictBlock) : [el("p", { class: "muted" }, t("no_conflicts"))]));
 }
 
+// Merged here, the entry holds this machine's version; merged on another machine (mergedOn),
+// that machine's, and the file set aside the remote's at that merge (often this machine's own).
 function conflictBlock(conflict) {
   const title = conflict.kind ? `${kindName(conflict.kind)} / ${conflict.name}` : conflict.entry;
+  const on = conflict.mergedOn;
+  const label = (key) => t(key).replaceAll("{m}", on || "");
   return el("div", { class: "sync-conflict", "data-path": conflict.path, "data-entry": conflict.entry },
     el("h4", {}, title, el("span", { class: "muted" }, ` · ${conflict.entry}`)),
+    ...(on ? [el("p", { class: "merged-on muted" }, label("merged_on_intro"))] : []),
     el("div", { class: "both" },
-      el("div", {}, el("h5", {}, t("this_version")), sideText("this-text", conflict.entryText ?? t("no_entry_file"), conflict.text)),
-      el("div", {}, el("h5", {}, `${t("other_version")} · ${conflict.path}`), sideText("other-text", conflict.text, conflict.entryText ?? ""))),
+      el("div", {}, el("h5", {}, label(on ? "entry_version_of" : "this_version")), sideText("this-text", conflict.entryText ?? t("no_entry_file"), conflict.text)),
+      el("div", {}, el("h5", {}, `${label(on ? "aside_version" : "other_version")} · ${conflict.path}`), sideText("other-text", conflict.text, conflict.entryText ?? ""))),
     el("div", { class: "bar" },
-      el("button", { class: "keep-this", onclick: () => resolveConflict(conflict.path, "this") }, t("keep_this")),
-      el("button", { class: "take-other", onclick: () => resolveConflict(conflict.path, "other") }, t("take_other"))));
+      el("button", { class: "keep-this", onclick: () => resolveConflict(conflict.path, "this") }, label(on ? "keep_entry" : "keep_this")),
+      el("button", { class: "take-other", onclick: () => resolveConflict(conflict.path, "other", on) }, label(on ? "take_aside" : "take_other"))));
 }
 
 // One side of a conflict, its lines the other side lacks marked.
@@ -588,7 +601,7 @@ async function syncNow() {
   }
 }
 
-async function resolveConflict(path, keep) {
+async function resolveConflict(path, keep, mergedOn) {
   say($("s-status"), "");
   try {
     await api("DELETE", `/v1/sync/conflicts?${new URLSearchParams({ path, keep })}`);
@@ -597,7 +610,7 @@ async function resolveConflict(path, keep) {
     return;
   }
   await loadSync();
-  say($("s-status"), t(keep === "other" ? "took_other" : "kept_this"));
+  say($("s-status"), t(mergedOn ? (keep === "other" ? "took_aside" : "kept_entry") : (keep === "other" ? "took_other" : "kept_this")));
 }
 
 // --- sleep, live ---------------------------------------------------------------------------

@@ -338,3 +338,28 @@ def test_a_conflict_in_a_file_without_a_suffix_is_settled_in_that_file(tmp_path:
         folder = b.data_dir / "skills/agent_learned_skills/build-it"
         assert sorted(p.name for p in folder.iterdir()) == ["Makefile", "SKILL.md"]
         assert (b.data_dir / rel).read_text() == "all:\n\tmake two\n"
+
+
+def test_names_differing_only_in_case_become_one_entry(tmp_path: Path) -> None:
+    """A probe: ``casey`` made on a and ``Casey`` on b were both kept by the sync, a pair
+    the API refuses (one folder on a case-insensitive file system)."""
+    remote = bare_remote(tmp_path / "remote.git")
+    with (
+        machine(tmp_path / "a" / "data", remote) as a,
+        machine(tmp_path / "b" / "data", remote) as b,
+    ):
+        write(a, "base", "x\n")
+        sync(a)
+        sync(b)
+        write(a, "casey", "Casey likes tea.\n", tags=["a"])
+        write(b, "Casey", "Casey likes coffee.\n", tags=["b"])
+        sync(a)
+        merged = sync(b)
+        sync(a)
+        for daemon in (a, b):  # one entry, spelt as on b, whose merge told the two as one
+            names = sorted(p.name for p in (daemon.data_dir / "memory/knowledge").iterdir())
+            assert names == ["Casey", "base"], names
+        [conflict] = merged["conflicts"]
+        assert conflict["entry"] == "memory/knowledge/Casey/SKILL.md"
+        assert "coffee" in conflict["entryText"] and "tea" in conflict["text"]
+        assert memory_files(a.data_dir) == memory_files(b.data_dir)

@@ -20,7 +20,7 @@ class EntryNames(EntryReader):
     def _case_twin(self, kind: Kind, name: str) -> str | None:
         """The live entry whose name differs from ``name`` only in case or in Unicode form
         (``Résumé`` composed, as somnid writes it, or decomposed, as macOS does), if any."""
-        folded = _folded(name)
+        key = folded(name)
         if kind is Kind.PROFILE:
             names = [found for _path, found, _archived in self._profile_files()]
         else:
@@ -35,7 +35,7 @@ class EntryNames(EntryReader):
                 raise BrokenFile(f"{where} is a file where somnid keeps a folder") from None
             except PermissionError:
                 raise _shut(self.layout.relative(folder)) from None
-        twins = (other for other in names if other != name and _folded(other) == folded)
+        twins = (other for other in names if other != name and folded(other) == key)
         return next(twins, None)
 
     def twin_of(self, path: Path) -> str | None:
@@ -100,7 +100,7 @@ class EntryNames(EntryReader):
         return f"{stem}{max(numbers) + 1:03d}"
 
 
-def _folded(name: str) -> str:
+def folded(name: str) -> str:
     """What tells two names apart for a person: neither case nor Unicode form does."""
     return unicodedata.normalize("NFKC", name).casefold()
 

@@ -40,6 +40,7 @@ from somnid.memory.kinds import Kind
 from somnid.memory.names import live_name
 from somnid.store import frontmatter
 from somnid.store.layout import Layout
+from somnid.store.naming import folded
 
 log = logging.getLogger(__name__)
 
@@ -110,6 +111,8 @@ def _prepared(
             folders.move(elsewhere, source, target)
             if next((c for spec, c in decided.items() if _under(source, spec)), None) == purger:
                 more[target] = purger  # the other side purged what this side moved
+    for source, target in case_twins(layout, old, ours, other):
+        _Folders(other, {source}).move(other, source, target)
     settle_deletes(old, (ours, head), (other, theirs), {**decided, **more})
     if (old, ours, other) == was:
         return Prepared(head, theirs, more)
@@ -148,6 +151,26 @@ def moves_in(layout: Layout, base: Tree, side: Tree, blobs: Blobs) -> list[Move]
         ]
         if len(restored) == 1:
             found.append((_folder(restored[0]), _folder(path)))
+    return found
+
+
+def case_twins(layout: Layout, base: Tree, ours: Tree, other: Tree) -> list[Move]:
+    """(the other side's folder, ours) of each entry the other side made whose name ours
+    holds in another case or Unicode form (``Casey`` and ``casey``): one name for a person,
+    and one folder on a case-insensitive file system. Told as one, git merges the two as
+    one entry made on both sides (a body that differs is kept beside it as a conflict)."""
+    held: dict[tuple[Kind, bool, str], str] = {}
+    for path in ours:
+        if (where := _entry(layout, ours, path)) is not None:
+            held[(where[0], where[2], folded(where[1]))] = _folder(path)
+    found: list[Move] = []
+    for path in other:
+        folder = _folder(path)
+        if path in base or path in ours or (where := _entry(layout, other, path)) is None:
+            continue
+        twin = held.get((where[0], where[2], folded(where[1])))
+        if twin is not None and twin != folder and not any(_under(p, folder) for p in ours):
+            found.append((folder, twin))
     return found
 
 

@@ -188,6 +188,27 @@ def test_an_entry_archived_while_a_new_one_takes_its_name(tmp_path: Path) -> Non
     assert "the kettle is blue" in kept and "score: 0.31" in kept
 
 
+def test_an_entry_written_by_hand_archived_while_a_new_one_takes_its_name(
+    tmp_path: Path,
+) -> None:
+    """A probe: an entry written by hand has no ``created``; the other side's edit of it
+    went into the new entry of its name (the new entry's text set aside as a conflict)."""
+    old = "---\nname: x\ndescription: the kettle\n---\n\nthe kettle is blue\n"
+    copy = old.replace("---\n\n", ARCHIVED + "---\n\n", 1)
+    root, base = _repo(tmp_path, {knowledge("x"): old})
+    ours, theirs = _sides(
+        root,
+        base,
+        {archived("x"): copy, knowledge("x"): entry("x", "the car is red")},
+        {knowledge("x"): old.replace("is blue", "is blue, and old")},
+    )
+    merged, conflicts = _merge(root, ours, theirs)
+    live, kept = _at(root, merged, knowledge("x")) or "", _at(root, merged, archived("x")) or ""
+    assert "the car is red" in live and "kettle" not in live
+    assert "is blue, and old" in kept and "archived_at" in kept
+    assert conflicts == []
+
+
 def test_a_purge_follows_the_entry_the_other_side_moved(tmp_path: Path) -> None:
     """Ours purges x; theirs archived it as x--2 (an older x was archived already): the
     purged text goes there too. Either side merging; and theirs' syncs never fail."""

@@ -231,13 +231,33 @@ def _entry(layout: Layout, tree: Tree, path: str) -> Where | None:
 
 def _replaced(blobs: Blobs, base: Tree, side: Tree, copy: str, sources: list[str]) -> str | None:
     """The live entry file ``copy`` was archived from while a new entry took its name: the
-    copy was created when the base's entry was, the side's entry later."""
+    copy was created when the base's entry was, the side's entry later. An entry written by
+    hand has no ``created``: then the copy says what the base's entry said (its body and
+    description) and the side's entry something else."""
     for source in sources:
         made = _fields(blobs, [(side, copy), (base, source)], "created")
         now = _fields(blobs, [(side, source)], "created")
         if made[copy] is not None and made[copy] == made[source] != now[source]:
             return source
+        if made[copy] is None and made[source] is None:
+            said = _said(blobs, [(side, copy), (base, source), (side, source)])
+            if said[0] is not None and said[0] == said[1] != said[2]:
+                return source
     return None
+
+
+def _said(blobs: Blobs, files: list[tuple[Tree, str]]) -> list[tuple[object, str] | None]:
+    """(description, body) of each file, None where it does not parse."""
+    texts = blobs([tree[path][1] for tree, path in files])
+    found: list[tuple[object, str] | None] = []
+    for tree, path in files:
+        try:
+            doc = frontmatter.parse(texts.get(tree[path][1], b"").decode("utf-8"), round_trip=False)
+        except (UnicodeDecodeError, BrokenFile):
+            found.append(None)
+            continue
+        found.append((doc.meta.get("description"), doc.body))
+    return found
 
 
 def _fields(blobs: Blobs, files: list[tuple[Tree, str]], key: str) -> dict[str, object]:

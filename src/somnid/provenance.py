@@ -28,6 +28,10 @@ class Actor:
 DREAM = Actor("dream", "dream")
 """The dream's own writes: the dreamer acts as this for the whole of its task."""
 
+MERGED = Actor("sync", "merged")
+"""Files a sync's merge put in place, told to the listeners (the index): its commit holds
+them already, so history notes none of them."""
+
 _current: ContextVar[Actor | None] = ContextVar("somnid_actor", default=None)
 
 

@@ -363,3 +363,25 @@ def test_names_differing_only_in_case_become_one_entry(tmp_path: Path) -> None:
         assert conflict["entry"] == "memory/knowledge/Casey/SKILL.md"
         assert "coffee" in conflict["entryText"] and "tea" in conflict["text"]
         assert memory_files(a.data_dir) == memory_files(b.data_dir)
+
+
+def test_the_next_write_s_commit_names_only_its_own_files(tmp_path: Path) -> None:
+    """A probe: after a sync brought b's edits of x1 and x2, a's next PATCH of y was
+    committed as "POST /v1/sync, PATCH …: knowledge/x1, knowledge/x2, knowledge/y"."""
+    remote = bare_remote(tmp_path / "remote.git")
+    with (
+        machine(tmp_path / "a" / "data", remote) as a,
+        machine(tmp_path / "b" / "data", remote) as b,
+    ):
+        for name in ("x1", "x2", "y"):
+            write(a, name, "one\n")
+        sync(a)
+        sync(b)
+        for name in ("x1", "x2"):
+            patch(b, name, body="two\n")
+        sync(b)
+        assert sync(a)["changed"] == 2
+        patch(a, "y", body="three\n")
+        wait_for(lambda: committed(a), "a's edit is committed")
+        subject = git(a.data_dir, "log", "-1", "--format=%s").strip()
+        assert subject == "PATCH /v1/memories/knowledge/y: knowledge/y", subject

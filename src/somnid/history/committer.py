@@ -36,7 +36,7 @@ from somnid.history.pathspecs import ON_COMMAND_LINE, as_tops, with_folders, wit
 from somnid.history.staging import commit_paths_only, in_head, in_history
 from somnid.memory.entry import Entry
 from somnid.memory.kinds import Kind
-from somnid.provenance import DREAM, Actor, DreamRecord, current_actor
+from somnid.provenance import DREAM, MERGED, Actor, DreamRecord, current_actor
 from somnid.services.memories import MemoryService
 from somnid.store.atomic import folder_missing
 from somnid.store.layout import FOLDER_FILES, Layout
@@ -123,10 +123,9 @@ class Committer:
 
     async def entry_changed(self, entry: Entry | None, path: str) -> None:
         """MemoryService listener: a write is on disk (no I/O here: it is only noted)."""
-        rel = self._relative(path)
-        if rel is None:
+        rel, actor = self._relative(path), current_actor()
+        if rel is None or actor == MERGED:  # a merge's files: its commit holds them
             return
-        actor = current_actor()
         if self.dreaming() and (actor is None or actor == DREAM):
             self._dream[rel] = None  # the dreamer's task acts as DREAM; others keep theirs
             return

@@ -52,6 +52,9 @@ class Merge:
     rewritten: bool = False
     """A purge with ``history`` rewrote the merged history: the push replaces the remote's
     branch (with a lease on what was fetched)."""
+    loose: list[str] = field(default_factory=list)
+    """Of ``changed``, the files no commit holds yet (a conflict kept beside a file a person
+    is editing): history commits them."""
 
 
 def conflict_path(path: str, commit: str) -> str:
@@ -106,10 +109,10 @@ def merge_remote(
     # (Only a purge new to this merge: an entry made again later keeps its history.)
     again = purges.in_history(git, purges.fresh(git, new, base), new)
     if not again:
-        return Merge(new, changed + forgotten, conflicts)
+        return Merge(new, changed + forgotten, conflicts, loose=aside)
     git.run("update-ref", "-d", TRACKING)  # nothing may keep the old versions reachable
     purging.rewrite(git, again, pruning=pruning)
-    return Merge(_head(git), changed + forgotten, conflicts, rewritten=True)
+    return Merge(_head(git), changed + forgotten, conflicts, rewritten=True, loose=aside)
 
 
 def _merge_base(git: Git, one: str, other: str) -> str | None:

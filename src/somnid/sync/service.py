@@ -33,7 +33,7 @@ from somnid.history.committer import Committer
 from somnid.history.service import History
 from somnid.memory.clock import Clock
 from somnid.memory.entry import Entry
-from somnid.provenance import DreamRecord
+from somnid.provenance import MERGED, DreamRecord, acting
 from somnid.services.memories import MemoryService
 from somnid.store.layout import Layout
 from somnid.sync import purges
@@ -223,10 +223,11 @@ class SyncService:
         async with self._round:
             self._state = "running"
             changed: list[str] = []  # filled as merges put files in place, even if one fails
+            loose: list[str] = []  # of those, the ones no commit holds (history commits them)
             try:
                 await committer.flush()
                 self._inflight = asyncio.ensure_future(
-                    asyncio.to_thread(self._round_blocking, remote, committer, changed)
+                    asyncio.to_thread(self._round_blocking, remote, committer, changed, loose)
                 )
                 await asyncio.shield(self._inflight)
             except SomnidError as exc:
@@ -243,15 +244,18 @@ class SyncService:
             finally:
                 if self._state == "running":  # cancelled: the next round says more
                     self._state = "idle"
-                await self._reconcile(changed)
+                await self._reconcile(changed, set(loose))
         return await self.status()
 
-    async def _reconcile(self, changed: list[str]) -> None:
-        """The one reconcile path: the index follows the files a merge put in place."""
+    async def _reconcile(self, changed: list[str], loose: set[str]) -> None:
+        """The one reconcile path: the index follows the files a merge put in place. Those
+        its commit holds are told as MERGED: history does not note them (the next write's
+        commit named them all in its subject); the ``loose`` ones it commits."""
         self._applying = True
         try:
             for path in changed:
-                await self.memories.notify(None, str(self.layout.root / PurePosixPath(path)))
+                with acting(MERGED) if path not in loose else contextlib.nullcontext():
+                    await self.memories.notify(None, str(self.layout.root / PurePosixPath(path)))
         finally:
             self._applying = False
 
@@ -260,7 +264,9 @@ class SyncService:
         self._last_error_at = self.clock.now().isoformat()
         log.warning("sync: %s", self._last_error)
 
-    def _round_blocking(self, remote: Remote, committer: Committer, changed: list[str]) -> None:
+    def _round_blocking(
+        self, remote: Remote, committer: Committer, changed: list[str], loose: list[str]
+    ) -> None:
         with committer.lock:
             committer.git.check_attached()  # the branch is what is shared, never a detached HEAD
             purges.record_local(committer, self.machine, self._since)
@@ -270,6 +276,7 @@ class SyncService:
                 merged = merge_remote(committer, theirs, self.machine, self.history.gate.pruning)
             self._last_pull = self.clock.now().isoformat()
             changed.extend(merged.changed)
+            loose.extend(merged.loose)
             if merged.conflicts:
                 log.warning("sync: kept %d conflict(s) beside their entry", len(merged.conflicts))
             if merged.head is None or merged.head == theirs:

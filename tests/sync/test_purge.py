@@ -116,14 +116,17 @@ def test_an_edit_of_a_purged_entry_lands_in_no_other_entry(tmp_path: Path) -> No
 
 def test_a_file_a_person_is_typing_in_outlives_a_purge_with_history(tmp_path: Path) -> None:
     """A probe: b's file, broken mid-edit (so never committed), was deleted when a's purge
-    with history arrived; with no copy anywhere, the person's words were gone for good. A
-    purge without history left it alone, as a sync leaves any file broken by hand."""
+    with history arrived; with no copy anywhere, the person's words were gone for good.
+    It is moved out of memory now, where neither history nor sync reads, and the purge
+    still takes the entry (a review: left in place, once mended it brought the purged
+    entry back everywhere; and an entry of two versions stopped b's syncs for good)."""
     remote = bare_remote(tmp_path / "remote.git")
     with (
         machine(tmp_path / "a" / "data", remote) as a,
         machine(tmp_path / "b" / "data", remote) as b,
     ):
         write(a, "door", f"{SECRET}\n")
+        patch(a, "door", body=f"{SECRET}, still\n")  # two versions in history
         (a.data_dir / "memory/knowledge/door/notes.txt").write_text("the code changes in May\n")
         sync(a)
         sync(b)
@@ -131,6 +134,7 @@ def test_a_file_a_person_is_typing_in_outlives_a_purge_with_history(tmp_path: Pa
         assert (door / "notes.txt").exists()
         typing = b"---\nname: door\ndescription: [typing\n---\nmy words, not saved anywhere\n"
         (door / "SKILL.md").write_bytes(typing)
+        (door / "draft.txt").write_text("to say at the door\n")  # the history may not have it yet
         with a.client() as client:
             done = client.post(
                 "/v1/memories/knowledge/door/purge", params={"confirm": "door", "history": "true"}
@@ -138,10 +142,14 @@ def test_a_file_a_person_is_typing_in_outlives_a_purge_with_history(tmp_path: Pa
             assert done.status_code == 200, done.text
         sync(a)
         sync(b)
-        # The file history had went; the one it never had stayed, and its folder.
-        assert sorted(p.name for p in door.iterdir()) == ["SKILL.md"]
-        assert (door / "SKILL.md").read_bytes() == typing
-        for gone in (SECRET, "the code changes"):
-            assert gone not in _everywhere(b.data_dir)
-        fsck(b.data_dir)
-        assert "purged on another machine, kept: memory/knowledge/door/SKILL.md" in b.log()
+        sync(a)
+        assert not door.exists() and read(b, "door") is None and read(a, "door") is None
+        [kept] = (b.data_dir / "purged-kept").iterdir()
+        assert (kept / "memory/knowledge/door/SKILL.md").read_bytes() == typing
+        for daemon in (a, b):
+            for gone in (SECRET, "the code changes"):
+                assert gone not in _everywhere(daemon.data_dir)
+            fsck(daemon.data_dir)
+        assert SECRET not in _everywhere(remote)
+        assert "purged on another machine: memory/knowledge/door/SKILL.md held text" in b.log()
+        assert git(b.data_dir, "status", "--porcelain") == ""  # never history's

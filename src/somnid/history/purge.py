@@ -225,7 +225,8 @@ def _drop_other_refs(git: Git, first: str) -> None:
 
 def _tree_without(git: Git, sha: str, specs: list[str], index: dict[str, str]) -> str:
     git.run("read-tree", sha, env=index)
-    git.run("rm", "-r", "-q", "--cached", "--ignore-unmatch", "--", *specs, env=index)
+    # -f: a scratch index; a file on disk that differs from it (a person's) is no reason
+    git.run("rm", "-r", "-q", "-f", "--cached", "--ignore-unmatch", "--", *specs, env=index)
     return git.text("write-tree", env=index).strip()
 
 

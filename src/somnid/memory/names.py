@@ -154,3 +154,8 @@ def live_name(recorded: object, archived_name: str) -> str:
             return check_name(recorded.strip())
     stem, sep, number = archived_name.rpartition(ARCHIVE_SUFFIX)
     return stem if sep and stem and number.isdigit() else archived_name
+
+
+def folded(name: str) -> str:
+    """What tells two names apart for a person: neither case nor Unicode form does."""
+    return unicodedata.normalize("NFKC", name).casefold()

@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import datetime as dt
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Collection
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path, PurePath
@@ -224,12 +224,15 @@ class MemoryService:
         removed). Blocking; the caller announces the change (history's revert does)."""
         self._store.put_raw(path, data, prune_folder=prune_folder, executable=executable)
 
-    def remove_paths(
-        self, specs: list[str], *, unchanged: Version | None = None, keep: Collection[str] = ()
-    ) -> list[str]:
-        """:meth:`MemoryStore.remove_paths`: what exists of ``specs`` deleted but the files
-        ``keep`` names (unless the live entry ``unchanged`` names changed). Blocking."""
-        return self._store.remove_paths(specs, unchanged=unchanged, keep=keep)
+    def remove_paths(self, specs: list[str], *, unchanged: Version | None = None) -> list[str]:
+        """:meth:`MemoryStore.remove_paths`: what exists of ``specs`` deleted (unless the
+        live entry ``unchanged`` names changed). Blocking."""
+        return self._store.remove_paths(specs, unchanged=unchanged)
+
+    def set_aside(self, rels: list[str], folder: str) -> list[tuple[str, str]]:
+        """:meth:`MemoryStore.set_aside`: files copied to ``folder`` of the data dir, out of
+        history's and sync's reach; (from, to) of each. Blocking."""
+        return self._store.set_aside(rels, folder)
 
     def counts(self) -> dict[str, int]:
         """Entry files per kind; parses none of them. Blocking."""

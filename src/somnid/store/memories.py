@@ -13,7 +13,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,7 +38,7 @@ from somnid.store.fields import check_fields, render_entry
 from somnid.store.layout import Layout
 from somnid.store.naming import EntryNames
 from somnid.store.reader import MAX_FILE_BYTES, etag_of, gone
-from somnid.store.removal import Version, as_read, remove_entry_paths
+from somnid.store.removal import Version, as_read, remove_entry_paths, set_aside
 from somnid.store.safe import check_no_links, present, read_regular
 
 log = logging.getLogger(__name__)
@@ -425,13 +425,10 @@ class MemoryStore(EntryNames):
                         os.rmdir(path.parent)
                         fsync_dir(path.parent.parent)
 
-    def remove_paths(
-        self, specs: list[str], *, unchanged: Version | None = None, keep: Collection[str] = ()
-    ) -> list[str]:
-        """Delete what exists of ``specs`` (an entry's folder, a profile's file) but the files
-        ``keep`` names, under the write lock; the ones removed. ``unchanged`` (kind, name,
-        etag): nothing is deleted unless that live entry still has that ETag (If-Match; 412
-        otherwise or when gone); with no ETag, unless none has it (If-None-Match: *)."""
+    def remove_paths(self, specs: list[str], *, unchanged: Version | None = None) -> list[str]:
+        """Delete what exists of ``specs`` (an entry's folder, a profile's file) under the write
+        lock; the ones removed. ``unchanged`` (kind, name, etag): only if that live entry has
+        that ETag (If-Match; else 412); with no ETag, if none has it (If-None-Match: *)."""
         with self._write_lock:
             if unchanged is not None:
                 kind, name, etag = unchanged
@@ -440,7 +437,11 @@ class MemoryStore(EntryNames):
                 except NotFound:
                     live = None
                 as_read(live, kind, name, etag)
-            return remove_entry_paths(self.layout, specs, keep)
+            return remove_entry_paths(self.layout, specs)
+
+    def set_aside(self, rels: list[str], folder: str) -> list[tuple[str, str]]:
+        with self._write_lock:  # store.removal.set_aside
+            return set_aside(self.layout, rels, folder)
 
     def raw(self, path: Path) -> bytes:
         """The bytes of an entry file (absolute path), read as safely as :meth:`read` does.

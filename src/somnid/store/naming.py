@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import unicodedata
 from pathlib import Path
 
 from somnid.errors import BrokenFile, Conflict
 from somnid.memory.kinds import Kind
-from somnid.memory.names import ARCHIVE_SUFFIX
+from somnid.memory.names import ARCHIVE_SUFFIX, folded
 from somnid.store.layout import ARCHIVED
 from somnid.store.reader import EntryReader
 
@@ -98,11 +97,6 @@ class EntryNames(EntryReader):
             if digits.isdigit() and digits.isascii():
                 numbers.append(int(digits))
         return f"{stem}{max(numbers) + 1:03d}"
-
-
-def folded(name: str) -> str:
-    """What tells two names apart for a person: neither case nor Unicode form does."""
-    return unicodedata.normalize("NFKC", name).casefold()
 
 
 def _shut(where: object) -> BrokenFile:

@@ -8,13 +8,12 @@ import logging
 import os
 import shutil
 import stat
-from collections.abc import Collection
 from pathlib import Path, PurePosixPath
 
 from somnid.errors import BrokenFile, PreconditionFailed
 from somnid.memory.entry import Entry
 from somnid.memory.kinds import Kind
-from somnid.store.atomic import fsync_dir, storage_error
+from somnid.store.atomic import ensure_dir, fsync_dir, storage_error
 from somnid.store.layout import FOLDER_FILES, Layout
 from somnid.store.safe import check_no_links, present
 
@@ -25,24 +24,18 @@ Version = tuple[Kind, str, str | None]
 entry has the name (If-None-Match: *)."""
 
 
-def remove_entry_paths(layout: Layout, specs: list[str], keep: Collection[str] = ()) -> list[str]:
+def remove_entry_paths(layout: Layout, specs: list[str]) -> list[str]:
     """Delete each of ``specs`` (relative to the data dir) that holds an entry: an entry's
-    folder with its entry file, or a profile's file; but the files ``keep`` names (relative
-    paths) and the folders holding them. All or none: when one could not be deleted (a
-    folder somnid may not change), nothing is, and StorageError says why. The ones deleted
-    (wholly or but what was kept) are returned."""
+    folder with its entry file, or a profile's file. All or none: when one could not be
+    deleted (a folder somnid may not change), nothing is, and StorageError says why. The
+    ones deleted are returned."""
     paths = [(spec, path) for spec in specs if (path := _entry_at(layout, spec)) is not None]
     for _, path in paths:
         _check_removable(path)
-    kept = {layout.root / PurePosixPath(rel) for rel in keep}
     removed = []
     for spec, path in paths:
         try:
-            if path in kept:
-                continue
-            if _is_folder(path) and any(path in k.parents for k in kept):
-                _remove_all_but(path, kept)
-            elif _is_folder(path):
+            if _is_folder(path):
                 shutil.rmtree(path)
             else:
                 path.unlink()
@@ -55,20 +48,28 @@ def remove_entry_paths(layout: Layout, specs: list[str], keep: Collection[str] =
     return removed
 
 
-def _remove_all_but(folder: Path, kept: set[Path]) -> None:
-    """Every file under ``folder`` but those ``kept``, and the folders left empty."""
-    for top, dirs, files in os.walk(folder, topdown=False, onerror=_raise):
-        here = Path(top)
-        for name in files:
-            if here / name not in kept:
-                (here / name).unlink()
-        for name in dirs:
-            inner = here / name
-            if inner.is_symlink():
-                inner.unlink()
-            elif not any(inner in k.parents for k in kept):
-                inner.rmdir()
-        fsync_dir(here)
+def set_aside(layout: Layout, rels: list[str], folder: str) -> list[tuple[str, str]]:
+    """Copy each of ``rels`` (files relative to the data dir, under memory/ or skills/) to
+    ``folder``/<its path> in the data dir, out of history's and sync's reach, before they
+    are removed; (from, to) of each. One gone meanwhile is skipped; a link is copied as
+    the link it is."""
+    kept = []
+    for rel in rels:
+        source = layout.root / PurePosixPath(rel)
+        target = layout.root / PurePosixPath(folder) / PurePosixPath(rel)
+        if not os.path.lexists(source):
+            continue
+        check_no_links(layout.root, source.parent)
+        ensure_dir(target.parent, within=layout.root)
+        try:
+            shutil.copy2(source, target, follow_symlinks=False)
+            fsync_dir(target.parent)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise storage_error(exc, target) from exc
+        kept.append((rel, str(layout.relative(target))))
+    return kept
 
 
 def _entry_at(layout: Layout, spec: str) -> Path | None:

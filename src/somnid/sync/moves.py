@@ -37,10 +37,9 @@ from pathlib import Path, PurePosixPath
 from somnid.errors import BrokenFile, SomnidError
 from somnid.history.git import Git
 from somnid.memory.kinds import Kind
-from somnid.memory.names import live_name
+from somnid.memory.names import folded, live_name
 from somnid.store import frontmatter
 from somnid.store.layout import Layout
-from somnid.store.naming import folded
 
 log = logging.getLogger(__name__)
 

@@ -39,6 +39,8 @@ from somnid.provenance import Actor
 from somnid.store.layout import Layout
 
 RECORD = "memory/purged.jsonl"
+KEPT = "purged-kept"
+"""Where a received purge moves what a person wrote in the entry and history never had."""
 SYNC = Actor("sync", "somnid sync")
 Pruning = Callable[[], AbstractContextManager[None]]
 _PATHS = Layout(Path("/"))  # where entries live, relative to any data dir
@@ -172,13 +174,17 @@ def in_history(git: Git, purges: list[Purge], commit: str = "HEAD") -> list[str]
 
 def forget_locally(committer: Committer, specs: list[str], pruning: Pruning) -> list[str]:
     """Received: this machine's files of the purged entries deleted (through the store)
-    and its history rewritten without them; the paths removed. A file history never had
-    (broken by hand, or changed since the last commit: a person typing in it) is left
-    alone, as a sync leaves a file broken by hand: its words are in no other copy."""
+    and its history rewritten without them; the paths removed. A file its history never had
+    (broken by hand, or changed since the last commit: a person typing in it) is copied first
+    to ``purged-kept/<time>/`` in the data dir, which neither history nor sync reads: its
+    words are in no other copy, and the purge still takes the entry everywhere."""
     unsaved = committer.changed_paths(specs)
-    for path in unsaved:
-        log.warning("purged on another machine, kept: %s holds text history never had", path)
-    removed = committer.memories.remove_paths(specs, keep=unsaved)
+    if unsaved:
+        stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H%M%S.%fZ")
+        for rel, kept in committer.memories.set_aside(unsaved, f"{KEPT}/{stamp}"):
+            log.warning("purged on another machine: %s held text history never had;"
+                        " it is kept in %s (not synced)", rel, kept)  # fmt: skip
+    removed = committer.memories.remove_paths(specs)
     if removed:
         committer.commit_paths(specs, "Sync: purged as another machine did", SYNC)
     purging.rewrite(committer.git, specs, pruning=pruning)

@@ -49,3 +49,12 @@ def test_a_name_holding_it_is_refused_not_cut(client: TestClient, data_dir: Path
     )
     assert_problem(answer, 400, "invalid_name")
     assert not (data_dir / "memory/knowledge/surr").exists()
+
+
+@pytest.mark.parametrize("depth", [480, 900])
+def test_tool_arguments_nested_hundreds_deep_are_a_4xx(client: TestClient, depth: int) -> None:
+    # A probe: lists 479 deep or more ended the check for surrogates in a RecursionError.
+    nested = b"[" * depth + b'"\\ud800"' + b"]" * depth
+    answer = post(client, "/v1/tools/recall_memories", b'{"args": {"query": %s}}' % nested)
+    assert 400 <= answer.status_code < 500, answer.text
+    assert answer.json()["status"] == answer.status_code

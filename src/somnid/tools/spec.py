@@ -59,19 +59,26 @@ class ToolSpec:
         return {"name": self.name, "description": self.description, "parameters": self.parameters}
 
 
-def _surrogates(value: Any, path: str = "") -> list[str]:
+def _surrogates(value: Any) -> list[str]:
     """Where ``value`` holds a lone surrogate (``"\\ud800"`` is valid JSON but no text: it
-    could not be embedded, searched nor written)."""
-    if isinstance(value, str):
-        return [path or "args"] if has_surrogate(value) else []
-    if isinstance(value, dict):
-        found = [f"{path}.{k}".lstrip(".") for k in value if has_surrogate(str(k))]
-        for key, item in value.items():
-            found += _surrogates(item, f"{path}.{key}".lstrip("."))
-        return found
-    if isinstance(value, list):
-        return [f for i, item in enumerate(value) for f in _surrogates(item, f"{path}.{i}")]
-    return []
+    could not be embedded, searched nor written). A walk, not a recursion: arguments nested
+    hundreds deep ended in a RecursionError (500)."""
+    found: list[str] = []
+    stack: list[tuple[Any, str]] = [(value, "")]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, str):
+            if has_surrogate(item):
+                found.append(path or "args")
+        elif isinstance(item, dict):
+            for key, inner in item.items():
+                where = f"{path}.{key}".lstrip(".")
+                if has_surrogate(str(key)):
+                    found.append(where)
+                stack.append((inner, where))
+        elif isinstance(item, list):
+            stack.extend((inner, f"{path}.{i}") for i, inner in enumerate(item))
+    return sorted(found)
 
 
 def _docs(fn: Callable[..., Any]) -> tuple[str, dict[str, str]]:

@@ -155,6 +155,16 @@ def test_a_project_written_as_a_number_is_that_projects_everywhere(client: TestC
     assert [i["what"] for i in listed["items"]] == ["renew the cert"]
 
 
+@pytest.mark.parametrize("project", ["", "a\u0000b", ["a", "b"], True, "x" * 201, 1.5])
+def test_a_project_no_request_could_ask_for_is_refused(client: TestClient, project: Any) -> None:
+    # A probe: these were stored (201), and then no route would take them back as a project.
+    made = client.post(
+        "/v1/memories/knowledge",
+        json={"name": "proj", "description": "d", "fields": {"project": project}},
+    )
+    assert_problem(made, 400, "invalid_input")
+
+
 def test_another_projects_intention_cannot_be_closed_from_this_one(client: TestClient) -> None:
     made = client.post("/v1/intentions", json={"what": "ship alpha", "project": "alpha"})
     assert made.status_code == 201, made.text

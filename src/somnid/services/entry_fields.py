@@ -17,7 +17,7 @@ from somnid.memory.kinds import (
     normalise_salience,
 )
 from somnid.memory.lifecycle import initial_score
-from somnid.memory.text import type_word
+from somnid.memory.text import control_char, type_word
 
 _DEFAULT_TYPE = {
     Kind.KNOWLEDGE: "fact",
@@ -42,6 +42,10 @@ def parse_due(value: object, tz: dt.tzinfo) -> dt.date:
     return day
 
 
+MAX_PROJECT = 200
+"""A project's id, as the routes take it (``project=``)."""
+
+
 def checked_fields(kind: Kind, fields: dict[str, Any]) -> dict[str, Any]:
     """The fields somnid reads, as given by a caller, checked: a value it would misread is
     refused (400), never quietly made another (``verified: "false"`` was true)."""
@@ -55,6 +59,15 @@ def checked_fields(kind: Kind, fields: dict[str, Any]) -> dict[str, Any]:
         if word is None:
             raise InvalidInput(f"type must be one word such as 'fact', not {kind_of!r:.40}")
         fields["type"] = word
+    project = fields.get("project")
+    said = str(project) if isinstance(project, int) and not isinstance(project, bool) else project
+    if project is not None and (
+        not isinstance(said, str) or not 1 <= len(said) <= MAX_PROJECT or control_char(said)
+    ):
+        raise InvalidInput(  # as every route's project: else no request could ask for it
+            f"project is an id of 1 to {MAX_PROJECT} characters, no control ones, such as "
+            f"'somnid' or 42, not {project!r:.40}"
+        )
     if kind is Kind.INTENTION:
         if fields.get("priority") is not None:
             fields["priority"] = check_priority(fields["priority"])

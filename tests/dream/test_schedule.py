@@ -73,9 +73,17 @@ async def test_a_tick_dreams_and_closes_open_logs_only_then(runtime: Runtime) ->
     assert [p.open for p in await runtime.sessions.pending_logs()] == [
         False
     ]  # closed for the dream
-    # No progress (the model processed nothing): the next try waits another idle_ms.
+    # No progress (the model processed nothing): the next try waits another idle_ms, and
+    # each further fruitless one twice the wait before (a review: a log a filter refuses,
+    # alone, was sent every 15 minutes for ever), up to max_interval_ms.
     verdict = await scheduler.eligibility()
     assert not verdict.eligible and verdict.next_eligible == clock.now() + 15 * MINUTE
+    for wait in (30, 60, 120, 240, 360, 360):
+        clock.advance(verdict.next_eligible - clock.now())
+        runtime.dreamer.backend = ScriptedLLM([say("nothing to keep")])
+        await scheduler.tick()
+        verdict = await scheduler.eligibility()
+        assert verdict.next_eligible == clock.now() + wait * MINUTE, wait
 
 
 async def test_reports_expire_and_the_max_interval(runtime: Runtime) -> None:

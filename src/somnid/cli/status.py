@@ -110,8 +110,10 @@ def sleep_rows(sleep: dict[str, Any]) -> list[tuple[str, object]]:
         ("pending logs", sleep["pendingLogs"]),
         ("llm", component(sleep["llm"])),
     ]
-    for stem, why in (sleep.get("passedBy") or {}).items():  # waiting for a person
-        rows.insert(2, ("passed by", f"{stem}: {why}"))
+    passed = [
+        ("passed by", f"{stem}: {why}") for stem, why in (sleep.get("passedBy") or {}).items()
+    ]
+    rows[2:2] = passed  # waiting for a person, oldest first
     last = sleep.get("lastDream")
     if last:
         rows.append(

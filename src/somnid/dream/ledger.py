@@ -65,8 +65,8 @@ class Ledger:
     Later dreams pass them by until a person changes them."""
     failed: dict[str, str] = field(default_factory=dict)
     """Logs the model refused (a filter on their words) or answered unusably even after a
-    repair, by stem, with why: passed by once they failed so in several dreams in a row
-    (somnid.dream.passed_by)."""
+    repair, by stem, with why: passed by once they failed so in several dreams that
+    consolidated other logs (somnid.dream.passed_by)."""
     unchanged_profiles: set[str] = field(default_factory=set)
     """Profiles whose last change the gate refused whole: not listed as written."""
 

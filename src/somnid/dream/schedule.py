@@ -6,7 +6,8 @@ least ``dream.min_pending_logs`` logs wait; and the time is outside every quiet 
 Reports expire when a host goes quiet (it may have died; a dead host does not keep the
 daemon awake forever). Open logs are closed only when a dream actually starts, so an idle
 check never splits a live conversation. After a dream that made no progress the next try
-waits another ``idle_ms``. An agent turning ``running`` cancels the dream at once.
+waits ``idle_ms``, and twice as long after each further one, up to ``max_interval_ms``.
+An agent turning ``running`` cancels the dream at once.
 """
 
 from __future__ import annotations
@@ -88,6 +89,8 @@ class SleepScheduler:
         self.windows = [QuietWindow.parse(text) for text in settings.quiet_windows]
         self.last_dream: dt.datetime | None = None
         self.not_before: dt.datetime | None = None
+        self.fruitless = 0
+        """Dreams in a row that consolidated nothing (an endpoint down, a log refused)."""
         self._scheduler: AsyncIOScheduler | None = None
 
     def start(self) -> None:
@@ -147,8 +150,10 @@ class SleepScheduler:
         result = await self.dreamer.run("idle")
         self.last_dream = started
         progressed = bool(result.processed) or result.status == "maintenance"
-        self.not_before = (
-            None
-            if progressed and result.status != "interrupted"
-            else self.clock.now() + dt.timedelta(milliseconds=self.settings.idle_ms)
-        )
+        if progressed and result.status != "interrupted":
+            self.fruitless, self.not_before = 0, None
+        else:  # each fruitless dream waits twice the one before, up to max_interval_ms
+            self.fruitless += 1
+            wait = self.settings.idle_ms * 2 ** min(self.fruitless - 1, 20)
+            wait = min(wait, max(self.settings.idle_ms, self.settings.max_interval_ms))
+            self.not_before = self.clock.now() + dt.timedelta(milliseconds=wait)

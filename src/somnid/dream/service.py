@@ -34,7 +34,7 @@ from somnid.dream.journal import JournalEntry, last_result, write_journal
 from somnid.dream.ledger import Ledger
 from somnid.dream.llm.answer_json import cleaned
 from somnid.dream.llm.base import ChatBackend, LLMError
-from somnid.dream.passed_by import PassedBy
+from somnid.dream.passed_by import Mark, PassedBy
 from somnid.dream.pipeline.runner import PipelineDream
 from somnid.dream.result import DreamResult
 from somnid.dream.tools import DreamTools
@@ -253,7 +253,9 @@ class Dreamer:
                 await self._maintenance(result, "no_pending_logs")
                 result.status = "skipped"
             else:
-                await self._deep_sleep(result, {p.path.stem: p.path for p in dreamable})
+                # Each log as the dream reads it: a failure counts for that version.
+                given = {p.path.stem: p.path for p in dreamable if p.path.stem in result.logs}
+                await self._deep_sleep(result, await asyncio.to_thread(PassedBy.marks, given))
         except asyncio.CancelledError:
             result.status, result.reason = "interrupted", result.reason or "cancelled"
         except LLMError as exc:
@@ -308,7 +310,7 @@ class Dreamer:
         result.decayed = len(report.decayed)
         result.retired = len(report.retired)
 
-    async def _deep_sleep(self, result: DreamResult, paths: dict[str, Path]) -> None:
+    async def _deep_sleep(self, result: DreamResult, marks: dict[str, Mark]) -> None:
         assert self.backend is not None
         ledger = Ledger()
         self._ledger = ledger
@@ -326,10 +328,8 @@ class Dreamer:
                 )  # fmt: skip
                 await pipeline.run(result, ledger)
         finally:
-            with contextlib.suppress(Exception):  # a log removed meanwhile is no failure
-                await asyncio.shield(
-                    asyncio.to_thread(self.passed_by.note, ledger.unreadable, ledger.failed, paths)
-                )
+            failed, done = ledger.failed, bool(ledger.processed_logs)
+            self.passed_by.note(ledger.unreadable, failed, marks, consolidated=done)
             # Decay and retirement run once per dream, whether or not the model asked.
             if ledger.decay is None:
                 with contextlib.suppress(Exception):

@@ -1182,7 +1182,7 @@ export interface components {
             skippedLogs: string[];
             /**
              * Passedby
-             * @description Pending logs this dream passed by, with why: one that holds no turn somnid can read, or one the model refused or answered unusably in three dreams in a row. Each waits until it changes (a person's edit) or the daemon restarts.
+             * @description Pending logs this dream passed by, with why: one that holds no turn somnid can read, or one the model refused or answered unusably in three dreams that consolidated other logs. Each waits until it changes (a person's edit) or the daemon restarts.
              */
             passedBy: {
                 [key: string]: string;

@@ -34,8 +34,9 @@ class DreamResultOut(Schema):
     )
     passed_by: dict[str, str] = Field(
         description="Pending logs this dream passed by, with why: one that holds no turn "
-        "somnid can read, or one the model refused or answered unusably in three dreams in a "
-        "row. Each waits until it changes (a person's edit) or the daemon restarts."
+        "somnid can read, or one the model refused or answered unusably in three dreams that "
+        "consolidated other logs. Each waits until it changes (a person's edit) or the daemon "
+        "restarts."
     )
     pending_after: int = Field(description="Logs still waiting for a dream when it ended.")
     created: int

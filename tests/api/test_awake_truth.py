@@ -98,6 +98,23 @@ def test_a_profile_grown_by_hand_is_cut_in_the_prompt(client: TestClient, data_d
     assert kept and all(line.endswith("x" * 90) for line in kept)  # cut at a line's end
 
 
+def test_a_profile_of_one_long_paragraph_is_cut_within_it(
+    client: TestClient, data_dir: Path
+) -> None:
+    # A review: "# Pia" then a 6,000-character paragraph showed the heading alone.
+    made = client.post(
+        "/v1/memories/profile", json={"name": "pia", "description": "pia", "body": "# Pia"}
+    )
+    assert made.status_code == 201, made.text
+    path = data_dir / "memory/users/pia/about_user.md"
+    head = path.read_text("utf-8").split("# Pia")[0]
+    path.write_text(head + "# Pia\n" + "Pia likes tea " * 500, "utf-8")
+    wait_for(lambda: "likes tea" in _identity(client))
+    text = _identity(client)
+    assert 3000 < text.count("likes tea") * len("Pia likes tea ") <= 4000
+    assert text.rstrip().endswith("not shown: inject.profile_chars.)")
+
+
 def _identity(client: TestClient) -> str:
     shown = client.post("/v1/prompt", json={"speakerUserId": "pia"})
     assert shown.status_code == 200, shown.text

@@ -193,8 +193,8 @@ def test_an_entry_written_by_hand_archived_while_a_new_one_takes_its_name(
 ) -> None:
     """A probe: an entry written by hand has no ``created``; the other side's edit of it
     went into the new entry of its name (the new entry's text set aside as a conflict)."""
-    old = "---\nname: x\ndescription: the kettle\n---\n\nthe kettle is blue\n"
-    copy = old.replace("---\n\n", ARCHIVED + "---\n\n", 1)
+    old = "---\nname: x\ndescription: the kettle\n---\n\n\nthe kettle is blue"  # as typed
+    copy = old.replace("---\n\n\n", ARCHIVED + "---\n\n", 1) + "\n"  # as archived
     root, base = _repo(tmp_path, {knowledge("x"): old})
     ours, theirs = _sides(
         root,
@@ -205,8 +205,30 @@ def test_an_entry_written_by_hand_archived_while_a_new_one_takes_its_name(
     merged, conflicts = _merge(root, ours, theirs)
     live, kept = _at(root, merged, knowledge("x")) or "", _at(root, merged, archived("x")) or ""
     assert "the car is red" in live and "kettle" not in live
-    assert "is blue, and old" in kept and "archived_at" in kept
-    assert conflicts == []
+    # The edit goes with the archived copy: a whitespace change the archive made to the
+    # same line keeps it beside the copy, as a conflict of the copy, never of the new entry.
+    assert "archived_at" in kept
+    assert [c.rsplit("/", 1)[0] for c in conflicts] == ["memory/archived/x"]
+    assert "is blue, and old" in (_at(root, merged, conflicts[0]) or "")
+
+
+def test_names_in_another_case_merge_as_one_but_twins_of_one_side_stay(tmp_path: Path) -> None:
+    root, base = _repo(tmp_path, {knowledge("o"): entry("o", "o")})
+    ours, theirs = _sides(
+        root,
+        base,
+        {knowledge("casey"): entry("casey", "tea"), knowledge("dana"): entry("dana", "one")},
+        {
+            knowledge("Casey"): entry("Casey", "coffee"),
+            knowledge("Dana"): entry("Dana", "two"),  # two twins of dana on that side:
+            knowledge("DANA"): entry("DANA", "three"),  # moved, one would drop the other
+        },
+    )
+    merged, conflicts = _merge(root, ours, theirs)
+    folders = git(root, "ls-tree", "--name-only", f"{merged}:memory/knowledge").split()
+    assert folders == ["DANA", "Dana", "casey", "dana", "o"]
+    assert conflicts == ["memory/knowledge/casey/SKILL.conflict-" + theirs[:12] + ".md"]
+    assert "coffee" in (_at(root, merged, conflicts[0]) or "")
 
 
 def test_a_purge_follows_the_entry_the_other_side_moved(tmp_path: Path) -> None:

@@ -145,13 +145,17 @@ class PromptBuilder:
 
     def _shown(self, body: str) -> list[str]:
         """A profile's body quoted, cut to ``inject.profile_chars`` at a line's end (within
-        a line when its first is longer), with a note of how much more there is."""
+        a line, at a space, when that would show less than half), with a note of how much
+        more there is."""
         body = body.strip()
         limit = self.inject.profile_chars
         if len(body) <= limit:
             return quote(body)
         end = body.rfind("\n", 0, limit + 1)
-        shown = body[: end if end > 0 else limit].rstrip()
+        if end < limit // 2:  # a long paragraph: cut within it, at a space if there is one
+            space = body.rfind(" ", limit // 2, limit + 1)
+            end = space if space > 0 else limit
+        shown = body[:end].rstrip()
         return [*quote(shown), self.text.cut.format(more=len(body) - len(shown))]
 
     def _line(self, template: str, intention: Intention) -> str:

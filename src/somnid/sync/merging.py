@@ -25,6 +25,7 @@ from somnid.errors import BrokenFile, SomnidError
 from somnid.history import purge as purging
 from somnid.history.committer import Committer
 from somnid.history.git import BRANCH, Git, GitError
+from somnid.memory.names import folded
 from somnid.provenance import Actor
 from somnid.store.layout import ENTRY_FILES, FOLDER_FILES, Layout
 from somnid.sync import moves, purges
@@ -346,8 +347,17 @@ def _apply(committer: Committer, plan: Plan) -> list[str]:
     git, layout = committer.git, committer.layout
     blobs = _blobs(git, [blob for mode, blob, _ in plan if mode in _REGULAR])
     changed = []
-    # Entry files last: an entry's folder is whole before its file makes it an entry.
-    for mode, blob, path in sorted(plan, key=lambda c: PurePosixPath(c[2]).name in FOLDER_FILES):
+    # Entry files last: an entry's folder is whole before its file makes it an entry. But
+    # first a removal whose path a write spells in another case (casey/ for Casey/): on a
+    # case-insensitive file system both are one file, and the removal would take the write.
+    written = {folded(path) for mode, _, path in plan if mode != _GONE}
+    for mode, blob, path in sorted(
+        plan,
+        key=lambda c: (
+            not (c[0] == _GONE and folded(c[2]) in written),
+            PurePosixPath(c[2]).name in FOLDER_FILES,
+        ),
+    ):
         target = layout.root / PurePosixPath(path)
         if mode == _GONE:
             own_folder = layout.classify(target) is not None and target.name in FOLDER_FILES

@@ -157,19 +157,28 @@ def case_twins(layout: Layout, base: Tree, ours: Tree, other: Tree) -> list[Move
     """(the other side's folder, ours) of each entry the other side made whose name ours
     holds in another case or Unicode form (``Casey`` and ``casey``): one name for a person,
     and one folder on a case-insensitive file system. Told as one, git merges the two as
-    one entry made on both sides (a body that differs is kept beside it as a conflict)."""
-    held: dict[tuple[Kind, bool, str], str] = {}
-    for path in ours:
-        if (where := _entry(layout, ours, path)) is not None:
-            held[(where[0], where[2], folded(where[1]))] = _folder(path)
-    found: list[Move] = []
+    one entry made on both sides (a body that differs is kept beside it as a conflict).
+    Twins the other side holds already among themselves are left as they are."""
+    made: dict[tuple[Kind, bool, str], list[str]] = {}
     for path in other:
-        folder = _folder(path)
         if path in base or path in ours or (where := _entry(layout, other, path)) is None:
             continue
-        twin = held.get((where[0], where[2], folded(where[1])))
-        if twin is not None and twin != folder and not any(_under(p, folder) for p in ours):
-            found.append((folder, twin))
+        made.setdefault((where[0], where[2], folded(where[1])), []).append(_folder(path))
+    if not made:
+        return []
+    names = {key[2] for key in made}
+    held: dict[tuple[Kind, bool, str], str] = {}
+    for path in ours:  # only the files whose folder's name folds as one the other side made
+        parts = path.rsplit("/", 2)
+        named = len(parts) == 3 and folded(parts[1]) in names
+        if named and (where := _entry(layout, ours, path)) is not None:
+            held[(where[0], where[2], folded(where[1]))] = _folder(path)
+    found: list[Move] = []
+    mine = _parents(ours) if held else set()
+    for key, folders in made.items():
+        twin = held.get(key)
+        if twin is not None and len(folders) == 1 and folders[0] != twin and folders[0] not in mine:
+            found.append((folders[0], twin))
     return found
 
 
@@ -255,7 +264,8 @@ def _said(blobs: Blobs, files: list[tuple[Tree, str]]) -> list[tuple[object, str
         except (UnicodeDecodeError, BrokenFile):
             found.append(None)
             continue
-        found.append((doc.meta.get("description"), doc.body))
+        # As an archive writes it again: the body's blank lines and its last newline aside.
+        found.append((doc.meta.get("description"), doc.body.strip()))
     return found
 
 

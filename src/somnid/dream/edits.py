@@ -13,7 +13,7 @@ from typing import Any
 
 from somnid.dream import items
 from somnid.dream.profile_gate import ProfileGate, ProfileRefused
-from somnid.dream.similarity import carries
+from somnid.dream.similarity import carries, content_words
 from somnid.errors import BrokenFile, Conflict, InvalidInput, NotFound, PreconditionFailed
 from somnid.memory.clock import Clock
 from somnid.memory.entry import Entry
@@ -272,21 +272,22 @@ class MemoryEdits:
         self, name: str, text: str, *, description: str, defaults: dict[str, Any], limit: int
     ) -> tuple[Entry, int]:
         """A model's whole new profile text, without dropping a line of the old: a line
-        ``text`` does not carry (every content word, negations counted) is kept, above it
-        (a person's heading, a fact the model left out). The entry and how many lines were
-        kept. More than ``limit`` characters with them: InvalidInput, nothing written."""
+        ``text`` does not carry (every content word, negations counted; a line of none, as
+        written) is kept, below it (a person's note, a fact the model left out; the newest
+        first, as the prompt may show only the top). The entry and how many lines were
+        kept. Over ``limit`` characters with them: InvalidInput, nothing written."""
         for _ in range(RETRIES):
             try:
                 before: Entry | None = await self.memories.get(Kind.PROFILE, name)
             except NotFound:
                 before = None
             kept = kept_lines(before.body if before else "", text)
-            whole = "\n".join([*kept, "", text]) if kept else text
+            whole = "\n".join([text, "", *kept]) if kept else text
             if len(whole) > limit:
                 raise InvalidInput(
                     f"with the {len(kept)} lines of the profile your text leaves out (a dream"
                     f" never removes one) it would have {len(whole)} characters, over {limit}:"
-                    " say only what is new"
+                    " a person must tidy it; leave it as it is"
                 )
             try:
                 entry = await self.write_profile(
@@ -304,9 +305,18 @@ class MemoryEdits:
 
 
 def kept_lines(old: str, text: str) -> list[str]:
-    """The lines of ``old`` that ``text`` does not carry, in their order (blank ones and
-    those with no content word, a rule or a lone bullet, go)."""
-    return [line for line in old.splitlines() if line.strip() and not carries(text, line)]
+    """The lines of ``old`` that ``text`` does not carry, in their order: blank ones go, and
+    one of no content word (``Is a PM.``, a fence, a table's rule) only if ``text`` has it."""
+    said = {" ".join(line.split()) for line in text.splitlines()}
+    return [
+        line
+        for line in old.splitlines()
+        if line.strip()
+        and (
+            not carries(text, line)
+            or (not content_words(line) and " ".join(line.split()) not in said)
+        )
+    ]
 
 
 def _kept_by_a_person(slug: str) -> Conflict:

@@ -27,6 +27,9 @@ READABLE = (*items.MEMORY_KINDS, Kind.INTENTION, Kind.PROFILE)
 NEAR_DUPLICATE = 0.8
 """Content-word overlap (Jaccard) from which two episodes' ``what`` say the same."""
 MAX_PROFILE = 8000
+"""The characters of a model's new profile text."""
+MAX_PROFILE_KEPT = 32_000
+"""With the lines of the old one it leaves out: beyond, a person tidies it."""
 _ABOUT_ME = {
     "en": "The agent's view of itself: who it is, its character and manner",
     "zh": "智能体的自我认知与人格画像",
@@ -350,7 +353,7 @@ class EntryTools(ToolBase):
             text,
             description=description,
             defaults={"type": "identity"},
-            limit=MAX_PROFILE,
+            limit=MAX_PROFILE_KEPT,
         )
         self.ledger.add_profile(f"about_me ({entry.path})")
         return f"updated about_me ({len(text)} characters){_kept(kept)}"
@@ -385,7 +388,7 @@ class EntryTools(ToolBase):
             text,
             description=description,
             defaults={"user_id": raw, "type": "identity"},
-            limit=MAX_PROFILE,
+            limit=MAX_PROFILE_KEPT,
         )
         self.ledger.add_profile(f"user {name} ({entry.path})")
         return f"updated the profile of user {name} ({len(text)} characters){_kept(kept)}"
@@ -399,7 +402,7 @@ def _kept(lines: int) -> str:
         if lines == 1
         else (f"{lines} lines of the old profile your text leaves out were")
     )
-    return f"; {what} kept above it (a dream never removes a line: a person does)"
+    return f"; {what} kept below it (a dream never removes a line: a person does)"
 
 
 def _near_duplicate(a: str, b: str) -> bool:

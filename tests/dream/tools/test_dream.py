@@ -145,15 +145,15 @@ async def test_about_me_is_written_and_rewritten_keeping_its_keys(settings: Sett
         answer = await tools.update_about_me(rewrite)
         assert answer.endswith(
             "(65 characters); 1 line of the old profile your text leaves out"
-            " was kept above it (a dream never removes a line: a person does)"
+            " was kept below it (a dream never removes a line: a person does)"
         )
         doc = frontmatter.parse(path.read_text("utf-8"))
         assert doc.meta["mood"] == "calm"
-        assert doc.body == f"我是一个乐于助人的编码助手，回答简洁，先给结论。\n\n{rewrite}\n"
-        await tools.update_about_me(f"我是一个乐于助人的编码助手，回答简洁，先给结论。{rewrite}")
+        assert doc.body == f"{rewrite}\n\n我是一个乐于助人的编码助手，回答简洁，先给结论。\n"
+        await tools.update_about_me(f"{rewrite}我是一个乐于助人的编码助手，回答简洁，先给结论。")
         doc = frontmatter.parse(path.read_text("utf-8"))
         assert (
-            doc.body == f"我是一个乐于助人的编码助手，回答简洁，先给结论。{rewrite}\n"
+            doc.body == f"{rewrite}我是一个乐于助人的编码助手，回答简洁，先给结论。\n"
         )  # all carried
         assert tools.ledger.profiles == ["about_me (memory/about_me.md)"]
 
@@ -191,35 +191,37 @@ async def test_user_profiles_are_created_or_updated(env: Env, clock: ManualClock
 
 async def test_a_rewrite_never_drops_a_line_of_the_profile(env: Env) -> None:
     """A small model's "whole new profile" is often only the new fact: the lines it leaves
-    out (a person's heading and their notes among them) stay, above the new text."""
+    out (a person's notes among them) stay, below the new text (the prompt shows the top);
+    a line of no content word stays unless the new text has it as written."""
     rt, tools = env
     await tools.read_session_log(await make_log(rt, "chat-pia", "I moved to Lyon.", user="pia"))
     path = rt.layout.root / "memory/users/pia/about_user.md"
     path.parent.mkdir(parents=True)
     path.write_text(
-        "---\nname: Pia\ndescription: Pia, by hand\n---\n\n# Pia\n\n"
+        "---\nname: Pia\ndescription: Pia, by hand\n---\n\n# Pia\n\nIs a PM.\n"
         "Does not eat meat.\n\n## Exceptions\n- Fish on Fridays\n- Lives in Berlin\n"
     )
     answer = await tools.update_about_user(
         "pia", "# Pia\n\n- Eats meat.\n- Fish on Fridays\n- Lives in Lyon (since 2026)"
     )
     assert answer.endswith(
-        "; 3 lines of the old profile your text leaves out were kept above it"
+        "; 4 lines of the old profile your text leaves out were kept below it"
         " (a dream never removes a line: a person does)"
     ), answer
     body = frontmatter.parse(path.read_text("utf-8")).body
     assert body == (
-        "Does not eat meat.\n## Exceptions\n- Lives in Berlin\n\n"
-        "# Pia\n\n- Eats meat.\n- Fish on Fridays\n- Lives in Lyon (since 2026)\n"
+        "# Pia\n\n- Eats meat.\n- Fish on Fridays\n- Lives in Lyon (since 2026)\n\n"
+        "Is a PM.\nDoes not eat meat.\n## Exceptions\n- Lives in Berlin\n"
     )
     again = await tools.update_about_user("pia", body.rstrip("\n"))  # all carried: as it is
     assert "were kept" not in again
     assert frontmatter.parse(path.read_text("utf-8")).body == body
-    too_long = await tools.update_about_user("pia", "x" * 7990)
-    assert too_long.startswith("error: with the 7 lines of the profile your text leaves out"), (
-        too_long
-    )
-    assert frontmatter.parse(path.read_text("utf-8")).body == body
+    grown = path.read_text("utf-8") + "".join(f"- note {i} " + "x" * 80 + "\n" for i in range(400))
+    path.write_text(grown)  # a person's 36,000 characters of notes
+    too_long = await tools.update_about_user("pia", "Likes tea.")
+    assert too_long.startswith("error: with the 408 lines of the profile your text leaves out")
+    assert "a person must tidy it" in too_long
+    assert path.read_text("utf-8") == grown
 
 
 async def test_the_legacy_default_profile_is_kept_and_superseded(original_data_dir: Path) -> None:
@@ -233,10 +235,10 @@ async def test_the_legacy_default_profile_is_kept_and_superseded(original_data_d
     assert legacy.read_bytes() == before
     doc = frontmatter.parse((original_data_dir / "memory/users/default/about_user.md").read_text())
     assert doc.meta["name"] == "老王"  # the legacy file's keys carried over
-    # The rewrite left TypeScript out: the legacy line is kept above it.
+    # The rewrite left TypeScript out: the legacy line is kept below it.
     assert (
         doc.body
-        == "喜欢简洁的回答；主要写 Python 和 TypeScript。\n\n喜欢简洁的回答；主要写 Python。\n"
+        == "喜欢简洁的回答；主要写 Python。\n\n喜欢简洁的回答；主要写 Python 和 TypeScript。\n"
     )
 
 

@@ -80,6 +80,14 @@ def write(daemon: Daemon, name: str, body: str, **fields: Any) -> None:
     assert response.status_code == 201, response.text
 
 
+def make_skill(daemon: Daemon, name: str) -> str:
+    """A learned skill made through the API; its folder, relative to the data dir."""
+    with daemon.client(timeout=60.0) as client:
+        made = client.post("/v1/memories/skill", json={"name": name, "body": "x"})
+    assert made.status_code == 201, made.text
+    return f"skills/agent_learned_skills/{name}"
+
+
 def patch(daemon: Daemon, name: str, **change: Any) -> None:
     with daemon.client(timeout=60.0) as client:
         response = client.patch(f"/v1/memories/knowledge/{name}", json=change)

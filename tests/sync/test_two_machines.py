@@ -21,6 +21,7 @@ from tests.sync.helpers import (
     git,
     indexed,
     machine,
+    make_skill,
     memory_files,
     no_markers,
     patch,
@@ -251,10 +252,7 @@ def test_a_skill_s_script_stays_executable_on_both_machines(tmp_path: Path) -> N
         machine(tmp_path / "a" / "data", remote) as a,
         machine(tmp_path / "b" / "data", remote) as b,
     ):
-        with a.client(timeout=60.0) as client:
-            made = client.post("/v1/memories/skill", json={"name": "deploy-helper", "body": "x"})
-            assert made.status_code == 201, made.text
-        folder = "skills/agent_learned_skills/deploy-helper"
+        folder = make_skill(a, "deploy-helper")
         script = a.data_dir / folder / "run.sh"
         script.write_text("#!/bin/sh\necho deploy\n")
         script.chmod(0o700)
@@ -314,10 +312,7 @@ def test_a_conflict_in_a_file_without_a_suffix_is_settled_in_that_file(tmp_path:
         machine(tmp_path / "a" / "data", remote) as a,
         machine(tmp_path / "b" / "data", remote) as b,
     ):
-        with a.client(timeout=60.0) as client:
-            made = client.post("/v1/memories/skill", json={"name": "build-it", "body": "x"})
-            assert made.status_code == 201, made.text
-        rel = "skills/agent_learned_skills/build-it/Makefile"
+        rel = make_skill(a, "build-it") + "/Makefile"
         (a.data_dir / rel).write_text("all:\n\tmake one\n")
         wait_for(lambda: committed(a), "a's Makefile is committed")
         sync(a)

@@ -115,6 +115,22 @@ def test_a_profile_of_one_long_paragraph_is_cut_within_it(
     assert text.rstrip().endswith("not shown: inject.profile_chars.)")
 
 
+def test_an_intention_status_somnid_would_not_use_is_refused(client: TestClient) -> None:
+    # A probe: "bogus" was stored, and read as open; "done" through the API closes it, as a
+    # person's hand edit does.
+    bogus = client.post(
+        "/v1/memories/intention", json={"description": "pay rent", "fields": {"status": "bogus"}}
+    )
+    problem = assert_problem(bogus, 400, "invalid_input")
+    assert problem["detail"].startswith("status is open or one of canceled, cancelled, ")
+    made = client.post("/v1/intentions", json={"what": "pay rent"})
+    assert made.status_code == 201, made.text
+    path = f"/v1/memories/intention/{made.json()['id']}"
+    assert_problem(client.patch(path, json={"fields": {"status": 3}}), 400, "invalid_input")
+    assert client.patch(path, json={"fields": {"status": "done"}}).status_code == 200
+    assert client.get("/v1/intentions").json()["items"] == []
+
+
 def _identity(client: TestClient) -> str:
     shown = client.post("/v1/prompt", json={"speakerUserId": "pia"})
     assert shown.status_code == 200, shown.text

@@ -127,6 +127,10 @@ def test_bad_recall_requests(client: TestClient) -> None:
     assert_problem(
         client.post("/v1/recall", json={"query": "x", "kinds": ["nope"]}), 422, "validation_error"
     )
+    # Profiles are never searched: the answer was empty, as if nothing fit (stop 57's probe).
+    refused = client.post("/v1/recall", json={"query": "x", "kinds": ["knowledge", "profile"]})
+    problem = assert_problem(refused, 422, "validation_error")
+    assert "profiles are not searched" in problem["errors"][0]["message"]
     assert_problem(
         client.post("/v1/assoc/thought", json={"cue": "no session"}), 422, "validation_error"
     )

@@ -120,6 +120,18 @@ def _listed(text: str) -> list[str] | None:
     return [str(item) for item in items]
 
 
+def check_status(value: object) -> str:
+    """An intention's ``status`` as a caller gives it: ``open`` or a word that closes it
+    (``completed``, ``done``, ``cancelled``…); another (``bogus``) is read as open, and would
+    be stored as a value somnid does not use: refused."""
+    if not isinstance(value, str) or (
+        value.strip().lower() != "open" and value.strip().lower() not in _CLOSED_WORDS
+    ):
+        words = ", ".join(sorted(_CLOSED_WORDS))
+        raise InvalidInput(f"status is open or one of {words}, not {value!r:.40}")
+    return value
+
+
 def intention_of(entry: Entry, tz: dt.tzinfo) -> Intention:
     """Read an intention entry, including the original's body-line fields and its lack of a
     status key (open while live, closed once archived). A status somnid cannot use

@@ -8,7 +8,7 @@ from typing import Any
 
 from somnid.errors import InvalidInput
 from somnid.memory.clock import local_date, parse_time
-from somnid.memory.intentions import check_cue, check_source
+from somnid.memory.intentions import check_cue, check_source, check_status
 from somnid.memory.kinds import (
     Kind,
     check_priority,
@@ -71,7 +71,7 @@ def checked_fields(kind: Kind, fields: dict[str, Any]) -> dict[str, Any]:
     if kind is Kind.INTENTION:
         if fields.get("priority") is not None:
             fields["priority"] = check_priority(fields["priority"])
-        for key, check in (("cue", check_cue), ("source", check_source)):
+        for key, check in (("cue", check_cue), ("source", check_source), ("status", check_status)):
             if fields.get(key) is not None:  # None: a change that removes the key
                 fields[key] = check(fields[key])
     if kind is Kind.EPISODE and fields.get("salience") is not None:

@@ -1938,7 +1938,7 @@ export interface components {
             query: string;
             /**
              * Kinds
-             * @description Kinds to search; default knowledge, episode and skill.
+             * @description Kinds to search: knowledge, episode, skill, intention; default the first three. Profiles are not searched: the prompt shows them, GET reads one.
              */
             kinds?: components["schemas"]["Kind"][] | null;
             /**

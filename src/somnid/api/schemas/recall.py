@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from somnid.api.schemas.common import Id, Schema
 from somnid.memory.kinds import Kind
@@ -16,11 +16,24 @@ MAX_QUERY = MAX_QUERY_CHARS
 class RecallRequest(Schema):
     query: str = Field(min_length=1, max_length=MAX_QUERY)
     kinds: list[Kind] | None = Field(
-        None, min_length=1, description="Kinds to search; default knowledge, episode and skill."
+        None,
+        min_length=1,
+        description="Kinds to search: knowledge, episode, skill, intention; default the first "
+        "three. Profiles are not searched: the prompt shows them, GET reads one.",
     )
     limit: int = Field(10, ge=1, le=50, strict=True)
     project: Id | None = None
     explain: bool = Field(False, strict=True, description="Add each result's score components.")
+
+    @field_validator("kinds", mode="after")
+    @classmethod
+    def _searched(cls, kinds: list[Kind] | None) -> list[Kind] | None:
+        if kinds is not None and Kind.PROFILE in kinds:  # it answered nothing, as if none fit
+            raise ValueError(
+                "profiles are not searched: POST /v1/prompt shows them, "
+                "GET /v1/memories/profile/{name} reads one"
+            )
+        return kinds
 
 
 class RecallItem(Schema):

@@ -81,6 +81,9 @@ def test_a_refused_request_is_one_line_with_the_problem(env: dict[str, str]) -> 
         "somnid: POST /v1/recall failed: 422 validation_error: body.limit: "
         "Input should be less than or equal to 50"
     )
+    # A probe: `--project ""` (a variable left unset) searched every project.
+    unset = somnid(env, "recall", "--project", "", "deploy")
+    assert unset.returncode == 1 and "422 validation_error: body.project" in unset.stderr
 
 
 def test_a_wrong_token_says_where_the_token_came_from(daemon: Daemon) -> None:

@@ -35,7 +35,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     body: dict[str, Any] = {"query": " ".join(args.query), "limit": args.limit}
     if args.kind:
         body["kinds"] = args.kind
-    if args.project:
+    if args.project is not None:  # an empty one is refused, as the API does: never "all"
         body["project"] = args.project
     if args.explain:
         body["explain"] = True

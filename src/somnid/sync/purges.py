@@ -40,7 +40,7 @@ from somnid.store.layout import Layout
 
 RECORD = "memory/purged.jsonl"
 KEPT = "purged-kept"
-"""Where a received purge moves what a person wrote in the entry and history never had."""
+"""Where a received purge copies what a person wrote in the entry and history never had."""
 SYNC = Actor("sync", "somnid sync")
 Pruning = Callable[[], AbstractContextManager[None]]
 _PATHS = Layout(Path("/"))  # where entries live, relative to any data dir

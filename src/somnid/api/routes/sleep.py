@@ -54,12 +54,12 @@ async def sleep_status(runtime: RuntimeDep) -> SleepStatus:
     now = dreamer.status()
     status, detail = await dreamer.probe_llm()
     verdict = await runtime.scheduler.eligibility()
-    _, passed = await dreamer.waiting()
+    waiting, passed = await dreamer.waiting()  # one read of the pending logs for both
     return SleepStatus(
         sleeping=now["sleeping"],
         trigger=now["trigger"],
         since=now["since"],
-        pending_logs=len(await runtime.sessions.pending_logs()),
+        pending_logs=waiting + len(passed),
         passed_by=passed,
         llm=LlmStatus(status=status, detail=detail),
         last_dream=_result(dreamer.last),

@@ -183,3 +183,42 @@ def test_open_event_streams_do_not_lock_other_clients_out(tmp_path: Path) -> Non
                 sock.close()
         assert daemon.stop() == 0
     assert "Exception in ASGI application" not in daemon.log()
+
+
+def _answer(port: int, request: bytes) -> tuple[bytes, bytes]:
+    with socket.create_connection(("127.0.0.1", port), timeout=60) as sock:
+        sock.sendall(request)
+        data = b""
+        while chunk := sock.recv(4096):  # the daemon closes the connection after it
+            data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    return head, body
+
+
+def test_a_request_http_cannot_parse_is_answered_in_the_error_shape(tmp_path: Path) -> None:
+    with start_daemon(tmp_path / "data") as daemon:
+        port = int(daemon.base_url.rsplit(":", 1)[1])
+        for request in (
+            b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\r\n\r\n",  # TLS spoken to plain HTTP
+            b"GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\nBad Header\r\n\r\n",
+            b"GET /v1/health HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
+            b"POST /v1/recall HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: x\r\n\r\n",
+        ):
+            head, body = _answer(port, request)
+            assert head.startswith(b"HTTP/1.1 400 "), head
+            assert b"content-type: application/problem+json" in head.lower()
+            problem = json.loads(body)
+            assert problem["status"] == 400 and problem["code"] == "bad_request"
+            assert "HTTP" in problem["detail"]
+        upgrade = b"Upgrade: websocket\r\nConnection: Upgrade\r\nHost: 127.0.0.1\r\n"
+        key = b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+        for request, status in (
+            (b"GET /v1/llm/bridge HTTP/1.1\r\n" + upgrade + b"\r\n", 400),  # no key
+            (b"GET /v1/health HTTP/1.1\r\n" + upgrade + key + b"\r\n", 403),  # no WebSocket here
+        ):
+            head, body = _answer(port, request)
+            assert head.startswith(b"HTTP/1.1 %d " % status), head
+            assert b"content-type: application/problem+json" in head.lower()
+            assert json.loads(body)["status"] == status
+        with daemon.client() as client:  # and the daemon serves on
+            assert client.get("/v1/health").status_code == 200

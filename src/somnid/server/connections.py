@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import resource
 import socket
@@ -39,6 +40,8 @@ from typing import Any
 
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from somnid.api.errors import PROBLEM_JSON, problem_body
 
 log = logging.getLogger(__name__)
 
@@ -99,6 +102,25 @@ class GuardedH11(H11Protocol):
         return type("SomnidH11", (cls,), attrs)
 
     # -------------------------------------------------------------- connections
+
+    def send_400_response(self, msg: str) -> None:
+        """A request h11 cannot parse, answered in the API's one error shape (uvicorn's
+        own answer is plain text) and the connection closed."""
+        detail = f"not an HTTP/1.1 request somnid can read: {msg.rstrip('.').lower()}"
+        body = json.dumps(problem_body(400, "bad_request", detail)).encode()
+        headers = [
+            (b"content-type", PROBLEM_JSON.encode()),
+            (b"content-length", str(len(body)).encode()),
+            (b"connection", b"close"),
+        ]
+        with contextlib.suppress(h11.LocalProtocolError):  # an answer had already begun
+            for event in (
+                h11.Response(status_code=400, headers=headers, reason=b"Bad Request"),
+                h11.Data(data=body),
+                h11.EndOfMessage(),
+            ):
+                self.transport.write(self.conn.send(event) or b"")
+        self.transport.close()
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         if len(self.connections) >= self.max_connections and not self._evict_one():

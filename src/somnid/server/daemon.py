@@ -33,6 +33,7 @@ from somnid.errors import Conflict
 from somnid.notify import Watchdog, notify
 from somnid.server import daemon_file
 from somnid.server.connections import GuardedH11, accept_backlog
+from somnid.server.websocket import ProblemWebSockets
 from somnid.store.lock import DataDirLock
 from somnid.store.modes import PRIVATE_UMASK, make_private
 
@@ -147,6 +148,7 @@ def serve(settings: Settings, model_load: Future[Embedder | None] | None = None)
             timeout_graceful_shutdown=settings.shutdown_timeout_s,
             server_header=False,
             backlog=accept_backlog(),
+            ws=ProblemWebSockets,
             http=GuardedH11.configured(
                 header_timeout=settings.header_timeout_s,
                 body_timeout=settings.body_timeout_s,

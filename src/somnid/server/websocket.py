@@ -1,0 +1,51 @@
+"""uvicorn's WebSocket protocol, its refusals in the API's one error shape.
+
+A handshake that cannot be accepted (a missing or malformed ``Sec-WebSocket-Key``, a
+WebSocket asked of a path that serves none, a handshake too large) is answered by the
+``websockets`` library with a plain-text body; here that answer carries the same problem
+details as every other error.
+"""
+
+from __future__ import annotations
+
+import json
+from http import HTTPStatus
+from typing import Any
+
+from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+from websockets.http11 import Response
+
+from somnid.api.errors import PROBLEM_JSON, UNEXPECTED, problem_body
+
+_PLAIN_PREFIX = "Failed to open a WebSocket connection: "
+_CODES = {400: "bad_request", 403: "forbidden", 414: "uri_too_long", 431: "headers_too_large"}
+
+
+def problem_detail(status: int, text: str) -> str:
+    """What a refused handshake's answer says, from the library's plain text."""
+    text = text.strip().removeprefix(_PLAIN_PREFIX).rstrip(".")
+    if status >= 500:
+        return UNEXPECTED
+    if status == 403 and not text:  # the app closed the socket before accepting it
+        return "no WebSocket is served at this path, or its route refused this one"
+    return f"not a WebSocket handshake somnid can accept: {text or HTTPStatus(status).phrase}"
+
+
+class ProblemWebSockets(WebSocketsSansIOProtocol):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        plain = self.conn.reject
+
+        def reject(status: int, text: str) -> Response:
+            response = plain(status, text)
+            code = _CODES.get(response.status_code, "internal_error")
+            detail = problem_detail(response.status_code, text)
+            body = json.dumps(problem_body(response.status_code, code, detail)).encode()
+            for name, value in (("Content-Type", PROBLEM_JSON), ("Content-Length", str(len(body)))):
+                del response.headers[name]
+                response.headers[name] = value
+            response.body = body
+            return response
+
+        # The library builds every refusal, its own and uvicorn's, with this one method.
+        self.conn.reject = reject  # type: ignore[method-assign]

@@ -73,7 +73,8 @@ class Conflict(SomnidError):
 
 class BeingWritten(Conflict):
     """Upkeep (a use noted, a score decayed) left an entry alone: its file changed a moment
-    ago, not by somnid, so a person may still be writing it in place."""
+    ago, not by somnid, so a person may still be writing it in place. Or a write found the
+    file saved anew each time it was about to replace it, and gave up (nothing written)."""
 
     code = "being_written"
 

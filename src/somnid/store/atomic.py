@@ -3,19 +3,45 @@
 write: unique temp file in the target's folder -> write -> fsync -> rename -> fsync folder.
 A crash at any point leaves either the old file or the new one, plus at most a temp file
 whose name starts with ``.somnid-tmp-`` (removed by :func:`sweep_temp_files` at start-up).
+
+A write that changes a file somnid read first (``expected``) replaces only the version it
+read. A person's editor may save (a rename of its own) while the new bytes are written and
+synced: a plain rename would then put back the version before their save, and their words
+would be gone. On Linux the two files are exchanged in one step (``renameat2`` with
+``RENAME_EXCHANGE``) and the one taken out is looked at: not the version read, it is put
+back and nothing is written. Elsewhere the file is looked at just before the rename.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import errno
+import functools
+import logging
 import os
 import secrets
+from collections.abc import Callable
 from pathlib import Path
 
 from somnid.errors import StorageError
 
+log = logging.getLogger(__name__)
+
 TEMP_PREFIX = ".somnid-tmp-"
+FileVersion = tuple[int, int, int]
+"""A file's inode, size and modification time (ns): a save by any editor changes one."""
+_AT_FDCWD = -100
+_RENAME_EXCHANGE = 2
+_NO_EXCHANGE = (errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EXDEV)
+
+
+class Superseded(Exception):
+    """The file changed or went after it was read; nothing was written."""
+
+
+def version_of(info: os.stat_result) -> FileVersion:
+    return (info.st_ino, info.st_size, info.st_mtime_ns)
 
 
 def fsync_dir(path: Path) -> None:
@@ -95,8 +121,12 @@ def write_atomic(
     mode: int = 0o600,
     make_dirs: bool = True,
     within: Path | None = None,
+    expected: FileVersion | None = None,
 ) -> None:
     """Replace ``path`` with ``data`` atomically and durably.
+
+    ``expected``: only the file of that version is replaced; Superseded if it is not there
+    (changed or removed since it was read).
 
     ``exclusive`` refuses to replace an existing file (the caller holds the store lock, so
     checking then linking is race-free within the process; across processes the data-dir
@@ -117,9 +147,13 @@ def write_atomic(
             # link() fails if the target exists: no window where another file is clobbered.
             os.link(tmp, path)
             os.unlink(tmp)
+        elif expected is not None:
+            _replace_version(tmp, path, expected)
         else:
             os.replace(tmp, path)
         fsync_dir(path.parent)
+    except _Stranded:
+        raise  # the temp file holds a person's version: not discarded
     except FileExistsError:
         _discard(tmp)
         raise
@@ -131,6 +165,60 @@ def write_atomic(
     except BaseException:
         _discard(tmp)
         raise
+
+
+class _Stranded(StorageError):
+    pass
+
+
+def _replace_version(tmp: Path, path: Path, expected: FileVersion) -> None:
+    """Rename ``tmp`` over ``path`` if ``path`` is the ``expected`` version; else Superseded."""
+    try:
+        exchanged = _exchange(tmp, path)
+    except FileNotFoundError:
+        raise Superseded from None  # removed since it was read
+    if not exchanged:
+        try:
+            found = version_of(os.lstat(path))
+        except FileNotFoundError:
+            raise Superseded from None
+        if found != expected:
+            raise Superseded
+        os.replace(tmp, path)
+        return
+    if version_of(os.lstat(tmp)) == expected:
+        os.unlink(tmp)  # the version read, replaced
+        return
+    try:
+        _exchange(tmp, path)  # theirs back where it was; ours at tmp, discarded
+    except OSError as exc:
+        log.error("a newer %s is kept as %s: it could not be put back (%s)", path, tmp, exc)
+        raise _Stranded(f"{path} changed while it was written; its new version is {tmp}") from exc
+    raise Superseded
+
+
+@functools.cache
+def _renameat2() -> Callable[..., int] | None:
+    try:
+        call = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):  # not glibc ≥ 2.28 or musl: the check before the rename
+        return None
+    call.argtypes = (ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint)
+    call.restype = ctypes.c_int
+    return call
+
+
+def _exchange(first: Path, second: Path) -> bool:
+    """Swap two paths in one step; False where the system or file system cannot."""
+    call = _renameat2()
+    if call is None:
+        return False
+    if call(_AT_FDCWD, os.fsencode(first), _AT_FDCWD, os.fsencode(second), _RENAME_EXCHANGE) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in _NO_EXCHANGE:
+        return False
+    raise OSError(code, os.strerror(code), str(second))
 
 
 def _discard(tmp: Path) -> None:

@@ -12,7 +12,6 @@ import contextlib
 import logging
 import os
 import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -33,10 +32,19 @@ from somnid.memory.entry import Entry
 from somnid.memory.kinds import Kind
 from somnid.memory.names import check_name, live_name, slugify
 from somnid.store import frontmatter
-from somnid.store.atomic import fsync_dir, move_atomic, storage_error, write_atomic
+from somnid.store.atomic import (
+    FileVersion,
+    Superseded,
+    fsync_dir,
+    move_atomic,
+    storage_error,
+    version_of,
+    write_atomic,
+)
 from somnid.store.fields import check_fields, render_entry
 from somnid.store.layout import Layout
 from somnid.store.naming import EntryNames
+from somnid.store.own_writes import OwnWrites
 from somnid.store.reader import MAX_FILE_BYTES, etag_of, gone
 from somnid.store.removal import Version, as_read, remove_entry_paths, set_aside
 from somnid.store.safe import check_no_links, present, read_regular
@@ -44,7 +52,7 @@ from somnid.store.safe import check_no_links, present, read_regular
 log = logging.getLogger(__name__)
 
 _OPTIMISTIC_ROUNDS = 3
-OURS_KEPT = 4096  # the files somnid last wrote, remembered for upkeep's quiet rule
+_LOCKED_ROUNDS = 3  # then rounds under the lock, which only a person's saves can spoil
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +74,7 @@ class MemoryStore(EntryNames):
 
     def __init__(self, layout: Layout, clock: Clock) -> None:
         super().__init__(layout, clock)
-        self._ours: dict[Path, tuple[int, int, int]] = {}
+        self._ours = OwnWrites()
         self._write_lock = threading.RLock()
         self._held: tuple[str, ...] = ()
 
@@ -165,16 +173,17 @@ class MemoryStore(EntryNames):
         check_name(name)
         # Parsing and rendering (ruamel, the costly part of a big entry) happen before the
         # lock; under it only the file's bytes are compared with what was parsed. A file
-        # changed in between is parsed again; after a few rounds the lock is held throughout,
-        # so a write always ends.
-        for _ in range(_OPTIMISTIC_ROUNDS):
-            prepared = self._prepare(kind, name, change, archived=archived, if_match=if_match)
-            with self._write_lock:
-                if self._unchanged(prepared):
-                    return self._commit(prepared, quiet_s)
-        with self._write_lock:
-            prepared = self._prepare(kind, name, change, archived=archived, if_match=if_match)
-            return self._commit(prepared, quiet_s)
+        # changed in between, or saved by a person while the new bytes were written (never
+        # replaced: write_atomic's ``expected``), is parsed again; the last rounds hold the lock.
+        for round_ in range(_OPTIMISTIC_ROUNDS + _LOCKED_ROUNDS):
+            with self._write_lock if round_ >= _OPTIMISTIC_ROUNDS else contextlib.nullcontext():
+                prepared = self._prepare(kind, name, change, archived=archived, if_match=if_match)
+                with self._write_lock:
+                    read = self._unchanged(prepared)
+                    with contextlib.suppress(Superseded):
+                        if read is not None:
+                            return self._commit(prepared, quiet_s, read)
+        raise BeingWritten(f"{kind.value} {name!r} kept changing while somnid wrote it; try again")
 
     def _prepare(
         self,
@@ -199,24 +208,26 @@ class MemoryStore(EntryNames):
         target = self.layout.entry_file(kind, name, archived=archived)
         return _Prepared(kind, name, archived, path, current, target, render_entry(document))
 
-    def _unchanged(self, prepared: _Prepared) -> bool:
-        """Whether the file still holds the bytes ``prepared`` was made from (lock held)."""
+    def _unchanged(self, prepared: _Prepared) -> FileVersion | None:
+        """The file's version if it still holds the bytes ``prepared`` was made from."""
         path = self._locate(prepared.kind, prepared.name, archived=prepared.archived)
         if path != prepared.path:
-            return False
+            return None
         try:
-            return etag_of(self.raw(path)) == prepared.current.etag
+            data, info = read_regular(self.layout.root, path, MAX_FILE_BYTES)
         except (OSError, BrokenFile):
-            return False
+            return None
+        return version_of(info) if etag_of(data) == prepared.current.etag else None
 
-    def _commit(self, prepared: _Prepared, quiet_s: float = 0.0) -> Entry:
+    def _commit(self, prepared: _Prepared, quiet_s: float, read: FileVersion) -> Entry:
         if prepared.target == prepared.path and etag_of(prepared.data) == prepared.current.etag:
             return prepared.current
-        if quiet_s and self._changed_lately_by_another(prepared.path, quiet_s):
+        if quiet_s and self._ours.changed_lately_by_another(prepared.path, quiet_s):
             raise BeingWritten(f"{prepared.current.path} changed a moment ago; left for later")
         try:  # a person may remove the folder meanwhile: then the entry is gone, not storage
             moved = prepared.target != prepared.path  # a legacy file written beside, say
-            self._write(prepared.target, prepared.data, make_dirs=moved)
+            expected = None if moved else read
+            self._write(prepared.target, prepared.data, make_dirs=moved, expected=expected)
             return self._load(prepared.target, prepared.kind, prepared.name, prepared.archived)
         except FileNotFoundError:  # read back: removed since
             raise gone(prepared.kind, prepared.name, prepared.archived) from None
@@ -331,24 +342,6 @@ class MemoryStore(EntryNames):
                     log.exception("could not move %s back after a failed stamp", there)
             raise
 
-    def _note_ours(self, path: Path) -> None:
-        """Remember the file as somnid wrote it (upkeep's quiet rule skips no write of ours)."""
-        with contextlib.suppress(OSError):
-            info = os.lstat(path)
-            self._ours[path] = (info.st_mtime_ns, info.st_size, info.st_ino)
-            while len(self._ours) > OURS_KEPT:
-                self._ours.pop(next(iter(self._ours)))
-
-    def _changed_lately_by_another(self, path: Path, quiet_s: float) -> bool:
-        try:
-            info = os.lstat(path)
-        except OSError:
-            return False  # gone: the write says so
-        if self._ours.get(path) == (info.st_mtime_ns, info.st_size, info.st_ino):
-            return False
-        now = time.time()  # a time far ahead (a clock ahead, touch -d 2030) is no write now
-        return now - quiet_s < info.st_mtime <= now + quiet_s
-
     def _write(
         self,
         path: Path,
@@ -357,20 +350,27 @@ class MemoryStore(EntryNames):
         exclusive: bool = False,
         make_dirs: bool = True,
         mode: int = 0o600,
+        expected: FileVersion | None = None,
     ) -> None:
         """write_atomic, telling :attr:`health` how it went."""
         self._refuse_held(path)
         try:
             top = self.layout.top_of(path)
             write_atomic(
-                path, data, exclusive=exclusive, make_dirs=make_dirs, mode=mode, within=top
+                path,
+                data,
+                exclusive=exclusive,
+                make_dirs=make_dirs,
+                mode=mode,
+                within=top,
+                expected=expected,
             )
         except StorageError as exc:
             if make_dirs or os.path.isdir(path.parent):  # else removed by a person
                 self.health.failed(exc)
             raise
         self.health.succeeded()
-        self._note_ours(path)
+        self._ours.note(path)
 
     def _move(self, source: Path, target: Path) -> None:
         """Move an entry's folder. An empty folder where it goes (what deleting an entry's

@@ -287,6 +287,8 @@ class EntryReader:
                 text = data.decode("utf-8")
             except UnicodeDecodeError as exc:
                 raise BrokenFile(f"file is not valid UTF-8 (byte {exc.start})") from exc
+            if not text.strip():  # a write over it would take what is still being typed
+                raise BrokenFile("file is empty: being written in place, or emptied by hand")
             doc = frontmatter.parse(text, round_trip=round_trip)
         except BrokenFile as exc:
             self._report_broken(str(rel), exc.detail)

@@ -1,7 +1,7 @@
 import type { ContentBlock } from '@deepseek-ai/dsh-llm'
 import type { SomnidClient, Log, Schemas } from './client.js'
 import { describe } from './client.js'
-import { blocksText, clip, isOwnMessage } from './messages.js'
+import { blocksText, clip, isOwnMessage, wellFormed } from './messages.js'
 import type { Spool, SpoolEntry } from './spool.js'
 
 /** What the capture needs of a harness session. */
@@ -41,6 +41,8 @@ export interface CaptureOptions {
   isCommand?: (text: string) => boolean
 }
 
+/** Lines kept per session while somnid is away, by default; older ones are dropped. */
+export const MAX_PENDING = 2000
 const TOOL_TEXT_MAX = 1500
 const CALL_ARGS_MAX = 300
 
@@ -62,6 +64,9 @@ export class Capture {
   private pumping = false
   private again = false
   private readonly idle = new Set<() => void>()
+  /** Captured lines dropped (the oldest, beyond `maxPending` a session while somnid was away). */
+  dropped = 0
+  private readonly droppedFrom = new Set<string>()
 
   constructor(
     private readonly client: SomnidClient,
@@ -101,7 +106,7 @@ export class Capture {
       case 'tool/call': {
         const data = event.data as { callId: string; name: string; arguments?: string }
         const args = (data.arguments ?? '').replace(/\s+/g, ' ').trim()
-        this.queue(session.id).calls.set(data.callId, { text: `${data.name}(${clip(args, CALL_ARGS_MAX)})`, at: moment(event.time) })
+        this.queue(session.id).calls.set(data.callId, { text: `${wellFormed(data.name)}(${clip(args, CALL_ARGS_MAX)})`, at: moment(event.time) })
         return
       }
       case 'tool/result': {
@@ -273,11 +278,16 @@ export class Capture {
     if (entry.kind !== 'close') queue.captured = true
     this.spool?.add(entry)
     queue.entries.push(entry)
-    const max = this.options.maxPending ?? 2000
+    const max = this.options.maxPending ?? MAX_PENDING
     if (queue.entries.length > max) {
       const dropped = queue.entries.splice(0, queue.entries.length - max)
       this.spool?.done(dropped)
-      this.log.warn('somnid unreachable too long: dropped the %d oldest captured lines of %s', dropped.length, entry.sessionId)
+      // Said once per session (a line each would flood the log), counted for the run's end.
+      if (!this.droppedFrom.has(entry.sessionId)) {
+        this.log.warn('somnid unreachable too long: dropping the oldest captured lines of %s beyond %d', entry.sessionId, max)
+      }
+      this.droppedFrom.add(entry.sessionId)
+      this.dropped += dropped.length
     }
     if (queue.entries.length >= this.options.maxBuffered && this.client.up) this.kick()
   }
@@ -285,16 +295,15 @@ export class Capture {
   /** Send one session's queue in order; false when somnid is down or refuses (stop the pump). */
   private async drain(sessionId: string, queue: Queue): Promise<boolean> {
     const path = `/v1/sessions/${encodeURIComponent(sessionId)}`
+    // Lines per batch: halved when somnid finds a batch too large (413), one at a time after
+    // it refused a batch (to drop only the line it refuses, not the good ones beside it).
+    let most = BATCH_LINES
     while (queue.entries.length > 0) {
       const first = queue.entries[0]!
       let run: SpoolEntry[] = [first]
       try {
         if (first.kind === 'message') {
-          run = []
-          for (const entry of queue.entries) {
-            if (entry.kind !== 'message' || run.length >= 500) break
-            run.push(entry)
-          }
+          run = batch(queue.entries, most)
           await this.client.request<Schemas['CaptureOut']>('POST', `${path}/messages`, { messages: run.map((e) => e.body as MessageIn) })
         } else if (first.kind === 'tool') {
           await this.client.request<Schemas['CaptureOut']>('POST', `${path}/tool-calls`, first.body)
@@ -303,11 +312,17 @@ export class Capture {
           queue.captured = false
         }
       } catch (error) {
-        const { unreachable, status } = error as { unreachable?: boolean; status?: number }
-        // Keep the lines while somnid is down, refuses the token or cannot write (5xx).
-        if (unreachable === true || status === 401 || status === 403 || (status ?? 0) >= 500) return false
-        // somnid refused these lines (validation): drop them rather than retry forever, and say so.
-        this.log.warn('somnid refused %d captured lines of %s: %s', run.length, sessionId, describe(error))
+        const { status } = error as { status?: number }
+        // Keep the lines unless somnid itself refused them (a 4xx but the token's and
+        // "try later"): while it is down, refuses the token or cannot write (5xx), and when
+        // what answered was no somnid answer at all (not JSON, cut short).
+        if (status === undefined || !refusesLines(status)) return false
+        if (run.length > 1) {
+          most = status === 413 ? Math.max(1, Math.floor(run.length / 2)) : 1
+          continue
+        }
+        // This one line is refused (invalid, or too large alone): drop it rather than retry for ever, and say so.
+        this.log.warn('somnid refused a captured line of %s: %s', sessionId, describe(error))
       }
       // Only what was sent goes: lines pushed meanwhile are behind it in the queue.
       queue.entries.splice(0, run.length)
@@ -315,6 +330,28 @@ export class Capture {
     }
     return true
   }
+}
+
+const BATCH_LINES = 500
+/** Bytes of JSON per batch: far below somnid's default body limit (1 MiB), whatever the script. */
+const BATCH_BYTES = 256 * 1024
+
+/** The queue's first run of messages, at most `most` lines and about BATCH_BYTES (at least one line). */
+function batch(entries: readonly SpoolEntry[], most: number): SpoolEntry[] {
+  const run: SpoolEntry[] = []
+  let bytes = 0
+  for (const entry of entries) {
+    if (entry.kind !== 'message' || run.length >= most) break
+    bytes += Buffer.byteLength(JSON.stringify(entry.body)) + 1
+    if (run.length > 0 && bytes > BATCH_BYTES) break
+    run.push(entry)
+  }
+  return run
+}
+
+/** An answer by which somnid refuses what was sent, for good: a 4xx but the token's (401, 403) and "later" (408, 429). */
+function refusesLines(status: number): boolean {
+  return status >= 400 && status < 500 && ![401, 403, 408, 429].includes(status)
 }
 
 /** A line's id from its session event's sequence number (stable if the same event is seen again). */

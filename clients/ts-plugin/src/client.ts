@@ -193,7 +193,15 @@ export class SomnidClient {
       if (!(timedOut && options.budget)) this.markDown(reason)
       throw new SomnidError(`somnid ${timedOut && options.budget ? 'did not answer in time' : 'is unreachable'} at ${this.baseUrl} (${reason})`)
     }
-    const text = await response.text()
+    let text: string
+    try {
+      text = await response.text()
+    } catch (error) {
+      // The answer began and was cut off or stalled past the time-out: no answer to go by.
+      const reason = signal.aborted && !this.closed.signal.aborted ? `its answer timed out after ${timeoutMs} ms` : describe(error)
+      if (!options.budget) this.markDown(reason)
+      throw new SomnidError(`somnid at ${this.baseUrl} did not finish its answer (${reason})`)
+    }
     // somnid may have generated its token after we last looked: read the file again next time.
     if (response.status === 401 && !this.opts.token) this.tokenRead = false
     if (response.status === 401 || response.status === 403) this.markRefused(`${response.status} ${text.slice(0, 200)}`)
@@ -210,7 +218,12 @@ export class SomnidClient {
       } catch { /* not JSON */ }
       throw new SomnidError(`somnid answered ${response.status}${code ? ` ${code}` : ''}: ${detail}`, response.status, code)
     }
-    return (text ? JSON.parse(text) : undefined) as T
+    try {
+      return (text ? JSON.parse(text) : undefined) as T
+    } catch {
+      // Whatever listens there is not somnid (or somnid's answer was cut): nothing to go by.
+      throw new SomnidError(`the answer from ${this.baseUrl}${path} is not JSON: is it somnid listening there?`)
+    }
   }
 
   /** Start the background health monitor (idempotent). */

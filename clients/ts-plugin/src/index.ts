@@ -9,7 +9,7 @@ import type {} from '@deepseek-ai/dsh-system-prompt'
 import type {} from '@deepseek-ai/dsh-tools'
 import { Association } from './assoc.js'
 import { LlmBridge, type SocketFactory } from './bridge.js'
-import { Capture } from './capture.js'
+import { Capture, MAX_PENDING } from './capture.js'
 import { SomnidClient, describe, type Schemas } from './client.js'
 import { Config } from './config.js'
 import { DreamCost } from './cost.js'
@@ -382,10 +382,12 @@ export async function apply(ctx: Context, config: Config, internals: Internals =
       if (capture && client.up) await drainCapture(Math.min(config.requestTimeoutMs, EXIT_DRAIN_MS))
       const spooled = capture?.spoolPath !== undefined
       const left = capture?.close() ?? 0
-      if (left > 0) {
+      const dropped = capture?.dropped ?? 0
+      if (left > 0 || dropped > 0) {
         const where = spooled ? `kept in ${config.capture.spoolDir || defaultSpoolDir()} for the next run` : 'lost (no spool)'
         const why = client.refused !== undefined ? 'somnid refuses the token' : 'somnid is unreachable'
-        const text = `dsh-somnid: ${left} captured lines not delivered (${why}); ${where}`
+        const lost = dropped > 0 ? `; ${dropped} older ones dropped (more than ${MAX_PENDING} waiting in one session)` : ''
+        const text = `dsh-somnid: ${left} captured lines not delivered (${why}); ${where}${lost}`
         log.warn('%s', text)
         process.stderr.write(`${text}\n`)
       }

@@ -74,6 +74,16 @@ export function escapeTemplate(text: string): string {
   return text.replace(/\{\{/g, '{ {').replace(/\}\}/g, '} }')
 }
 
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g
+
+/** The text with each half of a split character (a lone surrogate, which somnid refuses) as U+FFFD. */
+export function wellFormed(text: string): string {
+  return text.replace(LONE_SURROGATE, '\uFFFD')
+}
+
+/** At most `max` UTF-16 units of the text and a note of its length; never half a character (an emoji cut in two). */
 export function clip(text: string, max: number): string {
-  return text.length <= max ? text : `${text.slice(0, max)}…(truncated, ${text.length} chars)`
+  if (text.length <= max) return wellFormed(text)
+  const end = max > 0 && /[\uD800-\uDBFF]/.test(text[max - 1]!) ? max - 1 : max
+  return `${wellFormed(text.slice(0, end))}…(truncated, ${text.length} chars)`
 }

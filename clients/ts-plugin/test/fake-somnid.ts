@@ -4,7 +4,9 @@ import { createServer, type Server, type IncomingMessage, type ServerResponse } 
 import type { AddressInfo } from 'node:net'
 
 export interface Recorded { method: string; path: string; body: any; headers: IncomingMessage['headers'] }
-export type Handler = (body: any, req: Recorded) => { status?: number; body: unknown } | Promise<{ status?: number; body: unknown }>
+/** An answer: `body` as JSON, or `raw` text as it is (what another program might send). */
+export type Answer = { status?: number; body: unknown; raw?: string }
+export type Handler = (body: any, req: Recorded) => Answer | Promise<Answer>
 
 const section = (text: string, hash = String(text.length)) => ({ text, hash })
 
@@ -114,8 +116,13 @@ export class FakeSomnid {
         if (re.test(key)) { handler = h; break }
       }
     }
-    const answer = handler ? await handler(rec.body, rec) : { status: 404, body: { type: 'x', title: 'Not Found', status: 404, detail: 'no route', code: 'not_found' } }
+    const answer: Answer = handler ? await handler(rec.body, rec) : { status: 404, body: { type: 'x', title: 'Not Found', status: 404, detail: 'no route', code: 'not_found' } }
     const status = answer.status ?? 200
+    if (answer.raw !== undefined) {
+      res.writeHead(status, { 'content-type': 'text/html' })
+      res.end(answer.raw)
+      return
+    }
     res.writeHead(status, { 'content-type': status >= 400 ? 'application/problem+json' : 'application/json' })
     res.end(JSON.stringify(answer.body))
   }

@@ -216,6 +216,8 @@ export interface BridgeOptions {
   url: string
   /** Read at every connection attempt: the token may appear or change while the harness runs. */
   headers: () => Record<string, string>
+  /** Whether to connect now: not before somnid proved it holds the token (which `headers` carries). */
+  ready?: () => boolean
   retryMinMs: number
   retryMaxMs: number
   hostName: string
@@ -264,6 +266,10 @@ export class LlmBridge {
 
   private connect(): void {
     if (this.closed) return
+    if (this.options.ready && !this.options.ready()) {
+      this.retry('somnid not reached yet')
+      return
+    }
     let socket: SocketLike
     try {
       const factory = this.options.socket ?? defaultSocket

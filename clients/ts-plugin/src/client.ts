@@ -3,6 +3,7 @@ import { homedir } from 'node:os'
 import { join } from 'node:path'
 import type { components } from './generated/api.js'
 import { isLoopbackUrl } from './config.js'
+import { askHealth, newChallenge, proves, type HealthAnswer } from './proof.js'
 
 export type Schemas = components['schemas']
 
@@ -91,6 +92,9 @@ export class SomnidClient {
   /** When the last probe began (epoch ms): none again before `retryMinMs`. */
   private lastProbe = 0
   private probing: Promise<void> | undefined
+  /** Whether the listener proved it holds the token since it was last reached (proof.ts): only then is the token sent. */
+  private proven = false
+  private proving: Promise<void> | undefined
 
   constructor(private readonly opts: ClientOptions) {
     const base = opts.baseUrl.replace(/\/+$/, '')
@@ -130,10 +134,10 @@ export class SomnidClient {
     return () => this.upListeners.delete(fn)
   }
 
-  /** Headers for a websocket or a request: the bearer token when one is configured. */
+  /** Headers for a websocket or a request: the bearer token, once the listener proved it holds it. */
   authHeaders(): Record<string, string> {
     const token = this.readToken()
-    return token ? { authorization: `Bearer ${token}` } : {}
+    return token && this.proven ? { authorization: `Bearer ${token}` } : {}
   }
 
   async request<T>(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown, options: RequestOptions = {}): Promise<T> {
@@ -160,20 +164,63 @@ export class SomnidClient {
     this.probing ??= (async () => {
       this.lastProbe = Date.now()
       try {
-        await this.send<Schemas['HealthOut']>('GET', '/v1/health', undefined, { timeoutMs })
-      } catch { /* markDown said it */ } finally {
+        await this.check(timeoutMs)
+      } catch { /* markDown or markRefused said it */ } finally {
         this.probing = undefined
       }
     })()
     return this.probing
   }
 
-  private async send<T>(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown, options: RequestOptions = {}): Promise<T> {
+  /** Is somnid there? With a token, the health request asks it to prove it holds the token. */
+  private async check(timeoutMs: number): Promise<void> {
+    if (this.readToken()) await this.prove(timeoutMs)
+    else await this.send<Schemas['HealthOut']>('GET', '/v1/health', undefined, { timeoutMs })
+  }
+
+  /** One proof at a time, shared by whoever asks meanwhile; SomnidError unless the listener proved it. */
+  private prove(timeoutMs: number): Promise<void> {
+    this.proving ??= this.runProof(timeoutMs).finally(() => {
+      this.proving = undefined
+    })
+    return this.proving
+  }
+
+  private async runProof(timeoutMs: number): Promise<void> {
+    if (!this.opts.token) this.tokenRead = false // the token file as it is now: written, fixed or rotated meanwhile
+    const token = this.readToken()
+    if (!token) return
+    const challenge = newChallenge()
+    const signal = AbortSignal.any([this.closed.signal, AbortSignal.timeout(timeoutMs)])
+    let answer: HealthAnswer
+    try {
+      answer = await askHealth(this.baseUrl, challenge, signal)
+    } catch (error) {
+      const reason = signal.aborted && !this.closed.signal.aborted ? `timed out after ${timeoutMs} ms` : describe(error)
+      this.markDown(reason)
+      throw new SomnidError(`somnid is unreachable at ${this.baseUrl} (${reason})`)
+    }
+    if (proves(answer, token, challenge)) {
+      this.proven = true
+      this.clearRefusal()
+      this.markUp()
+      return
+    }
+    this.proven = false
+    this.markRefused('the program listening there could not prove it holds this token, so the token was not sent: '
+      + 'somnid runs with another token, or another program holds its port')
+    this.markUp()
+    throw new SomnidError(`the program at ${this.baseUrl} could not prove it is somnid holding the plugin's token; the token was not sent`, 401, 'unproven')
+  }
+
+  private async send<T>(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown, options: RequestOptions = {}, again = false): Promise<T> {
     const timeoutMs = options.timeoutMs ?? this.opts.timeoutMs
     const signals = [this.closed.signal, AbortSignal.timeout(timeoutMs)]
     if (options.signal) signals.push(options.signal)
     const signal = AbortSignal.any(signals)
-    const headers: Record<string, string> = { accept: 'application/json', ...this.authHeaders() }
+    // The token only to a listener that proved it holds it (proof.ts); health is public.
+    if (path !== '/v1/health' && !this.proven && this.readToken()) await this.prove(timeoutMs)
+    const headers: Record<string, string> = { accept: 'application/json', ...(path === '/v1/health' ? {} : this.authHeaders()) }
     if (body !== undefined) headers['content-type'] = 'application/json'
     let response: Response
     try {
@@ -203,7 +250,16 @@ export class SomnidClient {
       throw new SomnidError(`somnid at ${this.baseUrl} did not finish its answer (${reason})`)
     }
     // somnid may have generated its token after we last looked: read the file again next time.
-    if (response.status === 401 && !this.opts.token) this.tokenRead = false
+    if (response.status === 401) {
+      this.proven = false
+      if (!this.opts.token) {
+        const sent = this.token
+        this.tokenRead = false
+        // somnid came back with a new token (rotated) before a probe saw it go: prove and send again, once.
+        const now = this.readToken()
+        if (!again && now && now !== sent) return this.send<T>(method, path, body, options, true)
+      }
+    }
     if (response.status === 401 || response.status === 403) this.markRefused(`${response.status} ${text.slice(0, 200)}`)
     else if (path !== '/v1/health') this.clearRefusal()
     this.markUp()
@@ -301,6 +357,7 @@ export class SomnidClient {
   }
 
   private markDown(reason: string): void {
+    this.proven = false // whatever listens there next proves itself again
     if (this.state === 'down') return
     this.state = 'down'
     this.opts.log.warn('somnid is unreachable at %s (%s); memory features pause and retry in the background', this.baseUrl, reason)
@@ -314,7 +371,7 @@ export class SomnidClient {
         this.lastProbe = Date.now()
         // While the token is refused, probe an endpoint that needs it (health is public).
         if (this.refusal !== undefined) await this.send('GET', '/v1/sleep/status').catch(() => undefined)
-        else await this.send<Schemas['HealthOut']>('GET', '/v1/health')
+        else await this.check(this.opts.timeoutMs)
         if (this.refusal === undefined) delay = this.opts.retryMinMs
       } catch {
         // markDown already logged (once); keep backing off quietly.

@@ -129,6 +129,7 @@ test('the plugin mounts the bridge when llm and agentDefaultModel exist, and clo
   const { ctx, somnid } = await setup({}, { socket: (url, headers) => { const s = new FakeSocket(url, headers); sockets.push(s); return s } })
   try {
     await ready(ctx, somnid)
+    await until(() => sockets.length > 0, 3000, 'the bridge connects once somnid answered')
     assert.equal(sockets.length, 1)
     assert.equal(sockets[0]!.url, `${somnid.url.replace('http', 'ws')}/v1/llm/bridge`)
     sockets[0]!.fire('open', {})

@@ -1,5 +1,6 @@
 // A stand-in somnid on 127.0.0.1: records every request, answers from a route table that
 // tests can change, and can be "taken down" (connections refused) and brought back on the same port.
+import { createHmac } from 'node:crypto'
 import { createServer, type Server, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 
@@ -57,7 +58,7 @@ export function defaultRoutes(): Map<string, Handler> {
 export class FakeSomnid {
   readonly requests: Recorded[] = []
   routes = defaultRoutes()
-  /** When set, every route but health answers 401 unless `Authorization: Bearer <token>` is sent (like somnid's guard). */
+  /** When set, every route but health answers 401 unless `Authorization: Bearer <token>` is sent (like somnid's guard), and health proves it holds it. */
   token: string | undefined
   /** Open `GET /v1/sleep/events` streams; `sleepEvent()` writes to them. */
   readonly streams = new Set<ServerResponse>()
@@ -96,6 +97,12 @@ export class FakeSomnid {
     const path = (req.url ?? '').split('?')[0]!
     const rec: Recorded = { method: req.method ?? '', path, body: raw ? JSON.parse(raw) : undefined, headers: req.headers }
     this.requests.push(rec)
+    // Like somnid: a challenge on health is answered with the proof that it holds its token.
+    const challenge = req.headers['somnid-challenge']
+    if (typeof challenge === 'string' && this.token !== undefined) {
+      const message = `somnid-proof-v2\n${challenge}\n${req.socket.localAddress}\n${req.socket.localPort}`
+      res.setHeader('somnid-proof', createHmac('sha256', this.token).update(message).digest('hex'))
+    }
     if (this.token !== undefined && path !== '/v1/health' && req.headers.authorization !== `Bearer ${this.token}`) {
       res.writeHead(401, { 'content-type': 'application/problem+json' })
       res.end(JSON.stringify({ type: 'urn:somnid:problem:unauthorized', title: 'Unauthorized', status: 401, detail: 'send the token', code: 'unauthorized' }))

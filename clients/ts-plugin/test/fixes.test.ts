@@ -116,7 +116,8 @@ test('fix 4: a wrong token is said once in the session and in the web state, and
     const notice = d1.messages[1]
     assert.equal(notice.source.form, 'notice')
     assert.ok(notice.source.summary.length <= 120)
-    assert.match(notice.content[0].text, /refuses the plugin's token \(401/)
+    assert.match(notice.content[0].text, /refuses the plugin's token \(the program listening there could not prove it holds this token, so the token was not sent/)
+    assert.ok(!somnid.requests.some((r) => r.headers.authorization === 'Bearer wrong'), 'the wrong token is never sent')
     const d2: any = await preStep(ctx, agent, 'again')
     assert.equal(d2.messages.length, 1, 'the notice comes once')
     const s = fakeSession('s-bad')

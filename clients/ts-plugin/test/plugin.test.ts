@@ -310,11 +310,15 @@ test('token and tokenFile send a Bearer header', async () => {
   process.env.XDG_DATA_HOME = join(dir, 'empty-data-home') // no default token file there
   const file = join(dir, 'token')
   writeFileSync(file, 'file-secret\n')
-  for (const [over, want] of [[{ token: 'abc' }, 'Bearer abc'], [{ tokenFile: file }, 'Bearer file-secret'], [{}, undefined]] as const) {
-    const { ctx, somnid } = await setup(over)
+  for (const [over, secret] of [[{ token: 'abc' }, 'abc'], [{ tokenFile: file }, 'file-secret'], [{}, undefined]] as const) {
+    const { ctx, somnid } = await setup(over, {}, { start: false })
+    somnid.token = secret
+    await somnid.start()
     try {
       await ready(ctx, somnid)
-      assert.equal(somnid.requests[0]!.headers.authorization, want)
+      const asked = somnid.requests.filter((r) => r.path !== '/v1/health')
+      assert.ok(asked.length > 0 && asked.every((r) => r.headers.authorization === (secret && `Bearer ${secret}`)), JSON.stringify(asked.map((r) => [r.path, r.headers.authorization])))
+      assert.ok(somnid.of('GET', '/v1/health').every((r) => r.headers.authorization === undefined), 'health never carries the token')
     } finally {
       await ctx.dispose()
       await somnid.stop()
@@ -328,7 +332,9 @@ test('with neither token nor tokenFile the default token file is read, and read 
   const dataHome = tempDir('somnid-xdg-')
   const savedDataHome = process.env.XDG_DATA_HOME
   process.env.XDG_DATA_HOME = dataHome
-  const somnid = await new FakeSomnid().start()
+  const somnid = new FakeSomnid()
+  somnid.token = 'late-secret'
+  await somnid.start()
   const refused = { type: 'urn:somnid:problem:unauthorized', title: 'Unauthorized', status: 401, detail: 'send the token', code: 'unauthorized' }
   somnid.routes.set('GET /v1/tools', (_body, req) =>
     req.headers.authorization === 'Bearer late-secret' ? { body: [] } : { status: 401, body: refused })

@@ -1,0 +1,105 @@
+// The token goes only to a listener that proves it holds it: a probe's stand-in listener on
+// somnid's port was handed the bearer token with the plugin's first request, and the token
+// then worked against the real somnid.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { createHmac } from 'node:crypto'
+import { writeFileSync } from 'node:fs'
+import { createServer, type IncomingMessage } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { join } from 'node:path'
+import { SomnidClient } from '../src/client.js'
+import { canonicalHost } from '../src/proof.js'
+import { FakeSomnid } from './fake-somnid.js'
+import { tempDir } from './helpers.js'
+
+const quiet = { debug() {}, info() {}, warn() {}, error() {} }
+
+function client(baseUrl: string, token: string): SomnidClient {
+  return new SomnidClient({ baseUrl, token, timeoutMs: 2000, retryMinMs: 60_000, retryMaxMs: 60_000, healthIntervalMs: 60_000, log: quiet })
+}
+
+test('a listener that proves nothing never sees the token', async () => {
+  const squatter = await new FakeSomnid().start() // answers everything, proves nothing
+  const c = client(squatter.url, 'the-secret')
+  try {
+    await assert.rejects(c.request('GET', '/v1/tools'), /could not prove it is somnid holding the plugin's token; the token was not sent/)
+    await assert.rejects(c.request('POST', '/v1/recall', { query: 'x' }), /could not prove/)
+    assert.ok(squatter.requests.length >= 2, 'it was asked for its proof')
+    assert.ok(squatter.requests.every((r) => r.path === '/v1/health' && r.headers.authorization === undefined), JSON.stringify(squatter.requests.map((r) => [r.path, r.headers.authorization])))
+    assert.deepEqual(c.authHeaders(), {}, 'nor would a websocket or an event stream carry it')
+    assert.match(c.refused ?? '', /could not prove it holds this token/)
+  } finally {
+    await c.close()
+    await squatter.stop()
+  }
+})
+
+test('a relay that forwards the challenge to somnid gets a proof for another port: refused', async () => {
+  const token = 'the-secret'
+  const seen: IncomingMessage['headers'][] = []
+  const relay = createServer((req, res) => {
+    seen.push(req.headers)
+    const challenge = String(req.headers['somnid-challenge'] ?? '')
+    // What somnid would answer on its own port, one below the relay's.
+    const message = `somnid-proof-v2\n${challenge}\n127.0.0.1\n${req.socket.localPort! - 1}`
+    res.writeHead(200, { 'content-type': 'application/json', 'somnid-proof': createHmac('sha256', token).update(message).digest('hex') })
+    res.end('{"status":"ok"}')
+  })
+  await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve))
+  const c = client(`http://127.0.0.1:${(relay.address() as AddressInfo).port}`, token)
+  try {
+    await assert.rejects(c.request('GET', '/v1/tools'), /could not prove/)
+    assert.ok(seen.length > 0 && seen.every((h) => h.authorization === undefined))
+  } finally {
+    await c.close()
+    relay.closeAllConnections()
+    await new Promise<void>((resolve) => relay.close(() => resolve()))
+  }
+})
+
+test('somnid proves it holds the token, and only then is it sent', async () => {
+  const somnid = new FakeSomnid()
+  somnid.token = 'the-secret'
+  await somnid.start()
+  const c = client(somnid.url, 'the-secret')
+  try {
+    assert.deepEqual(await c.request('GET', '/v1/tools').then((t: any) => t.tools.length), 2)
+    const [health, tools] = somnid.requests
+    assert.equal(health!.path, '/v1/health')
+    assert.equal(health!.headers.authorization, undefined)
+    assert.match(String(health!.headers['somnid-challenge']), /^[A-Za-z0-9_-]{16,128}$/)
+    assert.equal(tools!.headers.authorization, 'Bearer the-secret')
+    assert.deepEqual(c.authHeaders(), { authorization: 'Bearer the-secret' })
+  } finally {
+    await c.close()
+    await somnid.stop()
+  }
+})
+
+test('addresses are compared in somnid\'s spelling', () => {
+  assert.equal(canonicalHost('::ffff:127.0.0.1'), '127.0.0.1')
+  assert.equal(canonicalHost('::1'), '::1')
+  assert.equal(canonicalHost('127.0.0.1'), '127.0.0.1')
+})
+
+test('a token rotated while somnid restarted is read again and proven: no refusal', async () => {
+  const dir = tempDir('somnid-rotate-')
+  const file = join(dir, 'token')
+  writeFileSync(file, 'first\n')
+  const somnid = new FakeSomnid()
+  somnid.token = 'first'
+  await somnid.start()
+  const c = new SomnidClient({ baseUrl: somnid.url, tokenFile: file, timeoutMs: 2000, retryMinMs: 60_000, retryMaxMs: 60_000, healthIntervalMs: 60_000, log: quiet })
+  try {
+    await c.request('GET', '/v1/tools')
+    writeFileSync(file, 'second\n') // somnid token --rotate, and a restart the client did not see
+    somnid.token = 'second'
+    assert.equal(await c.request('GET', '/v1/tools').then((t: any) => t.tools.length), 2)
+    assert.equal(c.refused, undefined)
+    assert.equal(somnid.requests.at(-1)!.headers.authorization, 'Bearer second')
+  } finally {
+    await c.close()
+    await somnid.stop()
+  }
+})

@@ -77,14 +77,17 @@ export class Spool {
     }
     const adopted: SpoolEntry[] = []
     for (const other of readdirSync(this.dir)) {
-      const match = /^(\d+)-[a-z0-9]+\.jsonl$/.exec(other)
+      // `<pid>-<random>.jsonl`, or one a process was adopting (`….adopting-<its pid>`) when it
+      // ended: the lines it had not yet copied into its own file are still only there.
+      const match = /^(\d+)-[a-z0-9]+\.jsonl(?:\.adopting-(\d+))?$/.exec(other)
       if (!match || join(this.dir, other) === this.file) continue
-      const pid = Number(match[1])
+      const pid = Number(match[2] ?? match[1])
       // A live process's file is its own; so is one of this process that an instance still has
       // open. One this process left behind (the plugin reloaded while somnid was down) is adopted.
-      if (pid === process.pid ? OPEN.has(join(this.dir, other)) : alive(pid)) continue
-      // Claim it first: of two new processes only one wins the rename.
-      const claimed = join(this.dir, `${other}.adopting-${process.pid}`)
+      if (pid === process.pid ? match[2] !== undefined || OPEN.has(join(this.dir, other)) : alive(pid)) continue
+      // Claim it first: of two new processes only one wins the rename. (A line both here and in
+      // the dead adopter's own file is sent twice, and written once: somnid knows its id.)
+      const claimed = join(this.dir, `${other.replace(/\.adopting-\d+$/, '')}.adopting-${process.pid}`)
       try {
         renameSync(join(this.dir, other), claimed)
       } catch {

@@ -4,13 +4,16 @@
 // around an emoji cut in half at the clip (422).
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
+import { mkdirSync, readdirSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { format } from 'node:util'
 import { Capture } from '../src/capture.js'
 import { SomnidClient } from '../src/client.js'
 import { clip, wellFormed } from '../src/messages.js'
+import { Spool } from '../src/spool.js'
 import { FakeSomnid } from './fake-somnid.js'
 import { fakeSession, userMessage } from './fake-ctx.js'
-import { setup, ready, until } from './helpers.js'
+import { setup, ready, tempDir, until } from './helpers.js'
 
 const problem = (status: number, code: string) => ({ status, body: { type: `urn:somnid:problem:${code}`, title: code, status, detail: code, code } })
 
@@ -110,5 +113,21 @@ test('beyond maxPending lines waiting in a session the oldest go, said once and 
   } finally {
     capture.close()
     await client.close()
+  }
+})
+
+test('a spool file a process was adopting when it ended is adopted by the next run', async () => {
+  const dir = join(tempDir('dsh-somnid-orphan-'), 'spool')
+  mkdirSync(dir, { recursive: true, mode: 0o700 })
+  // Process 999999998 took 999999999's file and ended before it had copied it: only there now.
+  const line = { op: 'add', e: { sessionId: 's-orphan', id: 'e:1', kind: 'message', body: { role: 'user', text: 'only in the claimed file', userId: 'u', chatType: 'dsh', timestamp: new Date(0).toISOString(), id: 'e:1' } } }
+  writeFileSync(join(dir, '999999999-gone.jsonl.adopting-999999998'), JSON.stringify(line) + '\n', { mode: 0o600 })
+  const log = { info() {}, debug() {}, error() {}, warn() {} }
+  const spool = new Spool(dir, log)
+  try {
+    assert.deepEqual(spool.open().map((e) => e.id), ['e:1'])
+    assert.ok(!readdirSync(dir).some((f) => f.includes('adopting')), readdirSync(dir).join(' '))
+  } finally {
+    spool.close()
   }
 })

@@ -17,9 +17,8 @@ import time
 from somnid.history.git import Git, GitError
 from somnid.history.pathspecs import with_folders
 
-# What git says (LC_ALL=C) when a commit would take nothing: no change, or specs it does not
-# know (every spec here is on disk, in the index or in HEAD, so a change in between).
-_NOTHING = ("nothing to commit", "no changes added to commit", "did not match any file")
+# What git says (LC_ALL=C) when a commit would take nothing.
+_NOTHING = ("nothing to commit", "no changes added to commit")
 # What git says (LC_ALL=C) of one path it cannot take.
 _PATH_REFUSED = (b"Permission denied", b"beyond a symbolic link", b"unable to index file")
 ONE_BY_ONE_AT_MOST = 200  # specs added one by one when git refuses their add as a whole
@@ -28,6 +27,11 @@ ONE_BY_ONE_AT_MOST = 200  # specs added one by one when git refuses their add as
 # add is made again, over the files as they are now. A folder it may not read says
 # "Permission denied" instead, which no retry mends.
 _MOVED = "No such file or directory"
+# What ``commit --only`` says of a spec git does not know: its only files left out (a broken
+# file), or moved away since the add (an archive). The commit is made again with the specs
+# git knows. Read as "nothing to commit", it dropped the writes of a whole batch, whose
+# files the next sweep took for hand edits.
+_UNKNOWN = "did not match any file"
 RACED_TRIES = 3
 RACED_PAUSE_S = 0.05
 
@@ -75,16 +79,22 @@ def _commit_paths_only(
     # No argument holds a NUL: one in a dream's trigger or a model's failure made every
     # commit after it fail ("embedded null byte"), history stuck until a restart.
     message = message.replace("\x00", "\ufffd")
-    done = git.call(
-        "commit", "-q", "--no-verify", "--untracked-files=no", "-m", message, "--only", *paths,
-        input=listed, env=env,
-    )  # fmt: skip
-    if done.returncode == 0:
-        return True
-    said = (done.stdout + done.stderr).decode("utf-8", "replace")
-    if any(words in said for words in _NOTHING):
-        return False  # nothing of ours changed
-    raise GitError(f"git commit failed ({done.returncode}): {said.strip()[-500:]}")
+    while True:
+        done = git.call(
+            "commit", "-q", "--no-verify", "--untracked-files=no", "-m", message, "--only",
+            *paths, input=listed, env=env,
+        )  # fmt: skip
+        if done.returncode == 0:
+            return True
+        said = (done.stdout + done.stderr).decode("utf-8", "replace")
+        if any(words in said for words in _NOTHING):
+            return False  # nothing of ours changed
+        if _UNKNOWN not in said:
+            raise GitError(f"git commit failed ({done.returncode}): {said.strip()[-500:]}")
+        known = _known(git, specs, env)
+        if known == specs or not [spec for spec in known if not spec.startswith(":(exclude")]:
+            return False  # nothing git knows of ours
+        specs, listed = known, _listed(known)
 
 
 def _add(git: Git, specs: list[str], env: dict[str, str]) -> list[str]:
@@ -94,7 +104,7 @@ def _add(git: Git, specs: list[str], env: dict[str, str]) -> list[str]:
     and git refuses the whole add for it ("did not match any files"); a commit killed
     between its add and its commit leaves one, and every later commit naming it failed.
     Such specs are left out of the add: ``commit --only`` still takes them from HEAD, so
-    the deletion is committed.
+    the deletion is committed. One HEAD does not have either is left out of the commit.
 
     A path git cannot take (a file somnid may not read, a folder swapped for a link: "beyond
     a symbolic link") failed the whole add, and with it every commit naming it, until a
@@ -108,7 +118,11 @@ def _add(git: Git, specs: list[str], env: dict[str, str]) -> list[str]:
         present = [s for s in specs if s.startswith(":(exclude") or _there(git, s, env)]
         if [spec for spec in present if not spec.startswith(":(exclude")]:
             git.run("add", "-A", *paths, input=_listed(present), env=env)
-        return specs
+        # A spec in neither is committed only if HEAD has it (its deletion). One made and
+        # moved away since it was noted (created, then archived) is no one's to commit, and
+        # ``commit --only`` would refuse the whole commit for it.
+        elsewhere = {s.removeprefix(":(literal)"): s for s in specs if s not in present}
+        return present + [elsewhere[path] for path in in_head(git, list(elsewhere))]
     said = done.stderr.decode("utf-8", "replace").strip()[-500:]
     plain = [spec for spec in specs if not spec.startswith(":(exclude")]
     tops = any("/" not in spec.removeprefix(":(literal)") for spec in plain)

@@ -56,6 +56,13 @@ def test_memory_moved_away_is_neither_remade_nor_committed_as_deleted(
     assert not (data_dir / "memory").exists()
     purged = client.post("/v1/memories/skill/deploy/purge", params={"confirm": "deploy"})
     assert_problem(purged, 503, "folder_missing")  # before anything is deleted
+    # Its entries are not gone (a 404 would say so): the folder is away.
+    for answer in (
+        client.get("/v1/memories/knowledge/alpha"),
+        client.patch("/v1/memories/knowledge/alpha", json={"description": "e"}),
+        client.post("/v1/memories/knowledge/beta/archive"),
+    ):
+        assert_problem(answer, 503, "folder_missing")
     # A hand edit meanwhile (skills/ is still there) wakes history's sweep: it waits too.
     skill_file = data_dir / "skills/agent_learned_skills/deploy/SKILL.md"
     skill_file.write_text(skill_file.read_text() + "\nEdited while memory/ was away.\n")

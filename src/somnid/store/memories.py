@@ -45,7 +45,7 @@ from somnid.store.fields import check_fields, render_entry
 from somnid.store.layout import Layout
 from somnid.store.naming import EntryNames
 from somnid.store.own_writes import OwnWrites
-from somnid.store.reader import MAX_FILE_BYTES, etag_of, gone
+from somnid.store.reader import MAX_FILE_BYTES, etag_of
 from somnid.store.removal import Version, as_read, remove_entry_paths, set_aside
 from somnid.store.safe import check_no_links, present, read_regular
 
@@ -230,11 +230,11 @@ class MemoryStore(EntryNames):
             self._write(prepared.target, prepared.data, make_dirs=moved, expected=expected)
             return self._load(prepared.target, prepared.kind, prepared.name, prepared.archived)
         except FileNotFoundError:  # read back: removed since
-            raise gone(prepared.kind, prepared.name, prepared.archived) from None
+            raise self._missing(prepared.kind, prepared.name, prepared.archived) from None
         except StorageError:
             if os.path.isdir(prepared.target.parent):
                 raise
-            raise gone(prepared.kind, prepared.name, prepared.archived) from None
+            raise self._missing(prepared.kind, prepared.name, prepared.archived) from None
 
     def update(
         self,

@@ -18,13 +18,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from somnid.errors import BrokenFile, InvalidName, NotFound
+from somnid.errors import BrokenFile, InvalidName, NotFound, StorageError
 from somnid.memory.clock import Clock
 from somnid.memory.entry import Entry
 from somnid.memory.kinds import SELF_PROFILE, Kind
 from somnid.memory.names import check_name
 from somnid.memory.text import shown_path
 from somnid.store import frontmatter
+from somnid.store.atomic import folder_missing
 from somnid.store.counts import FolderCounts
 from somnid.store.health import StorageHealth
 from somnid.store.layout import ARCHIVED, LEGACY_DEFAULT_USER, Layout
@@ -65,11 +66,11 @@ class EntryReader:
         check_name(name)
         path = self._locate(kind, name, archived=archived)
         if path is None:
-            raise gone(kind, name, archived)
+            raise self._missing(kind, name, archived)
         try:
             return self._load(path, kind, name, archived)
         except FileNotFoundError:  # archived, restored or deleted since it was found
-            raise gone(kind, name, archived) from None
+            raise self._missing(kind, name, archived) from None
 
     def read_path(self, path: Path, *, nameable: bool = False) -> Entry | None:
         """The live entry stored at ``path`` (absolute), or None if ``path`` is no live entry.
@@ -223,11 +224,11 @@ class EntryReader:
         between the two."""
         path = self._locate(kind, name, archived=archived)
         if path is None:
-            raise gone(kind, name, archived)
+            raise self._missing(kind, name, archived)
         try:
             return path, *self._read_entry(path, kind, name, archived, round_trip=round_trip)
         except FileNotFoundError:
-            raise gone(kind, name, archived) from None
+            raise self._missing(kind, name, archived) from None
 
     def _locate(self, kind: Kind, name: str, *, archived: bool) -> Path | None:
         if kind is Kind.PROFILE and archived:
@@ -306,6 +307,14 @@ class EntryReader:
             mtime=info.st_mtime,
         )
         return entry, doc
+
+    def _missing(self, kind: Kind, name: str, archived: bool) -> NotFound | StorageError:
+        """NotFound; folder_missing when memory/ or skills/ itself was moved away while
+        somnid runs: the entry is not known to be gone (a client must not read it so)."""
+        top = self.layout.top_of(self.layout.kind_dir(kind))
+        if top is not None and not top.is_dir():
+            return folder_missing(top)
+        return gone(kind, name, archived)
 
     def _a_folder(self, folder: Path) -> None:
         """A folder where a file was reported: put back by a person, no longer broken."""

@@ -444,5 +444,5 @@ class RecallSystem:
 
 
 def _log_failure(task: asyncio.Task[Any]) -> None:
-    if not task.cancelled() and task.exception() is not None:
-        log.error("%s failed", task.get_name(), exc_info=task.exception())
+    if not task.cancelled() and (exc := task.exception()) is not None:  # ours said: no trace
+        log.error("%s failed: %s", task.get_name(), exc, exc_info=not isinstance(exc, SomnidError))

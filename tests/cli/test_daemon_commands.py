@@ -13,6 +13,7 @@ import pytest
 
 from tests.cli.runner import daemon_env, somnid, somnid_on_terminal
 from tests.daemon import Daemon, start_daemon
+from tests.history.helpers import wait_for
 
 FACTS = {
     "deploy window": ("when we deploy", "Deploys go out Tuesday to Thursday, never on Friday."),
@@ -148,6 +149,8 @@ def test_doctor_finds_nothing_wrong_with_a_running_daemon(
 ) -> None:
     token = daemon.data_dir / "token"
     assert stat.S_IMODE(token.stat().st_mode) == 0o600
+    with daemon.client() as client:  # the index's first sync after the writes is over
+        wait_for(lambda: client.get("/v1/index/status").json()["syncState"] == "ready")
     doctor = somnid(env, "doctor")
     assert doctor.returncode == 0, doctor.stdout
     lines = {

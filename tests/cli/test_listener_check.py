@@ -146,3 +146,48 @@ def test_a_relay_on_the_ipv6_loopback_never_gets_the_token(real: Daemon) -> None
         assert answer.returncode == 1, (answer.stdout, answer.stderr)
         assert "could not prove it holds the token" in answer.stderr, answer.stderr
         _no_token_reached(running, real.token)
+
+
+class _Trickler:
+    """Sends an answer's head, then its body a byte at a time: each byte within httpx's
+    per-read time-out, so only a bound on the whole answer ends the wait."""
+
+    def __init__(self) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = int(self.sock.getsockname()[1])
+        self.stop = threading.Event()
+
+    def serve(self) -> None:
+        self.sock.settimeout(0.2)
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except TimeoutError:
+                continue
+            threading.Thread(target=self._trickle, args=(conn,), daemon=True).start()
+
+    def _trickle(self, conn: socket.socket) -> None:
+        with conn:
+            try:
+                conn.recv(65536)
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\n")
+                while not self.stop.wait(0.5):
+                    conn.sendall(b" ")
+            except OSError:
+                pass
+
+
+def test_a_listener_that_trickles_its_answer_does_not_hold_a_command(tmp_path: Path) -> None:
+    trickler = _Trickler()
+    thread = threading.Thread(target=trickler.serve, daemon=True)
+    thread.start()
+    try:
+        env = cli_env(tmp_path / "data", trickler.port)
+        for command in (["status"], ["recall", "deploy"]):
+            answer = somnid(env, *command, timeout=120)  # the cap only ends a hang
+            assert answer.returncode == 1, (command, answer.stdout, answer.stderr)
+            assert "no whole answer to a health probe" in answer.stderr, answer.stderr
+    finally:
+        trickler.stop.set()
+        thread.join()
+        trickler.sock.close()

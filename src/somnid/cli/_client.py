@@ -10,8 +10,10 @@ health probe and nothing else."""
 from __future__ import annotations
 
 import secrets
+import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 
@@ -62,12 +64,16 @@ def dir_shown(value: str) -> str:
     return "another data dir" if value.startswith(DATA_DIR_ID_PREFIX) else value
 
 
+_T = TypeVar("_T")
+
+
 class DaemonClient:
     """Talks to the daemon that ``settings`` point at. Every failure is a :class:`CliError`."""
 
     def __init__(self, settings: Settings, *, timeout: float | None = 10.0) -> None:
         self.settings = settings
         self.url = base_url(settings)
+        self.timeout = timeout  # for each read, and for a whole answer (see _whole)
         self._http = httpx.Client(base_url=self.url, timeout=timeout, trust_env=False)
         self._token: str | None = None
         self._trusted = False
@@ -82,10 +88,19 @@ class DaemonClient:
         """The daemon's health (no token needed), or None when nothing answers. A port held
         by something that is not somnid is an error."""
         try:
-            response = self._http.get("/v1/health", timeout=3.0)
+            response = _whole(lambda: self._http.get("/v1/health", timeout=3.0), 3.0)
+        except httpx.TimeoutException:
+            raise self._hung() from None
         except httpx.TransportError:
             return None
         return self._as_health(response)
+
+    def _hung(self) -> CliError:
+        return CliError(
+            f"{self.url} accepts connections but gave no whole answer to a health probe in "
+            "3 s: somnid may be hung (a stopped process: `kill -CONT`, or restart it), or "
+            "another program holds the port (`somnid doctor`)"
+        )
 
     def _as_health(self, response: httpx.Response) -> dict[str, Any]:
         body = _json(response)
@@ -120,7 +135,8 @@ class DaemonClient:
             return
         token = self.token
         challenge = secrets.token_urlsafe(24)
-        try:
+
+        def probe() -> tuple[httpx.Response, Any]:
             with self._http.stream(
                 "GET", "/v1/health", headers={CHALLENGE_HEADER: challenge}, timeout=3.0
             ) as response:
@@ -128,6 +144,12 @@ class DaemonClient:
                 stream = response.extensions.get("network_stream")
                 reached = stream.get_extra_info("server_addr") if stream is not None else None
                 response.read()
+            return response, reached
+
+        try:
+            response, reached = _whole(probe, 3.0)
+        except httpx.TimeoutException:
+            raise self._hung() from None
         except httpx.TransportError:
             raise not_running(self.settings) from None
         health = self._as_health(response)
@@ -153,7 +175,9 @@ class DaemonClient:
         self.verify_listener()
         headers = {"Authorization": f"Bearer {self.token}"}
         try:
-            response = self._http.request(method, path, headers=headers, **options)
+            response = _whole(
+                lambda: self._http.request(method, path, headers=headers, **options), self.timeout
+            )
         except httpx.ConnectError:
             raise not_running(self.settings) from None
         except httpx.TimeoutException:
@@ -169,6 +193,31 @@ class DaemonClient:
         if response.is_error:
             raise CliError(_problem(method, path, response), EXIT_FAILED)
         return _json(response)
+
+
+def _whole(call: Callable[[], _T], seconds: float | None) -> _T:
+    """``call``, given at most ``seconds`` for the whole answer (None: no bound). httpx bounds
+    each read only: a listener that sends its answer a byte at a time held a command for
+    ever. The call runs in a thread left behind when time is up (the command then ends)."""
+    if seconds is None:
+        return call()
+    done: list[_T] = []
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            done.append(call())
+        except BaseException as exc:  # raised in the caller's thread below
+            failed.append(exc)
+
+    worker = threading.Thread(target=run, name="somnid-cli-request", daemon=True)
+    worker.start()
+    worker.join(seconds + 1.0)  # past the per-read time-out: httpx says that one itself
+    if failed:
+        raise failed[0]
+    if not done:
+        raise httpx.ReadTimeout(f"no whole answer within {seconds:.0f} s")
+    return done[0]
 
 
 def client_token(settings: Settings) -> str:

@@ -22,6 +22,7 @@ import json
 from typing import Any
 
 INVALID_REQUEST = -32600
+INVALID_PARAMS = -32602
 
 
 def envelope_error(body: bytes) -> dict[str, Any] | None:
@@ -46,7 +47,15 @@ def envelope_error(body: bytes) -> dict[str, Any] | None:
             return _refused(None, '"id" must be a string or an integer')
         if "params" in message and not isinstance(message["params"], dict):
             return _refused(reply_to, '"params" must be an object')
+        if message["method"] == "tools/call":
+            return _call_error(reply_to, message.get("params"))
         return None
+    if "result" in message and "error" in message:
+        return _refused(reply_to, 'a response has a "result" or an "error", not both')
+    if "error" in message and not _an_error(message["error"]):
+        return _refused(
+            reply_to, '"error" must be an object with an integer "code" and a string "message"'
+        )
     if "result" in message or "error" in message:
         return None  # a response to a request of the server's: the SDK takes it
     return _refused(reply_to, 'a message has a "method", or a "result" or an "error"')
@@ -71,9 +80,29 @@ def version_error(body: bytes, requested: str, supported: tuple[str, ...]) -> di
     return answer
 
 
-def _refused(ident: str | int | None, why: str) -> dict[str, Any]:
-    return {
-        "jsonrpc": "2.0",
-        "id": ident,
-        "error": {"code": INVALID_REQUEST, "message": f"Invalid Request: {why}"},
-    }
+def _an_error(error: object) -> bool:
+    if not isinstance(error, dict):
+        return False
+    code = error.get("code")
+    return (
+        isinstance(code, int)
+        and not isinstance(code, bool)
+        and isinstance(error.get("message"), str)
+    )
+
+
+def _call_error(ident: str | int | None, params: object) -> dict[str, Any] | None:
+    """A ``tools/call`` whose params name no tool or carry arguments that are no object: the
+    SDK answered ``Invalid request parameters`` and nothing more."""
+    if not isinstance(params, dict) or not isinstance(params.get("name"), str):
+        why = 'tools/call needs "params": {"name": "<tool>", "arguments": {...}}'
+    elif "arguments" in params and not isinstance(params["arguments"], dict | None):
+        why = f"the arguments of tools/call {params['name'][:80]!r} must be an object"
+    else:
+        return None
+    return _refused(ident, why, INVALID_PARAMS)
+
+
+def _refused(ident: str | int | None, why: str, code: int = INVALID_REQUEST) -> dict[str, Any]:
+    said = "Invalid Request" if code == INVALID_REQUEST else "Invalid params"
+    return {"jsonrpc": "2.0", "id": ident, "error": {"code": code, "message": f"{said}: {why}"}}

@@ -175,6 +175,33 @@ def test_a_malformed_request_is_an_invalid_request_not_a_notification(
     }
 
 
+@pytest.mark.parametrize(
+    ("message", "code", "says"),
+    [
+        ({"id": 25, "error": "x"}, -32600, '"error" must be an object with an integer "code"'),
+        ({"id": 26, "error": {"code": 1, "message": "x"}, "result": {}}, -32600, "not both"),
+        ({"id": 27, "method": "tools/call"}, -32602, 'tools/call needs "params"'),
+        ({"id": 28, "method": "tools/call", "params": {"name": 5}}, -32602, "needs"),
+        (
+            {"id": 29, "method": "tools/call", "params": {"name": "recall", "arguments": [1]}},
+            -32602,
+            "tools/call 'recall' must be an object",
+        ),
+    ],
+)
+def test_a_malformed_response_or_tool_call_says_what_is_wrong(
+    somnid: Daemon, message: dict[str, Any], code: int, says: str
+) -> None:
+    # The SDK answered -32602 with a dump of its validation errors echoing the input, or
+    # "Invalid request parameters" and nothing more.
+    body = {"jsonrpc": "2.0", **message}
+    answer = httpx.post(f"{somnid.base_url}/mcp", json=body, headers={**ACCEPT, **somnid.headers})
+    assert answer.status_code == 400
+    error = answer.json()["error"]
+    assert answer.json()["id"] == message["id"]
+    assert error["code"] == code and says in error["message"], error
+
+
 def test_a_batch_is_refused_and_good_messages_still_pass(somnid: Daemon) -> None:
     url, headers = f"{somnid.base_url}/mcp", {**ACCEPT, **somnid.headers}
     batch = httpx.post(url, json=[{"jsonrpc": "2.0", "id": 1, "method": "ping"}], headers=headers)

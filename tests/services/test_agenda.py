@@ -119,3 +119,13 @@ def test_a_status_somnid_cannot_use_is_read_as_missing(
     meta = {"name": "pi-1", "description": "renew", "status": said}
     entry = Entry(Kind.INTENTION, "pi-1", archived, meta, "", PurePosixPath("x"), "e", 0.5)
     assert intention_of(entry, dt.UTC).status == status
+
+
+def test_a_live_intention_with_the_archive_s_stamp_is_open() -> None:
+    # A restore killed between its move and its unstamp left a live intention that still
+    # said "completed": it had vanished from every list, and a second restore found nothing.
+    meta = {"description": "renew", "status": "completed", "archived_at": "2026-10-09T10:00:00Z"}
+    live = Entry(Kind.INTENTION, "pi-1", False, meta, "", PurePosixPath("x"), "e", 0.5)
+    assert intention_of(live, dt.UTC).status == "open"
+    archived = Entry(Kind.INTENTION, "pi-1", True, meta, "", PurePosixPath("x"), "e", 0.5)
+    assert intention_of(archived, dt.UTC).status == "completed"

@@ -136,9 +136,13 @@ def intention_of(entry: Entry, tz: dt.tzinfo) -> Intention:
     """Read an intention entry, including the original's body-line fields and its lack of a
     status key (open while live, closed once archived). A status somnid cannot use
     (``pending``, ``todo``, ``42``) is read as missing: a live intention stays open instead
-    of vanishing from every list; a person's ``done`` closes it."""
+    of vanishing from every list; a person's ``done`` closes it (not one that still carries
+    the archive's ``archived_at``: it was brought back)."""
     said = entry.text_field("status").strip().lower()
-    if said in _CLOSED_WORDS:
+    # Live with the archive's stamp: a restore cut short between its move and its unstamp
+    # (a kill -9), or a person's copy back by hand. It is back: open, whatever it was closed as.
+    restored = not entry.archived and entry.field("archived_at") is not None
+    if said in _CLOSED_WORDS and not restored:
         status = "completed" if said in ("done", "complete") else said
     elif said == "open" or not entry.archived:
         status = "open"

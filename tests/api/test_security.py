@@ -253,3 +253,19 @@ def test_health_without_the_token_shows_no_path_and_no_broken_file(
         assert public["dataDir"] == data_dir_id(data_dir)
         assert same_dir(public["dataDir"], data_dir)  # what the CLI checks before the token
         assert not same_dir(public["dataDir"], data_dir / "other")
+
+
+# The same vector is in clients/ts-plugin/test/proof.test.ts: the plugin's proof and the
+# daemon's are one computation.
+PROOF_VECTOR = (
+    ("the-secret", "abcdefghijklmnop1234", "127.0.0.1", 7373),
+    "fe7b4e2e01a131598251e0faa1ec388d95d9f794cd01742e5c01fdee8cc4aa9e",
+)
+
+
+def test_the_token_proof_of_a_fixed_vector() -> None:
+    from somnid.security import token_proof
+
+    (token, challenge, host, port), proof = PROOF_VECTOR
+    assert token_proof(token, challenge, host, port) == proof
+    assert token_proof(token, challenge, f"::ffff:{host}", port) == proof

@@ -214,8 +214,8 @@ export async function answerChat(host: BridgeHost, request: ChatRequest, signal:
 
 export interface BridgeOptions {
   url: string
-  /** Read at every connection attempt: the token may appear or change while the harness runs. */
-  headers: () => Record<string, string>
+  /** Asked at every connection attempt (the token may appear or change while the harness runs); undefined: not now. */
+  headers: () => Record<string, string> | undefined | Promise<Record<string, string> | undefined>
   /** Whether to connect now: not before somnid proved it holds the token (which `headers` carries). */
   ready?: () => boolean
   retryMinMs: number
@@ -250,7 +250,7 @@ export class LlmBridge {
   }
 
   start(): void {
-    this.connect()
+    void this.connect()
   }
 
   close(): void {
@@ -264,7 +264,7 @@ export class LlmBridge {
     this.socket = undefined
   }
 
-  private connect(): void {
+  private async connect(): Promise<void> {
     if (this.closed) return
     if (this.options.ready && !this.options.ready()) {
       this.retry('somnid not reached yet')
@@ -272,8 +272,14 @@ export class LlmBridge {
     }
     let socket: SocketLike
     try {
+      const headers = await this.options.headers()
+      if (this.closed) return
+      if (headers === undefined) {
+        this.retry('somnid did not prove it holds the token')
+        return
+      }
       const factory = this.options.socket ?? defaultSocket
-      socket = factory(this.options.url, this.options.headers())
+      socket = factory(this.options.url, headers)
     } catch (error) {
       this.retry(describe(error))
       return
@@ -324,7 +330,7 @@ export class LlmBridge {
     }
     const wait = this.delay
     this.delay = Math.min(this.delay * 2, this.options.retryMaxMs)
-    this.timer = setTimeout(() => this.connect(), wait)
+    this.timer = setTimeout(() => void this.connect(), wait)
     this.timer.unref?.()
   }
 

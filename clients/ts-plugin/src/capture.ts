@@ -312,17 +312,18 @@ export class Capture {
           queue.captured = false
         }
       } catch (error) {
-        const { status } = error as { status?: number }
-        // Keep the lines unless somnid itself refused them (a 4xx but the token's and
-        // "try later"): while it is down, refuses the token or cannot write (5xx), and when
-        // what answered was no somnid answer at all (not JSON, cut short).
-        if (status === undefined || !refusesLines(status)) return false
+        const { status, code } = error as { status?: number; code?: string }
+        // Keep the lines unless somnid itself refused them (a 4xx in its problem shape, but
+        // the token's and "try later"): while it is down, refuses the token or cannot write
+        // (5xx), and when what answered was no somnid answer (not JSON, cut short, a 404 page).
+        if (status === undefined || code === undefined || !refusesLines(status)) return false
         if (run.length > 1) {
           most = status === 413 ? Math.max(1, Math.floor(run.length / 2)) : 1
           continue
         }
         // This one line is refused (invalid, or too large alone): drop it rather than retry for ever, and say so.
         this.log.warn('somnid refused a captured line of %s: %s', sessionId, describe(error))
+        if (status !== 413) most = BATCH_LINES // the lines after it go in batches again
       }
       // Only what was sent goes: lines pushed meanwhile are behind it in the queue.
       queue.entries.splice(0, run.length)

@@ -3,7 +3,8 @@ import { homedir } from 'node:os'
 import { join } from 'node:path'
 import type { components } from './generated/api.js'
 import { isLoopbackUrl } from './config.js'
-import { askHealth, newChallenge, proves, type HealthAnswer } from './proof.js'
+import type { IncomingMessage } from 'node:http'
+import { ProvingAgent, Unproven, open, proveListener, send, type Answer } from './transport.js'
 
 export type Schemas = components['schemas']
 
@@ -41,7 +42,6 @@ export interface ClientOptions {
   retryMaxMs: number
   healthIntervalMs: number
   log: Log
-  fetch?: typeof fetch
 }
 
 export interface RequestOptions {
@@ -77,7 +77,8 @@ const PROBE_MS = 1000
 
 export class SomnidClient {
   readonly baseUrl: string
-  private readonly fetchImpl: typeof fetch
+  /** Every connection proves the listener holds the token before it carries it (transport.ts). */
+  private readonly agent: ProvingAgent
   private token: string | undefined
   private tokenRead = false
   private tokenWarned = false
@@ -92,15 +93,12 @@ export class SomnidClient {
   /** When the last probe began (epoch ms): none again before `retryMinMs`. */
   private lastProbe = 0
   private probing: Promise<void> | undefined
-  /** Whether the listener proved it holds the token since it was last reached (proof.ts): only then is the token sent. */
-  private proven = false
-  private proving: Promise<void> | undefined
 
   constructor(private readonly opts: ClientOptions) {
     const base = opts.baseUrl.replace(/\/+$/, '')
     if (!isLoopbackUrl(base)) throw new Error(`somnid baseUrl must be a loopback address, got ${opts.baseUrl}`)
     this.baseUrl = base
-    this.fetchImpl = opts.fetch ?? fetch
+    this.agent = new ProvingAgent(() => this.freshToken(), opts.timeoutMs)
     if (opts.token) {
       this.token = opts.token
       this.tokenRead = true
@@ -134,10 +132,35 @@ export class SomnidClient {
     return () => this.upListeners.delete(fn)
   }
 
-  /** Headers for a websocket or a request: the bearer token, once the listener proved it holds it. */
-  authHeaders(): Record<string, string> {
+  /**
+   * Headers for a WebSocket about to open: the bearer token, once a connection made just now
+   * proved the listener holds it; undefined when none did (nothing to open now). A socket
+   * of another kind cannot prove itself before its handshake carries the token.
+   */
+  async provenHeaders(): Promise<Record<string, string> | undefined> {
+    const token = this.freshToken()
+    if (!token) return {}
+    const url = new URL(this.baseUrl)
+    const host = url.hostname.replace(/^\[|\]$/g, '')
+    try {
+      await proveListener(host, Number(url.port || 80), token, this.opts.timeoutMs)
+    } catch (error) {
+      if (error instanceof Unproven) this.unproven(error)
+      return undefined
+    }
+    return { authorization: `Bearer ${token}` }
+  }
+
+  /** A streamed answer (the sleep events), over a connection that proved itself. */
+  async stream(path: string, signal: AbortSignal): Promise<IncomingMessage> {
     const token = this.readToken()
-    return token && this.proven ? { authorization: `Bearer ${token}` } : {}
+    const headers = { accept: 'text/event-stream', ...(token ? { authorization: `Bearer ${token}` } : {}) }
+    try {
+      return await open(this.agent, new URL(this.baseUrl + path), headers, AbortSignal.any([this.closed.signal, signal]))
+    } catch (error) {
+      if (error instanceof Unproven) this.unproven(error)
+      throw error
+    }
   }
 
   async request<T>(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown, options: RequestOptions = {}): Promise<T> {
@@ -172,45 +195,20 @@ export class SomnidClient {
     return this.probing
   }
 
-  /** Is somnid there? With a token, the health request asks it to prove it holds the token. */
+  /** Is somnid there? (A new connection first proves the listener holds the token, if there is one.) */
   private async check(timeoutMs: number): Promise<void> {
-    if (this.readToken()) await this.prove(timeoutMs)
-    else await this.send<Schemas['HealthOut']>('GET', '/v1/health', undefined, { timeoutMs })
+    await this.send<Schemas['HealthOut']>('GET', '/v1/health', undefined, { timeoutMs })
   }
 
-  /** One proof at a time, shared by whoever asks meanwhile; SomnidError unless the listener proved it. */
-  private prove(timeoutMs: number): Promise<void> {
-    this.proving ??= this.runProof(timeoutMs).finally(() => {
-      this.proving = undefined
-    })
-    return this.proving
+  /** The token file as it is now (written, fixed or rotated since it was read), or the configured token. */
+  private freshToken(): string | undefined {
+    if (!this.opts.token) this.tokenRead = false
+    return this.readToken()
   }
 
-  private async runProof(timeoutMs: number): Promise<void> {
-    if (!this.opts.token) this.tokenRead = false // the token file as it is now: written, fixed or rotated meanwhile
-    const token = this.readToken()
-    if (!token) return
-    const challenge = newChallenge()
-    const signal = AbortSignal.any([this.closed.signal, AbortSignal.timeout(timeoutMs)])
-    let answer: HealthAnswer
-    try {
-      answer = await askHealth(this.baseUrl, challenge, signal)
-    } catch (error) {
-      const reason = signal.aborted && !this.closed.signal.aborted ? `timed out after ${timeoutMs} ms` : describe(error)
-      this.markDown(reason)
-      throw new SomnidError(`somnid is unreachable at ${this.baseUrl} (${reason})`)
-    }
-    if (proves(answer, token, challenge)) {
-      this.proven = true
-      this.clearRefusal()
-      this.markUp()
-      return
-    }
-    this.proven = false
-    this.markRefused('the program listening there could not prove it holds this token, so the token was not sent: '
-      + 'somnid runs with another token, or another program holds its port')
+  private unproven(error: Unproven): void {
+    this.markRefused(`${error.message}, so the token was not sent: somnid runs with another token, or another program holds its port`)
     this.markUp()
-    throw new SomnidError(`the program at ${this.baseUrl} could not prove it is somnid holding the plugin's token; the token was not sent`, 401, 'unproven')
   }
 
   private async send<T>(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown, options: RequestOptions = {}, again = false): Promise<T> {
@@ -218,19 +216,19 @@ export class SomnidClient {
     const signals = [this.closed.signal, AbortSignal.timeout(timeoutMs)]
     if (options.signal) signals.push(options.signal)
     const signal = AbortSignal.any(signals)
-    // The token only to a listener that proved it holds it (proof.ts); health is public.
-    if (path !== '/v1/health' && !this.proven && this.readToken()) await this.prove(timeoutMs)
-    const headers: Record<string, string> = { accept: 'application/json', ...(path === '/v1/health' ? {} : this.authHeaders()) }
+    // Health is public; anything else carries the token, on a connection that proved the
+    // listener holds it (the agent does that before the connection carries anything).
+    const token = path === '/v1/health' ? undefined : this.readToken()
+    const headers: Record<string, string> = { accept: 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) }
     if (body !== undefined) headers['content-type'] = 'application/json'
-    let response: Response
+    let response: Answer
     try {
-      response = await this.fetchImpl(this.baseUrl + path, {
-        method,
-        headers,
-        body: body === undefined ? undefined : JSON.stringify(body),
-        signal,
-      })
+      response = await send(this.agent, new URL(this.baseUrl + path), method, headers, body === undefined ? undefined : JSON.stringify(body), signal)
     } catch (error) {
+      if (error instanceof Unproven) {
+        this.unproven(error)
+        throw new SomnidError(`the program at ${this.baseUrl} could not prove it is somnid holding the plugin's token; the token was not sent`, 401, 'unproven')
+      }
       if (options.signal?.aborted && !this.closed.signal.aborted) {
         // The caller gave up (turn aborted, tool cancelled): says nothing about somnid.
         throw new SomnidError(`request aborted: ${method} ${path}`)
@@ -240,18 +238,9 @@ export class SomnidClient {
       if (!(timedOut && options.budget)) this.markDown(reason)
       throw new SomnidError(`somnid ${timedOut && options.budget ? 'did not answer in time' : 'is unreachable'} at ${this.baseUrl} (${reason})`)
     }
-    let text: string
-    try {
-      text = await response.text()
-    } catch (error) {
-      // The answer began and was cut off or stalled past the time-out: no answer to go by.
-      const reason = signal.aborted && !this.closed.signal.aborted ? `its answer timed out after ${timeoutMs} ms` : describe(error)
-      if (!options.budget) this.markDown(reason)
-      throw new SomnidError(`somnid at ${this.baseUrl} did not finish its answer (${reason})`)
-    }
+    const text = response.text
     // somnid may have generated its token after we last looked: read the file again next time.
     if (response.status === 401) {
-      this.proven = false
       if (!this.opts.token) {
         const sent = this.token
         this.tokenRead = false
@@ -263,7 +252,7 @@ export class SomnidClient {
     if (response.status === 401 || response.status === 403) this.markRefused(`${response.status} ${text.slice(0, 200)}`)
     else if (path !== '/v1/health') this.clearRefusal()
     this.markUp()
-    if (!response.ok) {
+    if (response.status < 200 || response.status >= 300) {
       let detail = text.slice(0, 500)
       let code: string | undefined
       try {
@@ -290,6 +279,7 @@ export class SomnidClient {
   /** Stop the monitor and abort every in-flight request; resolves once the monitor has ended. */
   async close(): Promise<void> {
     this.closed.abort(new SomnidError('somnid client is closed'))
+    this.agent.destroy()
     this.wake?.()
     await this.monitorDone
   }
@@ -357,7 +347,6 @@ export class SomnidClient {
   }
 
   private markDown(reason: string): void {
-    this.proven = false // whatever listens there next proves itself again
     if (this.state === 'down') return
     this.state = 'down'
     this.opts.log.warn('somnid is unreachable at %s (%s); memory features pause and retry in the background', this.baseUrl, reason)

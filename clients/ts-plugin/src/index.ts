@@ -303,7 +303,7 @@ export async function apply(ctx: Context, config: Config, internals: Internals =
           },
           {
             url: `${client.baseUrl.replace(/^http/, 'ws')}/v1/llm/bridge`,
-            headers: () => client.authHeaders(),
+            headers: () => client.provenHeaders(),
             ready: () => client.up,
             onState: () => watch.changed(),
             retryMinMs: config.retryMinMs,

@@ -1,6 +1,4 @@
 import { createHmac, randomBytes } from 'node:crypto'
-import { request as httpRequest, type IncomingMessage } from 'node:http'
-import { request as httpsRequest } from 'node:https'
 
 /**
  * The token goes only to a listener that proves it is somnid holding that token: anything can
@@ -19,6 +17,7 @@ export interface HealthAnswer {
   port: number
 }
 
+
 export function newChallenge(): string {
   return randomBytes(24).toString('base64url')
 }
@@ -36,23 +35,4 @@ export function proofOf(token: string, challenge: string, address: string, port:
 /** Whether the answer proves that its sender holds `token`. */
 export function proves(answer: HealthAnswer, token: string, challenge: string): boolean {
   return answer.proof?.trim().toLowerCase() === proofOf(token, challenge, answer.address, answer.port)
-}
-
-/** `GET /v1/health` with the challenge, without the token, over a connection whose peer is known. */
-export function askHealth(baseUrl: string, challenge: string, signal: AbortSignal): Promise<HealthAnswer> {
-  const url = new URL(`${baseUrl}/v1/health`)
-  const send = url.protocol === 'https:' ? httpsRequest : httpRequest
-  return new Promise((resolve, reject) => {
-    const request = send(url, { method: 'GET', agent: false, signal, headers: { accept: 'application/json', 'somnid-challenge': challenge } }, (response: IncomingMessage) => {
-      // The peer before anything is read: the address and port this connection reached.
-      const address = response.socket.remoteAddress ?? ''
-      const port = response.socket.remotePort ?? 0
-      const proof = response.headers['somnid-proof']
-      response.resume()
-      response.on('error', reject)
-      response.on('end', () => resolve({ status: response.statusCode ?? 0, proof: Array.isArray(proof) ? proof[0] : proof, address, port }))
-    })
-    request.on('error', reject)
-    request.end()
-  })
 }

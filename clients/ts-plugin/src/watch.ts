@@ -106,14 +106,15 @@ export class DreamWatch {
     const controller = new AbortController()
     this.stream = controller
     try {
-      const response = await fetch(`${this.client.baseUrl}/v1/sleep/events`, {
-        headers: { accept: 'text/event-stream', ...this.client.authHeaders() },
-        signal: controller.signal,
-      })
-      if (!response.ok || !response.body) throw new Error(`sleep events answered ${response.status}`)
+      const response = await this.client.stream('/v1/sleep/events', controller.signal)
+      const status = response.statusCode ?? 0
+      if (status < 200 || status >= 300) {
+        response.resume()
+        throw new Error(`sleep events answered ${status}`)
+      }
       const decoder = new TextDecoder()
       let buffer = ''
-      for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
+      for await (const chunk of response as AsyncIterable<Uint8Array>) {
         buffer += decoder.decode(chunk, { stream: true })
         let end: number
         while ((end = buffer.indexOf('\n\n')) >= 0) {

@@ -98,6 +98,7 @@ test('LlmBridge: hello, llm.chat → llm.result, llm.cancel aborts, reconnects w
     socket: (url, headers) => { const s = new FakeSocket(url, headers); sockets.push(s); return s },
   })
   bridge.start()
+  await until(() => sockets.length === 1, 2000, 'the first socket')
   const s1 = sockets[0]!
   assert.equal(s1.url, 'ws://127.0.0.1:1/v1/llm/bridge')
   assert.deepEqual(s1.headers, { authorization: 'Bearer t' })

@@ -73,21 +73,25 @@ test('a batch too large for somnid (413) is sent in smaller ones, every line del
   }
 })
 
-test('lines are kept when what answers is not somnid (200 with HTML), and go out once somnid answers', async () => {
+test('lines are kept when what answers is not somnid (HTML with a 200, then a 404), and go out once somnid answers', async () => {
   const { ctx, somnid } = await setup()
   try {
     await ready(ctx, somnid)
     const html = '<html>another program</html>'
-    somnid.routes.set('POST /v1/sessions/*/messages', () => ({ body: null, raw: html }))
+    let seen = 0 // a 200, then a 404 page: neither is somnid's answer
+    somnid.routes.set('POST /v1/sessions/*/messages', () => ({ body: null, raw: html, status: seen++ === 0 ? 200 : 404 }))
     const s = fakeSession('sess-html')
     ctx.emit('session/event', s, { type: 'user/message', seq: 1, time: 0, data: userMessage('keep me') })
     await ctx.parallel('session/flush', s)
-    await until(() => somnid.of('POST', '/v1/sessions/sess-html/messages').length >= 1, 4000, 'the first try')
-    somnid.routes.set('POST /v1/sessions/*/messages', (body) => ({ body: { written: body.messages.length } }))
     await until(async () => {
       ctx.emit('session/event', s, { type: 'turn/end', seq: 2, time: 0, data: {} })
       return somnid.of('POST', '/v1/sessions/sess-html/messages').length >= 2
-    }, 8000, 'a second try')
+    }, 8000, 'two tries: a 200 and a 404, both HTML')
+    somnid.routes.set('POST /v1/sessions/*/messages', (body) => ({ body: { written: body.messages.length } }))
+    await until(async () => {
+      ctx.emit('session/event', s, { type: 'turn/end', seq: 2, time: 0, data: {} })
+      return somnid.of('POST', '/v1/sessions/sess-html/messages').length >= 3
+    }, 8000, 'a third try')
     assert.ok(!ctx.logs.some((l) => /refused/.test(l.text)), ctx.logText('warn'))
     assert.deepEqual(texts(somnid.of('POST', '/v1/sessions/sess-html/messages').slice(-1)), ['keep me'])
   } finally {

@@ -57,6 +57,7 @@ test('fix 1: the bridge reconnects after a handshake that fails with error only 
   )
   try {
     bridge.start()
+    await until(() => sockets.length === 1, 2000, 'the first attempt')
     sockets[0]!.failHandshake() // somnid not up yet
     await until(() => sockets.length === 2, 2000, 'a second attempt after error-only failure')
     token = 'new'

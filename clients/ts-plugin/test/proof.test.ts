@@ -9,7 +9,7 @@ import { createServer, type IncomingMessage } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import { SomnidClient } from '../src/client.js'
-import { canonicalHost } from '../src/proof.js'
+import { canonicalHost, proofOf } from '../src/proof.js'
 import { FakeSomnid } from './fake-somnid.js'
 import { tempDir } from './helpers.js'
 
@@ -27,7 +27,7 @@ test('a listener that proves nothing never sees the token', async () => {
     await assert.rejects(c.request('POST', '/v1/recall', { query: 'x' }), /could not prove/)
     assert.ok(squatter.requests.length >= 2, 'it was asked for its proof')
     assert.ok(squatter.requests.every((r) => r.path === '/v1/health' && r.headers.authorization === undefined), JSON.stringify(squatter.requests.map((r) => [r.path, r.headers.authorization])))
-    assert.deepEqual(c.authHeaders(), {}, 'nor would a websocket or an event stream carry it')
+    assert.equal(await c.provenHeaders(), undefined, 'nor would a WebSocket carry it')
     assert.match(c.refused ?? '', /could not prove it holds this token/)
   } finally {
     await c.close()
@@ -70,7 +70,7 @@ test('somnid proves it holds the token, and only then is it sent', async () => {
     assert.equal(health!.headers.authorization, undefined)
     assert.match(String(health!.headers['somnid-challenge']), /^[A-Za-z0-9_-]{16,128}$/)
     assert.equal(tools!.headers.authorization, 'Bearer the-secret')
-    assert.deepEqual(c.authHeaders(), { authorization: 'Bearer the-secret' })
+    assert.deepEqual(await c.provenHeaders(), { authorization: 'Bearer the-secret' })
   } finally {
     await c.close()
     await somnid.stop()
@@ -102,4 +102,52 @@ test('a token rotated while somnid restarted is read again and proven: no refusa
     await c.close()
     await somnid.stop()
   }
+})
+
+test('a program that takes the port after somnid stopped never sees the token, on any new connection', async () => {
+  const somnid = new FakeSomnid()
+  somnid.token = 'the-secret'
+  await somnid.start()
+  const c = client(somnid.url, 'the-secret')
+  try {
+    await c.request('GET', '/v1/tools')
+    const port = somnid.port
+    await somnid.stop() // its connections close with it
+    const squatter = new FakeSomnid() // answers everything, proves nothing
+    squatter.port = port
+    await squatter.start()
+    try {
+      await assert.rejects(c.request('GET', '/v1/tools'), /could not prove|unreachable/)
+      await assert.rejects(c.request('GET', '/v1/tools'), /could not prove/)
+      assert.equal(await c.provenHeaders(), undefined, 'nor a WebSocket')
+      await assert.rejects(c.stream('/v1/sleep/events', new AbortController().signal), /could not prove/)
+      assert.ok(squatter.requests.length > 0)
+      assert.ok(squatter.requests.every((r) => r.headers.authorization === undefined), JSON.stringify(squatter.requests.map((r) => [r.path, r.headers.authorization])))
+    } finally {
+      await squatter.stop()
+    }
+  } finally {
+    await c.close()
+  }
+})
+
+test('one proof serves the requests that follow on its connection', async () => {
+  const somnid = new FakeSomnid()
+  somnid.token = 'the-secret'
+  await somnid.start()
+  const c = client(somnid.url, 'the-secret')
+  try {
+    for (let i = 0; i < 5; i++) await c.request('GET', '/v1/tools')
+    assert.equal(somnid.of('GET', '/v1/tools').length, 5)
+    assert.equal(somnid.of('GET', '/v1/health').length, 1, 'kept alive: proven once')
+  } finally {
+    await c.close()
+    await somnid.stop()
+  }
+})
+
+test('the proof of a fixed vector is the daemon\'s (tests/api/test_security.py holds the same)', () => {
+  const proof = 'fe7b4e2e01a131598251e0faa1ec388d95d9f794cd01742e5c01fdee8cc4aa9e'
+  assert.equal(proofOf('the-secret', 'abcdefghijklmnop1234', '127.0.0.1', 7373), proof)
+  assert.equal(proofOf('the-secret', 'abcdefghijklmnop1234', '::ffff:127.0.0.1', 7373), proof)
 })

@@ -31,10 +31,19 @@ def _editor_save(path: Path, text: str) -> None:
 
 
 @pytest.fixture(params=["exchange", "check-then-rename"])
-def swap(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+def swap(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> str:
     """Both ways: the one-step exchange (Linux) and the check just before the rename."""
     if request.param == "check-then-rename":
         monkeypatch.setattr(atomic, "_exchange", lambda first, second: False)
+    else:  # the exchange is what is tested, not the fallback it would take here
+        first, second = tmp_path / "first", tmp_path / "second"
+        first.write_text("1")
+        second.write_text("2")
+        if not atomic._exchange(first, second):
+            pytest.skip("this file system cannot exchange two files in one step")
+        assert (first.read_text(), second.read_text()) == ("2", "1")
+        first.unlink()
+        second.unlink()
     return str(request.param)
 
 
@@ -125,3 +134,27 @@ def test_an_emptied_file_is_reported_over_http(client: TestClient, data_dir: Pat
     assert answer.status_code == 409 and answer.json()["code"] == "broken_file"
     broken = client.get("/v1/health").json()["brokenFiles"]
     assert any(b["path"] == "memory/knowledge/e/SKILL.md" for b in broken), broken
+
+
+def test_a_save_between_the_two_swaps_is_the_one_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Swapped in, the version taken out is not the one read: it is swapped back. A save
+    # between the two swaps is the newest: it was the one left at the temp name, deleted.
+    store, path = _store(tmp_path)
+    _during_writes(monkeypatch, path, 1, lambda: _editor_save(path, PERSON))
+    exchange = atomic._exchange
+    calls: list[Path] = []
+
+    def exchanging(first: Path, second: Path) -> bool:
+        calls.append(second)
+        if len(calls) == 2:  # the swap back: a save lands just before it
+            _editor_save(path, PERSON + "saved again\n")
+        return exchange(first, second)
+
+    monkeypatch.setattr(atomic, "_exchange", exchanging)
+    store.update(Kind.KNOWLEDGE, "k", fields={"tags": ["api"]})
+    text = path.read_text()
+    assert "saved again" in text and "- api" in text, text
+    assert len(calls) == 3  # out, back, and the change made again on the newest save
+    assert sorted(p.name for p in path.parent.iterdir()) == ["SKILL.md"]

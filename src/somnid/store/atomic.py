@@ -141,6 +141,7 @@ def write_atomic(
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
         try:
             _write_all(fd, data)
+            ours = version_of(os.fstat(fd))
         finally:
             os.close(fd)
         if exclusive:
@@ -148,7 +149,7 @@ def write_atomic(
             os.link(tmp, path)
             os.unlink(tmp)
         elif expected is not None:
-            _replace_version(tmp, path, expected)
+            _replace_version(tmp, path, expected, ours)
         else:
             os.replace(tmp, path)
         fsync_dir(path.parent)
@@ -171,8 +172,9 @@ class _Stranded(StorageError):
     pass
 
 
-def _replace_version(tmp: Path, path: Path, expected: FileVersion) -> None:
-    """Rename ``tmp`` over ``path`` if ``path`` is the ``expected`` version; else Superseded."""
+def _replace_version(tmp: Path, path: Path, expected: FileVersion, ours: FileVersion) -> None:
+    """Rename ``tmp`` (``ours``) over ``path`` if ``path`` is the ``expected`` version; else
+    Superseded, with the newest version a person saved at ``path``."""
     try:
         exchanged = _exchange(tmp, path)
     except FileNotFoundError:
@@ -191,7 +193,13 @@ def _replace_version(tmp: Path, path: Path, expected: FileVersion) -> None:
         return
     try:
         _exchange(tmp, path)  # theirs back where it was; ours at tmp, discarded
+        if version_of(os.lstat(tmp)) != ours:  # saved again between the two swaps: newer
+            os.replace(tmp, path)
     except OSError as exc:
+        kept = path.with_name(f"{path.name}.kept-{secrets.token_hex(4)}")
+        with contextlib.suppress(OSError):  # a temp name would be swept at the next start
+            os.rename(tmp, kept)
+            tmp = kept
         log.error("a newer %s is kept as %s: it could not be put back (%s)", path, tmp, exc)
         raise _Stranded(f"{path} changed while it was written; its new version is {tmp}") from exc
     raise Superseded

@@ -67,6 +67,14 @@ class NotFound(SomnidError):
     code = "not_found"
 
 
+class FolderAway(NotFound):
+    """An entry asked for while memory/ or skills/ is moved away: not known to be gone, so
+    not a 404 (a client would read it as deleted) but a 503; somnid's own readers skip it
+    as they skip an entry that is not there."""
+
+    code = "folder_missing"
+
+
 class Conflict(SomnidError):
     code = "conflict"
 

@@ -63,6 +63,9 @@ def test_memory_moved_away_is_neither_remade_nor_committed_as_deleted(
         client.post("/v1/memories/knowledge/beta/archive"),
     ):
         assert_problem(answer, 503, "folder_missing")
+    # somnid's own readers skip what is away: recall still answers, from skills/.
+    recalled = client.post("/v1/recall", json={"query": "deploy how"})
+    assert recalled.status_code == 200, recalled.text
     # A hand edit meanwhile (skills/ is still there) wakes history's sweep: it waits too.
     skill_file = data_dir / "skills/agent_learned_skills/deploy/SKILL.md"
     skill_file.write_text(skill_file.read_text() + "\nEdited while memory/ was away.\n")

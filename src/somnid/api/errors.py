@@ -33,6 +33,7 @@ MAX_INSTANCE = 512
 _STATUS: list[tuple[type[errors.SomnidError], int]] = [
     (errors.InvalidArguments, 422),
     (errors.InvalidInput, 400),
+    (errors.FolderAway, 503),
     (errors.NotFound, 404),
     (errors.Conflict, 409),
     (errors.PreconditionFailed, 412),

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from somnid.errors import BrokenFile, InvalidName, NotFound, StorageError
+from somnid.errors import BrokenFile, FolderAway, InvalidName, NotFound
 from somnid.memory.clock import Clock
 from somnid.memory.entry import Entry
 from somnid.memory.kinds import SELF_PROFILE, Kind
@@ -308,12 +308,12 @@ class EntryReader:
         )
         return entry, doc
 
-    def _missing(self, kind: Kind, name: str, archived: bool) -> NotFound | StorageError:
-        """NotFound; folder_missing when memory/ or skills/ itself was moved away while
-        somnid runs: the entry is not known to be gone (a client must not read it so)."""
+    def _missing(self, kind: Kind, name: str, archived: bool) -> NotFound:
+        """NotFound; FolderAway when memory/ or skills/ itself was moved away while somnid
+        runs: the entry is not known to be gone (a client must not read it so)."""
         top = self.layout.top_of(self.layout.kind_dir(kind))
         if top is not None and not top.is_dir():
-            return folder_missing(top)
+            return FolderAway(folder_missing(top).detail)
         return gone(kind, name, archived)
 
     def _a_folder(self, folder: Path) -> None:

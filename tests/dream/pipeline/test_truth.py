@@ -599,3 +599,23 @@ def test_what_is_said_of_a_third_party_is_said_on_a_line_naming_them() -> None:
     lines = [Spoken("Ann", line) for line in HEARD]
     assert said_of("Oscar", "Oscar loves carrots.", lines, ["Ann"])
     assert not said_of("Oscar", "Oscar keeps bees in Lyon.", lines, ["Ann"])
+
+
+async def test_the_default_users_first_person_is_labelled_once(runtime: Runtime) -> None:
+    """A client that sends no user id speaks as "default": a probe's memories read
+    "default: default: I started learning the cello …" (the first-person label added, then
+    added again, as "default" is a role word no subject check names)."""
+    at = dt.datetime(2023, 10, 4, 18, 0, tzinfo=dt.UTC)
+    messages = [  # no user id: the default user
+        Message("user", "I started learning the cello at a school on Rua Augusta.", timestamp=at),
+        Message("agent", "How wonderful, the cello!", timestamp=at + dt.timedelta(minutes=1)),
+    ]
+    await runtime.sessions.append_messages("chat-2", messages)
+    await runtime.sessions.close("chat-2")
+    proposed = {"who": "default", "evidence": [1], "kind": "event",
+                "text": "I started learning the cello at a school on Rua Augusta."}  # fmt: skip
+    use(runtime, ScriptedJSON(by_stage(lambda r: json.dumps({"memories": [proposed]}))))
+    result = await runtime.dreamer.run("test")
+    written = bodies(runtime)
+    assert "cello" in written, (result.candidates, written)
+    assert "default: default:" not in written, written

@@ -153,6 +153,7 @@ def read(proposal: Proposal, window: Window, user: str, has_agent: bool, tz: dt.
     person_kind = proposal.kind in PERSON_KINDS
     heard = [line.text for line in (*window.lines, *window.context)]
     for sentence in clauses(text, speakers):
+        owned = False  # labelled with whose first person it is (a role word no check names)
         if sentence.endswith(("?", "？")):
             problems.append("ungrounded")  # a question the model copied says nothing
             continue
@@ -168,7 +169,7 @@ def read(proposal: Proposal, window: Window, user: str, has_agent: bool, tz: dt.
             if owner is None:
                 problems.append("misattributed")
                 continue
-            sentence = f"{owner}: {sentence}"
+            sentence, owned = f"{owner}: {sentence}", True
         words = claim_words(sentence, speakers)
         if words and len(words & said) / len(words) < GROUNDED_SHARE:
             problems.append("ungrounded")
@@ -177,7 +178,12 @@ def read(proposal: Proposal, window: Window, user: str, has_agent: bool, tz: dt.
         if other is not None and not said_of(other, sentence, evidence, speakers):
             problems.append("misattributed")  # of someone who is not speaking here
             continue
-        if not kept and person_kind and not named_subjects(sentence, speakers, aliases):
+        if (
+            not kept
+            and person_kind
+            and not owned
+            and not named_subjects(sentence, speakers, aliases)
+        ):
             # What happened, or what someone is like, says who. A sentence that names
             # nobody is the words of whoever's lines say it ("Nate: Let's watch …"), if
             # the model said it was theirs; else it is no memory of anyone.

@@ -103,3 +103,19 @@ async def test_reverting_a_dream_makes_its_logs_pending_again(runtime: Runtime) 
     assert [p.path.stem for p in await runtime.sessions.pending_logs()] == [log]
     again = await runtime.dreamer.run("test")
     assert again.processed == [log] and again.candidates["added"] == 1
+
+
+async def test_a_dream_that_wrote_no_memory_can_be_reverted_for_its_logs(runtime: Runtime) -> None:
+    """A dream whose model proposed nothing usable consolidated its logs into no memory: its
+    commit holds its journal alone, which a revert keeps. The revert was refused ("changed
+    no memory entry"), and the logs could not be read again by a better model."""
+    log = await conversation(runtime, "chat-1", *BOSTON)
+    runtime.dreamer.backend = ScriptedJSON(by_stage(lambda r: extraction()))
+    result = await runtime.dreamer.run("test")
+    assert result.processed == [log] and result.candidates["added"] == 0
+    assert result.journal is not None and runtime.history.committer is not None
+    await runtime.history.committer.flush()
+
+    done = await runtime.history.revert_dream(Path(result.journal).stem)
+    assert done.reopened_logs == (log,) and done.paths == [] and done.commit is None
+    assert [p.path.stem for p in await runtime.sessions.pending_logs()] == [log]

@@ -32,6 +32,10 @@ class Entry:
     specs: list[str]
 
 
+class NothingToRevert(InvalidInput):
+    """The commit changed no memory entry (a dream that wrote none: its journal alone)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Reverted:
     reverted: str
@@ -59,7 +63,7 @@ def revert(
         if not paths:
             raise InvalidInput(f"commit {info.id[:12]} did not change {entry.label}")
     if not paths:
-        raise InvalidInput(f"commit {info.id[:12]} changed no memory entry to revert")
+        raise NothingToRevert(f"commit {info.id[:12]} changed no memory entry to revert")
     conflicts = _later_changes(committer, info.id, paths)
     if conflicts:
         listed = "; ".join(f"{path} ({', '.join(ids)})" for path, ids in conflicts.items())

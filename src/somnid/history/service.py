@@ -35,7 +35,7 @@ from somnid.history.gate import PruneGate
 from somnid.history.git import Git, find_git
 from somnid.history.identity import IdentityChange, identity_log
 from somnid.history.purge import Purged
-from somnid.history.revert import Entry, Reverted, revert
+from somnid.history.revert import Entry, NothingToRevert, Reverted, revert
 from somnid.memory.clock import Clock
 from somnid.memory.kinds import Kind
 from somnid.memory.names import check_name, slugify
@@ -248,7 +248,10 @@ class History:
         """Undo a dream whole: its commit reverted, and the logs it consolidated pending
         again (through :attr:`reopen_logs`), so the next dream reads them anew."""
         sha = await self._read(lambda c: history_log.find_dream(c.git, dream_id))
-        done = await self.revert(sha)
+        try:
+            done = await self.revert(sha)
+        except NothingToRevert:  # it wrote no memory: its logs are still to be read again
+            done = Reverted(sha, None, [])
         if self.reopen_logs is None:
             return done
         reopened = await self.reopen_logs(dream_id)

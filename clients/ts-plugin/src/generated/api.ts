@@ -1189,7 +1189,7 @@ export interface components {
             };
             /**
              * Pendingafter
-             * @description Logs still waiting for a dream when it ended.
+             * @description Logs a dream may read still waiting when it ended: closed, not marked `dream: false`. The sleep status's pendingLogs counts every pending log, an open one (its session goes on) too.
              */
             pendingAfter: number;
             /** Created */

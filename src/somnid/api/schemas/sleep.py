@@ -38,7 +38,11 @@ class DreamResultOut(Schema):
         "consolidated other logs. Each waits until it changes (a person's edit) or the daemon "
         "restarts."
     )
-    pending_after: int = Field(description="Logs still waiting for a dream when it ended.")
+    pending_after: int = Field(
+        description="Logs a dream may read still waiting when it ended: closed, not marked "
+        "`dream: false`. The sleep status's pendingLogs counts every pending log, an open one "
+        "(its session goes on) too."
+    )
     created: int
     updated: int
     archived: int

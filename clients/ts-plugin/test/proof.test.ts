@@ -15,6 +15,13 @@ import { tempDir } from './helpers.js'
 
 const quiet = { debug() {}, info() {}, warn() {}, error() {} }
 
+/** A stand-in somnid that holds `token` (and proves it). */
+async function holding(token: string): Promise<FakeSomnid> {
+  const somnid = new FakeSomnid()
+  somnid.token = token
+  return somnid.start()
+}
+
 function client(baseUrl: string, token: string): SomnidClient {
   return new SomnidClient({ baseUrl, token, timeoutMs: 2000, retryMinMs: 60_000, retryMaxMs: 60_000, healthIntervalMs: 60_000, log: quiet })
 }
@@ -59,9 +66,7 @@ test('a relay that forwards the challenge to somnid gets a proof for another por
 })
 
 test('somnid proves it holds the token, and only then is it sent', async () => {
-  const somnid = new FakeSomnid()
-  somnid.token = 'the-secret'
-  await somnid.start()
+  const somnid = await holding('the-secret')
   const c = client(somnid.url, 'the-secret')
   try {
     assert.deepEqual(await c.request('GET', '/v1/tools').then((t: any) => t.tools.length), 2)
@@ -105,9 +110,7 @@ test('a token rotated while somnid restarted is read again and proven: no refusa
 })
 
 test('a program that takes the port after somnid stopped never sees the token, on any new connection', async () => {
-  const somnid = new FakeSomnid()
-  somnid.token = 'the-secret'
-  await somnid.start()
+  const somnid = await holding('the-secret')
   const c = client(somnid.url, 'the-secret')
   try {
     await c.request('GET', '/v1/tools')
@@ -132,9 +135,7 @@ test('a program that takes the port after somnid stopped never sees the token, o
 })
 
 test('one proof serves the requests that follow on its connection', async () => {
-  const somnid = new FakeSomnid()
-  somnid.token = 'the-secret'
-  await somnid.start()
+  const somnid = await holding('the-secret')
   const c = client(somnid.url, 'the-secret')
   try {
     for (let i = 0; i < 5; i++) await c.request('GET', '/v1/tools')

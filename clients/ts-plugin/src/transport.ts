@@ -3,6 +3,8 @@ import { connect, type Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
 import { newChallenge, proves } from './proof.js'
 
+const IDLE_MS = 2000
+
 /** The listener could not prove it holds the token: the token was not sent. */
 export class Unproven extends Error {
   override readonly name = 'Unproven'
@@ -22,7 +24,9 @@ export class ProvingAgent extends Agent {
     private readonly token: () => string | undefined,
     private readonly proofMs: number,
   ) {
-    super({ keepAlive: true, maxSockets: 16 })
+    // An idle connection is let go after 2 s, before somnid's own 5 s: a request sent on a
+    // connection the server is closing that moment would fail as if somnid were down.
+    super({ keepAlive: true, maxSockets: 16, timeout: IDLE_MS })
   }
 
   override createConnection(options: { host?: string | null; port?: number | null }, callback?: (error: Error | null, socket: Duplex) => void): Duplex | null | undefined {

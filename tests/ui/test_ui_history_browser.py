@@ -273,3 +273,42 @@ def test_the_archive_and_a_long_list_show_past_500_live_entries(
     )
     page.select_option("#scope", "archived")
     expect(page.locator("#list li[data-name=kites]")).to_be_visible()
+
+
+def test_what_a_probe_met_without_a_mouse_and_with_files_gone(
+    site: tuple[str, httpx.Client, Path], page: Any
+) -> None:
+    """A probe (stop 60): no entry could be opened from the keyboard; an entry deleted or
+    broken by hand did nothing when clicked while the editor went on showing another; a save
+    with "name" taken out of the fields was refused; a phone's width hid the tabs."""
+    _, api, data = site
+    for name in ("alpha", "ghost"):
+        api.post("/v1/memories/knowledge", json={"name": name, "body": f"{name} body\n"})
+    log_in(page)
+
+    # Tab reaches the list, Enter opens the entry.
+    page.wait_for_selector("#list li[data-name=alpha]")
+    for _ in range(40):
+        page.keyboard.press("Tab")
+        if page.evaluate("document.activeElement.dataset.name") == "alpha":
+            break
+    page.keyboard.press("Enter")
+    expect(page.locator("#e-title")).to_have_text("knowledge / alpha")
+
+    # Fields without "name" (the page shows it no more): the save goes through.
+    page.fill("#e-fields", '{"color": "green"}')
+    page.click("#save")
+    expect(page.locator("#e-status")).to_have_text("Saved.")
+    assert "color: green" in (data / "memory/knowledge/alpha/SKILL.md").read_text()
+
+    # An entry removed by hand since the list was read: said, and no other entry shown.
+    shutil.rmtree(data / "memory/knowledge/ghost")
+    page.click("#list li[data-name=ghost]")
+    expect(page.locator("#notice")).to_contain_text("no knowledge named 'ghost'")
+    expect(page.locator("#entry")).to_be_hidden()
+
+    # A phone's width: the header wraps, every tab and Log out stay on screen.
+    page.set_viewport_size({"width": 375, "height": 800})
+    for selector in ("#tabs button:last-of-type", "#logout"):
+        box = page.locator(selector).bounding_box()
+        assert box is not None and box["x"] + box["width"] <= 375, (selector, box)

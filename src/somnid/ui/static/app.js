@@ -20,6 +20,7 @@ const T = {
     revert_refused: "Refused: a later change touched", bad_token: "That is not the token.",
     awake: "awake", sleeping: "sleeping", no_results: "No results.", empty: "Nothing here.",
     conversation: "conversation", more: "The first {n} of {total}: type a filter to find the others.",
+    older: "The newest {n} of {total}: show older ones",
     purge_live_too: "A live entry has this name, and a purge deletes the name everywhere: purge it from the live view, or rename one of them first.",
     due: "due", bad_json: "Fields must be a JSON object.", event: "last event",
     kind_knowledge: "knowledge", kind_episode: "episode", kind_intention: "intention",
@@ -62,6 +63,7 @@ const T = {
     revert_refused: "已拒绝：之后的修改涉及", bad_token: "令牌不正确。",
     awake: "清醒", sleeping: "睡眠中", no_results: "没有结果。", empty: "这里什么也没有。",
     conversation: "对话", more: "只显示了 {total} 条中的前 {n} 条：输入筛选词查找其余的。",
+    older: "显示了 {total} 条中最新的 {n} 条：显示更早的",
     purge_live_too: "当前条目中有同名的一条，而永久删除会删去所有同名条目：请在当前视图中删除，或先给其中一条改名。",
     due: "截止", bad_json: "字段必须是 JSON 对象。", event: "最近事件",
     kind_knowledge: "知识", kind_episode: "经历", kind_intention: "意图",
@@ -91,7 +93,7 @@ const T = {
     broken_intro: "somnid 读不了的文件原样保留，等人手工修好："
   },
 };
-const CORE = ["description", "stability", "score", "created", "last_used", "last_decay",
+const CORE = ["name", "description", "stability", "score", "created", "last_used", "last_decay",
   "archived_at", "archive_reason", "archived_from", "restored_at"];  // somnid keeps these
 let lang = localStorage.getItem("somnid-lang") || (navigator.language.startsWith("zh") ? "zh" : "en");
 let current = null; // the entry open in the editor
@@ -115,8 +117,22 @@ function el(tag, props = {}, ...children) {
     else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
     else node.setAttribute(key, value);
   }
+  if (props.onclick && tag !== "button") pressable(node);
   for (const child of children) node.append(child);
   return node;
+}
+
+// A list item that opens something is reached with Tab and opened with Enter or Space, as a
+// button is: without a mouse no entry, dream or search result could be opened.
+function pressable(node) {
+  node.tabIndex = 0;
+  node.setAttribute("role", "button");
+  node.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" || event.key === " ") {
+      event.preventDefault();
+      node.click();
+    }
+  });
 }
 
 class ApiError extends Error {
@@ -220,8 +236,10 @@ function show(tab) {
 // --- memories --------------------------------------------------------------------------
 
 let filtering = false;
+let listAsked = 0; // the newest list request: an answer to an older one (a slower, shorter filter) is dropped
 
 async function loadList() {
+  const asked = ++listAsked;
   const kind = $("kind").value;
   const archived = $("scope").value === "archived";
   // The archived alone (asked for with the live, they came after 500 live ones: none shown).
@@ -231,14 +249,15 @@ async function loadList() {
   try {
     ({ data } = await api("GET", `/v1/memories?${params}`));
   } catch (error) {
-    $("list").replaceChildren(el("li", { class: "error" }, error.message));
+    if (asked === listAsked) $("list").replaceChildren(el("li", { class: "error" }, error.message));
     return;
   }
+  if (asked !== listAsked) return;
   const items = data.items;
   const more = data.total > items.length
     ? [el("li", { class: "muted more" }, t("more").replace("{n}", items.length).replace("{total}", data.total))] : [];
   $("list").replaceChildren(...(items.length ? items.map((item) => el("li", {
-    "data-name": item.name,
+    "data-name": item.name, dir: "auto",
     onclick: () => openEntry(item.kind, item.name, item.archived),
   }, item.name, el("div", { class: "muted" }, item.description || ""))) : [el("li", { class: "muted" }, t("empty"))]), ...more);
   if (!filtering) paintBroken(); // not once a keystroke: health reads the data dir
@@ -267,7 +286,19 @@ async function openEntry(kind, name, archived) {
   say($("e-status"), "");
   $("e-history").hidden = true;
   const query = archived ? "?archived=true" : "";
-  const { data } = await api("GET", `/v1/memories/${kind}/${encodeURIComponent(name)}${query}`);
+  let data;
+  try {
+    ({ data } = await api("GET", `/v1/memories/${kind}/${encodeURIComponent(name)}${query}`));
+  } catch (error) {
+    // Gone or broken by hand since the list was read: say so, and show no other entry as if
+    // it were this one.
+    current = null;
+    $("entry").hidden = true;
+    document.querySelectorAll("#list li").forEach((li) => li.classList.remove("on"));
+    say($("notice"), error.message, true);
+    paintBroken();
+    return;
+  }
   current = data;
   document.querySelectorAll("#list li").forEach((li) => li.classList.toggle("on", li.dataset.name === name));
   $("entry").hidden = false;
@@ -377,16 +408,18 @@ function watchPurge() {
 
 // --- one entry's history -------------------------------------------------------------------
 
-async function loadEntryHistory() {
+async function loadEntryHistory(limit = 50) {
   const base = `/v1/history/entries/${current.kind}/${encodeURIComponent(current.name)}`;
   try {
-    const { data } = await api("GET", `${base}?limit=50`);
+    const { data } = await api("GET", `${base}?limit=${limit}`);
+    const older = data.total > data.items.length
+      ? [el("button", { class: "older", onclick: () => loadEntryHistory(limit + 50) }, t("older").replace("{n}", data.items.length).replace("{total}", data.total))] : [];
     $("changes").replaceChildren(...(data.items.length ? data.items.map(({ commit, entries }) => el("div", {
       class: "change", "data-commit": commit.id, "data-source": commit.source,
     }, el("h4", {}, `${commit.date.slice(0, 19).replace("T", " ")} · ${commit.author} · ${commit.subject}`),
     ...entries.map((entry) => diffBlock(entry.diff)),
     el("button", { class: "revert-change", onclick: () => revertChange(base, commit.id) }, t("revert_change")),
-    )) : [el("p", { class: "muted" }, t("no_history"))]));
+    )) : [el("p", { class: "muted" }, t("no_history"))]), ...older);
     $("e-history").hidden = false;
   } catch (error) {
     $("e-history").hidden = false;
@@ -442,7 +475,13 @@ async function search(event) {
 // --- intentions ---------------------------------------------------------------------------
 
 async function loadAgenda() {
-  const { data } = await api("GET", "/v1/intentions");
+  let data;
+  try {
+    ({ data } = await api("GET", "/v1/intentions"));
+  } catch (error) {
+    $("agenda").replaceChildren(el("li", { class: "error" }, error.message));
+    return;
+  }
   $("agenda").replaceChildren(...(data.items.length ? data.items.map((item) => el("li", {},
     el("strong", {}, item.what), el("div", { class: "muted" },
       `${item.priority} · ${item.status}${item.due ? ` · ${t("due")} ${item.due}` : ""}${item.cue.length ? ` · ${item.cue.join(", ")}` : ""}`)))
@@ -451,17 +490,32 @@ async function loadAgenda() {
 
 // --- dreams ------------------------------------------------------------------------------
 
-async function loadDreams() {
-  const { data } = await api("GET", "/v1/history?dreams=true&limit=50");
+async function loadDreams(limit = 50) {
+  let data;
+  try {
+    ({ data } = await api("GET", `/v1/history?dreams=true&limit=${limit}`));
+  } catch (error) {
+    $("dreams").replaceChildren(el("li", { class: "error" }, error.message));
+    return;
+  }
+  const older = data.total > data.items.length
+    ? [el("li", { class: "muted more", onclick: () => loadDreams(limit + 50) }, t("older").replace("{n}", data.items.length).replace("{total}", data.total))] : [];
   $("dreams").replaceChildren(...(data.items.length ? data.items.map((commit) => el("li", {
     "data-dream": commit.dreamId, onclick: () => openDream(commit),
   }, el("strong", {}, commit.dreamId), el("div", { class: "muted" }, commit.subject)))
-    : [el("li", { class: "muted" }, t("empty"))]));
+    : [el("li", { class: "muted" }, t("empty"))]), ...older);
 }
 
 async function openDream(commit) {
   document.querySelectorAll("#dreams li").forEach((li) => li.classList.toggle("on", li.dataset.dream === commit.dreamId));
-  const { data } = await api("GET", `/v1/history/${commit.id}`);
+  let data;
+  try {
+    ({ data } = await api("GET", `/v1/history/${commit.id}`));
+  } catch (error) {
+    $("dream-detail").hidden = true;
+    say($("dreams-status"), error.message, true);
+    return;
+  }
   $("dream-detail").hidden = false;
   $("dream-detail").dataset.dream = commit.dreamId;
   $("d-title").textContent = `${commit.dreamId} · ${commit.subject}`;

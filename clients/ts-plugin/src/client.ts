@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import type { components } from './generated/api.js'
 import { isLoopbackUrl } from './config.js'
 import type { IncomingMessage } from 'node:http'
-import { ProvingAgent, Unproven, open, proveListener, send, type Answer } from './transport.js'
+import { ProvingAgent, Unproven, open, plainAgent, proveListener, send, type Answer } from './transport.js'
 
 export type Schemas = components['schemas']
 
@@ -74,11 +74,15 @@ export function defaultTokenFile(): string {
 
 /** The most a request waits on a health probe while somnid is thought down. */
 const PROBE_MS = 1000
+/** The most a new connection waits for its listener's proof. */
+const PROOF_MS = 30_000
 
 export class SomnidClient {
   readonly baseUrl: string
   /** Every connection proves the listener holds the token before it carries it (transport.ts). */
   private readonly agent: ProvingAgent
+  /** Requests without the token (health), on connections of their own: never reused to carry it. */
+  private readonly plain = plainAgent()
   private token: string | undefined
   private tokenRead = false
   private tokenWarned = false
@@ -98,7 +102,9 @@ export class SomnidClient {
     const base = opts.baseUrl.replace(/\/+$/, '')
     if (!isLoopbackUrl(base)) throw new Error(`somnid baseUrl must be a loopback address, got ${opts.baseUrl}`)
     this.baseUrl = base
-    this.agent = new ProvingAgent(() => this.freshToken(), opts.timeoutMs)
+    // A proof may take as long as a tool call waits (a somnid slow to answer after a restart);
+    // each request still ends at its own time-out.
+    this.agent = new ProvingAgent(Math.max(opts.timeoutMs, PROOF_MS))
     if (opts.token) {
       this.token = opts.token
       this.tokenRead = true
@@ -153,10 +159,10 @@ export class SomnidClient {
 
   /** A streamed answer (the sleep events), over a connection that proved itself. */
   async stream(path: string, signal: AbortSignal): Promise<IncomingMessage> {
-    const token = this.readToken()
+    const token = this.freshToken()
     const headers = { accept: 'text/event-stream', ...(token ? { authorization: `Bearer ${token}` } : {}) }
     try {
-      return await open(this.agent, new URL(this.baseUrl + path), headers, AbortSignal.any([this.closed.signal, signal]))
+      return await open(token ? this.agent : this.plain, new URL(this.baseUrl + path), headers, AbortSignal.any([this.closed.signal, signal]))
     } catch (error) {
       if (error instanceof Unproven) this.unproven(error)
       throw error
@@ -218,12 +224,13 @@ export class SomnidClient {
     const signal = AbortSignal.any(signals)
     // Health is public; anything else carries the token, on a connection that proved the
     // listener holds it (the agent does that before the connection carries anything).
-    const token = path === '/v1/health' ? undefined : this.readToken()
+    const token = path === '/v1/health' ? undefined : this.freshToken()
     const headers: Record<string, string> = { accept: 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) }
     if (body !== undefined) headers['content-type'] = 'application/json'
     let response: Answer
     try {
-      response = await send(this.agent, new URL(this.baseUrl + path), method, headers, body === undefined ? undefined : JSON.stringify(body), signal)
+      const agent = token ? this.agent : this.plain
+      response = await send(agent, new URL(this.baseUrl + path), method, headers, body === undefined ? undefined : JSON.stringify(body), signal)
     } catch (error) {
       if (error instanceof Unproven) {
         this.unproven(error)
@@ -280,6 +287,7 @@ export class SomnidClient {
   async close(): Promise<void> {
     this.closed.abort(new SomnidError('somnid client is closed'))
     this.agent.destroy()
+    this.plain.destroy()
     this.wake?.()
     await this.monitorDone
   }

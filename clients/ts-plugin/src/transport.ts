@@ -1,9 +1,11 @@
-import { Agent, request, type IncomingMessage } from 'node:http'
+import { Agent, request, type ClientRequestArgs, type IncomingMessage } from 'node:http'
 import { connect, type Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
 import { newChallenge, proves } from './proof.js'
 
 const IDLE_MS = 2000
+/** Connections proving themselves at once; more wait their turn (a burst opened one each, past somnid's limit). */
+const PROVING_AT_ONCE = 4
 
 /** The listener could not prove it holds the token: the token was not sent. */
 export class Unproven extends Error {
@@ -11,43 +13,71 @@ export class Unproven extends Error {
 }
 
 /**
- * An HTTP agent whose every connection proves, before it carries anything, that the listener
- * holds the token (proof.ts): the token goes out only on a connection that proved it. A
+ * An HTTP agent for the requests that carry the token: every connection proves, before it
+ * carries anything, that the listener holds the very token its first request carries
+ * (proof.ts), so the token goes out only on a connection that proved it. A
  * flag "proven" for the client as a whole was not enough: somnid stopped, another program
  * took the port, and the next request's new connection took the token to it. Without a
  * token there is nothing to keep and nothing is asked. Connections are kept alive, so one
  * proof serves the requests that follow on it.
  */
 export class ProvingAgent extends Agent {
-  constructor(
-    /** The token as it is now (read for each new connection: it may have been rotated). */
-    private readonly token: () => string | undefined,
-    private readonly proofMs: number,
-  ) {
+  private proving = 0
+  private readonly turns: Array<() => void> = []
+
+  constructor(private readonly proofMs: number) {
     // An idle connection is let go after 2 s, before somnid's own 5 s: a request sent on a
     // connection the server is closing that moment would fail as if somnid were down.
     super({ keepAlive: true, maxSockets: 16, timeout: IDLE_MS })
   }
 
-  override createConnection(options: { host?: string | null; port?: number | null }, callback?: (error: Error | null, socket: Duplex) => void): Duplex | null | undefined {
+  override createConnection(
+    options: ClientRequestArgs,
+    callback?: (error: Error | null, socket: Duplex) => void,
+  ): Duplex | null | undefined {
     const host = options.host ?? '127.0.0.1'
-    const port = options.port ?? 80
-    const socket = connect({ host, port })
-    let settled = false
-    const finish = (error: Error | null) => {
-      if (settled) return
-      settled = true
-      socket.off('error', finish)
-      if (error) socket.destroy()
-      callback?.(error, socket)
+    const port = Number(options.port ?? 80)
+    // The token the request that asked for this connection carries: proven with that very
+    // token, never skipped while the request carries one (a token file read empty meanwhile).
+    const headers = (options.headers ?? {}) as Record<string, unknown>
+    const authorization = String(headers.authorization ?? '')
+    const token = /^Bearer (.+)$/.exec(authorization)?.[1]
+    if (!token) {
+      // Kept alive here, it would carry the next request's token unproven: never made.
+      callback?.(new Error('a request without the token goes through another agent'), connect({ host, port }).destroy())
+      return undefined
     }
-    socket.once('error', finish)
-    socket.once('connect', () => {
-      const token = this.token()
-      if (!token) return finish(null)
-      proveOver(socket, hostHeader(host, port), token, this.proofMs).then(() => finish(null), finish)
+    void this.turn().then(() => {
+      const socket = connect({ host, port })
+      let settled = false
+      const finish = (error: Error | null) => {
+        if (settled) return
+        settled = true
+        this.done()
+        socket.off('error', finish)
+        if (error) socket.destroy()
+        callback?.(error, socket)
+      }
+      socket.once('error', finish)
+      socket.once('connect', () => {
+        proveOver(socket, hostHeader(host, port), token, this.proofMs).then(() => finish(null), finish)
+      })
     })
     return undefined // handed to the callback once proven
+  }
+
+  private turn(): Promise<void> {
+    if (this.proving < PROVING_AT_ONCE) {
+      this.proving += 1
+      return Promise.resolve()
+    }
+    return new Promise((resolve) => this.turns.push(() => resolve()))
+  }
+
+  private done(): void {
+    const next = this.turns.shift()
+    if (next) next() // the slot passes on
+    else this.proving -= 1
   }
 }
 
@@ -65,25 +95,55 @@ export interface Answer {
   text: string
 }
 
-/** One request through `agent`; the whole answer as text. Rejects when `signal` aborts. */
+/** The agent for requests that carry no token (health): its connections never carry one. */
+export function plainAgent(): Agent {
+  return new Agent({ keepAlive: true, maxSockets: 4, timeout: IDLE_MS })
+}
+
+/**
+ * One request through `agent`; the whole answer as text. Rejects the moment `signal` aborts:
+ * Node reports an aborted request only once it has a connection, and a connection still
+ * proving itself held a 200 ms hint for the proof's whole time-out.
+ */
 export function send(agent: Agent, url: URL, method: string, headers: Record<string, string>, body: string | undefined, signal: AbortSignal): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const req = request(url, { agent, method, headers, signal }, (response: IncomingMessage) => {
+    if (signal.aborted) return reject(reasonOf(signal))
+    const req = request(url, { agent, method, headers }, (response: IncomingMessage) => {
       const chunks: Buffer[] = []
       response.on('data', (chunk: Buffer) => chunks.push(chunk))
       response.on('error', reject)
       response.on('aborted', () => reject(new Error('the answer was cut off')))
-      response.on('end', () => resolve({ status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }))
+      response.on('end', () => {
+        signal.removeEventListener('abort', aborted)
+        resolve({ status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') })
+      })
     })
-    req.on('error', reject)
+    const aborted = () => {
+      reject(reasonOf(signal))
+      req.destroy()
+    }
+    signal.addEventListener('abort', aborted, { once: true })
+    req.on('error', (error) => {
+      signal.removeEventListener('abort', aborted)
+      reject(error)
+    })
     req.end(body)
   })
 }
 
-/** A streamed answer through `agent` (the sleep events). */
+function reasonOf(signal: AbortSignal): Error {
+  return signal.reason instanceof Error ? signal.reason : new Error('aborted')
+}
+
+/** A streamed answer through `agent` (the sleep events); aborting `signal` ends it. */
 export function open(agent: Agent, url: URL, headers: Record<string, string>, signal: AbortSignal): Promise<IncomingMessage> {
   return new Promise((resolve, reject) => {
-    const req = request(url, { agent, method: 'GET', headers, signal }, resolve)
+    if (signal.aborted) return reject(reasonOf(signal))
+    const req = request(url, { agent, method: 'GET', headers }, resolve)
+    signal.addEventListener('abort', () => {
+      reject(reasonOf(signal))
+      req.destroy()
+    }, { once: true })
     req.on('error', reject)
     req.end()
   })

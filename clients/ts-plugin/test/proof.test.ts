@@ -152,3 +152,45 @@ test('the proof of a fixed vector is the daemon\'s (tests/api/test_security.py h
   assert.equal(proofOf('the-secret', 'abcdefghijklmnop1234', '127.0.0.1', 7373), proof)
   assert.equal(proofOf('the-secret', 'abcdefghijklmnop1234', '::ffff:127.0.0.1', 7373), proof)
 })
+
+test('a request with a short budget ends at its budget while its connection still waits for a proof', async () => {
+  const silent = createServer() // accepts, reads, never answers: a stopped somnid
+  silent.on('request', () => {})
+  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve))
+  const c = client(`http://127.0.0.1:${(silent.address() as AddressInfo).port}`, 'the-secret')
+  try {
+    const started = Date.now()
+    await assert.rejects(c.request('POST', '/v1/assoc/thought', { cue: 'x' }, { budget: true, timeoutMs: 200 }))
+    // The proof's own time-out is 30 s: the hint must not wait for it (it took 5 s).
+    assert.ok(Date.now() - started < 10_000, `${Date.now() - started} ms`)
+  } finally {
+    await c.close()
+    silent.closeAllConnections()
+    await new Promise<void>((resolve) => silent.close(() => resolve()))
+  }
+})
+
+test('a token file emptied while another program holds the port: nothing carries the old token', async () => {
+  const dir = tempDir('somnid-emptied-')
+  const file = join(dir, 'token')
+  writeFileSync(file, 'the-secret\n')
+  const somnid = await holding('the-secret')
+  const c = new SomnidClient({ baseUrl: somnid.url, tokenFile: file, timeoutMs: 2000, retryMinMs: 60_000, retryMaxMs: 60_000, healthIntervalMs: 60_000, log: quiet })
+  const port = somnid.port
+  try {
+    await c.request('GET', '/v1/tools')
+    await somnid.stop()
+    const squatter = new FakeSomnid()
+    squatter.port = port
+    await squatter.start()
+    try {
+      writeFileSync(file, '') // as a reset of somnid's token would leave it
+      await c.request('GET', '/v1/tools').catch(() => undefined)
+      assert.ok(squatter.requests.every((r) => r.headers.authorization === undefined), JSON.stringify(squatter.requests.map((r) => [r.path, r.headers.authorization])))
+    } finally {
+      await squatter.stop()
+    }
+  } finally {
+    await c.close()
+  }
+})

@@ -267,7 +267,7 @@ export class LlmBridge {
   private async connect(): Promise<void> {
     if (this.closed) return
     if (this.options.ready && !this.options.ready()) {
-      this.retry('somnid not reached yet')
+      this.waitForSomnid()
       return
     }
     let socket: SocketLike
@@ -275,7 +275,7 @@ export class LlmBridge {
       const headers = await this.options.headers()
       if (this.closed) return
       if (headers === undefined) {
-        this.retry('somnid did not prove it holds the token')
+        this.waitForSomnid()
         return
       }
       const factory = this.options.socket ?? defaultSocket
@@ -320,6 +320,17 @@ export class LlmBridge {
     } catch { /* already closed */ }
     this.options.onState?.()
     this.retry(reason)
+  }
+
+  /**
+   * somnid not reached, or not proven, yet: look again shortly, the back-off untouched. A
+   * back-off grown while somnid was away left the bridge down long after it was back (a dream
+   * started then ran without a model).
+   */
+  private waitForSomnid(): void {
+    if (this.closed) return
+    this.timer = setTimeout(() => void this.connect(), this.options.retryMinMs)
+    this.timer.unref?.()
   }
 
   private retry(reason: string): void {

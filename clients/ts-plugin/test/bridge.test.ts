@@ -147,3 +147,26 @@ test('the plugin mounts the bridge when llm and agentDefaultModel exist, and clo
   await new Promise((r) => setTimeout(r, 80))
   assert.equal(sockets.length, 1, 'no reconnect after unload')
 })
+
+test('the bridge connects as soon as somnid is reached, however long it was away', async () => {
+  // While somnid was away each look grew the back-off: the bridge came back seconds after
+  // somnid did, and a dream started meanwhile ran without a model.
+  const sockets: FakeSocket[] = []
+  let up = false
+  let looks = 0
+  const bridge = new LlmBridge({ stream: () => { throw new Error('unused') }, currentSelection: () => ({ provider: 'p', model: 'm' }) }, {
+    url: 'ws://127.0.0.1:1/v1/llm/bridge', headers: () => ({ authorization: 'Bearer t' }), retryMinMs: 10, retryMaxMs: 600_000,
+    ready: () => { looks += 1; return up }, hostName: 'h', log: { info() {}, warn() {}, error() {}, debug() {} },
+    socket: (url, headers) => { const s = new FakeSocket(url, headers); sockets.push(s); return s },
+  })
+  try {
+    bridge.start()
+    await until(() => looks >= 12, 5000, 'a dozen looks while somnid is away')
+    up = true
+    const seen = looks
+    await until(() => sockets.length === 1, 5000, 'the socket, at the next look')
+    assert.ok(looks <= seen + 2, `${looks - seen} looks after somnid was back`)
+  } finally {
+    bridge.close()
+  }
+})

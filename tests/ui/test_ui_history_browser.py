@@ -307,6 +307,11 @@ def test_what_a_probe_met_without_a_mouse_and_with_files_gone(
     expect(page.locator("#notice")).to_contain_text("no knowledge named 'ghost'")
     expect(page.locator("#entry")).to_be_hidden()
 
+    # A link to a tab there is not shows the memories, not a blank page.
+    page.goto(page.url.split("#")[0] + "#bogus")
+    page.reload()
+    expect(page.locator("#view-memories")).to_be_visible()
+
     # A phone's width: the header wraps, every tab and Log out stay on screen.
     page.set_viewport_size({"width": 375, "height": 800})
     for selector in ("#tabs button:last-of-type", "#logout"):

@@ -227,6 +227,7 @@ async function start() {
 // --- tabs ----------------------------------------------------------------------------
 
 function show(tab) {
+  if (!$(`view-${tab}`)) tab = "memories"; // a link to a tab there is not (#bogus) showed a blank page
   document.querySelectorAll("#tabs button").forEach((b) => b.classList.toggle("on", b.dataset.tab === tab));
   document.querySelectorAll(".view").forEach((v) => { v.hidden = v.id !== `view-${tab}`; });
   history.replaceState(null, "", `#${tab}`);

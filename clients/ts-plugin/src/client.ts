@@ -222,9 +222,10 @@ export class SomnidClient {
     const signals = [this.closed.signal, AbortSignal.timeout(timeoutMs)]
     if (options.signal) signals.push(options.signal)
     const signal = AbortSignal.any(signals)
-    // Health is public; anything else carries the token, on a connection that proved the
-    // listener holds it (the agent does that before the connection carries anything).
-    const token = path === '/v1/health' ? undefined : this.freshToken()
+    // Every request carries the token, on a connection that proved the listener holds it (the
+    // agent does that before the connection carries anything): health too, so the monitor's
+    // probes keep a proven connection warm for the hot path's hints.
+    const token = this.freshToken()
     const headers: Record<string, string> = { accept: 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) }
     if (body !== undefined) headers['content-type'] = 'application/json'
     let response: Answer

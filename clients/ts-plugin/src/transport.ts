@@ -3,7 +3,7 @@ import { connect, type Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
 import { newChallenge, proves } from './proof.js'
 
-const IDLE_MS = 2000
+const IDLE_MS = 4000
 /** Connections proving themselves at once; more wait their turn (a burst opened one each, past somnid's limit). */
 const PROVING_AT_ONCE = 4
 
@@ -26,7 +26,7 @@ export class ProvingAgent extends Agent {
   private readonly turns: Array<() => void> = []
 
   constructor(private readonly proofMs: number) {
-    // An idle connection is let go after 2 s, before somnid's own 5 s: a request sent on a
+    // An idle connection is let go after 4 s, before somnid's own 5 s: a request sent on a
     // connection the server is closing that moment would fail as if somnid were down.
     super({ keepAlive: true, maxSockets: 16, timeout: IDLE_MS })
   }

@@ -479,7 +479,7 @@ def test_a_stopped_somnid_costs_a_step_no_wait_and_every_line_arrives_once(
     def complete() -> bool:
         return "Done." in _logs_text(somnid)
 
-    _until(complete, 30, "the last line in the log")
+    _until(complete, 30, f"the last line in the log; the run's stderr ends: {run.stderr[-2000:]}")
     text = _logs_text(somnid)
     assert text.count(task) == 1, text
     for n in range(1, 7):

@@ -57,7 +57,7 @@ export interface BridgeHost {
   spent?(tokens: number): void
 }
 
-/** The socket the bridge opens; Node 22's global `WebSocket` fits. */
+/** The socket the bridge opens: `AgentWebSocket` (websocket.ts), whose handshake goes over a proven connection. */
 export interface SocketLike {
   readyState: number
   send(data: string): void
@@ -222,7 +222,8 @@ export interface BridgeOptions {
   retryMaxMs: number
   hostName: string
   log: Log
-  socket?: SocketFactory
+  /** Opens the socket (the client's `websocket`: the handshake carries the token only over a proven connection). */
+  socket: SocketFactory
   /** Called when the socket opens or drops. */
   onState?: () => void
 }
@@ -278,7 +279,7 @@ export class LlmBridge {
         this.waitForSomnid()
         return
       }
-      const factory = this.options.socket ?? defaultSocket
+      const factory = this.options.socket
       socket = factory(this.options.url, headers)
     } catch (error) {
       this.retry(describe(error))
@@ -383,10 +384,4 @@ function send(socket: SocketLike, frame: unknown): void {
   try {
     socket.send(JSON.stringify(frame))
   } catch { /* the close handler takes over */ }
-}
-
-function defaultSocket(url: string, headers: Record<string, string>): SocketLike {
-  // Node 22's WebSocket (undici) accepts a non-standard `{headers}` init for the bearer token.
-  const Ctor = globalThis.WebSocket as unknown as new (url: string, init?: unknown) => SocketLike
-  return Object.keys(headers).length ? new Ctor(url, { headers }) : new Ctor(url)
 }

@@ -193,6 +193,12 @@ export class Capture {
     return this.queues.get(sessionId)?.entries.filter((e) => e.kind !== 'close').length ?? 0
   }
 
+  /** Whether anything (a line, a log's close) still waits to be sent. */
+  waiting(): boolean {
+    for (const queue of this.queues.values()) if (queue.entries.length > 0) return true
+    return false
+  }
+
   pendingTotal(): number {
     let n = 0
     for (const id of this.queues.keys()) n += this.pending(id)

@@ -4,7 +4,8 @@ import { join } from 'node:path'
 import type { components } from './generated/api.js'
 import { isLoopbackUrl } from './config.js'
 import type { IncomingMessage } from 'node:http'
-import { ProvingAgent, Unproven, open, plainAgent, proveListener, send, type Answer } from './transport.js'
+import { ProvingAgent, Unproven, open, plainAgent, send, type Answer } from './transport.js'
+import { AgentWebSocket } from './websocket.js'
 
 export type Schemas = components['schemas']
 
@@ -138,23 +139,23 @@ export class SomnidClient {
     return () => this.upListeners.delete(fn)
   }
 
-  /**
-   * Headers for a WebSocket about to open: the bearer token, once a connection made just now
-   * proved the listener holds it; undefined when none did (nothing to open now). A socket
-   * of another kind cannot prove itself before its handshake carries the token.
-   */
-  async provenHeaders(): Promise<Record<string, string> | undefined> {
+  /** Headers for a WebSocket about to open (`websocket`): the bearer token, if there is one. */
+  socketHeaders(): Record<string, string> {
     const token = this.freshToken()
-    if (!token) return {}
-    const url = new URL(this.baseUrl)
-    const host = url.hostname.replace(/^\[|\]$/g, '')
-    try {
-      await proveListener(host, Number(url.port || 80), token, this.opts.timeoutMs)
-    } catch (error) {
-      if (error instanceof Unproven) this.unproven(error)
-      return undefined
-    }
-    return { authorization: `Bearer ${token}` }
+    return token ? { authorization: `Bearer ${token}` } : {}
+  }
+
+  /**
+   * A WebSocket to `url` whose handshake goes over a connection of this client: with the
+   * token, one that proved the listener holds it (as every request's). A listener that
+   * cannot prove it is told apart as a refusal, as for a request.
+   */
+  websocket(url: string, headers: Record<string, string>): AgentWebSocket {
+    const socket = new AgentWebSocket(headers.authorization ? this.agent : this.plain, new URL(url), headers)
+    socket.addEventListener('error', (event) => {
+      if (event.data instanceof Unproven) this.unproven(event.data)
+    })
+    return socket
   }
 
   /** A streamed answer (the sleep events), over a connection that proved itself. */
@@ -182,10 +183,23 @@ export class SomnidClient {
         throw new SomnidError(`somnid is unreachable at ${this.baseUrl} (down; retrying in the background)`)
       }
       const timeoutMs = options.timeoutMs ?? this.opts.timeoutMs
-      await this.probe(options.asked ? timeoutMs : Math.min(timeoutMs, PROBE_MS))
+      // The probe is shared: whoever joins it waits at most its own time and signal.
+      const own = AbortSignal.any([this.closed.signal, AbortSignal.timeout(timeoutMs), ...(options.signal ? [options.signal] : [])])
+      await Promise.race([this.probe(options.asked ? timeoutMs : Math.min(timeoutMs, PROBE_MS)), settled(own)])
+      if (options.signal?.aborted) throw new SomnidError(`request aborted: ${method} ${path}`)
       if ((this.state as string) !== 'up') throw new SomnidError(`somnid is unreachable at ${this.baseUrl} (down; retrying in the background)`)
     }
     return this.send<T>(method, path, body, options)
+  }
+
+  /**
+   * Whether somnid answers now: asked once more, within `ms`, when it is thought down (at
+   * shutdown: what was captured meanwhile goes out if it is back, instead of waiting for the
+   * next run in the spool).
+   */
+  async reach(ms: number): Promise<boolean> {
+    if (this.state !== 'up' && !this.closed.signal.aborted) await this.probe(ms)
+    return this.up
   }
 
   /** One health request at a time, shared by whoever asks meanwhile. */
@@ -389,6 +403,14 @@ export class SomnidClient {
       this.wake = undefined
     }
   }
+}
+
+/** Resolves when `signal` aborts (never rejects). */
+function settled(signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) resolve()
+    else signal.addEventListener('abort', () => resolve(), { once: true })
+  })
 }
 
 export function describe(error: unknown): string {

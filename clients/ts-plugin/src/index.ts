@@ -303,14 +303,15 @@ export async function apply(ctx: Context, config: Config, internals: Internals =
           },
           {
             url: `${client.baseUrl.replace(/^http/, 'ws')}/v1/llm/bridge`,
-            headers: () => client.provenHeaders(),
+            headers: () => client.socketHeaders(),
             ready: () => client.up,
             onState: () => watch.changed(),
             retryMinMs: config.retryMinMs,
             retryMaxMs: config.retryMaxMs,
             hostName: hostId,
             log,
-            ...(internals.socket ? { socket: internals.socket } : {}),
+            // The handshake goes over the client's connections: with the token, a proven one.
+            socket: internals.socket ?? ((url, headers) => client.websocket(url, headers)),
           },
         )
         bridge.start()
@@ -380,7 +381,14 @@ export async function apply(ctx: Context, config: Config, internals: Internals =
       // Quiescence: drain what was captured (briefly), then stop the client. What is left stays
       // in the spool for the next run, and the user is told so (a headless run prints nothing else).
       // Brief: the spool keeps what does not make it, and the next run delivers it.
-      if (capture && client.up) await drainCapture(Math.min(config.requestTimeoutMs, EXIT_DRAIN_MS))
+      // somnid thought down is asked once more first: back from a stop since the monitor's last
+      // look, it takes the lines now rather than the next run (a run that ended right after
+      // somnid came back left its last lines in the spool).
+      const drainMs = Math.min(config.requestTimeoutMs, EXIT_DRAIN_MS)
+      const started = Date.now()
+      if (capture?.waiting() && await client.reach(drainMs)) {
+        await drainCapture(Math.max(drainMs - (Date.now() - started), drainMs / 2))
+      }
       const spooled = capture?.spoolPath !== undefined
       const left = capture?.close() ?? 0
       const dropped = capture?.dropped ?? 0

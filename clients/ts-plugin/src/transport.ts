@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import { Agent, request, type ClientRequestArgs, type IncomingMessage } from 'node:http'
 import { connect, type Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
@@ -6,10 +7,26 @@ import { newChallenge, proves } from './proof.js'
 const IDLE_MS = 4000
 /** Connections proving themselves at once; more wait their turn (a burst opened one each, past somnid's limit). */
 const PROVING_AT_ONCE = 4
+/** The most a proof's answer may hold (somnid's health is about 1 KiB): a foreign listener streaming more is cut off. */
+const MAX_PROOF_ANSWER = 64 * 1024
 
-/** The listener could not prove it holds the token: the token was not sent. */
+/** The listener answered its proof, but not with one for this token: the token was not sent. */
 export class Unproven extends Error {
   override readonly name = 'Unproven'
+}
+
+/**
+ * The signal of the request a connection is made for, handed to the agent beside the
+ * request's options: a request given up while it waits its turn to prove frees that turn.
+ */
+export const REQUEST_SIGNAL = Symbol('somnid.requestSignal')
+
+type ConnectionOptions = ClientRequestArgs & { [REQUEST_SIGNAL]?: AbortSignal }
+
+/** The bearer token a request carries, or undefined. */
+function tokenOf(options: ClientRequestArgs): string | undefined {
+  const headers = (options.headers ?? {}) as Record<string, unknown>
+  return /^Bearer (.+)$/.exec(String(headers.authorization ?? ''))?.[1]
 }
 
 /**
@@ -17,18 +34,28 @@ export class Unproven extends Error {
  * carries anything, that the listener holds the very token its first request carries
  * (proof.ts), so the token goes out only on a connection that proved it. A
  * flag "proven" for the client as a whole was not enough: somnid stopped, another program
- * took the port, and the next request's new connection took the token to it. Without a
- * token there is nothing to keep and nothing is asked. Connections are kept alive, so one
- * proof serves the requests that follow on it.
+ * took the port, and the next request's new connection took the token to it. Connections
+ * are kept alive, so one proof serves the requests that follow on it, and they are pooled
+ * by token too: a connection proven for one token never carries another (a token rotated
+ * because it leaked would otherwise go to whatever proved the old one).
  */
 export class ProvingAgent extends Agent {
   private proving = 0
-  private readonly turns: Array<() => void> = []
+  private readonly turns: Array<(go: boolean) => void> = []
+  /** Connections still connecting or proving: destroyed with the agent. */
+  private readonly unproven = new Set<Socket>()
+  private ended = false
 
   constructor(private readonly proofMs: number) {
     // An idle connection is let go after 4 s, before somnid's own 5 s: a request sent on a
     // connection the server is closing that moment would fail as if somnid were down.
     super({ keepAlive: true, maxSockets: 16, timeout: IDLE_MS })
+  }
+
+  override getName(options: ClientRequestArgs = {}): string {
+    const token = tokenOf(options)
+    const tag = token ? createHash('sha256').update(token).digest('hex').slice(0, 16) : '-'
+    return `${super.getName(options)}:${tag}`
   }
 
   override createConnection(
@@ -39,55 +66,81 @@ export class ProvingAgent extends Agent {
     const port = Number(options.port ?? 80)
     // The token the request that asked for this connection carries: proven with that very
     // token, never skipped while the request carries one (a token file read empty meanwhile).
-    const headers = (options.headers ?? {}) as Record<string, unknown>
-    const authorization = String(headers.authorization ?? '')
-    const token = /^Bearer (.+)$/.exec(authorization)?.[1]
+    const token = tokenOf(options)
+    const signal = (options as ConnectionOptions)[REQUEST_SIGNAL]
+    const refuse = (error: Error) => callback?.(error, undefined as unknown as Duplex)
     if (!token) {
       // Kept alive here, it would carry the next request's token unproven: never made.
-      callback?.(new Error('a request without the token goes through another agent'), connect({ host, port }).destroy())
+      refuse(new Error('a request without the token goes through another agent'))
       return undefined
     }
-    void this.turn().then(() => {
+    void this.turn(signal).then((go) => {
+      if (!go) return refuse(this.ended ? new Error('the client is closed') : new Error('the request was given up before its connection was made'))
       const socket = connect({ host, port })
+      socket.unref() // a proof under way never keeps the process alive
+      this.unproven.add(socket)
       let settled = false
       const finish = (error: Error | null) => {
         if (settled) return
         settled = true
+        clearTimeout(timer)
+        this.unproven.delete(socket)
         this.done()
         socket.off('error', finish)
-        if (error) socket.destroy()
-        callback?.(error, socket)
+        if (error || this.ended) {
+          socket.destroy()
+          return refuse(error ?? new Error('the client is closed'))
+        }
+        socket.ref()
+        callback?.(null, socket)
       }
+      // One deadline for connecting and proving: a listener whose queue is full is not waited for past it.
+      const timer = setTimeout(() => finish(new Error(`no answer to its proof within ${this.proofMs} ms`)), this.proofMs)
+      timer.unref()
       socket.once('error', finish)
       socket.once('connect', () => {
-        proveOver(socket, hostHeader(host, port), token, this.proofMs).then(() => finish(null), finish)
+        proveOver(socket, hostHeader(host, port), token).then(() => finish(null), finish)
       })
     })
     return undefined // handed to the callback once proven
   }
 
-  private turn(): Promise<void> {
+  /** Connections still proving are destroyed too, and none is made after. */
+  override destroy(): void {
+    this.ended = true
+    for (const next of this.turns.splice(0)) next(false)
+    for (const socket of this.unproven) socket.destroy()
+    super.destroy()
+  }
+
+  /** Whether this connection may be made now (true) or was given up meanwhile (false). */
+  private turn(signal: AbortSignal | undefined): Promise<boolean> {
+    if (this.ended || signal?.aborted) return Promise.resolve(false)
     if (this.proving < PROVING_AT_ONCE) {
       this.proving += 1
-      return Promise.resolve()
+      return Promise.resolve(true)
     }
-    return new Promise((resolve) => this.turns.push(() => resolve()))
+    return new Promise((resolve) => {
+      const next = (go: boolean) => {
+        signal?.removeEventListener('abort', gone)
+        resolve(go && !signal?.aborted)
+        if (go && signal?.aborted) this.done() // its slot passes on
+      }
+      const gone = () => {
+        const at = this.turns.indexOf(next)
+        if (at >= 0) this.turns.splice(at, 1)
+        resolve(false)
+      }
+      signal?.addEventListener('abort', gone, { once: true })
+      this.turns.push(next)
+    })
   }
 
   private done(): void {
     const next = this.turns.shift()
-    if (next) next() // the slot passes on
+    if (next) next(true) // the slot passes on
     else this.proving -= 1
   }
-}
-
-/** Open a connection, have it prove itself, close it: for a socket of another kind (a WebSocket) about to be opened. */
-export function proveListener(host: string, port: number, token: string, proofMs: number): Promise<void> {
-  const socket = connect({ host, port })
-  return new Promise<void>((resolve, reject) => {
-    socket.once('error', reject)
-    socket.once('connect', () => proveOver(socket, hostHeader(host, port), token, proofMs).then(resolve, reject))
-  }).finally(() => socket.destroy())
 }
 
 export interface Answer {
@@ -108,25 +161,21 @@ export function plainAgent(): Agent {
 export function send(agent: Agent, url: URL, method: string, headers: Record<string, string>, body: string | undefined, signal: AbortSignal): Promise<Answer> {
   return new Promise((resolve, reject) => {
     if (signal.aborted) return reject(reasonOf(signal))
-    const req = request(url, { agent, method, headers }, (response: IncomingMessage) => {
+    const req = request(url, { agent, method, headers, [REQUEST_SIGNAL]: signal } as ConnectionOptions, (response: IncomingMessage) => {
       const chunks: Buffer[] = []
       response.on('data', (chunk: Buffer) => chunks.push(chunk))
       response.on('error', reject)
       response.on('aborted', () => reject(new Error('the answer was cut off')))
-      response.on('end', () => {
-        signal.removeEventListener('abort', aborted)
-        resolve({ status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') })
-      })
+      response.on('end', () => resolve({ status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }))
     })
     const aborted = () => {
       reject(reasonOf(signal))
       req.destroy()
     }
     signal.addEventListener('abort', aborted, { once: true })
-    req.on('error', (error) => {
-      signal.removeEventListener('abort', aborted)
-      reject(error)
-    })
+    // However the request ends (answered, failed, cut off), its listener goes with it.
+    req.once('close', () => signal.removeEventListener('abort', aborted))
+    req.on('error', reject)
     req.end(body)
   })
 }
@@ -139,11 +188,13 @@ function reasonOf(signal: AbortSignal): Error {
 export function open(agent: Agent, url: URL, headers: Record<string, string>, signal: AbortSignal): Promise<IncomingMessage> {
   return new Promise((resolve, reject) => {
     if (signal.aborted) return reject(reasonOf(signal))
-    const req = request(url, { agent, method: 'GET', headers }, resolve)
-    signal.addEventListener('abort', () => {
+    const req = request(url, { agent, method: 'GET', headers, [REQUEST_SIGNAL]: signal } as ConnectionOptions, resolve)
+    const aborted = () => {
       reject(reasonOf(signal))
       req.destroy()
-    }, { once: true })
+    }
+    signal.addEventListener('abort', aborted, { once: true })
+    req.once('close', () => signal.removeEventListener('abort', aborted))
     req.on('error', reject)
     req.end()
   })
@@ -153,37 +204,42 @@ function hostHeader(host: string, port: number): string {
   return `${host.includes(':') ? `[${host}]` : host}:${port}`
 }
 
-/** `GET /v1/health` with a fresh challenge on `socket`, read by hand so the socket can carry requests after it. */
-function proveOver(socket: Socket, host: string, token: string, ms: number): Promise<void> {
+/**
+ * `GET /v1/health` with a fresh challenge on `socket`, read by hand so the socket can carry
+ * requests after it. Only a whole 200 whose proof does not fit the token is `Unproven`
+ * (another program, or somnid with another token); an answer of another kind (somnid
+ * starting or stopping: a 503, `Connection: close`) fails this connection alone.
+ */
+function proveOver(socket: Socket, host: string, token: string): Promise<void> {
   const challenge = newChallenge()
   return new Promise<void>((resolve, reject) => {
-    let buffer = Buffer.alloc(0)
+    const chunks: Buffer[] = []
+    let bytes = 0
     const done = (error?: Error) => {
-      clearTimeout(timer)
       socket.off('data', onData)
       socket.off('error', done)
       socket.off('close', onClose)
       if (error) reject(error)
       else resolve()
     }
-    const timer = setTimeout(() => done(new Error(`no answer to its proof within ${ms} ms`)), ms)
     const onClose = () => done(new Error('the connection closed before its proof'))
     const onData = (chunk: Buffer) => {
-      buffer = Buffer.concat([buffer, chunk])
+      chunks.push(chunk)
+      bytes += chunk.length
+      if (bytes > MAX_PROOF_ANSWER) return done(new Error(`the answer to its proof ran past ${MAX_PROOF_ANSWER} bytes`))
       let answer: Parsed | undefined
       try {
-        answer = parseAnswer(buffer)
+        answer = parseAnswer(chunks.length === 1 ? chunk : Buffer.concat(chunks))
       } catch (error) {
         return done(error as Error)
       }
       if (answer === undefined) return // more to come
-      if (answer.rest > 0 || answer.headers.connection?.toLowerCase() === 'close') {
-        return done(new Unproven('the listener does not keep the connection after its proof'))
-      }
+      if (answer.status !== 200) return done(new Error(`the listener answered ${answer.status} to its proof`))
       const given = { status: answer.status, proof: answer.headers['somnid-proof'], address: socket.remoteAddress ?? '', port: socket.remotePort ?? 0 }
-      if (answer.status !== 200 || !proves(given, token, challenge)) {
+      if (!proves(given, token, challenge)) {
         return done(new Unproven('the program listening there could not prove it holds this token'))
       }
+      if (answer.rest > 0 || !answer.keepAlive) return done(new Error('the listener does not keep the connection after its proof'))
       done()
     }
     socket.on('data', onData)
@@ -198,40 +254,59 @@ interface Parsed {
   headers: Record<string, string>
   /** Bytes after the answer (none from a server that keeps to HTTP/1.1). */
   rest: number
+  /** Whether the server keeps the connection open after it. */
+  keepAlive: boolean
 }
 
 const MAX_HEAD = 16 * 1024
 
-/** An HTTP/1.1 answer (head, and a body by Content-Length or chunked) once whole in `data`; undefined while not. */
+/** Malformed answers fail their connection; only a wrong proof is `Unproven`. */
+function malformed(what: string): Error {
+  return new Error(`a malformed answer to its proof (${what})`)
+}
+
+/** An HTTP/1.x answer (head, and a body by Content-Length or chunked) once whole in `data`; undefined while not. */
 export function parseAnswer(data: Buffer): Parsed | undefined {
   const end = data.indexOf('\r\n\r\n')
   if (end < 0) {
-    if (data.length > MAX_HEAD) throw new Unproven('an answer head without end')
+    if (data.length > MAX_HEAD) throw malformed('a head without end')
     return undefined
   }
   const lines = data.subarray(0, end).toString('latin1').split('\r\n')
-  const status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(lines[0] ?? '')?.[1] ?? 0)
+  const start = /^HTTP\/1\.([01]) (\d{3})/.exec(lines[0] ?? '')
+  if (!start) throw malformed('no HTTP/1.x status line')
+  const status = Number(start[2])
   const headers: Record<string, string> = {}
   for (const line of lines.slice(1)) {
     const colon = line.indexOf(':')
     if (colon > 0) headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim()
   }
+  const connection = (headers.connection ?? '').toLowerCase().split(',').map((part) => part.trim())
+  const keepAlive = start[1] === '1' ? !connection.includes('close') : connection.includes('keep-alive')
   let at = end + 4
-  if (headers['transfer-encoding']?.toLowerCase().includes('chunked')) {
+  if (headers['transfer-encoding'] !== undefined) {
+    if (headers['transfer-encoding'].toLowerCase() !== 'chunked') throw malformed(`transfer-encoding ${headers['transfer-encoding']}`)
     for (;;) {
       const eol = data.indexOf('\r\n', at)
       if (eol < 0) return undefined
-      const size = Number.parseInt(data.subarray(at, eol).toString('latin1'), 16)
-      if (!Number.isFinite(size) || size < 0) throw new Unproven('a malformed chunked answer')
+      const sizeText = data.subarray(at, eol).toString('latin1').split(';')[0]!.trim()
+      if (!/^[0-9a-fA-F]{1,8}$/.test(sizeText)) throw malformed('a chunk size')
+      const size = Number.parseInt(sizeText, 16)
       if (size === 0) {
-        if (data.length < eol + 4) return undefined // the last chunk's CRLF (no trailers)
-        return { status, headers, rest: data.length - (eol + 4) }
+        // Trailers, if any, then an empty line.
+        const last = data.indexOf('\r\n', eol + 2) === eol + 2 ? eol + 4 : data.indexOf('\r\n\r\n', eol + 2) + 4
+        if (last < 4 || data.length < last) return undefined
+        return { status, headers, rest: data.length - last, keepAlive }
       }
       at = eol + 2 + size + 2
       if (data.length < at) return undefined
+      if (data[at - 2] !== 0x0d || data[at - 1] !== 0x0a) throw malformed('a chunk without its CRLF')
     }
   }
-  const length = Number(headers['content-length'] ?? 0)
+  const lengthText = headers['content-length'] ?? '0'
+  if (!/^\d{1,6}$/.test(lengthText)) throw malformed(`content-length ${lengthText.slice(0, 20)}`)
+  const length = Number(lengthText)
+  if (length > MAX_PROOF_ANSWER) throw malformed(`content-length ${length}`)
   if (data.length < at + length) return undefined
-  return { status, headers, rest: data.length - (at + length) }
+  return { status, headers, rest: data.length - (at + length), keepAlive }
 }

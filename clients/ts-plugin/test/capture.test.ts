@@ -135,3 +135,23 @@ test('a spool file a process was adopting when it ended is adopted by the next r
     spool.close()
   }
 })
+
+test('lines captured while somnid was away go out at shutdown once it is back, not left for the next run', async () => {
+  // No probe of the monitor's, nor one a send may start, for a minute: only the shutdown asks again.
+  const { ctx, somnid } = await setup({ retryMinMs: 60_000, retryMaxMs: 60_000, healthIntervalMs: 60_000 })
+  try {
+    await ready(ctx, somnid)
+    await somnid.stop()
+    const s = fakeSession('sess-back')
+    ctx.emit('session/event', s, { type: 'user/message', seq: 1, time: 0, data: userMessage('said while somnid was stopped') })
+    await ctx.parallel('session/flush', s)
+    await until(() => /unreachable/.test(ctx.logText('warn')), 5000, 'somnid seen down')
+    await somnid.start() // back (SIGCONT), and the run ends right after
+    await ctx.dispose()
+    assert.deepEqual(texts(somnid.of('POST', '/v1/sessions/sess-back/messages')), ['said while somnid was stopped'])
+    assert.doesNotMatch(ctx.logText('warn'), /not delivered/)
+  } finally {
+    await ctx.dispose()
+    await somnid.stop()
+  }
+})

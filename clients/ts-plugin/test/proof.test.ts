@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import { SomnidClient } from '../src/client.js'
 import { canonicalHost, proofOf } from '../src/proof.js'
-import { FakeSomnid } from './fake-somnid.js'
+import { FakeSomnid, until } from './fake-somnid.js'
 import { tempDir } from './helpers.js'
 
 const quiet = { debug() {}, info() {}, warn() {}, error() {} }
@@ -20,6 +20,15 @@ async function holding(token: string): Promise<FakeSomnid> {
   const somnid = new FakeSomnid()
   somnid.token = token
   return somnid.start()
+}
+
+/** A WebSocket through the client to a listener that proves nothing: it fails (and carries nothing, asserted by the caller). */
+async function socketFails(c: SomnidClient, base: string): Promise<void> {
+  const socket = c.websocket(`${base.replace(/^http/, 'ws')}/v1/llm/bridge`, c.socketHeaders())
+  const events: string[] = []
+  for (const type of ['open', 'error', 'close'] as const) socket.addEventListener(type, () => events.push(type))
+  await until(() => events.includes('close'), 5000, 'the socket given up')
+  assert.deepEqual(events, ['error', 'close'])
 }
 
 function client(baseUrl: string, token: string): SomnidClient {
@@ -34,7 +43,7 @@ test('a listener that proves nothing never sees the token', async () => {
     await assert.rejects(c.request('POST', '/v1/recall', { query: 'x' }), /could not prove/)
     assert.ok(squatter.requests.length >= 2, 'it was asked for its proof')
     assert.ok(squatter.requests.every((r) => r.path === '/v1/health' && r.headers.authorization === undefined), JSON.stringify(squatter.requests.map((r) => [r.path, r.headers.authorization])))
-    assert.equal(await c.provenHeaders(), undefined, 'nor would a WebSocket carry it')
+    await socketFails(c, squatter.url)
     assert.match(c.refused ?? '', /could not prove it holds this token/)
   } finally {
     await c.close()
@@ -75,7 +84,7 @@ test('somnid proves it holds the token, and only then is it sent', async () => {
     assert.equal(health!.headers.authorization, undefined)
     assert.match(String(health!.headers['somnid-challenge']), /^[A-Za-z0-9_-]{16,128}$/)
     assert.equal(tools!.headers.authorization, 'Bearer the-secret')
-    assert.deepEqual(await c.provenHeaders(), { authorization: 'Bearer the-secret' })
+    assert.deepEqual(c.socketHeaders(), { authorization: 'Bearer the-secret' })
   } finally {
     await c.close()
     await somnid.stop()
@@ -122,7 +131,7 @@ test('a program that takes the port after somnid stopped never sees the token, o
     try {
       await assert.rejects(c.request('GET', '/v1/tools'), /could not prove|unreachable/)
       await assert.rejects(c.request('GET', '/v1/tools'), /could not prove/)
-      assert.equal(await c.provenHeaders(), undefined, 'nor a WebSocket')
+      await socketFails(c, squatter.url)
       await assert.rejects(c.stream('/v1/sleep/events', new AbortController().signal), /could not prove/)
       assert.ok(squatter.requests.length > 0)
       assert.ok(squatter.requests.every((r) => r.headers.authorization === undefined), JSON.stringify(squatter.requests.map((r) => [r.path, r.headers.authorization])))

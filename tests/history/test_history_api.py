@@ -176,6 +176,27 @@ def test_revert_restores_bytes_and_the_index_and_refuses_over_a_later_edit(
     assert_problem(client.post(f"/v1/history/{edit['id']}/revert"), 409, "revert_conflict")
 
 
+def test_a_commit_undone_whole_says_by_which_until_that_is_undone_too(client: TestClient) -> None:
+    """The Dreams tab could not tell a reverted dream from one that stands: the list said
+    nothing of reverts."""
+    client.post("/v1/memories/knowledge", json={"name": "pet", "body": "a cat named Tom\n"})
+    history(client)
+    client.patch("/v1/memories/knowledge/pet", json={"body": "a dog named Rex\n"})
+    [edit, *_] = history(client)
+    assert edit["revertedBy"] is None
+    undo = client.post(f"/v1/history/{edit['id']}/revert").json()["commit"]
+    [revert, edited, *_] = history(client)
+    assert (revert["id"], edited["id"], edited["revertedBy"]) == (undo, edit["id"], undo)
+    assert client.get(f"/v1/history/{edit['id']}").json()["commit"]["revertedBy"] == undo
+    # The revert reverted: the edit stands again, and the revert is the one undone.
+    redo = client.post(f"/v1/history/{undo}/revert").json()["commit"]
+    listed = {item["id"]: item["revertedBy"] for item in history(client)}
+    assert (listed[edit["id"]], listed[undo], listed[redo]) == (None, redo, None)
+    # An entry's own history says it too.
+    page = client.get("/v1/history/entries/knowledge/pet").json()["items"]
+    assert {item["commit"]["id"]: item["commit"]["revertedBy"] for item in page}[undo] == redo
+
+
 def test_a_revert_never_puts_back_a_name_that_differs_only_in_case(
     client: TestClient, data_dir: Path
 ) -> None:

@@ -128,6 +128,7 @@ def test_the_memory_browser_end_to_end(site: tuple[str, httpx.Client, Any]) -> N
         page.click("#save")
         page.wait_for_selector("#conflict:not([hidden])")
         page.screenshot(path=str(ARTEFACTS / "conflict.png"))
+        page.once("dialog", lambda box: box.accept())  # the typed text is let go, when asked
         page.click("#reload")
         expect(page.locator("#e-body")).to_have_value(re.compile("red"))
         page.fill("#e-body", "Mira likes red and blue kites.\n")
@@ -158,8 +159,13 @@ def test_the_memory_browser_end_to_end(site: tuple[str, httpx.Client, Any]) -> N
             api.get("/v1/memories/knowledge/kites").json()["body"]
             == "Mira likes red and blue kites.\n"
         )
-        page.click("#revert")  # twice: refused, and says why
-        expect(page.locator("#d-status")).to_have_text(re.compile("^Refused"))
+        # Undone: marked in the list and in the dream, with no button to undo it again.
+        expect(page.locator("#revert")).to_be_hidden()
+        by = re.compile("^reverted by [0-9a-f]{12}$")
+        expect(page.locator(f"#dreams li[data-dream='{dream_id}'] .reverted-by")).to_have_text(by)
+        page.click(f"#dreams li[data-dream='{dream_id}']")
+        expect(page.locator("#d-status")).to_have_text(by)
+        expect(page.locator("#revert")).to_be_hidden()
 
         # Sleep status, live from the SSE stream: another sleep is seen to end (it dreams the
         # log again: reverting the dream made it pending).

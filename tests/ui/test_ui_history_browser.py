@@ -20,6 +20,7 @@ from somnid.api.app import create_app
 from somnid.config import Settings
 from tests.browser import CHROMIUM, FLAGS
 from tests.clients import TEST_TOKEN
+from tests.daemon import free_port
 from tests.history.helpers import wait_for
 from tests.ui.server import serve
 
@@ -146,6 +147,7 @@ def test_the_small_things_a_new_user_met(site: tuple[str, httpx.Client, Path], p
 
     # The "also from history" box does not stay ticked for the next entry.
     page.check("#purge-history")
+    page.once("dialog", lambda box: box.accept())  # "oolong" is not saved: asked, let go
     page.click("#list li[data-name=old-vpn]")
     expect(page.locator("#e-title")).to_have_text("knowledge / old-vpn")
     expect(page.locator("#purge-history")).not_to_be_checked()
@@ -317,3 +319,71 @@ def test_what_a_probe_met_without_a_mouse_and_with_files_gone(
     for selector in ("#tabs button:last-of-type", "#logout"):
         box = page.locator(selector).bounding_box()
         assert box is not None and box["x"] + box["width"] <= 375, (selector, box)
+
+
+def test_text_typed_and_not_saved_is_not_dropped_without_asking(
+    site: tuple[str, httpx.Client, Path], page: Any
+) -> None:
+    """A probe (stop 60): text typed in the editor was dropped without a word when another
+    entry opened, on reload (after a 412) and when a change was reverted."""
+    _, api, _ = site
+    api.post("/v1/memories/knowledge", json={"name": "tea", "body": "green\n"})
+    api.post("/v1/memories/knowledge", json={"name": "vpn", "body": "port 1194\n"})
+    asked: list[str] = []
+    answer = {"accept": False}
+
+    def dialog(box: Any) -> None:
+        asked.append(box.message)
+        box.accept() if answer["accept"] else box.dismiss()
+
+    page.on("dialog", dialog)
+    log_in(page)
+    page.click("#list li[data-name=tea]")
+    expect(page.locator("#e-body")).to_have_value("green\n")
+    page.fill("#e-body", "green, and oolong on Sundays\n")
+
+    page.click("#list li[data-name=vpn]")  # asked, and kept on "cancel"
+    expect(page.locator("#e-title")).to_have_text(re.compile("/ tea$"))
+    expect(page.locator("#e-body")).to_have_value("green, and oolong on Sundays\n")
+    assert len(asked) == 1 and "not saved" in asked[0], asked
+
+    answer["accept"] = True  # and this time let it go
+    page.click("#list li[data-name=vpn]")
+    expect(page.locator("#e-body")).to_have_value("port 1194\n")
+    assert len(asked) == 2
+    page.click("#list li[data-name=tea]")  # nothing typed in vpn: nothing to ask
+    expect(page.locator("#e-body")).to_have_value("green\n")
+    assert len(asked) == 2, asked
+
+    page.fill("#e-body", "green tea\n")
+    page.click("#save")
+    expect(page.locator("#e-status")).to_have_text("Saved.")
+    page.click("#list li[data-name=vpn]")  # saved: nothing to ask
+    expect(page.locator("#e-body")).to_have_value("port 1194\n")
+    assert len(asked) == 2, asked
+    assert api.get("/v1/memories/knowledge/tea").json()["body"] == "green tea\n"
+
+
+def test_after_a_restart_the_page_asks_for_the_login_again(tmp_path: Path) -> None:
+    """A probe (stop 60): a restart ends the browser's session, and the sleep badge went on
+    showing the state before it (its event stream refused, never asked again) until the
+    person happened to click something."""
+    settings = Settings(
+        data_dir=tmp_path / "data", timezone="UTC", embed={"provider": "off"}, token=TEST_TOKEN
+    )
+    port = free_port()
+    with playwright.sync_playwright() as driver:
+        browser = driver.chromium.launch(
+            executable_path=CHROMIUM, args=[f for f in FLAGS if f != "--headless"]
+        )
+        tab = browser.new_page(viewport={"width": 1280, "height": 900})
+        tab.set_default_timeout(30_000)
+        expect.set_options(timeout=30_000)
+        with serve(create_app(settings), port=port) as base:
+            tab.goto(f"{base}/ui")
+            log_in(tab)
+            expect(tab.locator("#sleep")).to_have_text("awake")
+        with serve(create_app(settings), port=port):  # the same daemon, restarted
+            expect(tab.locator("#login")).to_be_visible()
+            expect(tab.locator("#sleep")).to_be_hidden()
+        browser.close()

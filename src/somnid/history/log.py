@@ -17,6 +17,8 @@ from somnid.store.layout import DREAM_ID, Layout
 
 _COMMIT = re.compile(r"^[0-9a-fA-F]{4,40}$")
 _TRAILER = re.compile(r"^([A-Za-z-]+): (.*)$")
+_WHOLE_REVERT = re.compile(r"^Revert [0-9a-f]{12}: ")
+"""A revert of a whole commit (revert.py); one of a single entry says ``for <entry>``."""
 _FIELDS = ("%H", "%P", "%an", "%ae", "%aI", "%B")
 
 
@@ -55,6 +57,9 @@ class Commit:
     message: str
     trailers: dict[str, str] = field(default_factory=dict)
     changes: list[Change] = field(default_factory=list)
+    reverted_by: str | None = None
+    """The commit that undid this one whole, while that undoing stands (a revert of it puts
+    this one back)."""
 
     @property
     def dream_id(self) -> str | None:
@@ -164,12 +169,44 @@ def commits(
         f"--max-count={limit}", *select, "HEAD", *where,
     )  # fmt: skip
     total = int(git.text("rev-list", "--count", *select, "HEAD", *where).strip() or 0)
+    _mark_reverted(git, found)
     return found, total
 
 
 def commit(git: Git, layout: Layout, commit_id: str) -> Commit:
     sha = resolve(git, commit_id)
-    return _log(git, layout, "--name-status", "--no-renames", "-1", sha)[0]
+    found = _log(git, layout, "--name-status", "--no-renames", "-1", sha)
+    _mark_reverted(git, found)
+    return found[0]
+
+
+def _mark_reverted(git: Git, found: list[Commit]) -> None:
+    """Set ``reverted_by`` on the commits that a standing whole revert undid."""
+    if not found:
+        return
+    out = git.text(
+        "log", "--format=%x1e%H%x1f%s%x1f%(trailers:key=Reverts,valueonly,separator=%x1f)",
+        "--grep=^Reverts: ", "HEAD",
+    )  # fmt: skip
+    undone_by: dict[str, str] = {}
+    for record in out.split("\x1e")[1:]:
+        sha, subject, *targets = record.strip("\n").split("\x1f")
+        if _WHOLE_REVERT.match(subject):
+            for target in (value.strip() for value in targets if value.strip()):
+                undone_by.setdefault(target, sha)  # newest first: the last revert of it
+
+    def standing(sha: str) -> bool:
+        """Whether ``sha``'s changes stand: not undone, or its undoing undone in turn."""
+        flips = 0
+        while sha in undone_by and flips < 64:
+            sha = undone_by[sha]
+            flips += 1
+        return flips % 2 == 0
+
+    for info in found:
+        by = undone_by.get(info.id)
+        if by is not None and standing(by):
+            info.reverted_by = by
 
 
 def diffs(

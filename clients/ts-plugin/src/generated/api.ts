@@ -1109,6 +1109,11 @@ export interface components {
              * @description The commit this one reverts.
              */
             reverts?: string | null;
+            /**
+             * Revertedby
+             * @description The commit that undid this one whole, while that stands (null once the revert is itself reverted).
+             */
+            revertedBy?: string | null;
             /** Changes */
             changes: components["schemas"]["ChangeOut"][];
         };

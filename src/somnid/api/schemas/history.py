@@ -43,6 +43,11 @@ class CommitOut(Schema):
     agent: str | None = None
     session: str | None = None
     reverts: str | None = Field(None, description="The commit this one reverts.")
+    reverted_by: str | None = Field(
+        None,
+        description="The commit that undid this one whole, while that stands (null once the "
+        "revert is itself reverted).",
+    )
     changes: list[ChangeOut]
 
     @classmethod
@@ -59,6 +64,7 @@ class CommitOut(Schema):
             agent=commit.trailers.get("Somnid-Agent"),
             session=commit.trailers.get("Somnid-Session"),
             reverts=commit.trailers.get("Reverts"),
+            reverted_by=commit.reverted_by,
             changes=[ChangeOut.of(change) for change in commit.changes],
         )
 

@@ -48,6 +48,7 @@ const T = {
     kept_this: "Settled: the entry keeps this machine's version.", took_other: "Settled: the entry now holds the other machine's version.",
     kept_entry: "Settled: the entry keeps its version.", took_aside: "Settled: the entry now holds the version that was set aside.",
     broken_intro: "Files somnid cannot read are left alone, as they are, until fixed by hand:",
+    discard_edits: "This entry has changes you have not saved. Discard them?",
   },
   zh: {
     title: "somnid 记忆", memories: "记忆", search: "搜索", intentions: "待办意图",
@@ -90,7 +91,8 @@ const T = {
     keep_this: "保留本机的", take_other: "采用另一台的",
     kept_this: "已解决：条目保留本机的版本。", took_other: "已解决：条目现在是另一台机器的版本。",
     kept_entry: "已解决：条目保留原有版本。", took_aside: "已解决：条目现在是存放在旁边的版本。",
-    broken_intro: "somnid 读不了的文件原样保留，等人手工修好："
+    broken_intro: "somnid 读不了的文件原样保留，等人手工修好：",
+    discard_edits: "这个条目有尚未保存的修改。要放弃它们吗？",
   },
 };
 const CORE = ["name", "description", "stability", "score", "created", "last_used", "last_decay",
@@ -278,7 +280,25 @@ async function paintBroken() {
     el("li", { "data-path": file.path }, el("code", {}, file.path), " ", el("span", { class: "muted" }, file.reason)))));
 }
 
+// What the person typed in the editor and has not saved: opening another entry, reloading,
+// reverting or archiving replaced it without a word.
+function unsaved() {
+  if (!current || $("entry").hidden || current.archived) return false;
+  return $("e-desc").value !== current.description || $("e-body").value !== current.body
+    || $("e-fields").value !== JSON.stringify(editable(current.meta), null, 2);
+}
+
+function mayDiscard() {
+  return !unsaved() || confirm(t("discard_edits"));
+}
+
+/** The person opens an entry: asked first if what they typed in the open one would be lost. */
 async function openEntry(kind, name, archived) {
+  if (!mayDiscard()) return;
+  await loadEntry(kind, name, archived);
+}
+
+async function loadEntry(kind, name, archived) {
   // Cleared before the entry loads, not after: what the user types meanwhile is kept.
   say($("notice"), "");
   $("purge-confirm").value = "";
@@ -338,7 +358,7 @@ async function save() {
   try {
     await api("PUT", path, { description: $("e-desc").value, body: $("e-body").value, fields: changed },
       { "If-Match": `"${current.etag}"` });
-    await openEntry(current.kind, current.name, false);
+    await loadEntry(current.kind, current.name, false);
     say($("e-status"), t("saved"));
   } catch (error) {
     if (error.status === 412) $("conflict").hidden = false;
@@ -347,6 +367,7 @@ async function save() {
 }
 
 async function act(what) {
+  if (!mayDiscard()) return;
   const base = `/v1/memories/${current.kind}/${encodeURIComponent(current.name)}`;
   try {
     if (what === "archive") {
@@ -429,6 +450,7 @@ async function loadEntryHistory(limit = 50) {
 }
 
 async function revertChange(base, commit) {
+  if (!mayDiscard()) return;
   try {
     await api("POST", `${base}/${commit}/revert`);
   } catch (error) {
@@ -437,7 +459,7 @@ async function revertChange(base, commit) {
     return;
   }
   try {
-    await openEntry(current.kind, current.name, current.archived);
+    await loadEntry(current.kind, current.name, current.archived);
   } catch (error) {
     if (error.status !== 404) throw error;
     $("entry").hidden = true;
@@ -502,8 +524,9 @@ async function loadDreams(limit = 50) {
   const older = data.total > data.items.length
     ? [el("li", { class: "muted more", onclick: () => loadDreams(limit + 50) }, t("older").replace("{n}", data.items.length).replace("{total}", data.total))] : [];
   $("dreams").replaceChildren(...(data.items.length ? data.items.map((commit) => el("li", {
-    "data-dream": commit.dreamId, onclick: () => openDream(commit),
-  }, el("strong", {}, commit.dreamId), el("div", { class: "muted" }, commit.subject)))
+    "data-dream": commit.dreamId, onclick: () => openDream(commit), class: commit.revertedBy ? "reverted" : "",
+  }, el("strong", {}, commit.dreamId), el("div", { class: "muted" }, commit.subject),
+  ...(commit.revertedBy ? [el("div", { class: "muted reverted-by" }, `${t("reverted_by")} ${commit.revertedBy.slice(0, 12)}`)] : [])))
     : [el("li", { class: "muted" }, t("empty"))]), ...older);
 }
 
@@ -520,7 +543,10 @@ async function openDream(commit) {
   $("dream-detail").hidden = false;
   $("dream-detail").dataset.dream = commit.dreamId;
   $("d-title").textContent = `${commit.dreamId} · ${commit.subject}`;
-  say($("d-status"), "");
+  // Undone already: said, and no button to undo it again (a second revert was refused).
+  const reverted = data.commit.revertedBy;
+  $("revert").hidden = Boolean(reverted);
+  say($("d-status"), reverted ? `${t("reverted_by")} ${reverted.slice(0, 12)}` : "");
   const entries = [...data.entries].sort((a, b) => Number(!a.change.kind) - Number(!b.change.kind));
   $("diffs").replaceChildren(...entries.map((entry) => el("div", {},
     el("h3", {}, entry.change.kind ? `${kindName(entry.change.kind)} / ${entry.change.name} (${entry.change.status})` : entry.change.path),
@@ -542,6 +568,8 @@ async function revertDream() {
   try {
     await api("POST", `/v1/dreams/${encodeURIComponent(id)}/revert`);
     say($("d-status"), t("reverted"));
+    $("revert").hidden = true;
+    await loadDreams();
   } catch (error) {
     const which = (error.body.entries || []).map((e) => e.label).join(", ");
     say($("d-status"), error.body.code === "revert_conflict" ? `${t("revert_refused")}: ${which}` : error.message, true);
@@ -685,7 +713,9 @@ async function watchSleep() {
   try {
     const { data } = await api("GET", "/v1/sleep/status");
     paint(data.sleeping);
-  } catch { /* shown on the next event */ }
+  } catch (error) {
+    if (error.status === 401) return; // the session ended: the login shows
+  }
   if (events) events.close();
   events = null;
   if (document.hidden) return; // opened again when the tab is shown
@@ -693,6 +723,15 @@ async function watchSleep() {
   events.addEventListener("started", () => paint(true));
   events.addEventListener("finished", (e) => { paint(false, JSON.parse(e.data).status); if (!$("view-dreams").hidden) loadDreams(); });
   events.onmessage = (e) => paint(badge.classList.contains("sleeping"), `${t("event")}: ${JSON.parse(e.data).type}`);
+  // A browser retries a stream cut by the network, not one answered with an error: after a
+  // restart (which ends the session: 401) the badge stood still until the next login. Ask
+  // again shortly: the status says 401 (the login shows) or the stream opens anew.
+  const stream = events;
+  events.onerror = () => {
+    if (stream.readyState !== EventSource.CLOSED || events !== stream) return;
+    events = null;
+    setTimeout(() => { if (!events && !$("tabs").hidden && !document.hidden) watchSleep(); }, 2000);
+  };
 }
 
 // A hidden tab lets go of its stream: a browser keeps at most 6 connections to a host, and
@@ -718,6 +757,8 @@ document.addEventListener("DOMContentLoaded", () => {
   $("filter").addEventListener("input", () => { filtering = true; loadList().finally(() => { filtering = false; }); });
   $("save").addEventListener("click", save);
   $("reload").addEventListener("click", () => openEntry(current.kind, current.name, current.archived));
+  // Leaving the page with text typed and not saved: the browser asks.
+  window.addEventListener("beforeunload", (event) => { if (unsaved()) event.preventDefault(); });
   $("archive").addEventListener("click", () => act("archive"));
   $("restore").addEventListener("click", () => act("restore"));
   $("purge").addEventListener("click", () => act("purge"));

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from pathlib import Path
 
 from fastapi.testclient import TestClient
@@ -224,3 +225,31 @@ def test_an_emoji_in_a_name_is_refused_not_dropped(client: TestClient) -> None:
         assert "emoji" in answer.json()["detail"], raw
     assert client.get("/v1/memories/knowledge/launch").status_code == 404
     assert create(client, name="हिन्दी नोट")["name"] == "हिन्दी-नोट"  # marks are kept
+
+
+def test_a_name_in_another_unicode_form_is_the_same_entry(
+    client: TestClient, data_dir: Path
+) -> None:
+    """A Mac, and some keyboards, send "é" as "e" and a combining accent (NFD). An entry made
+    as "café" that way was stored composed and then 404 on read, while a create of the
+    composed name said 409: it exists."""
+    nfd, nfc = unicodedata.normalize("NFD", "café"), unicodedata.normalize("NFC", "café")
+    assert nfd != nfc
+    assert create(client, name=nfd, body="espresso\n")["name"] == nfc
+    url = f"/v1/memories/knowledge/{nfd}"
+    assert client.get(url).json()["name"] == nfc
+    changed = client.patch(url, json={"body": "flat white\n"})
+    assert (changed.status_code, changed.json()["name"]) == (200, nfc), changed.text
+    assert client.post(f"{url}/archive").json()["name"] == nfc
+    assert client.get(f"{url}?archived=true").json()["body"] == "flat white\n"
+    assert client.post(f"{url}/restore").json()["name"] == nfc
+    assert [p.name for p in (data_dir / "memory/knowledge").iterdir() if p.name != "archived"] == [
+        nfc
+    ]
+    # A folder made by hand in the other form is found by the composed name too.
+    naive = unicodedata.normalize("NFD", "naïve")
+    folder = data_dir / "memory/knowledge" / naive
+    folder.mkdir()
+    (folder / "SKILL.md").write_text(f"---\nname: {naive}\n---\nkept as typed\n")
+    found = client.get(f"/v1/memories/knowledge/{unicodedata.normalize('NFC', naive)}")
+    assert (found.status_code, found.json()["name"]) == (200, naive), found.text

@@ -13,13 +13,14 @@ import asyncio
 import contextlib
 import datetime as dt
 import logging
+import unicodedata
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import Any, Literal
 
-from somnid.errors import Conflict, InvalidInput, PreconditionFailed, StorageError
+from somnid.errors import Conflict, InvalidInput, InvalidName, PreconditionFailed, StorageError
 from somnid.memory.clock import Clock
 from somnid.memory.entry import Entry, vitals_from_meta
 from somnid.memory.kinds import (
@@ -149,16 +150,34 @@ class MemoryService:
         """Every readable entry of ``kinds`` (broken files are reported, not returned)."""
         return await asyncio.to_thread(self._store.scan, kinds, archived=archived)
 
-    def _named(self, kind: Kind, name: str) -> str:
+    def _named(self, kind: Kind, name: str, *, archived: bool = False) -> str:
         """The entry ``name`` asks for: a profile may be asked for by its user id
-        (:mod:`somnid.services.profile_names`). Blocking: call it in the worker thread."""
-        if kind is not Kind.PROFILE or not name.strip():
-            return name
-        return profile_asked(self._store, name)
+        (:mod:`somnid.services.profile_names`), and a name in another Unicode form than its
+        folder's is that entry's. Blocking: call it in the worker thread."""
+        if kind is Kind.PROFILE and name.strip():
+            name = profile_asked(self._store, name)
+        return self._spelled(kind, name, archived)
+
+    def _spelled(self, kind: Kind, name: str, archived: bool) -> str:
+        """``name`` as the folder on disk spells it. A Mac, and some keyboards, send "é" as
+        "e" and a combining accent (NFD); somnid writes names composed (NFKC). Asked so,
+        an entry made as "café" was 404 on read while its create had said 409 (it exists)."""
+        try:
+            if self._store.exists(kind, name, archived=archived):
+                return name
+            for form in ("NFC", "NFKC", "NFD"):
+                other = unicodedata.normalize(form, name)
+                if other != name and self._store.exists(kind, other, archived=archived):
+                    return other
+        except InvalidName:
+            pass  # said by the read or write that follows
+        return name
 
     async def exists(self, kind: Kind, name: str, *, archived: bool = False) -> bool:
         return await asyncio.to_thread(
-            lambda: self._store.exists(kind, self._named(kind, name), archived=archived)
+            lambda: self._store.exists(
+                kind, self._named(kind, name, archived=archived), archived=archived
+            )
         )
 
     async def mutate(
@@ -255,7 +274,9 @@ class MemoryService:
 
     async def get(self, kind: Kind, name: str, *, archived: bool = False) -> Entry:
         return await asyncio.to_thread(
-            lambda: self._store.read(kind, self._named(kind, name), archived=archived)
+            lambda: self._store.read(
+                kind, self._named(kind, name, archived=archived), archived=archived
+            )
         )
 
     async def list(
@@ -351,7 +372,7 @@ class MemoryService:
         return await self._written(
             lambda: self._store.update(
                 kind,
-                self._named(kind, name),
+                self._named(kind, name, archived=archived),
                 description=description,
                 body=body,
                 fields=fields,
@@ -368,13 +389,15 @@ class MemoryService:
         before = await self.get(kind, name)
         stamp = {"status": _CLOSED_STATUS.get(reason, reason)} if kind is Kind.INTENTION else None
         return await self._written(
-            lambda: self._store.archive(kind, name, reason=reason, if_match=if_match, stamp=stamp),
+            lambda: self._store.archive(
+                kind, before.name, reason=reason, if_match=if_match, stamp=stamp
+            ),
             before.path,
         )
 
     async def restore(self, kind: Kind, archived_name: str) -> Entry:
         before = await self.get(kind, archived_name, archived=True)
-        return await self._written(lambda: self._store.restore(kind, archived_name), before.path)
+        return await self._written(lambda: self._store.restore(kind, before.name), before.path)
 
     async def record_usage(self, kind: Kind, name: str) -> Entry:
         """The entry was used: reinforce it (spaced repetition; episodes reconsolidate)."""

@@ -253,3 +253,20 @@ def test_a_name_in_another_unicode_form_is_the_same_entry(
     (folder / "SKILL.md").write_text(f"---\nname: {naive}\n---\nkept as typed\n")
     found = client.get(f"/v1/memories/knowledge/{unicodedata.normalize('NFC', naive)}")
     assert (found.status_code, found.json()["name"]) == (200, naive), found.text
+
+
+def test_a_write_keeps_how_a_person_laid_out_the_front_matter(
+    client: TestClient, data_dir: Path
+) -> None:
+    """A PATCH of the description re-indented every nested key of the file and added a
+    blank line under the fence: the person's `git diff` showed the whole block."""
+    create(client, name="tea", body="x\n")
+    path = data_dir / "memory/knowledge/tea/SKILL.md"
+    laid_out = (
+        path.read_text()
+        .replace("description: ''\n", "description: old\nlinks:\n    home: x\ntags:\n    - green\n")
+        .replace("---\n\nx\n", "---\nx\n")
+    )
+    path.write_text(laid_out)
+    assert client.patch("/v1/memories/knowledge/tea", json={"description": "new"}).is_success
+    assert path.read_text() == laid_out.replace("description: old", "description: new")

@@ -70,6 +70,43 @@ def test_a_change_keeps_unknown_keys_order_and_comments() -> None:
     assert frontmatter.render(frontmatter.parse(text)) == text
 
 
+INDENTED_BY_HAND = """\
+---
+name: deploy-window
+links:
+    runbook: wiki/deploy
+    owners:
+        primary: alice
+steps:
+    - name: freeze
+      when: tuesday
+    - name: ship
+tags:
+    - release
+    - ops
+---
+Body right under the fence.
+"""
+
+
+def test_a_change_keeps_the_person_s_indents_and_fence_spacing() -> None:
+    """Every API write re-indented a person's nested keys to 2 spaces and put a blank line
+    under the fence: one changed value became a diff of the whole block."""
+    doc = frontmatter.parse(INDENTED_BY_HAND)
+    assert frontmatter.render(doc) == INDENTED_BY_HAND
+    doc.meta["score"] = 0.5
+    assert frontmatter.render(doc) == INDENTED_BY_HAND.replace("---\nBody", "score: 0.5\n---\nBody")
+    dashes_at_the_key = INDENTED_BY_HAND.replace("\n    - ", "\n  - ").replace(
+        "\n      when", "\n    when"
+    )
+    assert frontmatter.render(frontmatter.parse(dashes_at_the_key)) == dashes_at_the_key
+    flush = "---\nname: a\ntags:\n- x\n- y\nmap:\n   k: v\n---\n\nbody\n"
+    assert frontmatter.render(frontmatter.parse(flush)) == flush
+    # A literal block's lines are not read for indents.
+    literal = "---\nnote: |\n  see:\n       deep\nmap:\n  k: v\n---\n\nbody\n"
+    assert frontmatter.render(frontmatter.parse(literal)) == literal
+
+
 def test_no_front_matter_is_all_body() -> None:
     doc = frontmatter.parse("just text\n---\nmore\n")
     assert dict(doc.meta) == {}

@@ -9,6 +9,8 @@ expand too far) raises :class:`BrokenFile`; the caller then leaves the file alon
 from __future__ import annotations
 
 import io
+import itertools
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +29,20 @@ MAX_FRONT_MATTER_CHARS = 64 * 1024
 MAX_NODES = 5000
 
 
+@dataclass(frozen=True, slots=True)
+class Style:
+    """How a person laid out their front matter, kept when somnid writes the file back:
+    re-indenting every nested key and adding a blank line turned one changed value into a
+    diff of the whole block, in a repository the person versions."""
+
+    mapping: int = 2
+    """Spaces a nested mapping is indented by."""
+    offset: int = 0
+    """Spaces before a block sequence's dash, past its key's column (``tags:\n  - a``: 2)."""
+    blank_line: bool = True
+    """A blank line between the closing fence and the body."""
+
+
 @dataclass(slots=True)
 class Document:
     meta: Any  # a CommentedMap when parsed for round trips, else a plain dict
@@ -36,10 +52,12 @@ class Document:
     crlf: bool = False
     """The file's lines end in CRLF (as an editor on Windows writes them): written back so,
     every line, rather than turning each line of a person's file into a change."""
+    style: Style = Style()
 
 
-def _yaml() -> YAML:
+def _yaml(style: Style = Style()) -> YAML:
     yaml = YAML(typ="rt")
+    yaml.indent(mapping=style.mapping, sequence=style.offset + 2, offset=style.offset)
     yaml.preserve_quotes = True
     yaml.width = 4096
     yaml.allow_duplicate_keys = False
@@ -123,13 +141,52 @@ def parse(text: str, *, round_trip: bool = True) -> Document:
     if round_trip and block.strip():
         _check_readable(block)
     body = "".join(lines[index + 1 :])
+    blank = body.startswith(("\r\n", "\n"))
     if body.startswith("\r\n"):
         body = body[2:]
     elif body.startswith("\n"):
         body = body[1:]
     if crlf:  # read as every other file reads (a body written back reads as sent); the
         body = body.replace("\r\n", "\n")  # file's line ends come back at render
-    return Document(meta, body, bom, crlf)
+    return Document(meta, body, bom, crlf, _style(block, blank=blank or not body))
+
+
+_NESTS = re.compile(r"^( *)(?:- +)?[^\s#][^#]*:$")
+"""A key whose value is the block below it (``links:``, ``- name:``)."""
+_LITERAL = re.compile(r":\s+[|>][-+0-9]*\s*(#.*)?$")
+"""A key whose value is a literal or folded block (``note: |``, ``text: >-``)."""
+
+
+def _style(block: str, *, blank: bool) -> Style:
+    """The indents of the first nested mapping and block sequence in ``block``. A guess
+    that is off only changes how far somnid indents: the YAML reads the same."""
+    mapping = offset = None
+    lines: list[str] = []
+    within: int | None = None  # the column of the key whose literal block (``|``, ``>``) runs
+    for line in block.splitlines():
+        line = line.rstrip()
+        column = len(line) - len(line.lstrip(" "))
+        if not line.strip() or (within is not None and column > within):
+            continue  # a literal's lines say nothing of the mapping's indents
+        within = column if _LITERAL.search(line) else None
+        if not line.lstrip().startswith("#"):
+            lines.append(line)
+    for parent, child in itertools.pairwise(lines):
+        opens = _NESTS.match(parent)
+        if opens is None:
+            continue
+        column = len(parent) - len(parent.lstrip(" "))
+        if parent[column:].startswith("-"):  # "- key:": the key sits after the dash
+            column = len(parent) - len(parent[column + 1 :].lstrip(" "))
+        depth = len(child) - len(child.lstrip(" "))
+        if child.lstrip(" ").startswith("- ") or child.strip() == "-":
+            if offset is None and 0 <= depth - column <= 8:
+                offset = depth - column
+        elif mapping is None and 1 <= depth - column <= 8:
+            mapping = depth - column
+        if mapping is not None and offset is not None:
+            break
+    return Style(mapping or 2, offset or 0, blank)
 
 
 def _check_size(meta: Any) -> None:
@@ -166,8 +223,8 @@ def render(doc: Document) -> str:
     out = io.StringIO()
     out.write(FENCE + "\n")
     if doc.meta:
-        _yaml().dump(_breaks_escaped(doc.meta), out)
-    out.write(FENCE + "\n\n")
+        _yaml(doc.style).dump(_breaks_escaped(doc.meta), out)
+    out.write(FENCE + ("\n\n" if doc.style.blank_line else "\n"))
     body = doc.body.lstrip("\n")
     out.write(body)
     if body and not body.endswith("\n"):

@@ -14,7 +14,7 @@ import os
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -201,9 +201,8 @@ class MemoryStore(EntryNames):
                 f"{kind.value} {name!r} changed since it was read (etag {current.etag})",
                 etag=current.etag,
             )
-        document = frontmatter.Document(
-            frontmatter.as_commented(current.meta), current.body, parsed.bom, parsed.crlf
-        )
+        meta = frontmatter.as_commented(current.meta)  # the file's BOM, line ends, indents:
+        document = replace(parsed, meta=meta, body=current.body)
         change(document)
         target = self.layout.entry_file(kind, name, archived=archived)
         return _Prepared(kind, name, archived, path, current, target, render_entry(document))

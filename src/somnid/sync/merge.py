@@ -77,8 +77,8 @@ def merge_entry(base: str, ours: str, theirs: str) -> Merged:
     theirs_newer = _stamp(other.meta) > _stamp(mine.meta)
     meta = _merge_map(old.meta or {}, mine.meta, other.meta, theirs_newer)
     body, clean = _merge_body(old.body, mine.body, other.body)
-    # Written as ours was written: its byte-order mark and line ends.
-    text = frontmatter.render(frontmatter.Document(meta, body, mine.bom, mine.crlf))
+    # Written as ours was written: its byte-order mark, line ends and indents.
+    text = frontmatter.render(frontmatter.Document(meta, body, mine.bom, mine.crlf, mine.style))
     return Merged(text, not clean)
 
 

@@ -20,13 +20,14 @@ from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import Any, Literal
 
-from somnid.errors import Conflict, InvalidInput, InvalidName, PreconditionFailed, StorageError
+from somnid.errors import Conflict, InvalidInput, PreconditionFailed, StorageError
 from somnid.memory.clock import Clock
 from somnid.memory.entry import Entry, vitals_from_meta
 from somnid.memory.kinds import (
     Kind,
 )
 from somnid.memory.lifecycle import record_usage
+from somnid.memory.names import is_name
 from somnid.services.entry_fields import checked_fields, new_entry_meta, parse_due
 from somnid.services.profile_names import existing_profile, profile_asked, profile_name
 from somnid.store import frontmatter
@@ -162,15 +163,16 @@ class MemoryService:
         """``name`` as the folder on disk spells it. A Mac, and some keyboards, send "é" as
         "e" and a combining accent (NFD); somnid writes names composed (NFKC). Asked so,
         an entry made as "café" was 404 on read while its create had said 409 (it exists)."""
-        try:
-            if self._store.exists(kind, name, archived=archived):
-                return name
-            for form in ("NFC", "NFKC", "NFD"):
-                other = unicodedata.normalize(form, name)
-                if other != name and self._store.exists(kind, other, archived=archived):
-                    return other
-        except InvalidName:
-            pass  # said by the read or write that follows
+        if not is_name(name) or self._store.exists(kind, name, archived=archived):
+            return name  # one that is no name is refused by the read or write that follows
+        for form in ("NFC", "NFKC", "NFD"):
+            other = unicodedata.normalize(form, name)
+            if (
+                other != name
+                and is_name(other)
+                and self._store.exists(kind, other, archived=archived)
+            ):
+                return other
         return name
 
     async def exists(self, kind: Kind, name: str, *, archived: bool = False) -> bool:

@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import type { components } from './generated/api.js'
 import { isLoopbackUrl } from './config.js'
 import type { IncomingMessage } from 'node:http'
-import { ProvingAgent, Unproven, open, plainAgent, send, type Answer } from './transport.js'
+import { ProvingAgent, Unproven, open, plainAgent, send, tokenIn, type Answer } from './transport.js'
 import { AgentWebSocket } from './websocket.js'
 
 export type Schemas = components['schemas']
@@ -82,6 +82,8 @@ export class SomnidClient {
   readonly baseUrl: string
   /** Every connection proves the listener holds the token before it carries it (transport.ts). */
   private readonly agent: ProvingAgent
+  /** How long a connection may take to connect and prove itself; a WebSocket's handshake as long. */
+  private readonly agentProofMs: number
   /** Requests without the token (health), on connections of their own: never reused to carry it. */
   private readonly plain = plainAgent()
   private token: string | undefined
@@ -105,7 +107,8 @@ export class SomnidClient {
     this.baseUrl = base
     // A proof may take as long as a tool call waits (a somnid slow to answer after a restart);
     // each request still ends at its own time-out.
-    this.agent = new ProvingAgent(Math.max(opts.timeoutMs, PROOF_MS))
+    this.agentProofMs = Math.max(opts.timeoutMs, PROOF_MS)
+    this.agent = new ProvingAgent(this.agentProofMs)
     if (opts.token) {
       this.token = opts.token
       this.tokenRead = true
@@ -151,7 +154,7 @@ export class SomnidClient {
    * cannot prove it is told apart as a refusal, as for a request.
    */
   websocket(url: string, headers: Record<string, string>): AgentWebSocket {
-    const socket = new AgentWebSocket(headers.authorization ? this.agent : this.plain, new URL(url), headers)
+    const socket = new AgentWebSocket(tokenIn(headers) ? this.agent : this.plain, new URL(url), headers, this.agentProofMs)
     socket.addEventListener('error', (event) => {
       if (event.data instanceof Unproven) this.unproven(event.data)
     })
@@ -198,7 +201,10 @@ export class SomnidClient {
    * next run in the spool).
    */
   async reach(ms: number): Promise<boolean> {
-    if (this.state !== 'up' && !this.closed.signal.aborted) await this.probe(ms)
+    if (this.state !== 'up' && !this.closed.signal.aborted) {
+      // A probe already under way may be a tool call's, of 30 s: waited for `ms` at most.
+      await Promise.race([this.probe(ms), settled(AbortSignal.any([this.closed.signal, AbortSignal.timeout(ms)]))])
+    }
     return this.up
   }
 
@@ -251,7 +257,8 @@ export class SomnidClient {
         this.unproven(error)
         throw new SomnidError(`the program at ${this.baseUrl} could not prove it is somnid holding the plugin's token; the token was not sent`, 401, 'unproven')
       }
-      if (options.signal?.aborted && !this.closed.signal.aborted) {
+      if (this.closed.signal.aborted) throw new SomnidError('somnid client is closed') // not a sign somnid is down
+      if (options.signal?.aborted) {
         // The caller gave up (turn aborted, tool cancelled): says nothing about somnid.
         throw new SomnidError(`request aborted: ${method} ${path}`)
       }

@@ -23,10 +23,14 @@ export const REQUEST_SIGNAL = Symbol('somnid.requestSignal')
 
 type ConnectionOptions = ClientRequestArgs & { [REQUEST_SIGNAL]?: AbortSignal }
 
-/** The bearer token a request carries, or undefined. */
+/** The bearer token `headers` carry (the header's name in any case), or undefined. */
+export function tokenIn(headers: object | undefined): string | undefined {
+  const found = Object.entries(headers ?? {}).find(([name]) => name.toLowerCase() === 'authorization')
+  return /^Bearer (.+)$/.exec(String(found?.[1] ?? ''))?.[1]
+}
+
 function tokenOf(options: ClientRequestArgs): string | undefined {
-  const headers = (options.headers ?? {}) as Record<string, unknown>
-  return /^Bearer (.+)$/.exec(String(headers.authorization ?? ''))?.[1]
+  return tokenIn(options.headers as object | undefined)
 }
 
 /**
@@ -44,6 +48,8 @@ export class ProvingAgent extends Agent {
   private readonly turns: Array<(go: boolean) => void> = []
   /** Connections still connecting or proving: destroyed with the agent. */
   private readonly unproven = new Set<Socket>()
+  /** Signals a connection was made for already. Node makes a connection for a request waiting in its queue with the options of a closed one, signal and all: that signal says nothing of the waiting request. */
+  private readonly asked = new WeakSet<AbortSignal>()
   private ended = false
 
   constructor(private readonly proofMs: number) {
@@ -67,7 +73,11 @@ export class ProvingAgent extends Agent {
     // The token the request that asked for this connection carries: proven with that very
     // token, never skipped while the request carries one (a token file read empty meanwhile).
     const token = tokenOf(options)
-    const signal = (options as ConnectionOptions)[REQUEST_SIGNAL]
+    const given = (options as ConnectionOptions)[REQUEST_SIGNAL]
+    // A request that was given up frees its turn; a connection made again with a closed
+    // one's options is for a request still waiting, so it is made.
+    const signal = given && !this.asked.has(given) ? given : undefined
+    if (given) this.asked.add(given)
     const refuse = (error: Error) => callback?.(error, undefined as unknown as Duplex)
     if (!token) {
       // Kept alive here, it would carry the next request's token unproven: never made.
@@ -77,7 +87,6 @@ export class ProvingAgent extends Agent {
     void this.turn(signal).then((go) => {
       if (!go) return refuse(this.ended ? new Error('the client is closed') : new Error('the request was given up before its connection was made'))
       const socket = connect({ host, port })
-      socket.unref() // a proof under way never keeps the process alive
       this.unproven.add(socket)
       let settled = false
       const finish = (error: Error | null) => {
@@ -91,7 +100,6 @@ export class ProvingAgent extends Agent {
           socket.destroy()
           return refuse(error ?? new Error('the client is closed'))
         }
-        socket.ref()
         callback?.(null, socket)
       }
       // One deadline for connecting and proving: a listener whose queue is full is not waited for past it.

@@ -39,9 +39,15 @@ export class AgentWebSocket {
   private fragmentBytes = 0
   private fragmentOpcode = 0
   private closeTimer: NodeJS.Timeout | undefined
+  private readonly handshakeTimer: NodeJS.Timeout
   private readonly listeners = new Map<EventName, Listener[]>()
 
-  constructor(agent: Agent, url: URL, headers: Record<string, string>) {
+  /** `handshakeMs`: the most the connection, its proof and the handshake may take together. */
+  constructor(agent: Agent, url: URL, headers: Record<string, string>, handshakeMs = 30_000) {
+    // A pooled, proven connection asks no proof: without a deadline of its own a handshake
+    // somnid never answered (stopped) left the socket connecting for ever.
+    this.handshakeTimer = setTimeout(() => this.fail(new Error(`no WebSocket handshake within ${handshakeMs} ms`)), handshakeMs)
+    this.handshakeTimer.unref()
     const key = randomBytes(16).toString('base64')
     const target = new URL(url)
     target.protocol = 'http:'
@@ -58,6 +64,7 @@ export class AgentWebSocket {
         socket.destroy()
         return this.fail(new Error('the WebSocket handshake was not answered as RFC 6455 says'))
       }
+      clearTimeout(this.handshakeTimer)
       this.socket = socket
       socket.setTimeout(0) // the agent's idle time-out is for kept-alive requests
       socket.setNoDelay(true)
@@ -122,6 +129,7 @@ export class AgentWebSocket {
     if (this.readyState === CLOSED) return
     this.readyState = CLOSED
     clearTimeout(this.closeTimer)
+    clearTimeout(this.handshakeTimer)
     this.handshake.abort()
     this.socket?.destroy()
     this.req.destroy()

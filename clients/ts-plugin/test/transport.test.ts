@@ -11,8 +11,8 @@ import { createServer, type IncomingMessage, type Server } from 'node:http'
 import type { AddressInfo, Socket } from 'node:net'
 import { join } from 'node:path'
 import { SomnidClient } from '../src/client.js'
-import { parseAnswer } from '../src/transport.js'
-import { parseFrame } from '../src/websocket.js'
+import { ProvingAgent, parseAnswer } from '../src/transport.js'
+import { AgentWebSocket, parseFrame } from '../src/websocket.js'
 import { until } from './fake-somnid.js'
 import { tempDir } from './helpers.js'
 
@@ -264,5 +264,98 @@ test('a request that joins a longer probe of somnid waits at most its own time',
   } finally {
     await c.close()
     await silent.stop()
+  }
+})
+
+test('a request waiting for one of the pool\'s connections gets one when a given-up request\'s connection closes', async () => {
+  // Node makes the connection for a waiting request with the options of the one that
+  // closed, signal and all: the hint's signal, long fired, refused it, and the waiting
+  // request failed at once as "given up", somnid marked down.
+  const holder = await listener('the-secret')
+  holder.server.removeAllListeners('request')
+  let hanging = 0
+  holder.server.on('request', (req: IncomingMessage, res) => {
+    if (req.url === '/hang') return void hanging++ // a hint somnid is too slow for
+    const challenge = req.headers['somnid-challenge']
+    if (typeof challenge === 'string') {
+      const message = `somnid-proof-v2\n${challenge}\n${req.socket.localAddress}\n${req.socket.localPort}`
+      res.setHeader('somnid-proof', createHmac('sha256', 'the-secret').update(message).digest('hex'))
+    }
+    res.writeHead(200, { 'content-type': 'application/json' })
+    res.end('{"tools":[]}')
+  })
+  const c = client(holder.url, { token: 'the-secret', timeoutMs: 5000 })
+  try {
+    const hints = Array.from({ length: 16 }, () => c.request('POST', '/hang', {}, { budget: true, timeoutMs: 400 }).catch(() => 'slow'))
+    await until(() => hanging === 16, 5000, 'the pool\'s 16 connections busy')
+    const waiting = Array.from({ length: 4 }, () => c.request<{ tools: unknown[] }>('GET', '/v1/tools').then(() => 'answered', (e: Error) => e.message))
+    assert.deepEqual(new Set(await Promise.all(hints)), new Set(['slow']))
+    assert.deepEqual(await Promise.all(waiting), ['answered', 'answered', 'answered', 'answered'])
+    assert.equal(c.up, true)
+  } finally {
+    await c.close()
+    await holder.stop()
+  }
+})
+
+test('reach() waits at most its own time, though a longer probe is under way', async () => {
+  const silent = await listener('the-secret')
+  silent.server.removeAllListeners('request')
+  silent.server.on('request', () => {})
+  const c = new SomnidClient({ baseUrl: silent.url, token: 'the-secret', timeoutMs: 5000, retryMinMs: 10, retryMaxMs: 60_000, healthIntervalMs: 60_000, log: quiet })
+  try {
+    await assert.rejects(c.request('GET', '/v1/tools', undefined, { timeoutMs: 100 })) // thought down
+    await new Promise((resolve) => setTimeout(resolve, 20))
+    const tool = c.request('POST', '/v1/recall', {}, { asked: true, timeoutMs: 5000 }).catch(() => 'failed') // a 5 s probe
+    await new Promise((resolve) => setTimeout(resolve, 20))
+    const started = Date.now()
+    assert.equal(await c.reach(300), false)
+    assert.ok(Date.now() - started < 2000, `${Date.now() - started} ms`)
+    await c.close()
+    await tool
+  } finally {
+    await c.close()
+    await silent.stop()
+  }
+})
+
+test('a WebSocket handshake somnid never answers, past the proof, ends at its deadline', async () => {
+  const holder = await listener('the-secret')
+  holder.server.removeAllListeners('upgrade')
+  const hung: Socket[] = []
+  holder.server.on('upgrade', (_req: IncomingMessage, socket: Socket) => { hung.push(socket) }) // stopped between the proof and the handshake
+  const agent = new ProvingAgent(2000)
+  try {
+    const socket = new AgentWebSocket(agent, new URL(`${holder.url.replace(/^http/, 'ws')}/v1/llm/bridge`), { authorization: 'Bearer the-secret' }, 300)
+    const events: string[] = []
+    for (const type of ['open', 'error', 'close'] as const) socket.addEventListener(type, () => events.push(type))
+    const started = Date.now()
+    await until(() => events.includes('close'), 5000, 'the handshake given up')
+    assert.deepEqual(events, ['error', 'close'])
+    assert.ok(Date.now() - started < 2000)
+  } finally {
+    for (const socket of hung) socket.destroy()
+    agent.destroy()
+    await holder.stop()
+  }
+})
+
+test('a token under "Authorization" in any case is proven before a WebSocket carries it, and a closed client logs no "unreachable"', async () => {
+  const squatter = await listener(undefined) // proves nothing
+  const warned: string[] = []
+  const c = new SomnidClient({ baseUrl: squatter.url, token: 'the-secret', timeoutMs: 2000, retryMinMs: 60_000, retryMaxMs: 60_000, healthIntervalMs: 60_000, log: { ...quiet, warn: (f: unknown, ...a: unknown[]) => warned.push([f, ...a].join(' ')) } })
+  try {
+    const socket = c.websocket(`${squatter.url.replace(/^http/, 'ws')}/v1/llm/bridge`, { Authorization: 'Bearer the-secret' })
+    const events: string[] = []
+    socket.addEventListener('close', () => events.push('close'))
+    await until(() => events.length > 0, 5000, 'refused')
+    assert.ok(squatter.seen.every((s) => s.authorization === undefined), JSON.stringify(squatter.seen))
+    const pending = c.request('GET', '/v1/tools').catch((e: Error) => e.message)
+    await c.close()
+    assert.match(String(await pending), /closed|could not prove/)
+    assert.ok(!warned.some((w) => /unreachable/.test(w)), warned.join('\n'))
+  } finally {
+    await c.close()
+    await squatter.stop()
   }
 })

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -173,3 +174,44 @@ def test_a_dsn_in_a_config_file_is_never_shown_in_its_error(tmp_path: Path) -> N
     with pytest.raises(ConfigFileError) as refused:
         load_settings(path, data_dir=tmp_path)
     assert "dsn = (not shown)" in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("variable", "says"),
+    [
+        (
+            "SOMNID_DREAMS__IDLE_MS",
+            "no section of the settings is named 'dreams' (did you mean SOMNID_DREAM__",
+        ),
+        ("SOMNID_DREAM_IDLE_MS", "joined with two underscores, SOMNID_DREAM__IDLE_MS"),
+    ],
+)
+def test_a_misspelled_section_in_the_environment_is_refused(
+    monkeypatch: pytest.MonkeyPatch, variable: str, says: str
+) -> None:
+    """A probe: SOMNID_DREAMS__IDLE_MS=5 started somnid with its default, and nothing said so."""
+    monkeypatch.setenv(variable, "5")
+    with pytest.raises(ConfigFileError, match=re.escape(says)):
+        load_settings()
+
+
+def test_a_tool_s_own_somnid_variable_is_left_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    for variable in ("SOMNID_EMBED_API_KEY", "SOMNID_TEST_WORKERS", "SOMNID_RUN"):
+        monkeypatch.setenv(variable, "x")
+    assert load_settings().port == DEFAULT_PORT
+
+
+def test_a_relative_data_dir_in_the_file_is_read_from_the_file_s_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A probe: serve, doctor and the systemd unit each resolved it from their own working
+    folder, three data dirs for one configuration."""
+    folder = tmp_path / "etc"
+    folder.mkdir()
+    config = folder / "somnid.toml"
+    config.write_text('data_dir = "memory"\n')
+    monkeypatch.chdir(tmp_path)
+    assert load_settings(config).data_dir == folder / "memory"
+    assert load_settings(config, data_dir=Path("given")).data_dir == tmp_path / "given"
+    monkeypatch.setenv("SOMNID_DATA_DIR", "env")
+    assert load_settings(config).data_dir == tmp_path / "env"

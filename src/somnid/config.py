@@ -29,7 +29,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from somnid.config_checks import environment_error, explain, is_host
+from somnid.config_checks import environment_error, explain, is_host, misnamed_variable
 from somnid.dream.quiet import QuietWindow
 from somnid.errors import InvalidInput
 from somnid.memory.clock import resolve_timezone
@@ -391,6 +391,16 @@ def load_settings(config_path: Path | None = None, **overrides: Any) -> Settings
     ``config_path`` None means the default file in the XDG config dir, if it exists.
     An explicitly named file that does not exist is an error.
     """
+    misnamed = misnamed_variable(
+        {
+            name: set(field.annotation.model_fields)
+            if isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel)
+            else None
+            for name, field in Settings.model_fields.items()
+        }
+    )
+    if misnamed is not None:
+        raise ConfigFileError(misnamed)
     if config_path is None:
         candidate = default_config_path()
         path: Path | None = candidate if candidate.is_file() else None
@@ -412,7 +422,7 @@ def load_settings(config_path: Path | None = None, **overrides: Any) -> Settings
         model_config = SettingsConfigDict(toml_file=path)
 
     try:
-        return FileSettings(**overrides)
+        return _beside(FileSettings(**overrides), path, overrides)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigFileError(f"{path}: {exc}") from exc
     except UnicodeDecodeError:
@@ -425,3 +435,15 @@ def load_settings(config_path: Path | None = None, **overrides: Any) -> Settings
         with open(path, "rb") as handle:
             document = tomllib.load(handle)
         raise ConfigFileError(explain(exc, path, document, overrides)) from None
+
+
+def _beside(settings: Settings, path: Path, overrides: dict[str, Any]) -> Settings:
+    """A relative ``data_dir`` in the file is read from the file's folder: from the shell's
+    working folder, ``serve``, ``doctor`` and the systemd unit each found another one."""
+    if "data_dir" in overrides or "SOMNID_DATA_DIR" in os.environ:
+        return settings
+    with open(path, "rb") as handle:
+        given = tomllib.load(handle).get("data_dir")
+    if isinstance(given, str) and given.strip() and not Path(given).expanduser().is_absolute():
+        settings.data_dir = path.parent.absolute() / given
+    return settings

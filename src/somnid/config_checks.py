@@ -5,9 +5,11 @@ that may hold a secret, such as ``index.dsn``, is not shown)."""
 from __future__ import annotations
 
 import contextlib
+import difflib
 import ipaddress
 import os
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +34,37 @@ def is_host(value: str) -> bool:
     if len(ascii_name) > 253 or all(label.isdigit() for label in labels):
         return False  # `999.1.1.1`: read as an address, and none
     return all(_LABEL.match(label) for label in labels)
+
+
+def misnamed_variable(sections: dict[str, set[str] | None]) -> str | None:
+    """A ``SOMNID_*`` variable that reads as a setting misspelled, or None: a section that
+    is none (``SOMNID_DREAMS__IDLE_MS``, silently ignored), or a section's key joined with
+    one underscore (``SOMNID_DREAM_IDLE_MS``). ``sections``: each top-level key, with its
+    keys when it is a section. Other unknown top-level names are left alone: tools around
+    somnid use the prefix for their own variables."""
+    for variable in sorted(os.environ):
+        if not variable.startswith("SOMNID_"):
+            continue
+        head, nested, _ = variable.removeprefix("SOMNID_").lower().partition("__")
+        if head in sections:
+            continue
+        if nested:
+            return (
+                f"{variable}: no section of the settings is named {head!r}{_near(head, sections)}"
+            )
+        for section, keys in sections.items():
+            key = head.removeprefix(f"{section}_")
+            if keys and key != head and key in keys:
+                return (
+                    f"{variable} names no setting: a section's key is joined with two "
+                    f"underscores, SOMNID_{section.upper()}__{key.upper()}"
+                )
+    return None
+
+
+def _near(name: str, names: Iterable[str]) -> str:
+    close = difflib.get_close_matches(name, list(names), n=1, cutoff=0.7)
+    return f" (did you mean SOMNID_{close[0].upper()}__…?)" if close else ""
 
 
 def environment_error(exc: SettingsError) -> str:

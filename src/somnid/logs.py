@@ -213,7 +213,22 @@ def build_formatter(fmt: LogFormat, stream: TextIO) -> logging.Formatter:
     return JournalPrefix(formatter) if _is_journal(stream) else formatter
 
 
-CHATTY_LOGGERS = ("mcp.server.streamable_http",)
+CHATTY_LOGGERS = ("mcp.server.streamable_http", "apscheduler.scheduler", "apscheduler.executors")
+"""Loggers that say at info what is no news: the MCP SDK every stateless request
+("Terminating session: None"), APScheduler every run of a timer (two lines every 15 s,
+about 11,500 a day in the journal)."""
+
+
+class LibraryChatter(logging.Filter):
+    """Drops what a library logs at info through the root logger: onnxruntime's quantizer
+    said "Ignore MatMul due to non constant B" 24 times as the model was converted."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (
+            record.name == "root"
+            and record.levelno <= logging.INFO
+            and "onnxruntime" in record.pathname
+        )
 
 
 def configure(level: str, fmt: LogFormat = "auto", stream: TextIO | None = None) -> None:
@@ -222,10 +237,11 @@ def configure(level: str, fmt: LogFormat = "auto", stream: TextIO | None = None)
     handler = logging.StreamHandler(out)
     handler.setFormatter(Redacting(build_formatter(fmt, out)))
     handler.addFilter(RateLimit())
+    if level != "debug":
+        handler.addFilter(LibraryChatter())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
-    # The MCP SDK logs every stateless request at info ("Terminating session: None").
     quiet = logging.DEBUG if level == "debug" else logging.WARNING
     for name in CHATTY_LOGGERS:
         logging.getLogger(name).setLevel(quiet)

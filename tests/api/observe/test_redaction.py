@@ -69,3 +69,34 @@ def test_the_daemons_token_is_redacted_once_remembered_and_tracebacks_too() -> N
     text = formatter.format(record)
     assert "RuntimeError" in text and token not in text
     assert record.exc_info is not None  # the original record is left as it was
+
+
+def test_libraries_say_no_news_at_info() -> None:
+    """An ops probe: APScheduler logged two lines per timer run (11,500 a day in the
+    journal) and onnxruntime's quantizer 24 "Ignore MatMul" lines at the first start."""
+    import io
+    import logging
+
+    from somnid.logs import configure
+
+    root = logging.getLogger()
+    saved = root.handlers[:], root.level
+    out = io.StringIO()
+    try:
+        configure("info", "text", stream=out)
+        logging.getLogger("apscheduler.executors.default").info("Running job 'tick'")
+        logging.getLogger("apscheduler.scheduler").info("Added job 'tick'")
+        logging.getLogger("apscheduler.executors.default").warning("Run time of job missed")
+        root.handle(
+            logging.LogRecord(
+                "root", logging.INFO, "/x/onnxruntime/quantization/operators/matmul.py", 36,
+                "Ignore MatMul due to non constant B", None, None,
+            )
+        )  # fmt: skip
+        logging.getLogger("somnid.runtime").info("somnid is ready")
+    finally:
+        root.handlers[:], level = saved
+        root.setLevel(level)
+    said = out.getvalue()
+    assert "Run time of job missed" in said and "somnid is ready" in said
+    assert "Running job" not in said and "Added job" not in said and "MatMul" not in said

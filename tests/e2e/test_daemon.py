@@ -72,7 +72,7 @@ def test_second_daemon_on_the_same_dir_exits_at_once(daemon: Daemon, tmp_path: P
 
 
 @pytest.mark.stress
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
 def test_signal_during_writes_loses_nothing_acknowledged(tmp_path: Path, sig: int) -> None:
     acknowledged: list[tuple[str, str]] = []
     lock = threading.Lock()
@@ -116,6 +116,7 @@ def test_signal_during_writes_loses_nothing_acknowledged(tmp_path: Path, sig: in
     assert status == 0, daemon.log()
     assert len(acknowledged) > 20
     root = tmp_path / "data"
+    assert not (root / "daemon.json").exists()  # shut down, not killed
     assert list(root.rglob(f"{TEMP_PREFIX}*")) == []
     for name, body in acknowledged:
         text = (root / "memory/knowledge" / name / "SKILL.md").read_text()

@@ -99,7 +99,9 @@ class _Server(uvicorn.Server):
     def capture_signals(self) -> Iterator[None]:
         """Like uvicorn's, minus re-raising the signal after a graceful shutdown: a daemon
         that drained and closed everything exits 0."""
-        handled = (signal.SIGINT, signal.SIGTERM)
+        # SIGHUP too: a terminal closed under `somnid serve` killed it without its
+        # shutdown (its writes' history and daemon file left to the next start).
+        handled = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
         originals = {sig: signal.signal(sig, self.handle_exit) for sig in handled}
         try:
             yield

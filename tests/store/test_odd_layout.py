@@ -42,3 +42,26 @@ def test_a_file_where_a_kind_s_folder_belongs(
         assert client.get("/v1/history").status_code == 200
         health = client.get("/v1/health").json()
         assert health["status"] == "ok" and health["brokenFiles"] == [], health
+
+
+def test_an_entry_moved_under_another_kind_is_reported_not_lost_from_sight(
+    settings: Settings, clock: ManualClock, data_dir: Path
+) -> None:
+    """An ops probe: `mv memory/knowledge/gamma memory/intentions/` left a SKILL.md where an
+    INTENT.md belongs; the entry left every listing and recall, and doctor said every file
+    reads."""
+    with app_client(create_app(settings, clock=clock), settings) as client:
+        assert client.post("/v1/memories/knowledge", json={"name": "gamma"}).status_code == 201
+        moved = data_dir / "memory/intentions/gamma"
+        moved.parent.mkdir(parents=True, exist_ok=True)
+        (data_dir / "memory/knowledge/gamma").rename(moved)
+        assert client.get("/v1/memories", params={"kind": "intention"}).json()["items"] == []
+        health = client.get("/v1/health").json()
+        [report] = [item for item in health["brokenFiles"] if "gamma" in item["path"]]
+        assert report["path"] == "memory/intentions/gamma/SKILL.md"
+        assert "INTENT.md, not SKILL.md" in report["reason"], report
+        assert health["status"] == "degraded"
+        moved.rename(data_dir / "memory/knowledge/gamma")  # put back
+        assert client.get("/v1/memories/knowledge/gamma").status_code == 200
+        health = client.get("/v1/health").json()
+        assert not any("gamma" in item["path"] for item in health["brokenFiles"]), health

@@ -28,7 +28,7 @@ from somnid.store import frontmatter
 from somnid.store.atomic import folder_missing
 from somnid.store.counts import FolderCounts
 from somnid.store.health import StorageHealth
-from somnid.store.layout import ARCHIVED, LEGACY_DEFAULT_USER, Layout
+from somnid.store.layout import ARCHIVED, FOLDER_FILES, LEGACY_DEFAULT_USER, Layout
 from somnid.store.safe import present, read_regular, shut
 
 log = logging.getLogger(__name__)
@@ -201,6 +201,19 @@ class EntryReader:
                 continue
             if present(path) or shut(child.path):  # yielded, and reported as broken
                 yield path, child.name, archived
+            else:
+                self._stray(Path(child.path), kind, file_name)
+
+    def _stray(self, folder: Path, kind: Kind, expected: str) -> None:
+        """An entry folder moved by hand under another kind holds that kind's file: no
+        listing read it, so the entry vanished from recall without a word. Reported."""
+        for other in FOLDER_FILES - {expected}:
+            if present(found := folder / other):
+                self._report_broken(
+                    str(self.layout.relative(found)),
+                    f"a {kind.value} entry's file is {expected}, not {other}: moved here from "
+                    f"another kind? Move the folder back, or rename the file to {expected}",
+                )
 
     def _profile_files(self) -> Iterator[tuple[Path, str, bool]]:
         about_me = self.layout.entry_file(Kind.PROFILE, SELF_PROFILE)

@@ -99,6 +99,26 @@ def test_a_wrong_token_says_where_the_token_came_from(daemon: Daemon) -> None:
     assert "started with another token" in message
 
 
+def test_an_emptied_token_file_is_called_empty_and_doctor_says_how_to_mend_it(
+    daemon: Daemon,
+) -> None:
+    """An ops probe: an emptied token file was said not to exist, and doctor advised a
+    `somnid token --rotate` that is refused while the daemon runs."""
+    path = daemon.data_dir / "token"
+    kept = path.read_bytes()
+    try:
+        path.write_text("\n")
+        result = somnid(daemon_env(daemon), "sleep", "status")
+        assert f"no token: {path} is empty" in result.stderr, result.stderr
+        doctor = somnid(daemon_env(daemon), "doctor").stdout
+        assert (
+            f"{path} is empty" in doctor
+            and "stop the daemon, then `somnid token --rotate`" in doctor
+        )
+    finally:
+        path.write_bytes(kept)
+
+
 def test_sleep_run_wait_status_and_cancel(env: dict[str, str]) -> None:
     status = somnid(env, "sleep", "status")
     assert status.returncode == 0, status.stderr

@@ -22,10 +22,11 @@ def test_daemon_commands_say_it_is_not_running(data_dir: Path) -> None:
     for command in (["status"], ["recall", "x"], ["sleep", "status"], ["sleep", "run"]):
         result = somnid(env, *command)
         assert result.returncode == 4, command
+        # The command to start the daemon asked about, not one on the default data dir.
         assert result.stderr == (
             f"somnid: somnid is not running at http://127.0.0.1:{port} (start it with "
-            "`somnid serve`, or `systemctl --user start somnid` if it is installed as a "
-            "service)\n"
+            f"`somnid serve --data-dir {data_dir} --port {port}`, or `systemctl --user start "
+            "somnid` if it is installed as a service)\n"
         )
 
 

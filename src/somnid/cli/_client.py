@@ -10,6 +10,7 @@ health probe and nothing else."""
 from __future__ import annotations
 
 import secrets
+import shlex
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -18,7 +19,7 @@ from typing import Any, TypeVar
 import httpx
 
 from somnid.cli._common import EXIT_FAILED, EXIT_NOT_RUNNING, CliError
-from somnid.config import Settings
+from somnid.config import DEFAULT_PORT, Settings
 from somnid.errors import StorageError
 from somnid.security import (
     CHALLENGE_HEADER,
@@ -45,10 +46,24 @@ def base_url(settings: Settings) -> str:
 
 def not_running(settings: Settings) -> CliError:
     return CliError(
-        f"somnid is not running at {base_url(settings)} (start it with `somnid serve`, or "
-        "`systemctl --user start somnid` if it is installed as a service)",
+        f"somnid is not running at {base_url(settings)} (start it with "
+        f"`{serve_command(settings)}`, or `systemctl --user start somnid` if it is installed "
+        "as a service)",
         EXIT_NOT_RUNNING,
     )
+
+
+def serve_command(settings: Settings) -> str:
+    """``somnid serve`` for these settings' data dir and port: as written, the plain command
+    started a daemon on the default ones, not the one asked about."""
+    words = ["somnid", "serve"]
+    if settings.data_dir != Settings.model_fields["data_dir"].get_default(
+        call_default_factory=True
+    ):
+        words += ["--data-dir", shlex.quote(str(settings.data_dir))]
+    if settings.port != DEFAULT_PORT:
+        words += ["--port", str(settings.port)]
+    return " ".join(words)
 
 
 def same_dir(a: str | Path, b: str | Path) -> bool:
@@ -230,8 +245,9 @@ def client_token(settings: Settings) -> str:
     except StorageError as exc:
         raise CliError(exc.detail) from None
     if token is None:
+        what = "is empty" if path.exists() else "does not exist"
         raise CliError(
-            f"no token: {path} does not exist (the daemon writes it on first start; "
+            f"no token: {path} {what} (the daemon writes it on first start; "
             "`somnid token` creates it while the daemon is stopped)"
         )
     return token

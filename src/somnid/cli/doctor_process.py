@@ -11,7 +11,7 @@ import socket
 import stat
 from pathlib import Path
 
-from somnid.cli._client import base_url, dir_shown, same_dir, token_source
+from somnid.cli._client import base_url, dir_shown, same_dir, serve_command, token_source
 from somnid.cli._common import CliError, lock_holder
 from somnid.cli.doctor_checks import Context, Finding, user_name
 from somnid.config import Settings
@@ -72,7 +72,8 @@ def daemon_check(ctx: Context) -> list[Finding]:
             "WARN",
             "daemon",
             f"somnid is not running (port {settings.port} is free)",
-            "start it: `somnid serve`, or `systemctl --user start somnid` as a service",
+            f"start it: `{serve_command(settings)}`, or `systemctl --user start somnid` as a "
+            "service",
         )
     ]
 
@@ -136,7 +137,10 @@ def token_check(ctx: Context) -> list[Finding]:
                     "FAIL",
                     "token",
                     f"{path} is empty",
-                    "delete it and restart the daemon, or `somnid token --rotate`",
+                    "stop the daemon, then `somnid token --rotate` (a daemon holds the token it "
+                    "read at start; `--rotate` is refused while it runs)"
+                    if ctx.health is not None
+                    else "`somnid token --rotate`, or delete it: the daemon writes one on start",
                 )
             )
         else:
@@ -145,9 +149,8 @@ def token_check(ctx: Context) -> list[Finding]:
         try:  # a route that needs the token and nothing else (not the index's server)
             ctx.client.get("/v1/tools")
         except CliError as exc:
-            return [
-                Finding("FAIL", "token", exc.message, "restart the daemon so it reads this token")
-            ]
+            said = exc.message.removesuffix("; see `somnid doctor`")  # this is doctor
+            return [Finding("FAIL", "token", said, "restart the daemon so it reads this token")]
         with contextlib.suppress(CliError):  # its server away: the index's check says so
             ctx.index_status = ctx.client.get("/v1/index/status")
         ctx.token_ok = True

@@ -41,6 +41,7 @@ def test_doctor_explains_what_is_wrong_with_a_data_dir(original_data_dir: Path) 
 
     doctor = somnid(env, "doctor")
     assert doctor.returncode == 1
+    assert doctor.stderr == ""  # the broken file's log warning, printed before the report: gone
     out = doctor.stdout
     assert "FAIL  memory files  1 file(s) cannot be read" in out
     assert f"{BROKEN}: front-matter is not valid YAML" in out

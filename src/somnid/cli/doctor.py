@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 from dataclasses import asdict
 
 from somnid.cli._client import DaemonClient
@@ -40,6 +41,9 @@ def add_parser(
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
+    # What the checks read logs its own warnings ("leaving broken file alone"): the report
+    # says each once, in its place; printed before it, they were said twice and out of order.
+    logging.getLogger("somnid").setLevel(logging.ERROR)
     config_path = args.config or default_config_path()
     findings = [config_finding(config_path, args.config is not None)]
     with DaemonClient(settings, timeout=10.0) as client:

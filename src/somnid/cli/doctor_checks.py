@@ -236,7 +236,9 @@ def index_check(ctx: Context) -> list[Finding]:
     expected = files - broken
     if ctx.index_status is not None:
         return [backend, _index_online(ctx.index_status, expected)]
-    if kind == "postgres":
+    if ctx.health is not None or kind == "postgres":
+        # The running daemon's index is what counts, and its status said nothing: the file
+        # read here (deleted while it ran, or not yet written) would tell another story.
         return [backend]  # counted per daemon: the daemon's own status says how many
     return [backend, _index_offline(layout.index_dir / INDEX_FILE, expected, ctx.settings)]
 
@@ -250,17 +252,33 @@ def index_backend_finding(ctx: Context) -> tuple[Finding, str]:
     if seen is None:
         info = describe_index(ctx.settings)
         backend, version, extension = info.backend, info.server_version, info.extension
-        reachable, detail = info.reachable, "; ".join(filter(None, (info.location, info.error)))
+        state = "ok" if info.reachable else "unavailable"
+        detail = "; ".join(filter(None, (info.location, info.error)))
     else:
         backend, version, extension = seen["backend"], seen["serverVersion"], seen["extension"]
-        reachable, detail = seen["status"] == "ok", seen["detail"] or "see the daemon's log"
-    return _backend_finding(backend, version, extension, reachable, detail), backend
+        state, detail = seen["status"], seen["detail"] or "see the daemon's log"
+    return _backend_finding(backend, version, extension, state, detail), backend
 
 
 def _backend_finding(
-    backend: str, version: str | None, extension: str | None, reachable: bool, detail: str
+    backend: str, version: str | None, extension: str | None, state: str, detail: str
 ) -> Finding:
-    if not reachable:
+    if state == "degraded":  # reached, and it says what is wrong (a file deleted under it)
+        return Finding(
+            "FAIL",
+            "backend",
+            f"{backend}: {detail}",
+            "do what it says; `journalctl --user -u somnid -e` shows the daemon's log",
+        )
+    if state != "ok" and backend == "sqlite":
+        return Finding(
+            "FAIL",
+            "backend",
+            f"sqlite: the index file cannot be opened ({detail})",
+            "check the index folder's permissions and free space; `somnid reindex` (with the "
+            "daemon stopped) rebuilds it from the files",
+        )
+    if state != "ok":
         return Finding(
             "FAIL",
             "backend",

@@ -62,6 +62,31 @@ def misnamed_variable(sections: dict[str, set[str] | None]) -> str | None:
     return None
 
 
+_ORIGINAL = {
+    "SOMNI_DATA_DIR": "SOMNID_DATA_DIR",
+    "SOMNI_EMBED_PROVIDER": "SOMNID_EMBED__PROVIDER",
+    "SOMNI_EMBED_MODEL_PATH": "SOMNID_EMBED__MODEL_DIR",
+    "SOMNI_EMBED_BASE_URL": "SOMNID_EMBED__BASE_URL",
+    "SOMNI_EMBED_MODEL": "SOMNID_EMBED__MODEL",
+    "SOMNI_EMBED_DIM": "SOMNID_EMBED__DIM",
+    "SOMNI_EMBED_THREADS": "SOMNID_EMBED__THREADS",
+    "SOMNI_LOG_LEVEL": "SOMNID_LOG_LEVEL",
+}
+
+
+def original_variables() -> str | None:
+    """The original sidecar's variables set here (``SOMNI_*``), which somnid does not read,
+    with what it reads instead; None when there are none. A migrating user's
+    ``SOMNI_EMBED_MODEL_PATH`` was ignored without a word."""
+    found = sorted(name for name in os.environ if name.startswith("SOMNI_"))
+    if not found:
+        return None
+    said = ", ".join(
+        f"{name} (somnid's is {_ORIGINAL[name]})" if name in _ORIGINAL else name for name in found
+    )
+    return f"the original sidecar's variables are not read: {said}; see docs/configuration.md"
+
+
 def _near(name: str, names: Iterable[str]) -> str:
     close = difflib.get_close_matches(name, list(names), n=1, cutoff=0.7)
     return f" (did you mean SOMNID_{close[0].upper()}__…?)" if close else ""

@@ -143,3 +143,14 @@ def test_a_relative_data_dir_is_the_folder_named_from_where_somnid_runs(
     assert "Traceback" not in doctor.stderr, doctor.stderr
     assert "OK    index" in doctor.stdout, doctor.stdout
     assert "history" in doctor.stdout and "not a git repository" not in doctor.stdout
+
+
+def test_the_original_sidecar_s_variables_are_said_to_be_unread(data_dir: Path) -> None:
+    """An ops probe: SOMNI_EMBED_MODEL_PATH, the original's, was ignored without a word."""
+    env = offline_env(data_dir, SOMNI_EMBED_MODEL_PATH="/models/bge", SOMNI_FOO="1")
+    doctor = somnid(env, "doctor")
+    said = " ".join(doctor.stdout.split())  # the columns' width depends on the names
+    assert (
+        "WARN config the original sidecar's variables are not read: SOMNI_EMBED_MODEL_PATH "
+        "(somnid's is SOMNID_EMBED__MODEL_DIR), SOMNI_FOO"
+    ) in said, doctor.stdout

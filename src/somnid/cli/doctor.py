@@ -45,7 +45,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     # says each once, in its place; printed before it, they were said twice and out of order.
     logging.getLogger("somnid").setLevel(logging.ERROR)
     config_path = args.config or default_config_path()
-    findings = [config_finding(config_path, args.config is not None)]
+    findings = config_finding(config_path, args.config is not None)
     with DaemonClient(settings, timeout=10.0) as client:
         ctx = Context(settings, client)
         checks = (

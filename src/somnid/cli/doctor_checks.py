@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from somnid.cli._client import DaemonClient
 from somnid.config import Settings
+from somnid.config_checks import original_variables
 
 Level = Literal["OK", "WARN", "FAIL"]
 LOW_DISK_BYTES = 200 * 1024 * 1024
@@ -42,10 +43,15 @@ class Context:
     broken: list[str] = field(default_factory=list)  # relative paths
 
 
-def config_finding(path: Path, explicit: bool) -> Finding:
-    if path.is_file():
-        return Finding("OK", "config", f"{path} loads")
-    return Finding("OK", "config", f"no config file at {path}: defaults and SOMNID_* variables")
+def config_finding(path: Path, explicit: bool) -> list[Finding]:
+    found = [
+        Finding("OK", "config", f"{path} loads")
+        if path.is_file()
+        else Finding("OK", "config", f"no config file at {path}: defaults and SOMNID_* variables")
+    ]
+    if (unread := original_variables()) is not None:
+        found.append(Finding("WARN", "config", unread, "set somnid's own, or unset them"))
+    return found
 
 
 def data_dir_check(ctx: Context) -> list[Finding]:

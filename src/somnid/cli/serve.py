@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import faulthandler
+import logging
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from somnid.cli._common import EXIT_LOCKED, EXIT_USAGE, CliError
 from somnid.config import Settings
+from somnid.config_checks import original_variables
 
 if TYPE_CHECKING:
     from somnid.store.layout import Layout
@@ -40,6 +42,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     except InvalidInput as exc:
         raise CliError(exc.detail, EXIT_USAGE) from None
     logs.configure(settings.log_level, settings.log_format)
+    if (unread := original_variables()) is not None:
+        logging.getLogger("somnid.config").warning("%s", unread)
     faulthandler.enable()  # a crash in native code still leaves a Python stack in the log
     problem = data_dir_problem(settings.data_dir) or layout_problem(Layout(settings.data_dir))
     if problem is not None:

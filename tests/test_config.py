@@ -145,6 +145,11 @@ def test_addresses_and_host_names_pass(tmp_path: Path, host: str) -> None:
     assert Settings(data_dir=tmp_path, host=host).host == host
 
 
+def test_an_address_in_brackets_as_urls_write_it_is_the_address(tmp_path: Path) -> None:
+    """An ops probe: `--host '[::1]'` was "not an IP address nor a host name"."""
+    assert Settings(data_dir=tmp_path, host="[::1]").host == "::1"
+
+
 def test_a_config_file_that_cannot_be_read_says_so_in_one_line(tmp_path: Path) -> None:
     with pytest.raises(ConfigFileError, match="is a folder"):
         load_settings(tmp_path)

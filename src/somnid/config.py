@@ -322,7 +322,8 @@ class Settings(BaseSettings):
     @classmethod
     def _check_host(cls, value: str) -> str:
         # The CLI built its URL from it: `--host 127.0.0.1:7373` or a 300-character name
-        # ended each command in a traceback.
+        # ended each command in a traceback. `[::1]`, as a URL writes it, is `::1`.
+        value = value[1:-1] if value[:1] == "[" and value[-1:] == "]" else value
         if not is_host(value):
             raise ValueError(f"host {value[:80]!r} is not an IP address nor a host name")
         return value

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from somnid.cli.service import TEMPLATE, render
+from somnid.cli.service import TEMPLATE, in_temporary, render
 from somnid.config import Settings
 from tests.cli.runner import cli_env, somnid
 from tests.daemon import free_port
@@ -154,7 +154,7 @@ def test_an_unreachable_user_manager_is_said_plainly(env: dict[str, str], tmp_pa
     result = somnid(env, "install-service")
     assert result.returncode == 1
     assert unit_file(env).exists()
-    assert result.stderr == (
+    assert result.stderr.endswith(  # after the warning for a data dir under /tmp
         "somnid: the unit is written, but the systemd user manager cannot be reached (Failed "
         "to connect to bus: No medium found). Where it runs (a login session, or after "
         "`loginctl enable-linger $USER`), start the service with: systemctl --user "
@@ -183,3 +183,17 @@ def test_a_setting_with_a_line_break_writes_no_unit(env: dict[str, str]) -> None
     assert result.returncode == 2, result.stdout
     assert "SOMNID_DREAM__OPENAI__MODEL holds a control character (0xa)" in result.stderr
     assert unit.read_text() == before and "ExecStartPre" not in before
+
+
+def test_a_data_dir_under_tmp_is_warned_of_and_the_service_can_see_it(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    """An ops probe: the unit's private /tmp (PrivateTmp=yes) hid a data dir under /tmp from
+    the service, and nothing said that the system empties /tmp."""
+    assert in_temporary(tmp_path) and not in_temporary(Path("/home/someone/.local/share/somnid"))
+    result = somnid(env, "install-service", "--dry-run")
+    assert result.returncode == 0, result.stderr
+    assert "is under /tmp or /var/tmp, which the system empties" in result.stderr
+    assert "PrivateTmp=no" in result.stdout.splitlines()
+    elsewhere = render(["somnid", "serve"], Settings(data_dir=Path("/srv/mem")), {})
+    assert "PrivateTmp=yes" in elsewhere.splitlines()

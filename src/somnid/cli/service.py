@@ -167,11 +167,24 @@ def render(command: list[str], settings: Settings, env: dict[str, str]) -> str:
     words = [_quote(program), *(_quote(arg, dollars=True) for arg in arguments)]
     text = _set(text, "ExecStart", " ".join(words))
     text = _set(text, "ReadWritePaths", _quote(str(settings.data_dir.absolute())))
+    if in_temporary(settings.data_dir):  # a private /tmp would be another, empty folder
+        text = _set(text, "PrivateTmp", "no")
     text = _set(text, "TimeoutStopSec", str(settings.shutdown_timeout_s + STOP_MARGIN_S))
     if env:
         lines = "".join(f"Environment={_quote(f'{k}={v}', always=True)}\n" for k, v in env.items())
         text = text.replace("UMask=0077\n", f"UMask=0077\n{lines}", 1)
     return text
+
+
+TEMPORARY = (Path("/tmp"), Path("/var/tmp"))
+
+
+def in_temporary(data_dir: Path) -> bool:
+    """Whether ``data_dir`` is under /tmp or /var/tmp: the service's own private /tmp
+    (PrivateTmp=yes) would hide it, and the system empties these folders (at boot, or
+    after days unused)."""
+    where = data_dir.resolve()
+    return any(where == top or top in where.parents for top in TEMPORARY)
 
 
 def exec_path(unit: str) -> str | None:
@@ -230,6 +243,13 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     unit = render(command, settings, env)
     path = unit_path()
     secret = [key for key in _SECRET_ENV if key in os.environ]
+    if in_temporary(settings.data_dir):
+        print(
+            f"somnid: warning: the data dir {settings.data_dir} is under /tmp or /var/tmp, "
+            "which the system empties (at boot, or after days unused): memories kept there "
+            "are lost. Choose another with --data-dir before relying on it.",
+            file=sys.stderr,
+        )
     if args.dry_run:
         sys.stdout.write(unit)
         print(f"\n# would write {path}", file=sys.stderr)

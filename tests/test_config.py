@@ -220,3 +220,12 @@ def test_a_relative_data_dir_in_the_file_is_read_from_the_file_s_folder(
     assert load_settings(config, data_dir=Path("given")).data_dir == tmp_path / "given"
     monkeypatch.setenv("SOMNID_DATA_DIR", "env")
     assert load_settings(config).data_dir == tmp_path / "env"
+
+
+def test_a_config_file_with_a_byte_order_mark_says_so(tmp_path: Path) -> None:
+    """An ops probe: a file Notepad saved as UTF-8 was "Invalid statement (at line 1,
+    column 1)"."""
+    config = tmp_path / "somnid.toml"
+    config.write_bytes(b"\xef\xbb\xbfport = 9000\n")
+    with pytest.raises(ConfigFileError, match="begins with a byte-order mark"):
+        load_settings(config)

@@ -29,7 +29,13 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from somnid.config_checks import environment_error, explain, is_host, misnamed_variable
+from somnid.config_checks import (
+    environment_error,
+    explain,
+    is_host,
+    misnamed_variable,
+    toml_error,
+)
 from somnid.dream.quiet import QuietWindow
 from somnid.errors import InvalidInput
 from somnid.memory.clock import resolve_timezone
@@ -392,15 +398,7 @@ def load_settings(config_path: Path | None = None, **overrides: Any) -> Settings
     ``config_path`` None means the default file in the XDG config dir, if it exists.
     An explicitly named file that does not exist is an error.
     """
-    misnamed = misnamed_variable(
-        {
-            name: set(field.annotation.model_fields)
-            if isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel)
-            else None
-            for name, field in Settings.model_fields.items()
-        }
-    )
-    if misnamed is not None:
+    if (misnamed := misnamed_variable(Settings.model_fields)) is not None:
         raise ConfigFileError(misnamed)
     if config_path is None:
         candidate = default_config_path()
@@ -425,7 +423,7 @@ def load_settings(config_path: Path | None = None, **overrides: Any) -> Settings
     try:
         return _beside(FileSettings(**overrides), path, overrides)
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigFileError(f"{path}: {exc}") from exc
+        raise ConfigFileError(toml_error(path, exc)) from exc
     except UnicodeDecodeError:
         raise ConfigFileError(f"{path}: not UTF-8 text (a TOML file is)") from None
     except OSError as exc:  # unreadable: its mode, an I/O error

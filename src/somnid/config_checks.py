@@ -13,7 +13,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
+from pydantic.fields import FieldInfo
 from pydantic_settings import SettingsError
 
 from somnid.memory.scrub import is_secret_name
@@ -36,12 +37,18 @@ def is_host(value: str) -> bool:
     return all(_LABEL.match(label) for label in labels)
 
 
-def misnamed_variable(sections: dict[str, set[str] | None]) -> str | None:
+def misnamed_variable(fields: dict[str, FieldInfo]) -> str | None:
     """A ``SOMNID_*`` variable that reads as a setting misspelled, or None: a section that
     is none (``SOMNID_DREAMS__IDLE_MS``, silently ignored), or a section's key joined with
-    one underscore (``SOMNID_DREAM_IDLE_MS``). ``sections``: each top-level key, with its
-    keys when it is a section. Other unknown top-level names are left alone: tools around
-    somnid use the prefix for their own variables."""
+    one underscore (``SOMNID_DREAM_IDLE_MS``). ``fields``: the settings' top-level keys.
+    Other unknown top-level names are left alone: tools around somnid use the prefix for
+    their own variables."""
+    sections = {
+        name: set(field.annotation.model_fields)
+        if isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel)
+        else None
+        for name, field in fields.items()
+    }
     for variable in sorted(os.environ):
         if not variable.startswith("SOMNID_"):
             continue
@@ -90,6 +97,15 @@ def original_variables() -> str | None:
 def _near(name: str, names: Iterable[str]) -> str:
     close = difflib.get_close_matches(name, list(names), n=1, cutoff=0.7)
     return f" (did you mean SOMNID_{close[0].upper()}__…?)" if close else ""
+
+
+def toml_error(path: Path, exc: Exception) -> str:
+    """One line for a file TOML cannot read; a byte-order mark (Notepad's UTF-8) named, where
+    TOML said only "Invalid statement (at line 1, column 1)"."""
+    with open(path, "rb") as handle:
+        if handle.read(3) == b"\xef\xbb\xbf":
+            return f"{path}: it begins with a byte-order mark: save it as UTF-8 without one"
+    return f"{path}: {exc}"
 
 
 def environment_error(exc: SettingsError) -> str:

@@ -102,6 +102,14 @@ def test_a_change_keeps_the_person_s_indents_and_fence_spacing() -> None:
     assert frontmatter.render(frontmatter.parse(dashes_at_the_key)) == dashes_at_the_key
     flush = "---\nname: a\ntags:\n- x\n- y\nmap:\n   k: v\n---\n\nbody\n"
     assert frontmatter.render(frontmatter.parse(flush)) == flush
+    # A block scalar with an indentation indicator reads the same only in the default
+    # indents: written in those, never two spaces more on every line at each write.
+    indicator = "---\nlinks:\n    home: x\nsnippet: |2\n    indented code\n  back\n---\nbody\n"
+    doc = frontmatter.parse(indicator)
+    doc.meta["score"] = 0.5
+    again = frontmatter.parse(frontmatter.render(doc))
+    assert again.meta["snippet"] == "  indented code\nback\n"
+    assert frontmatter.parse(frontmatter.render(again)).meta["snippet"] == "  indented code\nback\n"
     # A literal block's lines are not read for indents.
     literal = "---\nnote: |\n  see:\n       deep\nmap:\n  k: v\n---\n\nbody\n"
     assert frontmatter.render(frontmatter.parse(literal)) == literal

@@ -223,7 +223,7 @@ def render(doc: Document) -> str:
     out = io.StringIO()
     out.write(FENCE + "\n")
     if doc.meta:
-        _yaml(doc.style).dump(_breaks_escaped(doc.meta), out)
+        out.write(_dumped(_breaks_escaped(doc.meta), doc.style))
     out.write(FENCE + ("\n\n" if doc.style.blank_line else "\n"))
     body = doc.body.lstrip("\n")
     out.write(body)
@@ -233,6 +233,26 @@ def render(doc: Document) -> str:
     if doc.crlf:
         text = text.replace("\r\n", "\n").replace("\n", "\r\n")
     return "\ufeff" + text if doc.bom else text
+
+
+_PLAIN = Style()
+
+
+def _dumped(meta: Any, style: Style) -> str:
+    """``meta`` as YAML in the person's indents, when it reads the same as in the default
+    ones: ruamel keeps a block scalar's indentation indicator (``|2``) while it indents the
+    text by the mapping's indent, and each write then added two spaces to every line."""
+    out = io.StringIO()
+    _yaml(style).dump(meta, out)
+    if (style.mapping, style.offset) == (_PLAIN.mapping, _PLAIN.offset):
+        return out.getvalue()
+    plain = io.StringIO()
+    _yaml().dump(meta, plain)
+    try:
+        same = fastyaml.load(out.getvalue()) == fastyaml.load(plain.getvalue())
+    except yaml.YAMLError:
+        same = False
+    return out.getvalue() if same else plain.getvalue()
 
 
 def _breaks_escaped(value: Any) -> Any:

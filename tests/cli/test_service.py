@@ -87,7 +87,7 @@ def test_install_service_writes_a_unit_systemd_accepts(env: dict[str, str]) -> N
         "UMask=0077",
         "NoNewPrivileges=yes",
         "ProtectSystem=strict",
-        f"ReadWritePaths={data_dir}",
+        f"ReadWritePaths={data_dir} /tmp /var/tmp",  # the test's data dir is under /tmp
         f"ExecStart={sys.executable} -m somnid serve",
         f'Environment="SOMNID_DATA_DIR={data_dir}"',
         f'Environment="SOMNID_PORT={env["SOMNID_PORT"]}"',
@@ -195,5 +195,6 @@ def test_a_data_dir_under_tmp_is_warned_of_and_the_service_can_see_it(
     assert result.returncode == 0, result.stderr
     assert "is under /tmp or /var/tmp, which the system empties" in result.stderr
     assert "PrivateTmp=no" in result.stdout.splitlines()
+    assert f"ReadWritePaths={env['SOMNID_DATA_DIR']} /tmp /var/tmp" in result.stdout.splitlines()
     elsewhere = render(["somnid", "serve"], Settings(data_dir=Path("/srv/mem")), {})
     assert "PrivateTmp=yes" in elsewhere.splitlines()

@@ -125,6 +125,31 @@ def test_signal_during_writes_loses_nothing_acknowledged(tmp_path: Path, sig: in
         frontmatter.parse(path.read_text())  # every file on disk parses, acknowledged or not
 
 
+def test_under_nohup_a_hangup_is_outlived(tmp_path: Path) -> None:
+    """`nohup somnid serve &` means to outlive the terminal: SIGHUP, ignored there, is not
+    taken for a stop."""
+
+    def ignore_hangups() -> None:
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+
+    def masks() -> dict[str, int]:
+        lines = Path(f"/proc/{daemon.process.pid}/status").read_text().splitlines()
+        return {
+            k: int(v, 16)
+            for k, _, v in (line.partition(":\t") for line in lines)
+            if k in ("SigIgn", "SigCgt")
+        }
+
+    hangup = 1 << (signal.SIGHUP - 1)
+    with start_daemon(tmp_path / "data", preexec=ignore_hangups) as daemon:
+        # Ready, so its handlers are set: the kernel still drops a hangup, none is caught.
+        assert masks()["SigIgn"] & hangup and not masks()["SigCgt"] & hangup, masks()
+        daemon.process.send_signal(signal.SIGHUP)
+        with daemon.client() as client:
+            assert client.post("/v1/memories/knowledge", json={"name": "k"}).status_code == 201
+        assert daemon.stop() == 0
+
+
 def test_restart_keeps_everything(tmp_path: Path) -> None:
     with start_daemon(tmp_path / "data") as daemon, daemon.client() as client:
         for kind in Kind:

@@ -54,13 +54,16 @@ def not_running(settings: Settings) -> CliError:
 
 
 def serve_command(settings: Settings) -> str:
-    """``somnid serve`` for these settings' data dir and port: as written, the plain command
-    started a daemon on the default ones, not the one asked about."""
+    """``somnid serve`` for these settings' data dir, address and port: as written, the plain
+    command started a daemon on the default ones, not the one asked about. (A ``--config``
+    given is not known here: the message's reader gave it.)"""
     words = ["somnid", "serve"]
     if settings.data_dir != Settings.model_fields["data_dir"].get_default(
         call_default_factory=True
     ):
         words += ["--data-dir", shlex.quote(str(settings.data_dir))]
+    if settings.host != Settings.model_fields["host"].default:
+        words += ["--host", shlex.quote(settings.host)]
     if settings.port != DEFAULT_PORT:
         words += ["--port", str(settings.port)]
     return " ".join(words)

@@ -41,19 +41,24 @@ def add_parser(
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
-    # What the checks read logs its own warnings ("leaving broken file alone"): the report
-    # says each once, in its place; printed before it, they were said twice and out of order.
-    logging.getLogger("somnid").setLevel(logging.ERROR)
     config_path = args.config or default_config_path()
     findings = config_finding(config_path, args.config is not None)
-    with DaemonClient(settings, timeout=10.0) as client:
-        ctx = Context(settings, client)
-        checks = (
-            data_dir_check, modes_check, lock_check, daemon_check, token_check,
-            broken_check, model_check, index_check, history_check, sync_check, service_check,
-        )  # fmt: skip
-        for check in checks:
-            findings.extend(check(ctx))
+    # What the checks read logs its own warnings ("leaving broken file alone"): the report
+    # says each once, in its place; printed before it, they were said twice and out of order.
+    quieted = logging.getLogger("somnid")
+    level = quieted.level
+    quieted.setLevel(logging.ERROR)
+    try:
+        with DaemonClient(settings, timeout=10.0) as client:
+            ctx = Context(settings, client)
+            checks = (
+                data_dir_check, modes_check, lock_check, daemon_check, token_check,
+                broken_check, model_check, index_check, history_check, sync_check, service_check,
+            )  # fmt: skip
+            for check in checks:
+                findings.extend(check(ctx))
+    finally:
+        quieted.setLevel(level)
     return report(findings, as_json=args.json)
 
 

@@ -166,9 +166,11 @@ def render(command: list[str], settings: Settings, env: dict[str, str]) -> str:
     program, *arguments = command
     words = [_quote(program), *(_quote(arg, dollars=True) for arg in arguments)]
     text = _set(text, "ExecStart", " ".join(words))
-    text = _set(text, "ReadWritePaths", _quote(str(settings.data_dir.absolute())))
-    if in_temporary(settings.data_dir):  # a private /tmp would be another, empty folder
-        text = _set(text, "PrivateTmp", "no")
+    writable = [_quote(str(settings.data_dir.absolute()))]
+    if in_temporary(settings.data_dir):  # a private /tmp would be another, empty folder;
+        text = _set(text, "PrivateTmp", "no")  # and the shared one is read-only but named
+        writable += [str(top) for top in TEMPORARY]  # (a purge, a sync write files there)
+    text = _set(text, "ReadWritePaths", " ".join(writable))
     text = _set(text, "TimeoutStopSec", str(settings.shutdown_timeout_s + STOP_MARGIN_S))
     if env:
         lines = "".join(f"Environment={_quote(f'{k}={v}', always=True)}\n" for k, v in env.items())
@@ -183,8 +185,11 @@ def in_temporary(data_dir: Path) -> bool:
     """Whether ``data_dir`` is under /tmp or /var/tmp: the service's own private /tmp
     (PrivateTmp=yes) would hide it, and the system empties these folders (at boot, or
     after days unused)."""
-    where = data_dir.resolve()
-    return any(where == top or top in where.parents for top in TEMPORARY)
+    return any(
+        where == top or top in where.parents
+        for where in (data_dir.absolute(), data_dir.resolve())  # a link out of /tmp, or in
+        for top in TEMPORARY
+    )
 
 
 def exec_path(unit: str) -> str | None:

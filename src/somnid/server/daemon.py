@@ -100,8 +100,10 @@ class _Server(uvicorn.Server):
         """Like uvicorn's, minus re-raising the signal after a graceful shutdown: a daemon
         that drained and closed everything exits 0."""
         # SIGHUP too: a terminal closed under `somnid serve` killed it without its
-        # shutdown (its writes' history and daemon file left to the next start).
-        handled = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+        # shutdown (its writes' history and daemon file left to the next start). Not where
+        # it is ignored: `nohup somnid serve &` means to outlive the terminal.
+        hangup = () if signal.getsignal(signal.SIGHUP) is signal.SIG_IGN else (signal.SIGHUP,)
+        handled = (signal.SIGINT, signal.SIGTERM, *hangup)
         originals = {sig: signal.signal(sig, self.handle_exit) for sig in handled}
         try:
             yield

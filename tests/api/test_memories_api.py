@@ -246,6 +246,17 @@ def test_a_name_in_another_unicode_form_is_the_same_entry(
     assert [p.name for p in (data_dir / "memory/knowledge").iterdir() if p.name != "archived"] == [
         nfc
     ]
+    # Its history, and a purge, by the decomposed name (the purge answered 404 while the
+    # read said 200: the person took their data for purged).
+    assert client.get(f"/v1/history/entries/knowledge/{nfd}").status_code == 200
+    purged = client.post(f"{url}/purge", params={"confirm": nfd}, json={})
+    assert purged.status_code == 200, purged.text
+    assert client.get(f"/v1/memories/knowledge/{nfc}").status_code == 404
+    # A name decomposed past the length limit (60 "é" are 120 code points) is found too.
+    long_nfc = "é" * 60
+    assert create(client, name=long_nfc, body="x\n")["name"] == long_nfc
+    decomposed = client.get(f"/v1/memories/knowledge/{unicodedata.normalize('NFD', long_nfc)}")
+    assert decomposed.status_code == 200, decomposed.text
     # A folder made by hand in the other form is found by the composed name too.
     naive = unicodedata.normalize("NFD", "naïve")
     folder = data_dir / "memory/knowledge" / naive

@@ -173,10 +173,13 @@ def commits(
     return found, total
 
 
-def commit(git: Git, layout: Layout, commit_id: str) -> Commit:
+def commit(git: Git, layout: Layout, commit_id: str, *, mark: bool = True) -> Commit:
+    """One commit; ``mark``: with ``reverted_by`` (a walk from it to HEAD, which a revert,
+    reading the commit it undoes, has no use for)."""
     sha = resolve(git, commit_id)
     found = _log(git, layout, "--name-status", "--no-renames", "-1", sha)
-    _mark_reverted(git, found)
+    if mark:
+        _mark_reverted(git, found)
     return found[0]
 
 
@@ -184,9 +187,11 @@ def _mark_reverted(git: Git, found: list[Commit]) -> None:
     """Set ``reverted_by`` on the commits that a standing whole revert undid."""
     if not found:
         return
+    # A revert comes after what it undoes: the walk starts at the oldest commit asked about.
+    oldest = found[-1].id
     out = git.text(
         "log", "--format=%x1e%H%x1f%s%x1f%(trailers:key=Reverts,valueonly,separator=%x1f)",
-        "--grep=^Reverts: ", "HEAD",
+        "--grep=^Reverts: ", f"{oldest}..HEAD",
     )  # fmt: skip
     undone_by: dict[str, str] = {}
     for record in out.split("\x1e")[1:]:

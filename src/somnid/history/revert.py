@@ -52,7 +52,7 @@ def revert(
     that entry: the rest of the commit stays, and only later changes to the entry refuse."""
     git, layout = committer.git, committer.layout
     git.check_attached()  # before any file is put back: the commit would be refused
-    info = read_commit(git, layout, commit_id)
+    info = read_commit(git, layout, commit_id, mark=False)
     # Only memory: a hand-made commit may also have touched the token, the config or notes
     # of a person's own; a revert never writes or deletes those.
     paths = [

@@ -195,7 +195,7 @@ class History:
     ) -> tuple[list[tuple[history_log.Commit, list[history_log.EntryDiff]]], int]:
         """The commits that touched one entry (live or archived), newest first, each with
         that entry's diffs: API writes, hand edits, dreams and reverts alike."""
-        specs = self._entry(kind, name).specs
+        specs = (await self._entry(kind, name)).specs
         return await self._read(
             lambda c: history_log.entry_log(c.git, self.layout, specs, offset=offset, limit=limit)
         )
@@ -233,15 +233,16 @@ class History:
         """Undo what ``commit`` changed of one entry only (the rest of the commit stays);
         refused like any revert when a later change touched that entry."""
         history_log.check_commit(commit)
-        entry = self._entry(kind, name)
+        entry = await self._entry(kind, name)
         self._not_purging()
         actor = current_actor() or SYSTEM
         done = await self._locked(lambda c: revert(c, commit, actor, entry))
         await self._reindex(done.paths)
         return done
 
-    def _entry(self, kind: Kind, name: str) -> Entry:
-        check_name(name)
+    async def _entry(self, kind: Kind, name: str) -> Entry:
+        # As its folder spells it: a Mac's decomposed "café" too.
+        name = check_name(await asyncio.to_thread(self.memories.spelling, kind, name))
         return Entry(f"{kind.value}/{name}", purging.entry_specs(self.layout, kind, name))
 
     async def revert_dream(self, dream_id: str) -> Reverted:
@@ -276,7 +277,7 @@ class History:
         every session log, live and archived, so no tool serves them back verbatim.
         ``if_match``: only while the live entry has that ETag (412 otherwise);
         ``none_live``: only while no live entry has the name (an archived copy's purge)."""
-        check_name(name)
+        name = check_name(await asyncio.to_thread(self.memories.spelling, kind, name))
         if not _confirms(confirm, name):
             raise InvalidInput(
                 f"purging deletes {kind.value} {name!r} for good: repeat its name as confirm",

@@ -163,17 +163,21 @@ class MemoryService:
         """``name`` as the folder on disk spells it. A Mac, and some keyboards, send "é" as
         "e" and a combining accent (NFD); somnid writes names composed (NFKC). Asked so,
         an entry made as "café" was 404 on read while its create had said 409 (it exists)."""
-        if not is_name(name) or self._store.exists(kind, name, archived=archived):
-            return name  # one that is no name is refused by the read or write that follows
-        for form in ("NFC", "NFKC", "NFD"):
-            other = unicodedata.normalize(form, name)
-            if (
-                other != name
-                and is_name(other)
-                and self._store.exists(kind, other, archived=archived)
-            ):
-                return other
-        return name
+        return self._found(kind, name, archived) or name
+
+    def _found(self, kind: Kind, name: str, archived: bool) -> str | None:
+        forms = (unicodedata.normalize(form, name) for form in ("NFC", "NFKC", "NFD"))
+        for form in dict.fromkeys((name, *forms)):  # a decomposed name may pass the limits
+            if is_name(form) and self._store.exists(kind, form, archived=archived):
+                return form
+        return None
+
+    def spelling(self, kind: Kind, name: str) -> str:
+        """``name`` as its live or archived folder spells it, else as somnid writes names
+        (NFKC): for history and purge, which find an entry by its folders. Blocking."""
+        found = self._found(kind, name, False) or self._found(kind, name, True)
+        composed = unicodedata.normalize("NFKC", name)
+        return found or (composed if is_name(composed) else name)
 
     async def exists(self, kind: Kind, name: str, *, archived: bool = False) -> bool:
         return await asyncio.to_thread(

@@ -326,7 +326,7 @@ def test_text_typed_and_not_saved_is_not_dropped_without_asking(
 ) -> None:
     """A probe (stop 60): text typed in the editor was dropped without a word when another
     entry opened, on reload (after a 412) and when a change was reverted."""
-    _, api, _ = site
+    _, api, data = site
     api.post("/v1/memories/knowledge", json={"name": "tea", "body": "green\n"})
     api.post("/v1/memories/knowledge", json={"name": "vpn", "body": "port 1194\n"})
     asked: list[str] = []
@@ -362,6 +362,18 @@ def test_text_typed_and_not_saved_is_not_dropped_without_asking(
     expect(page.locator("#e-body")).to_have_value("port 1194\n")
     assert len(asked) == 2, asked
     assert api.get("/v1/memories/knowledge/tea").json()["body"] == "green tea\n"
+
+    # A description with a line break (a folded one written by hand) shows in a one-line
+    # box without it: nothing typed, nothing to ask.
+    folded = data / "memory/knowledge/folded/SKILL.md"
+    folded.parent.mkdir()
+    folded.write_text("---\nname: folded\ndescription: >\n  two\n  lines\n---\nbody\r\n")
+    page.select_option("#kind", "knowledge")  # the list again, with it
+    page.click("#list li[data-name=folded]")
+    expect(page.locator("#e-title")).to_have_text(re.compile("/ folded$"))
+    page.click("#list li[data-name=vpn]")
+    expect(page.locator("#e-body")).to_have_value("port 1194\n")
+    assert len(asked) == 2, asked
 
 
 def test_after_a_restart_the_page_asks_for_the_login_again(tmp_path: Path) -> None:

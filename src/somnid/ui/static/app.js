@@ -233,6 +233,8 @@ function show(tab) {
   document.querySelectorAll("#tabs button").forEach((b) => b.classList.toggle("on", b.dataset.tab === tab));
   document.querySelectorAll(".view").forEach((v) => { v.hidden = v.id !== `view-${tab}`; });
   history.replaceState(null, "", `#${tab}`);
+  // Not a list from before (a purge may have rewritten its commits) while the new one loads.
+  if (tab === "dreams") $("dreams").replaceChildren();
   ({ memories: loadList, search: () => $("q").focus(), intentions: loadAgenda, dreams: loadDreams, identity: loadIdentity, sync: loadSync }[tab] || loadList)();
 }
 
@@ -282,10 +284,17 @@ async function paintBroken() {
 
 // What the person typed in the editor and has not saved: opening another entry, reloading,
 // reverting or archiving replaced it without a word.
+let loaded = null; // what the editor's fields held right after the entry loaded
+
+function fields() {
+  return [$("e-desc").value, $("e-body").value, $("e-fields").value];
+}
+
+// Against the fields as loaded, not the entry: an input drops a description's line break and
+// a textarea turns \r into \n, and every click then asked "Discard?" with nothing typed.
 function unsaved() {
-  if (!current || $("entry").hidden || current.archived) return false;
-  return $("e-desc").value !== current.description || $("e-body").value !== current.body
-    || $("e-fields").value !== JSON.stringify(editable(current.meta), null, 2);
+  if (!current || !loaded || $("entry").hidden || current.archived) return false;
+  return fields().some((value, i) => value !== loaded[i]);
 }
 
 function mayDiscard() {
@@ -329,6 +338,7 @@ async function loadEntry(kind, name, archived) {
   $("e-desc").value = data.description;
   $("e-body").value = data.body;
   $("e-fields").value = JSON.stringify(editable(data.meta), null, 2);
+  loaded = fields();
   $("archive").hidden = data.archived || data.kind === "profile";
   $("save").hidden = data.archived; // restore it first: a save went to the live namesake
   $("restore").hidden = !data.archived;

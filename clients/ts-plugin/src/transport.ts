@@ -85,7 +85,8 @@ export class ProvingAgent extends Agent {
       return undefined
     }
     void this.turn(signal).then((go) => {
-      if (!go) return refuse(this.ended ? new Error('the client is closed') : new Error('the request was given up before its connection was made'))
+      if (go && this.ended) this.done() // destroyed in the meantime: the turn goes back
+      if (!go || this.ended) return refuse(this.ended ? new Error('the client is closed') : new Error('the request was given up before its connection was made'))
       const socket = connect({ host, port })
       this.unproven.add(socket)
       let settled = false
@@ -214,9 +215,9 @@ function hostHeader(host: string, port: number): string {
 
 /**
  * `GET /v1/health` with a fresh challenge on `socket`, read by hand so the socket can carry
- * requests after it. Only a whole 200 whose proof does not fit the token is `Unproven`
- * (another program, or somnid with another token); an answer of another kind (somnid
- * starting or stopping: a 503, `Connection: close`) fails this connection alone.
+ * requests after it. A whole answer that proves nothing is `Unproven` (another program, a
+ * 404 or 401 of its own, or somnid with another token); somnid starting or stopping (a
+ * 5xx, a 429, `Connection: close` after the proof) fails this connection alone.
  */
 function proveOver(socket: Socket, host: string, token: string): Promise<void> {
   const challenge = newChallenge()
@@ -242,7 +243,8 @@ function proveOver(socket: Socket, host: string, token: string): Promise<void> {
         return done(error as Error)
       }
       if (answer === undefined) return // more to come
-      if (answer.status !== 200) return done(new Error(`the listener answered ${answer.status} to its proof`))
+      // somnid starting, stopping or at its connection limit: this connection fails alone.
+      if (answer.status >= 500 || answer.status === 429) return done(new Error(`the listener answered ${answer.status} to its proof`))
       const given = { status: answer.status, proof: answer.headers['somnid-proof'], address: socket.remoteAddress ?? '', port: socket.remotePort ?? 0 }
       if (!proves(given, token, challenge)) {
         return done(new Unproven('the program listening there could not prove it holds this token'))

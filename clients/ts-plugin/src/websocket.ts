@@ -185,6 +185,10 @@ export class AgentWebSocket {
           this.readyState = CLOSING
         }
         this.socket?.end()
+        // A server that never closes its side left the socket closing for ever: no `close`, no reconnect.
+        clearTimeout(this.closeTimer)
+        this.closeTimer = setTimeout(() => this.socket?.destroy(), CLOSE_WAIT_MS)
+        this.closeTimer.unref()
       } else if (opcode === 0x9) {
         this.write(0xa, payload)
       }

@@ -192,13 +192,19 @@ test('requests given up while they wait their turn to prove open no connection, 
   const silent = await listener('the-secret')
   silent.server.removeAllListeners('request')
   silent.server.on('request', () => {}) // somnid stopped: accepts, never answers, drops each connection after 250 ms
-  silent.server.on('connection', (socket: Socket) => setTimeout(() => socket.destroy(), 250))
+  let closed = 0
+  silent.server.on('connection', (socket: Socket) => {
+    socket.on('close', () => { closed++ })
+    setTimeout(() => socket.destroy(), 250)
+  })
   const c = client(silent.url, { token: 'the-secret' })
   try {
     const hints = Array.from({ length: 12 }, () => c.request('POST', '/v1/assoc/thought', { cue: 'x' }, { budget: true, timeoutMs: 150 }).catch(() => 'gave up'))
     assert.deepEqual(new Set(await Promise.all(hints)), new Set(['gave up']))
-    // The four proving at once fail at 250 ms; the eight given up in the queue meanwhile are not made after them.
-    await new Promise((resolve) => setTimeout(resolve, 900))
+    // The four proving at once fail at 250 ms; the eight given up in the queue meanwhile are
+    // not made after them (a slow machine only makes this pass when it should not).
+    await until(() => silent.connections() >= 4 && closed >= 4, 10_000, 'the four proofs failed')
+    await new Promise((resolve) => setTimeout(resolve, 300))
     assert.equal(silent.connections(), 4)
     await c.close()
     const before = silent.connections()
@@ -357,5 +363,62 @@ test('a token under "Authorization" in any case is proven before a WebSocket car
   } finally {
     await c.close()
     await squatter.stop()
+  }
+})
+
+test('another program answering 404 or 401 to the proof is a refusal, with its notice', async () => {
+  for (const status of [404, 401]) {
+    const server = createServer((_req, res) => { res.writeHead(status); res.end('not here') })
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    const c = client(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, { token: 'the-secret' })
+    try {
+      await assert.rejects(c.request('GET', '/v1/tools'), /could not prove/)
+      assert.match(c.refused ?? '', /another program holds its port/)
+    } finally {
+      await c.close()
+      server.closeAllConnections()
+      await new Promise<void>((resolve) => server.close(() => resolve()))
+    }
+  }
+})
+
+test('a close somnid began ends the socket though somnid never closes its side', async () => {
+  const holder = await listener('the-secret')
+  holder.server.removeAllListeners('upgrade')
+  const kept: Socket[] = []
+  holder.server.on('upgrade', (req: IncomingMessage, socket: Socket) => {
+    kept.push(socket)
+    const accept = createHash('sha1').update(`${req.headers['sec-websocket-key']}${GUID}`).digest('base64')
+    socket.write(`HTTP/1.1 101 Switching Protocols\r\nupgrade: websocket\r\nconnection: Upgrade\r\nsec-websocket-accept: ${accept}\r\n\r\n`)
+    socket.write(frame(0x8, Buffer.from([0x03, 0xe9]))) // going away, and then nothing: no FIN
+    socket.on('end', () => {}) // its half stays open
+  })
+  const c = client(holder.url, { token: 'the-secret' })
+  const socket = c.websocket(`${holder.url.replace(/^http/, 'ws')}/v1/llm/bridge`, c.socketHeaders())
+  const events: string[] = []
+  for (const type of ['open', 'close'] as const) socket.addEventListener(type, () => events.push(type))
+  try {
+    await until(() => events.includes('close'), 6000, 'the socket closed')
+    assert.deepEqual(events, ['open', 'close'])
+  } finally {
+    for (const s of kept) s.destroy()
+    await c.close()
+    await holder.stop()
+  }
+})
+
+test('a request made as the agent is destroyed opens no connection', async () => {
+  const holder = await listener('the-secret')
+  const agent = new ProvingAgent(5000)
+  try {
+    const request = (await import('node:http')).request(`${holder.url}/v1/tools`, { agent, headers: { authorization: 'Bearer the-secret' } })
+    const failed = new Promise<Error>((resolve) => request.on('error', resolve))
+    request.end()
+    agent.destroy() // the same tick: its turn was granted, its connection not yet made
+    assert.match((await failed).message, /the client is closed/)
+    assert.equal(holder.connections(), 0)
+  } finally {
+    agent.destroy()
+    await holder.stop()
   }
 })

@@ -140,3 +140,22 @@ def test_a_year_before_1000_is_written_in_four_digits() -> None:
     assert absolutise("last month", ref) == ("last month (0001-12)", ["0001-12"])
     assert absolutise("last year", ref) == ("last year (0001)", ["0001"])
     assert absolutise("yesterday", ref)[1] == ["0002-01-02"]
+
+
+@pytest.mark.parametrize(
+    ("text", "valid"),
+    [
+        ("hiking as of 2023-02-30", "hiking as of 2023-02-28"),
+        ("February 30, 2023", "February 28, 2023"),
+        ("on the 30th of February 2023", "on the 28th of February 2023"),
+        ("2023/04/31", "2023/04/30"),
+        ("2023-13-01", "2023-12-01"),
+        ("2023年2月30日", "2023年2月28日"),
+    ],
+)
+def test_a_day_the_calendar_has_not_is_no_date_not_its_year(text: str, valid: str) -> None:
+    """An API probe: "as of 2023-02-30" was read as "as of 2023-12-31", ten months wider."""
+    ref = dt.date(2024, 1, 1)
+    assert find_dates(text, ref) == []
+    assert find_dates(text, ref, any_year=True) == []
+    assert [span.grain for span in find_dates(valid, ref)] == ["day"]

@@ -129,8 +129,11 @@ def find_dates(text: str, ref: dt.date | None, *, any_year: bool = False) -> lis
             try:
                 found = _read(kind, m, day, any_year)
             except (OverflowError, ValueError):  # a day beyond the calendar's end
-                continue
+                found = None
             if found is None:
+                if _impossible(kind, m):  # claimed, so its year is not read alone:
+                    starts.insert(at, start)  # "as of 2023-02-30" was "as of 2023-12-31"
+                    ends.insert(at, end)
                 continue
             grain, ranges, around = found
             starts.insert(at, start)
@@ -140,6 +143,18 @@ def find_dates(text: str, ref: dt.date | None, *, any_year: bool = False) -> lis
     if ref is None:
         return [s for s in spans if not s.relative and _HAS_YEAR.search(s.text)]
     return spans
+
+
+def _impossible(kind: str, m: re.Match[str]) -> bool:
+    """Whether a match that read as no date names a day in numbers (``2023-02-30``,
+    ``February 30, 2023``, ``2023年2月30日``): a day the calendar has not, not a date's
+    fragment for a coarser pattern to read."""
+    g = m.groupdict()
+    return (
+        kind == "iso"
+        or (kind == "zh_date" and bool(g.get("d")))
+        or (kind == "month" and bool(g.get("d1") or g.get("d2")) and bool(g.get("y")))
+    )
 
 
 def _read(kind: str, m: re.Match[str], ref: dt.date, any_year: bool) -> Found | None:

@@ -28,6 +28,17 @@ def test_invalid_json_and_validation(client: TestClient) -> None:
     assert_problem(client.get("/v1/memories", params={"limit": 0}), 422, "validation_error")
 
 
+def test_a_route_that_takes_no_body_refuses_one_that_is_not_json(client: TestClient) -> None:
+    """An API probe: `POST .../complete` with `{"not json` closed the intention, 200."""
+    made = client.post("/v1/intentions", json={"what": "call the plumber"})
+    assert made.status_code == 201, made.text
+    done = f"/v1/intentions/{made.json()['id']}/complete"
+    headers = {"content-type": "application/json"}
+    assert_problem(client.post(done, content=b'{"not json', headers=headers), 400, "invalid_json")
+    assert [i["id"] for i in client.get("/v1/intentions").json()["items"]] == [made.json()["id"]]
+    assert client.post(done, content=b"{}", headers=headers).status_code == 200
+
+
 def test_media_type_and_size(client: TestClient) -> None:
     plain = client.post(
         "/v1/memories/knowledge", content=b"name=x", headers={"content-type": "text/plain"}

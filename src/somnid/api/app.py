@@ -8,13 +8,14 @@ from collections.abc import AsyncIterator
 from concurrent.futures import Future
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.routing import APIRoute
 
 from somnid import __version__
 from somnid.api import docs, errors
 from somnid.api.actor import ActorContext
+from somnid.api.deps import refuse_stray_body
 from somnid.api.errors import PROBLEM_JSON
 from somnid.api.exporter import Exporter
 from somnid.api.guard import PUBLIC_PATHS, Guard
@@ -91,6 +92,7 @@ def create_app(
         generate_unique_id_function=_operation_id,
         docs_url=None,  # served offline by somnid.api.docs
         redoc_url=None,
+        dependencies=[Depends(refuse_stray_body)],
     )
     errors.install(app)
     app.state.exporter = exporter = Exporter(__version__)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Annotated
 
 from fastapi import Depends, Header, Request, Response
+from starlette.requests import HTTPConnection
 
 from somnid.errors import InvalidInput
 from somnid.runtime import Runtime
@@ -90,3 +92,22 @@ async def answer_challenge(
     host = str(server[0]) if server and server[0] is not None else ""
     port = int(server[1]) if server and server[1] is not None else 0
     response.headers[PROOF_HEADER] = token_proof(request.state.token, challenge, host, port)
+
+
+_WITH_BODY = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+async def refuse_stray_body(connection: HTTPConnection) -> None:
+    """A route that takes no body refuses one that is not JSON, as every route that takes
+    one does (400 ``invalid_json``): ``POST .../complete`` with ``{"not json`` closed the
+    intention and answered 200. A route with a body reads, and refuses, its own."""
+    if not isinstance(connection, Request) or connection.method not in _WITH_BODY:
+        return
+    if getattr(connection.scope.get("route"), "body_field", True) is not None:
+        return
+    body = await connection.body()
+    if body.strip():
+        try:
+            json.loads(body)
+        except ValueError:
+            raise InvalidInput("the request body is not valid JSON", code="invalid_json") from None

@@ -7,7 +7,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { createHash, createHmac } from 'node:crypto'
 import { writeFileSync } from 'node:fs'
-import { createServer, type IncomingMessage, type Server } from 'node:http'
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo, Socket } from 'node:net'
 import { join } from 'node:path'
 import { SomnidClient } from '../src/client.js'
@@ -35,11 +35,7 @@ async function listener(token: string | undefined): Promise<{ url: string; seen:
   let connections = 0
   const server = createServer((req, res) => {
     seen.push({ path: req.url ?? '', authorization: req.headers.authorization, peer: req.socket.remotePort ?? 0 })
-    const challenge = req.headers['somnid-challenge']
-    if (typeof challenge === 'string' && token !== undefined) {
-      const message = `somnid-proof-v2\n${challenge}\n${req.socket.localAddress}\n${req.socket.localPort}`
-      res.setHeader('somnid-proof', createHmac('sha256', token).update(message).digest('hex'))
-    }
+    if (token !== undefined) prove(req, res, token)
     res.writeHead(200, { 'content-type': 'application/json' })
     res.end('{"status":"ok","tools":[]}')
   })
@@ -89,6 +85,23 @@ async function listener(token: string | undefined): Promise<{ url: string; seen:
       await new Promise<void>((resolve) => server.close(() => resolve()))
     },
   }
+}
+
+/** What somnid answers a challenge with, for `token`. */
+function prove(req: IncomingMessage, res: ServerResponse, token: string): void {
+  const challenge = req.headers['somnid-challenge']
+  if (typeof challenge === 'string') {
+    const message = `somnid-proof-v2\n${challenge}\n${req.socket.localAddress}\n${req.socket.localPort}`
+    res.setHeader('somnid-proof', createHmac('sha256', token).update(message).digest('hex'))
+  }
+}
+
+/** A listener that accepts and reads every request, and answers none: a stopped somnid. */
+async function stoppedSomnid(): Promise<Awaited<ReturnType<typeof listener>>> {
+  const stopped = await listener('the-secret')
+  stopped.server.removeAllListeners('request')
+  stopped.server.on('request', () => {})
+  return stopped
 }
 
 function frame(opcode: number, payload: Buffer, fin = true): Buffer {
@@ -189,9 +202,7 @@ test('a proof\'s answer that never ends is cut off, not read without limit', asy
 })
 
 test('requests given up while they wait their turn to prove open no connection, nor does a closed client', async () => {
-  const silent = await listener('the-secret')
-  silent.server.removeAllListeners('request')
-  silent.server.on('request', () => {}) // somnid stopped: accepts, never answers, drops each connection after 250 ms
+  const silent = await stoppedSomnid() // somnid stopped: accepts, never answers, drops each connection after 250 ms
   let closed = 0
   silent.server.on('connection', (socket: Socket) => {
     socket.on('close', () => { closed++ })
@@ -249,9 +260,7 @@ test('server frames are read as RFC 6455 says', () => {
 })
 
 test('a request that joins a longer probe of somnid waits at most its own time', async () => {
-  const silent = await listener('the-secret')
-  silent.server.removeAllListeners('request')
-  silent.server.on('request', () => {}) // stopped: never answers
+  const silent = await stoppedSomnid() // stopped: never answers
   const c = new SomnidClient({ baseUrl: silent.url, token: 'the-secret', timeoutMs: 5000, retryMinMs: 10, retryMaxMs: 60_000, healthIntervalMs: 60_000, log: quiet })
   try {
     await assert.rejects(c.request('GET', '/v1/tools', undefined, { timeoutMs: 100 }), /unreachable/) // now thought down
@@ -282,11 +291,7 @@ test('a request waiting for one of the pool\'s connections gets one when a given
   let hanging = 0
   holder.server.on('request', (req: IncomingMessage, res) => {
     if (req.url === '/hang') return void hanging++ // a hint somnid is too slow for
-    const challenge = req.headers['somnid-challenge']
-    if (typeof challenge === 'string') {
-      const message = `somnid-proof-v2\n${challenge}\n${req.socket.localAddress}\n${req.socket.localPort}`
-      res.setHeader('somnid-proof', createHmac('sha256', 'the-secret').update(message).digest('hex'))
-    }
+    prove(req, res, 'the-secret')
     res.writeHead(200, { 'content-type': 'application/json' })
     res.end('{"tools":[]}')
   })
@@ -305,9 +310,7 @@ test('a request waiting for one of the pool\'s connections gets one when a given
 })
 
 test('reach() waits at most its own time, though a longer probe is under way', async () => {
-  const silent = await listener('the-secret')
-  silent.server.removeAllListeners('request')
-  silent.server.on('request', () => {})
+  const silent = await stoppedSomnid()
   const c = new SomnidClient({ baseUrl: silent.url, token: 'the-secret', timeoutMs: 5000, retryMinMs: 10, retryMaxMs: 60_000, healthIntervalMs: 60_000, log: quiet })
   try {
     await assert.rejects(c.request('GET', '/v1/tools', undefined, { timeoutMs: 100 })) // thought down

@@ -249,16 +249,28 @@ class Database:
         """This thread's reader connection; finish with the results inside the block."""
         with self._using():
             conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+            held: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
             if conn is None:
-                conn = self._connect()
-                self._local.conn = conn
-                with self._readers_lock:
-                    self._readers.append(conn)
-            try:
-                yield conn
-            except sqlite3.DatabaseError as exc:
-                self._if_damaged(exc)
-                raise
+                try:
+                    conn = self._connect()
+                except sqlite3.OperationalError:
+                    if _inode(self.path) == self._inode:
+                        raise
+                    # Deleted while somnid runs: a thread that had no connection yet could
+                    # not open one ("unable to open database file", a search failed where
+                    # the others answered). It reads through the writer's, which still
+                    # holds the file, one at a time.
+                    conn, held = self._writer, self._write_lock
+                else:
+                    self._local.conn = conn
+                    with self._readers_lock:
+                        self._readers.append(conn)
+            with held:
+                try:
+                    yield conn
+                except sqlite3.DatabaseError as exc:
+                    self._if_damaged(exc)
+                    raise
 
     def fetchall(self, sql: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
         with self.reading() as conn:

@@ -13,7 +13,7 @@ import pytest
 from somnid.config import CaptureSettings
 from somnid.errors import Unavailable
 from somnid.memory.clock import ManualClock
-from somnid.sessions import Message, SessionLogs, ToolCall, session_turns
+from somnid.sessions import Message, SessionLogs, ToolCall, rewrite, session_turns
 from somnid.store import frontmatter
 from somnid.store.atomic import write_atomic
 from somnid.store.layout import Layout
@@ -57,6 +57,30 @@ def test_a_log_moved_away_is_never_recreated_or_appended_to(layout: Layout) -> N
     turns = session_turns(layout, "s", dt.UTC)
     assert [turn.text for turn in turns] == ["before the dream", "after the dream"]
     assert logs.close("s").message_count == 1
+
+
+def test_a_log_archived_while_its_close_rewrites_it_is_not_put_back(
+    layout: Layout, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A crash test: a dream archived a log between the close's read of it and its write,
+    and the write put it back beside the archived copy: every line twice, the copy pending
+    again (`tests/stress/test_crash.py`, "a text written twice")."""
+    logs = open_logs(layout)
+    live = layout.root / str(logs.append_messages("s", said("said once")).path)
+    archived = layout.session_log_archive / live.name
+    read = rewrite.read
+
+    def read_then_archived(root: Path, path: Path) -> str:
+        text = read(root, path)
+        if path == live and live.exists():  # the dream moves it right after the read
+            archived.parent.mkdir(parents=True, exist_ok=True)
+            os.rename(live, archived)
+        return text
+
+    monkeypatch.setattr(rewrite, "read", read_then_archived)
+    logs.close("s")
+    assert not live.exists()
+    assert archived.read_text().count("said once") == 1
 
 
 def test_a_log_replaced_in_place_is_left_alone(layout: Layout) -> None:

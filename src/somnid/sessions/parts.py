@@ -74,9 +74,10 @@ def finalise(
     """Write ``end_time`` and ``message_count`` (and the link to the next part) into the
     front-matter, atomically. A file that is no longer ours, or was broken by hand, is
     left alone."""
-    doc = rewrite.own_document(root, current.path, current.file_id, current.size, "finalising")
-    if doc is None:
+    found = rewrite.own_document(root, current.path, current.file_id, current.size, "finalising")
+    if found is None:
         return
+    doc, version = found
     updates: dict[str, Any] = {"end_time": now, "message_count": current.count}
     if last and current.part > 1:
         updates["total_message_count"] = current.total
@@ -84,20 +85,22 @@ def finalise(
         updates["continued_by"] = continued_by
     rewrite.set_before(doc.meta, "status", updates)
     doc.meta.setdefault("status", "pending")
-    rewrite.save(current.path, doc)
+    rewrite.save(current.path, doc, version)
 
 
 def mark_open(root: Path, current: OpenLog) -> bool:
     """``dream: false`` into the open log (the caller holds the session's lock); the
     writer then knows the rewritten file as its own. A file that is no longer ours, or
     was broken by hand, is left alone (the session continues in a new, marked part)."""
-    doc = rewrite.own_document(
+    found = rewrite.own_document(
         root, current.path, current.file_id, current.size, "marking dream: false"
     )
-    if doc is None:
+    if found is None:
         return False
+    doc, version = found
     if wants_dream(doc.meta):
         rewrite.set_before(doc.meta, "status", {"dream": False})
-        rewrite.save(current.path, doc)
+        if not rewrite.save(current.path, doc, version):
+            return False
         current.own(current.path.stat())
     return True

@@ -11,7 +11,7 @@ from somnid.errors import BrokenFile
 from somnid.sessions import transcript
 from somnid.sessions.records import is_pending
 from somnid.store import frontmatter
-from somnid.store.atomic import storage_error, write_atomic
+from somnid.store.atomic import FileVersion, Superseded, storage_error, version_of, write_atomic
 from somnid.store.safe import read_text
 
 log = logging.getLogger(__name__)
@@ -32,15 +32,15 @@ def read_meta(root: Path, path: Path) -> Any:
 
 def own_document(
     root: Path, path: Path, file_id: tuple[int, int], size: int, doing: str
-) -> frontmatter.Document | None:
-    """The log's document if ``path`` is still the file ``file_id`` names, as somnid left
-    it (``size``: rewritten in place, it keeps its inode), and it parses; None (and a
-    warning saying what was not done) otherwise."""
+) -> tuple[frontmatter.Document, FileVersion] | None:
+    """The log's document and the version it was read from, if ``path`` is still the file
+    ``file_id`` names, as somnid left it (``size``: rewritten in place, it keeps its inode),
+    and it parses; None (and a warning saying what was not done) otherwise."""
     try:
         stat = path.stat()
         if (stat.st_dev, stat.st_ino) != file_id or stat.st_size != size:
             raise FileNotFoundError(path)
-        return frontmatter.parse(read(root, path))
+        return frontmatter.parse(read(root, path)), version_of(stat)
     except (FileNotFoundError, BrokenFile, UnicodeDecodeError) as exc:
         log.warning("not %s session log %s: %s", doing, path.name, exc)
         return None
@@ -48,8 +48,19 @@ def own_document(
         raise storage_error(exc, path) from exc
 
 
-def save(path: Path, doc: frontmatter.Document) -> None:
-    write_atomic(path, frontmatter.render(doc).encode("utf-8"), make_dirs=False)
+def save(path: Path, doc: frontmatter.Document, expected: FileVersion | None = None) -> bool:
+    """Write ``doc`` back; with ``expected``, only over that version of the file: False
+    when it changed or went since it was read. A dream that archived the log between the
+    read and the write left it moved, and the write put it back beside the archived copy:
+    every line twice, the copy pending again."""
+    try:
+        write_atomic(
+            path, frontmatter.render(doc).encode("utf-8"), make_dirs=False, expected=expected
+        )
+    except Superseded:
+        log.warning("not rewriting session log %s: it changed or moved meanwhile", path.name)
+        return False
+    return True
 
 
 def pending_of(meta: Any, session_id: str) -> bool:

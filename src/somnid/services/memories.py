@@ -162,8 +162,9 @@ class MemoryService:
     def _spelled(self, kind: Kind, name: str, archived: bool) -> str:
         """``name`` as the folder on disk spells it. A Mac, and some keyboards, send "é" as
         "e" and a combining accent (NFD); somnid writes names composed (NFKC). Asked so,
-        an entry made as "café" was 404 on read while its create had said 409 (it exists)."""
-        return self._found(kind, name, archived) or name
+        an entry made as "café" was 404 on read while its create had said 409 (it exists).
+        An ASCII name has no other form: it is taken as it is, without a look on disk."""
+        return name if name.isascii() else self._found(kind, name, archived) or name
 
     def _found(self, kind: Kind, name: str, archived: bool) -> str | None:
         forms = (unicodedata.normalize(form, name) for form in ("NFC", "NFKC", "NFD"))

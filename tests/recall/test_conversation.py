@@ -73,6 +73,24 @@ async def test_a_relative_day_in_a_memory_answers_a_date_in_the_query(
         assert no_time.time is None and all("time" not in h.components for h in no_time.hits)
 
 
+async def test_an_entry_of_the_day_asked_about_is_found_when_no_word_of_it_matches(
+    tmp_path: Path, clock: ManualClock
+) -> None:
+    # Nothing but the day links the question to the entry: its fused score is nought, and
+    # the time pass must still see it (it was dropped before that pass could lift it).
+    async with Runtime.open(settings_for(tmp_path), clock=clock) as rt:
+        for when, name, body in [(OCT_4, "boston", "Boston, a gig"), (NOV_9, "tokyo", "Tokyo")]:
+            clock.set(when)
+            await rt.memories.create(
+                Kind.EPISODE, name, description="Calvin's trip", body=body,
+                fields={"when": when.isoformat()},
+            )  # fmt: skip
+        clock.set(DEC_1)
+        assert await names(rt, "what happened on November 9, 2023?") == ["tokyo"]
+        assert await names(rt, "what happened in the first week of October 2023?") == ["boston"]
+        assert await names(rt, "what happened on May 29, 2023?") == []  # no day of it
+
+
 async def test_time_boost_zero_reads_no_dates(tmp_path: Path, clock: ManualClock) -> None:
     async with Runtime.open(settings_for(tmp_path, time_boost=0.0), clock=clock) as rt:
         await store_session(rt, clock, OCT_4, ["Calvin: Yesterday I was in Boston for a gig."])

@@ -124,6 +124,19 @@ def test_one_name_new_on_both_sides() -> None:
     assert not merged.theirs_kept_aside
 
 
+def test_two_memories_new_under_one_name_are_not_blended() -> None:
+    # Two intentions given one id the same day on two machines (ids carry no machine part
+    # before sync is on): the one text of each is its description, the bodies are empty.
+    ours = "---\ndescription: renew passport\ndue: 2026-12-20\npriority: mid\n---\n"
+    theirs = "---\ndescription: pay rent\ndue: 2026-12-09\npriority: high\n---\n"
+    merged = merge_entry("", ours, theirs)
+    assert merged.theirs_kept_aside and merged.text == ours
+    # Edited on both sides from a common ancestor: one entry, the keys merge as before.
+    edited = merge_entry(ours, ours.replace("mid", "low"), ours.replace("passport", "visa"))
+    assert not edited.theirs_kept_aside
+    assert meta_of(edited.text)["description"] == "renew visa"
+
+
 def _files(tmp_path: Path, base: str, ours: str, theirs: str) -> list[str]:
     paths = []
     for name, text in (("base", base), ("ours", ours), ("theirs", theirs)):

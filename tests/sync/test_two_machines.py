@@ -360,6 +360,58 @@ def test_names_differing_only_in_case_become_one_entry(tmp_path: Path) -> None:
         assert memory_files(a.data_dir) == memory_files(b.data_dir)
 
 
+def test_two_memories_made_under_one_name_on_two_machines_are_both_kept(
+    tmp_path: Path,
+) -> None:
+    """A probe: two intentions given one id the same day on two memories (ids carry no
+    machine part before sync is on, nor on twin machines) merged into one, silently: their
+    bodies are empty and the description went to whichever side was used last."""
+    remote = bare_remote(tmp_path / "remote.git")
+    with (
+        machine(tmp_path / "a" / "data", remote) as a,
+        machine(tmp_path / "b" / "data", remote) as b,
+    ):
+        for daemon, what in ((a, "renew the passport"), (b, "pay the rent")):
+            with daemon.client(timeout=60.0) as client:
+                made = client.post(
+                    "/v1/memories/knowledge", json={"name": "todo", "description": what}
+                )
+            assert made.status_code == 201, made.text
+        sync(a)
+        merged = sync(b)
+        sync(a)
+        [conflict] = merged["conflicts"]
+        assert "pay the rent" in conflict["entryText"] and "passport" in conflict["text"]
+        assert memory_files(a.data_dir) == memory_files(b.data_dir)
+
+
+def test_a_file_too_large_for_history_is_never_written_over_by_a_merge(tmp_path: Path) -> None:
+    """A probe: a file in an entry's folder grew past the size history commits on b; a
+    changed it (small, tracked); b's merge wrote a's version over b's 11 MB, no trace."""
+    remote = bare_remote(tmp_path / "remote.git")
+    with (
+        machine(tmp_path / "a" / "data", remote) as a,
+        machine(tmp_path / "b" / "data", remote) as b,
+    ):
+        write(a, "kites", "x\n")
+        ref = Path("memory/knowledge/kites/ref.txt")
+        (a.data_dir / ref).write_text("tracked v1\n")
+        wait_for(lambda: committed(a), "a's file is committed")
+        sync(a)
+        sync(b)
+        grown = "tracked v1\n" + "a line b grew\n" * 800_000  # 11 MB
+        (b.data_dir / ref).write_text(grown)
+        sync(b)
+        (a.data_dir / ref).write_text("tracked v1\nedited on a\n")
+        wait_for(lambda: committed(a), "a's edit is committed")
+        sync(a)
+        merged = sync(b)
+        assert (b.data_dir / ref).read_text() == grown
+        [beside] = (b.data_dir / ref).parent.glob("ref.conflict-*.txt")
+        assert beside.read_text() == "tracked v1\nedited on a\n"
+        assert [c["path"] for c in merged["conflicts"]] == [str(beside.relative_to(b.data_dir))]
+
+
 def test_the_next_write_s_commit_names_only_its_own_files(tmp_path: Path) -> None:
     """A probe: after a sync brought b's edits of x1 and x2, a's next PATCH of y was
     committed as "POST /v1/sync, PATCH …: knowledge/x1, knowledge/x2, knowledge/y"."""

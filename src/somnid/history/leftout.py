@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import os
 import stat
+from pathlib import Path
 
 from somnid.errors import BrokenFile, SomnidError
 from somnid.services.memories import MemoryService
@@ -14,6 +15,21 @@ from somnid.store.layout import Layout
 from somnid.store.reader import MAX_FILE_BYTES
 
 log = logging.getLogger(__name__)
+
+
+def why_left_out(path: Path) -> str | None:
+    """Why history leaves the file at ``path`` out (not a regular file, too large,
+    unreadable), or None: it is committed (a path that is gone is a deletion)."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"unreadable ({exc.strerror})"
+    if stat.S_ISREG(info.st_mode) and info.st_size <= MAX_FILE_BYTES:
+        return None
+    big = f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MB"
+    return big if stat.S_ISREG(info.st_mode) else "not a regular file"
 
 
 class LeftOut:
@@ -25,18 +41,10 @@ class LeftOut:
     def kept_out(self, rel: str) -> bool:
         """True for a path history leaves alone: not a regular file, or too large (said
         once a path). A path that is gone is a deletion, and is committed."""
-        try:
-            info = os.lstat(self.layout.root / rel)
-        except FileNotFoundError:
+        why = why_left_out(self.layout.root / rel)
+        if why is None:
+            self._said.discard(rel)
             return False
-        except OSError as exc:
-            why = f"unreadable ({exc.strerror})"
-        else:
-            if stat.S_ISREG(info.st_mode) and info.st_size <= MAX_FILE_BYTES:
-                self._said.discard(rel)
-                return False
-            big = f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MB"
-            why = big if stat.S_ISREG(info.st_mode) else "not a regular file"
         if rel not in self._said:
             self._said.add(rel)
             log.warning("history: leaving %s out: %s", rel, why)

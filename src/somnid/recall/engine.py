@@ -230,6 +230,7 @@ class Recall:
                 query, scored, rows, keyword, vector, kinds, project, pool, seen
             )
         scored = self._after(query, scored, rows, when, kinds, project, limit, seen)
+        scored = [s for s in scored if s.score > 0]  # an entry about the days, not lifted
         if settings.mmr_lambda < 1.0 and use_vectors:
             top = [s.entry_id for s in scored[: 3 * limit]]
             scored = mmr(scored, self.index.vectors_of(top), settings.mmr_lambda, limit)
@@ -305,7 +306,7 @@ class Recall:
         evidence = keyword_evidence(query_terms(query))
         if evidence < 1.0:  # CJK bigrams: the keyword half says less, so it weighs less
             weights = dataclasses.replace(weights, keyword=weights.keyword * evidence)
-        return fuse(candidates, weights, vectors=vector is not None), rows, keyword
+        return fuse(candidates, weights, vectors=vector is not None, keep=extra), rows, keyword
 
     def _bridge(
         self,

@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 
@@ -58,12 +59,16 @@ def fuse(
     weights: Weights,
     *,
     vectors: bool,
+    keep: Collection[int] | None = None,
 ) -> list[Scored]:
-    """Score every candidate; best first, ties broken by activation then id."""
+    """Score every candidate; best first, ties broken by activation then id. A candidate
+    that scores nothing is left out, unless ``keep`` holds it (an entry about the days the
+    query names: the time pass lifts it later)."""
     if not candidates:
         return []
+    keep = keep or ()
     if vectors and weights.fusion == "rrf":
-        return _fuse_rrf(candidates, weights)
+        return _fuse_rrf(candidates, weights, keep)
     cosines = [c.cosine for c in candidates if c.cosine is not None]
     best_cos = max(cosines) if cosines else 0.0
     low_cos = min(cosines) if cosines else 0.0
@@ -104,12 +109,12 @@ def fuse(
             total += weights.literal
         if c.keyword > 0:
             parts["bm25"] = c.keyword
-        if total > 0:
+        if total > 0 or c.entry_id in keep:
             scored.append(Scored(c.entry_id, total, c.activation, parts))
     return rank(scored)
 
 
-def _fuse_rrf(candidates: list[Candidate], weights: Weights) -> list[Scored]:
+def _fuse_rrf(candidates: list[Candidate], weights: Weights, keep: Collection[int]) -> list[Scored]:
     """Reciprocal-rank fusion of the two rankings, Σ 1 / (k + rank), scaled so that first on
     both is 1 and then by the best cosine's confidence (the gate needs an absolute scale)."""
     by_cos = sorted(
@@ -137,7 +142,7 @@ def _fuse_rrf(candidates: list[Candidate], weights: Weights) -> list[Scored]:
         if c.literal:
             parts["literal"] = weights.literal
             total += weights.literal
-        if total > 0:
+        if total > 0 or c.entry_id in keep:
             scored.append(Scored(c.entry_id, total, c.activation, parts))
     return rank(scored)
 

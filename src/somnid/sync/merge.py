@@ -13,6 +13,8 @@ path. The rules (docs/memory-model.md, "Merging two machines' memory"):
   anything else (``score``, text), the value of the side used or decayed most recently
   (ours on a tie); for ``score`` and ``stability``, a finite number always beats a value
   that is none (``.nan``, ``high``), on either side;
+- an entry new on both sides (no common ancestor) whose descriptions differ is two
+  memories under one name: ours stays as it is, theirs goes beside it as a conflict;
 - the body merges line by line with ``git merge-file``; a body both sides changed on the
   same lines cannot merge: the entry keeps ours, and theirs (the whole file) is noted in
   ``$SOMNID_MERGE_NOTES`` so the sync stores it beside the entry as a conflict. The result
@@ -70,6 +72,11 @@ def merge_entry(base: str, ours: str, theirs: str) -> Merged:
     if ours == theirs:
         return Merged(ours, False)
     mine, other = frontmatter.parse(ours), frontmatter.parse(theirs)
+    if not base.strip() and mine.meta.get("description") != other.meta.get("description"):
+        # New on both sides under one name, saying different things: two memories (two
+        # intentions given one id the same day), not one edited twice. A blend of the two
+        # would be neither, and an intention's text is its description alone.
+        return Merged(ours, True)
     try:
         old = frontmatter.parse(base)
     except BrokenFile:

@@ -25,6 +25,7 @@ from somnid.errors import BrokenFile, SomnidError
 from somnid.history import purge as purging
 from somnid.history.committer import Committer
 from somnid.history.git import BRANCH, Git, GitError
+from somnid.history.leftout import why_left_out
 from somnid.memory.names import folded
 from somnid.provenance import Actor
 from somnid.store.layout import ENTRY_FILES, FOLDER_FILES, Layout
@@ -267,9 +268,10 @@ def _broken(committer: Committer, path: str) -> bool:
 
 
 def _beside_kept(committer: Committer, head: str | None, new: str, kept: set[str]) -> list[str]:
-    """The merge's version of each file a person is editing and that does not parse yet
-    (``kept``: left as it is), put beside it as a conflict: theirs would be lost once the
-    person's file, mended, is committed over it (caller holds the store's lock)."""
+    """The merge's version of each file history leaves out (``kept``: a person's edit that
+    does not parse yet, a file too large to commit; left as it is), put beside it as a
+    conflict: theirs would be lost once the person's file is committed over it (caller
+    holds the store's lock)."""
     if not kept:
         return []
     theirs = [
@@ -287,15 +289,21 @@ def _beside_kept(committer: Committer, head: str | None, new: str, kept: set[str
 
 
 def _commit_local(committer: Committer) -> tuple[str | None, set[str]]:
-    """Commit what was written since the last commit (a file a person is editing that does
-    not parse yet stays out, as history always leaves it, and is never overwritten: the
-    second value); HEAD after it."""
+    """Commit what was written since the last commit; HEAD after it. What history leaves
+    out (a file a person is editing that does not parse yet, a file over its size limit,
+    one that is no regular file) is not in HEAD, and the merge never writes over it: the
+    second value."""
     dirty = [path for path in committer.changed_paths() if path.startswith(APPLIED)]
-    broken = {path for path in dirty if _broken(committer, path)}
-    if len(broken) < len(dirty):
-        whole = [path for path in dirty if path not in broken]
+    root = committer.layout.root
+    kept = {
+        path
+        for path in dirty
+        if why_left_out(root / PurePosixPath(path)) is not None or _broken(committer, path)
+    }
+    if len(kept) < len(dirty):
+        whole = [path for path in dirty if path not in kept]
         committer.commit_paths(whole, "Local changes before a sync", SYNC)
-    return _head(committer.git), broken
+    return _head(committer.git), kept
 
 
 Plan = list[tuple[str, str, str]]

@@ -3,6 +3,7 @@ from capture before they reach the disk."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from collections.abc import Iterator
@@ -14,6 +15,8 @@ from fastapi.testclient import TestClient
 from somnid.api.app import create_app
 from somnid.config import Settings
 from somnid.errors import Unavailable
+from somnid.history.git import Git
+from somnid.history.purge import rewrite
 from somnid.memory.clock import ManualClock
 from somnid.memory.scrub import scrub
 from somnid.services.memories import MemoryService
@@ -111,6 +114,71 @@ def test_purge_takes_the_entrys_older_archived_copies_too(
     assert (data_dir / "memory/knowledge/leak-notes/SKILL.md").is_file()  # another entry: kept
     assert SECRET not in everything_in_git(data_dir)
     assert set(done.json()["removed"]) >= {"memory/archived/leak--2", "memory/archived/leak--3"}
+
+
+def test_purge_with_history_never_deletes_a_person_s_branches_tags_or_stash(
+    client: TestClient, data_dir: Path
+) -> None:
+    """A probe: the rewrite deleted every ref that reached the entry's first commit, a
+    person's branch (with an entry of its own), tags and stash (an edit of another entry)
+    among them, then pruned them for good."""
+    leak(client)
+    as_ann = ["-c", "user.name=Ann", "-c", "user.email=ann@example.org"]
+    git(data_dir, "checkout", "-q", "-b", "mywork")
+    own = data_dir / "memory/knowledge/branch-only/SKILL.md"
+    own.parent.mkdir(parents=True)
+    own.write_text("---\ndescription: mine\n---\nonly on my branch\n")
+    git(data_dir, "add", "memory/knowledge/branch-only")
+    git(data_dir, *as_ann, "commit", "-q", "-m", "mine")
+    git(data_dir, "checkout", "-q", "main")
+    git(data_dir, *as_ann, "tag", "-a", "v1", "-m", "t")
+    keep = data_dir / "memory/knowledge/keep/SKILL.md"
+    before = keep.read_text()
+    keep.write_text(before + "stashed line\n")
+    git(data_dir, *as_ann, "stash", "-q")
+    refs = git(data_dir, "for-each-ref", "--format=%(refname) %(objectname)")
+    url = "/v1/memories/knowledge/leak/purge"
+    refused = client.post(url, params={"confirm": "leak", "history": "true"})
+    assert_problem(refused, 409, "conflict")
+    detail = refused.json()["detail"]
+    assert all(ref in detail for ref in ("heads/mywork", "tags/v1", "stash")), detail
+    assert git(data_dir, "for-each-ref", "--format=%(refname) %(objectname)") == refs
+    assert (data_dir / "memory/archived/leak").is_dir()  # nothing purged
+    # Once the person has let them go, the purge goes through, and nothing is left.
+    git(data_dir, "branch", "-q", "-D", "mywork")
+    git(data_dir, "tag", "-d", "v1")
+    git(data_dir, "stash", "drop", "-q")
+    done = client.post(url, params={"confirm": "leak", "history": "true"})
+    assert done.status_code == 200, done.text
+    assert SECRET not in everything_in_git(data_dir)
+
+
+def test_a_commit_a_person_makes_during_a_purge_s_rewrite_is_rebuilt_not_dropped(
+    tmp_path: Path,
+) -> None:
+    """A probe: the branch was moved over whatever HEAD was when the rewrite ended, so a
+    person's commit made meanwhile vanished (and was pruned)."""
+    repo = Git(tmp_path)
+    repo.open()
+    as_ann = ["-c", "user.name=Ann", "-c", "user.email=ann@example.org"]
+    for name, text in (("leak", SECRET), ("keep", "tea")):
+        path = tmp_path / f"memory/knowledge/{name}/SKILL.md"
+        path.parent.mkdir(parents=True)
+        path.write_text(f"---\ndescription: d\n---\n{text}\n")
+        git(tmp_path, "add", "-A", "memory")
+        git(tmp_path, *as_ann, "commit", "-q", "-m", name)
+
+    @contextlib.contextmanager
+    def pruning() -> Iterator[None]:  # the person commits just before the branch moves
+        (tmp_path / "memory/knowledge/keep/SKILL.md").write_text("---\ndescription: e\n---\n")
+        git(tmp_path, "add", "-A", "memory")
+        git(tmp_path, *as_ann, "commit", "-q", "-m", "the person's own")
+        yield
+
+    rewrite(repo, ["memory/knowledge/leak"], pruning=pruning)
+    assert git(tmp_path, "log", "--format=%s").split("\n")[:2] == ["the person's own", "keep"]
+    assert "description: e" in git(tmp_path, "show", "HEAD:memory/knowledge/keep/SKILL.md")
+    assert SECRET not in everything_in_git(tmp_path)
 
 
 def test_purge_without_history_keeps_the_past_versions(client: TestClient, data_dir: Path) -> None:

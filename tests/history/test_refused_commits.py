@@ -3,6 +3,7 @@ stay the writes they are, health says history is behind, and history reads never
 
 from __future__ import annotations
 
+import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -90,6 +91,82 @@ def test_nothing_is_committed_onto_a_detached_head(client: TestClient, data_dir:
     wait_for(lambda: client.get("/v1/health").json()["history"]["status"] == "ok")
     assert "knowledge/detached" in git(data_dir, "log", "-1", "--name-only", "--format=", "main")
     assert (data_dir / made.json()["path"]).is_file()
+
+
+def test_nothing_is_staged_while_a_person_s_merge_waits_and_their_abort_loses_nothing(
+    client: TestClient, data_dir: Path
+) -> None:
+    # A probe: somnid's `git add` during a person's stopped merge marked their conflict
+    # resolved, and their `git merge --abort` took the writes staged meanwhile with it (an
+    # acknowledged create gone from disk, a PATCH undone).
+    wait_for(lambda: bool(subjects(data_dir)))
+    made = client.post("/v1/memories/knowledge", json={"name": "k", "description": "one"})
+    assert made.status_code == 201, made.text
+    assert client.get("/v1/history").status_code == 200  # committed
+    notes = data_dir / "memory" / "notes.txt"
+    as_ann = ["-c", "user.name=Ann", "-c", "user.email=ann@example.org"]
+    git(data_dir, "checkout", "-q", "-b", "other")
+    notes.write_text("other\n")
+    git(data_dir, "add", "memory/notes.txt")
+    git(data_dir, *as_ann, "commit", "-q", "-m", "other")
+    git(data_dir, "checkout", "-q", "main")
+    notes.write_text("main\n")
+    git(data_dir, "add", "memory/notes.txt")
+    git(data_dir, *as_ann, "commit", "-q", "-m", "main")
+    stopped = subprocess.run(
+        ["git", "-C", str(data_dir), *as_ann, "merge", "other"], capture_output=True
+    )
+    assert stopped.returncode != 0 and (data_dir / ".git" / "MERGE_HEAD").exists()
+    during = client.post("/v1/memories/knowledge", json={"name": "during", "description": "d"})
+    assert during.status_code == 201, during.text
+    etag = client.get("/v1/memories/knowledge/k").headers["etag"]
+    patched = client.patch(
+        "/v1/memories/knowledge/k", json={"description": "two"}, headers={"If-Match": etag}
+    )
+    assert patched.status_code == 200, patched.text
+    wait_for(lambda: client.get("/v1/health").json()["history"]["status"] == "degraded")
+    assert "merge" in client.get("/v1/health").json()["history"]["detail"]
+    assert git(data_dir, "ls-files", "-u")  # the person's conflict is still theirs
+    git(data_dir, "merge", "--abort")
+    wait_for(lambda: client.get("/v1/health").json()["history"]["status"] == "ok")
+    assert client.get("/v1/memories/knowledge/during").status_code == 200
+    assert client.get("/v1/memories/knowledge/k").json()["description"] == "two"
+    assert "knowledge/during" in git(data_dir, "log", "-3", "--name-only", "--format=", "main")
+
+
+def test_a_start_leaves_the_index_lock_of_a_person_s_running_git(
+    data_dir: Path, clock: ManualClock
+) -> None:
+    # A probe: somnid's start removed the index.lock of a person's `git commit -a` waiting
+    # for its editor, committed their staged change as its own, and their commit failed.
+    with history_client(data_dir, clock, 0.2) as client:
+        made = client.post("/v1/memories/knowledge", json={"name": "k", "description": "one"})
+        assert made.status_code == 201, made.text
+        assert client.get("/v1/history").status_code == 200  # committed
+    entry = data_dir / made.json()["path"]
+    entry.write_text(entry.read_text().replace("one", "two"))
+    go = data_dir.parent / "editor-may-end"
+    editor = f"sh -c 'while [ ! -e {go} ]; do sleep 0.05; done; echo by hand > \"$1\"' editor"
+    person = subprocess.Popen(
+        ["git", "-c", "user.name=Ann", "-c", "user.email=ann@example.org",
+         "commit", "-q", "-a"],
+        cwd=data_dir, env={**os.environ, "GIT_EDITOR": editor}, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    try:
+        lock = data_dir / ".git" / "index.lock"
+        wait_for(lock.exists)
+        with history_client(data_dir, clock, 0.2) as client:
+            wait_for(lambda: client.get("/v1/health").json()["history"]["status"] == "degraded")
+            assert lock.exists() and person.poll() is None
+            go.write_text("")
+            said = person.communicate(timeout=60)[0]
+            assert person.returncode == 0, said
+            wait_for(lambda: client.get("/v1/health").json()["history"]["status"] == "ok")
+        assert git(data_dir, "log", "-1", "--format=%an").strip() == "Ann"
+    finally:
+        go.write_text("")
+        person.communicate(timeout=60)
 
 
 def test_a_nul_in_a_dream_s_trigger_stops_no_commit(client: TestClient, data_dir: Path) -> None:

@@ -18,6 +18,7 @@ from fastapi.testclient import TestClient
 from somnid.errors import BeingWritten
 from somnid.memory.clock import ManualClock
 from somnid.memory.kinds import Kind
+from somnid.services import memories as memories_service
 from somnid.store.frontmatter import Document
 from tests.store.test_store import START
 from tests.stores import open_store
@@ -69,3 +70,25 @@ def test_a_recall_does_not_rewrite_a_file_being_written(client: TestClient, data
     again = client.post("/v1/tools/recall_memories", json={"args": {"query": "capybara notes"}})
     assert again.status_code == 200, again.text
     assert "last_used" in path.read_text() and "FIRST HALF" in path.read_text()
+
+
+def test_a_retirement_yields_to_a_file_being_written(
+    client: TestClient, data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A probe: decay had nothing to write (decayed today already), so no write checked the
+    # quiet rule, and the retirement moved the file a person was writing in place: what
+    # they wrote after it went into the moved-away file, lost.
+    monkeypatch.setattr(memories_service, "UPKEEP_QUIET_S", HOUR)
+    made = client.post("/v1/memories/episode", json={"name": "faint", "description": "d"})
+    assert made.status_code == 201, made.text
+    path = data_dir / made.json()["path"]
+    path.write_text(path.read_text().replace("score: ", "score: 0.05 #", 1) + "PART ONE\n")
+    decayed = client.post("/v1/maintenance/decay")
+    assert decayed.status_code == 200, decayed.text
+    assert path.is_file() and path.read_text().endswith("PART ONE\n")  # left for later
+    _aged(path, 2 * HOUR)
+    decayed = client.post("/v1/maintenance/decay")
+    assert decayed.status_code == 200, decayed.text
+    assert not path.exists()
+    archived = client.get("/v1/memories/episode/faint", params={"archived": "true"})
+    assert archived.status_code == 200 and "PART ONE" in archived.json()["body"]

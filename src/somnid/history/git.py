@@ -43,6 +43,14 @@ GITIGNORE = f"""\
 !*.tmp/
 !4913/
 """
+_UNDER_WAY = (
+    ("MERGE_HEAD", "merge"),
+    ("CHERRY_PICK_HEAD", "cherry-pick"),
+    ("REVERT_HEAD", "revert"),
+    ("rebase-merge", "rebase"),
+    ("rebase-apply", "rebase"),
+)
+"""What git leaves in .git while a person's operation waits for them (a conflict)."""
 _IDENTITY = {
     "GIT_COMMITTER_NAME": "somnid",
     "GIT_COMMITTER_EMAIL": "somnid@localhost",
@@ -150,12 +158,31 @@ class Git:
 
     def check_attached(self) -> None:
         """Refuse to go on while HEAD is detached (``git checkout <commit>`` in the data dir):
-        what somnid committed there would vanish from the tree at the next checkout of main."""
+        what somnid committed there would vanish from the tree at the next checkout of main;
+        or while a person's merge, cherry-pick, revert or rebase stopped half way: somnid's
+        ``git add`` would mark their conflicts resolved, and their ``--abort`` would then
+        take every write staged meanwhile with it."""
         if self.call("symbolic-ref", "-q", "HEAD").returncode != 0:
             raise GitError(
                 "HEAD is detached (a git checkout of a commit in the data dir): somnid commits "
                 f"only onto its branch; run `git checkout {BRANCH}` there"
             )
+        for mark, what in _UNDER_WAY:
+            if (self.git_dir / mark).exists():
+                raise GitError(
+                    f"a git {what} is under way in the data dir ({mark} in .git): somnid "
+                    f"commits once it is finished or aborted (`git {what} --continue` or "
+                    f"`--abort` there)"
+                )
+        if self._unmerged():
+            raise GitError(
+                "the data dir's git index holds unmerged paths (a conflict left by a person's "
+                "git stash pop or merge): somnid commits once they are resolved"
+            )
+
+    def _unmerged(self) -> bool:
+        """Whether the index holds a path at a conflict's stages (1-3)."""
+        return bool(self.run("ls-files", "-u", "-z").strip())
 
     def open(self) -> None:
         """Create the repository if needed, and clear what a killed git left: a stale
@@ -180,12 +207,33 @@ class Git:
         refs = self.git_dir / "refs"
         if refs.is_dir():
             candidates += list(refs.rglob("*.lock"))
-        for lock in candidates:
-            if lock.exists():
-                log.warning("history: removing %s left by an interrupted commit", lock.name)
-                with contextlib.suppress(OSError):
-                    lock.unlink()
+        present = [lock for lock in candidates if lock.exists()]
+        if present and _git_running_in(self.root):
+            # A person's git (a commit waiting for its editor): the lock is theirs, and
+            # taking it fails their commit; somnid's commits wait for it as for any lock.
+            log.warning("history: a git runs in the data dir; its %s is left", present[0].name)
+            return
+        for lock in present:
+            log.warning("history: removing %s left by an interrupted commit", lock.name)
+            with contextlib.suppress(OSError):
+                lock.unlink()
 
     def fsck(self) -> str:
         done = self.call("fsck", "--no-progress", "--no-dangling")
         return "" if done.returncode == 0 else done.stderr.decode("utf-8", "replace").strip()
+
+
+def _git_running_in(root: Path) -> bool:
+    """Whether a git process (not somnid's: none runs before the start's commit) works in
+    ``root`` or below it, read from ``/proc`` (False where there is none)."""
+    here = root.resolve()
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            if (proc / "comm").read_text().strip() != "git":
+                continue
+            cwd = Path(os.readlink(proc / "cwd"))
+        except OSError:  # gone meanwhile, or another user's
+            continue
+        if cwd == here or here in cwd.parents:
+            return True
+    return False

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from somnid.errors import Conflict
 from somnid.history.git import BRANCH, Git, GitError
 from somnid.memory.entry import Entry
 from somnid.memory.kinds import Kind
@@ -35,6 +36,8 @@ from somnid.store.layout import Layout
 
 log = logging.getLogger(__name__)
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+OWN_REFS = ("refs/somnid-sync/",)
+"""Refs somnid itself keeps beside its branch (sync's copy of the remote's)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,7 +174,7 @@ def rewrite(
     """Drop ``specs`` from every commit; how many commits were rebuilt. ``progress`` is
     kept up to date; ``pruning`` is held for the last step only (the branch moved, the
     reflog expired, unreachable objects pruned): reads of the repository need to wait for
-    that step alone."""
+    that step alone. A commit a person made meanwhile is rebuilt too, never dropped."""
     progress = progress or Progress("", "", "", True)
     found = _plan(git, specs)
     if found is None:
@@ -180,7 +183,6 @@ def rewrite(
     progress.commits = len(order) - first
     parent = git.text("rev-parse", f"{order[first]}^").strip() if first else None
     parent_tree = git.text("rev-parse", f"{parent}^{{tree}}").strip() if parent else EMPTY_TREE
-    rebuilt = 0
     with tempfile.TemporaryDirectory(prefix="somnid-purge-") as scratch:
         index = {"GIT_INDEX_FILE": os.path.join(scratch, "index")}
         progress.per_commit_s = _calibrate(git, order[first], specs, index)
@@ -189,35 +191,100 @@ def rewrite(
             "purge: rewriting %d commits, about %.0f s", progress.commits, progress.estimated_s
         )
         progress.phase, progress._loop = "rewriting", time.monotonic()
-        for sha in order[first:]:
-            tree = _tree_without(git, sha, specs, index)
-            if tree != parent_tree:  # else it changed nothing but the purged entry: dropped
-                parent = _recommit(git, sha, tree, parent)
-                parent_tree = tree
-                rebuilt += 1
-            progress.done += 1
-    progress.phase = "pruning"
-    with pruning():
-        old = git.text("rev-parse", "HEAD").strip()
-        if parent is None:  # every commit was only the entry: an empty history
-            git.run("update-ref", "-d", f"refs/heads/{BRANCH}", old)
-        else:
-            git.run("update-ref", f"refs/heads/{BRANCH}", parent, old)
-        git.run("read-tree", *(["HEAD"] if parent else ["--empty"]))
-        _drop_other_refs(git, order[first])
-        git.run("reflog", "expire", "--expire=now", "--all")
-        git.run("gc", "-q", "--prune=now")
+        built = _Rebuilt(parent, parent_tree)
+        built.add(git, order[first:], specs, index, progress)
+        progress.phase = "pruning"
+        with pruning():
+            rewritten = order[-1]
+            while True:  # the branch moves only from the commit rewritten last
+                head = git.text("rev-parse", "HEAD").strip()
+                if head != rewritten:  # a person's commits meanwhile: theirs rebuilt too
+                    later = f"{rewritten}..{head}"
+                    built.add(
+                        git,
+                        git.text("rev-list", "--reverse", "--topo-order", later).split(),
+                        specs,
+                        index,
+                        progress,
+                    )
+                    rewritten = head
+                    continue
+                moved = (
+                    ["update-ref", f"refs/heads/{BRANCH}", built.parent, head]
+                    if built.parent
+                    else ["update-ref", "-d", f"refs/heads/{BRANCH}", head]
+                )
+                if git.call(*moved).returncode == 0:
+                    break
+            git.run("read-tree", *(["HEAD"] if built.parent else ["--empty"]))
+            _drop_other_refs(git, order[first])
+            git.run("reflog", "expire", "--expire=now", "--all")
+            git.run("gc", "-q", "--prune=now")
     progress.phase = "finishing"
-    return rebuilt
+    return built.count
+
+
+@dataclass(slots=True)
+class _Rebuilt:
+    """The rewrite so far: the last commit it made (None: none yet) and that commit's tree."""
+
+    parent: str | None
+    tree: str
+    count: int = 0
+
+    def add(
+        self,
+        git: Git,
+        commits: list[str],
+        specs: list[str],
+        index: dict[str, str],
+        progress: Progress,
+    ) -> None:
+        """Rebuild ``commits`` (oldest first) without ``specs`` onto the last one made."""
+        for sha in commits:
+            tree = _tree_without(git, sha, specs, index)
+            if tree != self.tree:  # else it changed nothing but the purged entry: dropped
+                self.parent = _recommit(git, sha, tree, self.parent)
+                self.tree = tree
+                self.count += 1
+            progress.done += 1
+
+
+def foreign_refs(git: Git, specs: list[str]) -> list[str]:
+    """The refs of a person's (their branches, tags, stash; not somnid's branch nor its
+    sync's) that reach a version of ``specs``: a purge with history would have to delete
+    them, and with them whatever else they hold (a branch's own entries, a stashed edit)."""
+    found = []
+    for ref in git.text("for-each-ref", "--format=%(refname)").split():
+        if ref == f"refs/heads/{BRANCH}" or ref.startswith(OWN_REFS):
+            continue
+        done = git.call("rev-list", "-1", "--full-history", ref, "--", *specs)
+        if done.returncode == 0 and done.stdout.strip():
+            found.append(ref)
+    return found
+
+
+def check_no_foreign_refs(git: Git, specs: list[str]) -> None:
+    """Conflict, before anything is deleted, when a person's ref holds the entry's past."""
+    refs = foreign_refs(git, specs)
+    if refs:
+        named = ", ".join(ref.removeprefix("refs/") for ref in refs[:5])
+        more = f" and {len(refs) - 5} more" if len(refs) > 5 else ""
+        raise Conflict(
+            f"a purge with history would delete your git refs that hold this entry's past "
+            f"versions ({named}{more}), and everything else they hold: remove the entry "
+            "from them, or delete them (git branch -D, git tag -d, git stash drop), then "
+            "purge again; or purge without history. Nothing was purged"
+        )
 
 
 def _drop_other_refs(git: Git, first: str) -> None:
-    """Delete every ref but the branch that still reaches ``first`` (the oldest commit that
-    held the entry): sync's last fetch of the remote, say, kept every old version reachable
-    from ``.git`` until its next round, and for good with the remote down. That ref is made
-    again by the next fetch."""
+    """Delete somnid's own refs that still reach ``first`` (the oldest commit that held the
+    entry): sync's last fetch of the remote, say, kept every old version reachable from
+    ``.git`` until its next round, and for good with the remote down. That ref is made
+    again by the next fetch. A person's refs are never deleted (the purge refused them)."""
     for ref in git.text("for-each-ref", "--format=%(refname)").split():
-        if ref == f"refs/heads/{BRANCH}":
+        if not ref.startswith(OWN_REFS):
             continue
         if git.call("merge-base", "--is-ancestor", first, ref).returncode == 0:
             git.run("update-ref", "-d", ref)

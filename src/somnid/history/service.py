@@ -389,6 +389,8 @@ class History:
         read: Version | None,
     ) -> tuple[list[str], int, str | None]:
         committer.git.check_attached()  # before anything is deleted or rewritten
+        if progress.history:
+            purging.check_no_foreign_refs(committer.git, specs)
         self.purging, committer.held_long = progress, True
         try:
             with self.memories.hold(specs):  # no entry of that name until history is rewritten

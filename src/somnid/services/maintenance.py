@@ -114,8 +114,8 @@ class Maintenance:
             report.decayed.append(change())
         if should_retire(updated.vitals(tz), entry.kind, self.retire_below):
             try:
-                await self.memories.archive(entry.kind, entry.name, reason="retired")
-            except (BrokenFile, NotFound):
+                await self.memories.archive(entry.kind, entry.name, reason="retired", upkeep=True)
+            except (BrokenFile, NotFound, BeingWritten):  # the next pass retires it
                 return
             except InvalidInput as exc:
                 return _skip(entry, report, exc)
@@ -139,8 +139,8 @@ class Maintenance:
         if (now.date() - anchor).days <= self.intention_expiry_days:
             return
         try:
-            await self.memories.archive(entry.kind, entry.name, reason="expired")
-        except (BrokenFile, NotFound):
+            await self.memories.archive(entry.kind, entry.name, reason="expired", upkeep=True)
+        except (BrokenFile, NotFound, BeingWritten):  # the next pass expires it
             return
         except InvalidInput as exc:
             return _skip(entry, report, exc)

@@ -389,15 +389,24 @@ class MemoryService:
         )
 
     async def archive(
-        self, kind: Kind, name: str, *, reason: str = "archived", if_match: str | None = None
+        self,
+        kind: Kind,
+        name: str,
+        *,
+        reason: str = "archived",
+        if_match: str | None = None,
+        upkeep: bool = False,
     ) -> Entry:
+        """Move the entry into the archive; ``upkeep`` (a retirement, an expiry) yields to a
+        person who may be writing the file, as :meth:`mutate`'s does."""
         if not kind.archivable:
             raise InvalidInput(f"{kind.value} entries are not archived")
         before = await self.get(kind, name)
         stamp = {"status": _CLOSED_STATUS.get(reason, reason)} if kind is Kind.INTENTION else None
+        quiet = UPKEEP_QUIET_S if upkeep else 0.0
         return await self._written(
             lambda: self._store.archive(
-                kind, before.name, reason=reason, if_match=if_match, stamp=stamp
+                kind, before.name, reason=reason, if_match=if_match, stamp=stamp, quiet_s=quiet
             ),
             before.path,
         )

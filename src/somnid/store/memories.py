@@ -160,16 +160,13 @@ class MemoryStore(EntryNames):
         """Read an entry fresh, let ``change`` edit its document, write it back atomically.
 
         ``if_match`` (an etag) refuses the write when the file changed since the caller read
-        it. A broken file is never rewritten. Writing to the legacy default-user profile
-        writes ``users/default/about_user.md`` and leaves the legacy file untouched.
-        ``change`` may be called more than once, each time on a fresh document: when the
-        file changed while the last one was rendered, the last call is what is written.
+        it. A broken file is never rewritten. The legacy default-user profile is written as
+        ``users/default/about_user.md``, the legacy file untouched. ``change`` may be called
+        more than once, on a fresh document each time (the file changed meanwhile).
 
         ``quiet_s`` (upkeep's writes): BeingWritten when the file was modified less than
-        that many seconds ago, not by somnid. A person writing it in place (``cat >``, a
-        script, some editors) has it open: a rename over it then took the rest of what
-        they wrote into the unlinked old file, lost.
-        """
+        that many seconds ago, not by somnid. A person writing it in place (``cat >``) has
+        it open: a rename over it took the rest of what they wrote, lost."""
         check_name(name)
         # Parsing and rendering (ruamel, the costly part of a big entry) happen before the
         # lock; under it only the file's bytes are compared with what was parsed. A file
@@ -270,13 +267,17 @@ class MemoryStore(EntryNames):
         reason: str,
         if_match: str | None = None,
         stamp: dict[str, Any] | None = None,
+        quiet_s: float = 0.0,
     ) -> Entry:
-        """Move a live entry into its kind's archive, under a name no archived copy has."""
+        """Move a live entry into its kind's archive, under a name no archived copy has;
+        ``quiet_s`` as for :meth:`mutate` (a retirement, an expiry)."""
         if not kind.archivable:
             raise InvalidInput(f"{kind.value} entries are not archived")
         check_name(name)
         with self._write_lock:
-            _, live, _ = self._located(kind, name, archived=False)  # a broken one is not moved
+            path, live, _ = self._located(kind, name, archived=False)  # a broken one stays
+            if quiet_s and self._ours.changed_lately_by_another(path, quiet_s):
+                raise BeingWritten(f"{live.path} changed a moment ago; left for later")
             if if_match is not None and if_match != live.etag:
                 raise PreconditionFailed(
                     f"{kind.value} {name!r} changed since it was read", etag=live.etag

@@ -169,9 +169,18 @@ class TextFormatter(logging.Formatter):
         super().__init__("%(asctime)s %(levelname)-7s %(name)s: %(message)s")
 
     def formatMessage(self, record: logging.LogRecord) -> str:
-        line = super().formatMessage(record)
+        # One record, one line: a newline in a message (a model's error text, a name) made
+        # lines that read as somnid's own, and an escape sequence could rewrite a terminal.
+        line = super().formatMessage(record).translate(_CONTROLS)
         rid = request_id.get()
         return line if rid is None else f"{line} [{rid}]"
+
+
+_CONTROLS = {
+    code: {"\n": "\\n", "\r": "\\r"}.get(chr(code), f"\\x{code:02x}")
+    for code in [*range(0x20), 0x7F]
+    if chr(code) != "\t"
+}
 
 
 class JournalPrefix(logging.Formatter):

@@ -18,7 +18,7 @@ import pytest
 from somnid.config import Settings
 from somnid.dream.ledger import Ledger
 from somnid.dream.llm.base import ChatOptions
-from somnid.dream.loop import ReactLoop
+from somnid.dream.loop import MAX_CALLS_PER_REPLY, ReactLoop
 from somnid.memory.clock import ManualClock
 from somnid.runtime import Runtime
 from somnid.sessions.records import Message
@@ -106,6 +106,26 @@ async def test_the_mark_that_follows_the_read_archives_the_log(runtime: Runtime)
     assert (result.status, result.reason, result.processed) == ("deep_sleep", "done", [log])
     # the model had the log's text in front of it when it marked the log
     assert any("support group" in str(m["content"]) for m in llm.requests[1])
+
+
+async def test_one_reply_runs_a_bounded_number_of_calls(runtime: Runtime) -> None:
+    """A probe: one reply of 3,000 create_knowledge calls made 3,000 entries, past every
+    budget (the budgets count replies and tokens, not calls)."""
+    log = await conversation(runtime, "c")
+    flood = [
+        ("create_knowledge", {"name": f"flood-{n}", "entry_type": "fact",
+                              "description": f"Flood item {n}.",
+                              "body": f"Flood item {n}."})
+        for n in range(MAX_CALLS_PER_REPLY + 40)
+    ]  # fmt: skip
+    llm = ScriptedLLM([calls(*flood), say("Done.")])
+    await dream(runtime, llm)
+    made = list((runtime.layout.root / "memory/knowledge").glob("flood-*"))
+    assert len(made) == MAX_CALLS_PER_REPLY
+    replies = [m for m in llm.requests[1] if m.get("role") == "tool"]
+    assert len(replies) == MAX_CALLS_PER_REPLY  # one answer per call the reply still holds
+    assert told(llm, 1).startswith(f"error: only the first {MAX_CALLS_PER_REPLY} tool calls")
+    assert pending(runtime) == [log]
 
 
 async def test_a_read_stubbed_before_the_model_saw_it_cannot_be_marked(runtime: Runtime) -> None:

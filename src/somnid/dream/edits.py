@@ -109,8 +109,8 @@ class MemoryEdits:
             before = await self.get(kind, slug)
             if if_match is not None and before.etag != if_match:
                 raise PreconditionFailed(f"{kind.value} {slug!r} changed meanwhile")
-            if kind is Kind.SKILL and items.merge_refused(before):
-                raise _kept_by_a_person(slug)
+            if items.merge_refused(before):
+                raise _kept_by_a_person(kind, slug)
             fields, changes = self._numbers(before, stability_delta, score_delta, verified)
             changes[:0] = [part for part, given in (("description", line), ("body", text)) if given]
             new_body = text if text.strip() else None
@@ -157,8 +157,8 @@ class MemoryEdits:
     async def archive(self, kind: Kind, name: str, reason: str) -> Entry:
         slug = items.name_of(name)
         why = items.checked_line(reason, "reason")
-        if kind is Kind.SKILL and items.merge_refused(await self.get(kind, slug)):
-            raise _kept_by_a_person(slug)
+        if items.merge_refused(await self.get(kind, slug)):
+            raise _kept_by_a_person(kind, slug)
         try:
             return await self.memories.archive(kind, slug, reason=why)
         except NotFound:
@@ -319,11 +319,11 @@ def kept_lines(old: str, text: str) -> list[str]:
     ]
 
 
-def _kept_by_a_person(slug: str) -> Conflict:
-    """A skill with ``auto_merge: false``: neither changed nor archived by a dream."""
+def _kept_by_a_person(kind: Kind, slug: str) -> Conflict:
+    """An entry with ``auto_merge: false``: neither changed nor archived by a dream."""
     return Conflict(
-        f"skill {slug!r} has auto_merge: false: a person keeps it; leave it as it is and "
-        "note the lesson in write_dream_log"
+        f"{kind.value} {slug!r} has auto_merge: false: a person keeps it; leave it as it is "
+        "and note the lesson in write_dream_log"
     )
 
 

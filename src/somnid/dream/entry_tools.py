@@ -180,7 +180,8 @@ class EntryTools(ToolBase):
         verified: bool | None = None,
     ) -> str:
         """Change a piece of knowledge: rewrite its description or body to the current
-        truth, and strengthen it when it was confirmed or used again.
+        truth, and strengthen it when it was confirmed or used again. Knowledge marked
+        auto_merge: false is kept by a person and refused.
 
         Args:
             name: Its name.

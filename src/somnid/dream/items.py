@@ -149,11 +149,18 @@ def unverified(entry: Entry) -> bool:
 
 
 def merge_refused(entry: Entry) -> bool:
-    """A skill whose front-matter says ``auto_merge: false`` is kept by a person."""
+    """An entry whose front-matter says ``auto_merge: false`` is kept by a person: a dream
+    neither changes nor archives it."""
     value = entry.meta.get("auto_merge")
     if value is False or value == 0:
         return True
     return isinstance(value, str) and value.strip().lower() in _FALSE
+
+
+def from_a_log(entry: Entry) -> bool:
+    """Whether a dream made ``entry`` from a session log (it names its source and lines);
+    else a person wrote it, and a dream's correction is merged into it, never retiring it."""
+    return bool(entry.meta.get("source")) and bool(entry.meta.get("evidence"))
 
 
 def short(text: str, limit: int = LINE_DESCRIPTION) -> str:

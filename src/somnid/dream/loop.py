@@ -39,6 +39,9 @@ CONTEXT_BUDGET_TOKENS = 24_000
 KEEP_RECENT = 6
 STUB_OVER_CHARS = 200
 STUCK_AFTER = 3
+MAX_CALLS_PER_REPLY = 24
+"""Tool calls run from one reply; the rest are refused (the model is told to send them
+again). A tool call is a write a revert must undo: one reply is no bulk import."""
 STUB = "(older tool result left out to save space; call the tool again if you need it)"
 PROCESSED_STUB = "(this log was marked processed; its text was removed to save space)"
 READ_TOOL = "read_session_log"
@@ -191,6 +194,9 @@ class ReactLoop:
                     return stop
                 continue
             self._warned = False
+            left_out = len(calls) - MAX_CALLS_PER_REPLY
+            if left_out > 0:  # a reply of 3,000 creates ran them all, past every budget
+                calls = message["tool_calls"] = calls[:MAX_CALLS_PER_REPLY]
             messages.append(message)
             read_now = {_log_of(_args(c)) for c in calls if _name(c) == READ_TOOL}
             for call in calls:
@@ -198,6 +204,9 @@ class ReactLoop:
                 messages.append(result)
                 if self._stuck:
                     return self._result("llm_stuck", self.detail)
+            if left_out > 0:
+                self._reject("too_many_calls", _too_many(left_out))
+                messages.append({"role": "user", "content": _too_many(left_out)})
             self._after_round(messages)
         return self._result(
             "max_iterations", "(the iteration cap was reached; the dream ends here)"
@@ -323,6 +332,13 @@ def _name(call: dict[str, Any]) -> str:
 
 def _args(call: dict[str, Any]) -> dict[str, Any] | None:
     return parse_arguments((call.get("function") or {}).get("arguments") or "{}")[0]
+
+
+def _too_many(left_out: int) -> str:
+    return (
+        f"error: only the first {MAX_CALLS_PER_REPLY} tool calls of a reply are run; the "
+        f"other {left_out} were not. Send the ones still needed in your next replies."
+    )
 
 
 def _fix_call(problems: list[str] | tuple[str, ...]) -> str:

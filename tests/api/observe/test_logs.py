@@ -74,6 +74,16 @@ def test_text_lines_name_the_request() -> None:
     assert logs.TextFormatter().format(record(logging.WARNING, "slow")).endswith(": slow")
 
 
+def test_a_text_record_is_one_line_whatever_its_message_holds() -> None:
+    # A probe: a model's error text with newlines made log lines that read as somnid's.
+    said = "refused: x\n2026-12-07 INFO somnid: all fine\r\x1b[2Jgone"
+    line = logs.TextFormatter().format(record(logging.WARNING, said))
+    assert "\n" not in line and "\r" not in line and "\x1b" not in line
+    assert line.endswith("refused: x\\n2026-12-07 INFO somnid: all fine\\r\\x1b[2Jgone")
+    tab = logs.TextFormatter().format(record(logging.WARNING, "a\tb"))
+    assert tab.endswith(": a\tb")
+
+
 def test_auto_is_text_on_a_terminal_and_json_elsewhere(tmp_path: Path) -> None:
     leader, follower = os.openpty()
     with (

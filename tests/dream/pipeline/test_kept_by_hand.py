@@ -55,6 +55,30 @@ async def test_a_merge_keeps_the_old_text_its_merged_text_leaves_out(runtime: Ru
     assert "Source: session log" in entry.body
 
 
+async def test_a_correction_of_a_persons_entry_is_merged_into_it_not_retiring_it(
+    runtime: Runtime,
+) -> None:
+    # A probe: one model decision ("supersede") archived a hand-written entry, the person's
+    # own section with it, for a new entry holding the model's sentence alone.
+    await _hand_kite(runtime)
+    await conversation(runtime, "chat-1", *BOSTON)
+    corrected = "Calvin bought a blue kite, not a red one, for Mira."
+    use(
+        runtime,
+        ScriptedJSON(
+            by_stage(
+                lambda r: extraction(("fact", ["L3"], KITE)), decision("supersede", "E1", corrected)
+            )
+        ),
+    )
+    result = await runtime.dreamer.run("test")
+    assert (result.candidates["merged"], result.candidates["superseded"]) == (1, 0)
+    entry = await runtime.memories.get(Kind.KNOWLEDGE, "calvin-kite")
+    assert not entry.archived and entry.body.startswith(HAND_KITE.strip() + "\n\n")
+    assert KITE in entry.body  # the correction beside the person's text, in their entry
+    assert len(entries(runtime, Kind.KNOWLEDGE)) == 1
+
+
 async def test_a_persons_edit_while_the_model_decides_is_not_written_over(
     runtime: Runtime,
 ) -> None:

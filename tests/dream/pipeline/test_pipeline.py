@@ -154,6 +154,32 @@ async def test_a_duplicate_never_becomes_a_second_entry(runtime: Runtime) -> Non
     assert len(entries(runtime, Kind.KNOWLEDGE)) == 1
 
 
+async def test_memories_worded_alike_each_get_a_name(runtime: Runtime) -> None:
+    # A probe: a name is the text's first six words, then -2 ... -49; the 50th memory a
+    # model worded alike ("Remember that the gateway service talks to ...") was dropped
+    # for want of a name, and its log marked processed.
+    base = "calvin-will-keep-the-kites-the"
+    for number in range(1, 50):
+        await runtime.memories.create(
+            Kind.KNOWLEDGE,
+            base if number == 1 else f"{base}-{number}",
+            description=f"Harbour note {number}",
+            body=f"Tide table {number}.",
+        )
+    text = "Calvin will keep the kites at the harbour shop from now on."
+    said = ("Calvin", "I will keep the kites at the harbour shop from now on, decided.")
+    first = await conversation(runtime, "chat-1", *BOSTON, said)
+    use(runtime, ScriptedJSON(by_stage(lambda r: extraction(("decision", ["L5"], text)))))
+    result = await runtime.dreamer.run("test")
+    assert result.processed == [first] and result.candidates["added"] == 1, result.candidates
+    [made] = [
+        path.parent.name
+        for path in (runtime.layout.root / "memory/knowledge").glob("*/SKILL.md")
+        if text in path.read_text()
+    ]
+    assert made.startswith(f"{base}-") and len(made) == len(base) + 9  # its text's digest
+
+
 async def seed_kite(rt: Runtime) -> None:
     await rt.memories.create(
         Kind.KNOWLEDGE,
@@ -194,7 +220,13 @@ async def test_a_close_memory_is_merged_as_the_model_decides(runtime: Runtime) -
 
 
 async def test_a_contradicted_memory_is_archived_with_a_pointer(runtime: Runtime) -> None:
-    await seed_kite(runtime)
+    await runtime.memories.create(  # a dream's: made from a log (a person's is merged into)
+        Kind.KNOWLEDGE,
+        "calvin-kite",
+        description="Calvin bought a red kite for his niece Mira.",
+        body="Calvin bought a red kite for his niece Mira.",
+        fields={"type": "fact", "source": "2023-10-01_001", "evidence": ["L2"]},
+    )
     await conversation(runtime, "chat-1", *BOSTON)
     use(
         runtime,

@@ -196,6 +196,20 @@ async def test_update_skill_merges_respects_auto_merge_and_keeps_the_note(env: E
     assert kept.read_text("utf-8").endswith("Mine.\n")
 
 
+async def test_knowledge_a_person_keeps_is_neither_changed_nor_archived(env: Env) -> None:
+    # A probe: auto_merge: false held for skills only; an agentic dream rewrote and
+    # archived knowledge a person had marked so.
+    rt, tools = env
+    kept = rt.layout.kind_dir(Kind.KNOWLEDGE) / "kept-fact" / "SKILL.md"
+    kept.parent.mkdir(parents=True)
+    kept.write_text("---\nname: kept-fact\nauto_merge: false\n---\n\nMine.\n", "utf-8")
+    refused = await tools.update_knowledge("kept-fact", body="Theirs.")
+    assert refused.startswith("error: knowledge 'kept-fact' has auto_merge: false")
+    refused = await tools.archive_item("knowledge", "kept-fact", "obsolete")
+    assert refused.startswith("error: knowledge 'kept-fact' has auto_merge: false")
+    assert kept.read_text("utf-8").endswith("Mine.\n")
+
+
 async def test_verifying_an_original_entry_removes_its_pending_banner(env: Env) -> None:
     rt, tools = env
     path = rt.layout.kind_dir(Kind.KNOWLEDGE) / "old" / "SKILL.md"

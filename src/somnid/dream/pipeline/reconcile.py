@@ -140,12 +140,14 @@ class Reconciler:
         target = next(n.entry for n in related if n.label == decision.target)
         text = self._decided_text(decision.text, candidate, [_entry_text(target)])
         if text is None or items.merge_refused(target):
-            # The merged text strays (keep what is grounded), or a person keeps the skill
+            # The merged text strays (keep what is grounded), or a person keeps the entry
             # (auto_merge: false): nothing is merged into it nor archived; the new beside it.
             await writer.add(candidate)
             return "added"
         try:
-            if decision.action == "merge":
+            if decision.action == "merge" or not items.from_a_log(target):
+                # A person's entry is corrected in place (their sections kept, the
+                # correction after them), never retired on one model's word.
                 await writer.merge(target, candidate, text)
                 return "merged"
             await writer.supersede(target, candidate, text)

@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -64,6 +65,9 @@ class PersonFact:
 
 
 RETRIES = 5
+NUMBERED_NAMES = 9
+"""A dream's memory takes its text's first words as its name, then ``-2`` … ``-9``, then a
+digest of its text."""
 
 
 def _name(text: str) -> str:
@@ -137,8 +141,12 @@ class Writer:
     async def _create_named(
         self, kind: Kind, base: str, description: str, candidate: Candidate, fields: dict[str, Any]
     ) -> Entry:
-        for number in range(1, 50):
-            name = base if number == 1 else f"{base}-{number}"
+        # A few numbers, then the text's own digest: memories a model words alike ("Alice
+        # said that she ...") share their first six words, and after 49 numbers the 50th
+        # such memory was dropped for want of a name, its log marked processed.
+        digest = hashlib.sha256(candidate.text.encode("utf-8")).hexdigest()
+        numbered = (f"{base}-{number}" for number in range(2, NUMBERED_NAMES + 1))
+        for name in (base, *numbered, f"{base}-{digest[:8]}", f"{base}-{digest[:16]}"):
             try:
                 return await self.tools.memories.create(
                     kind, name, description=description, body=self._body(candidate), fields=fields

@@ -132,8 +132,19 @@ def test_tool_list_and_schemas(client: TestClient) -> None:
     recall = tools["recall_memories"]
     assert recall["parameters"]["required"] == ["query"]
     assert recall["parameters"]["properties"]["limit"] == {
-        "type": "integer", "description": "How many memories to return (1-20).", "default": 5
+        "type": "integer", "description": "How many memories to return (1-20).", "default": 5,
+        "minimum": 1, "maximum": 20,
     }  # fmt: skip
+    # A count is checked as the schema says (it was coerced from true, and clamped).
+    for bad in (True, 0, 21, -5, 2.5):
+        refused = client.post(
+            "/v1/tools/recall_memories", json={"args": {"query": "deploy", "limit": bad}}
+        )
+        assert refused.status_code == 422, (bad, refused.text)
+        assert refused.json()["code"] == "invalid_arguments"
+        assert [e["field"] for e in refused.json()["errors"]] == ["limit"]
+    said = client.post("/v1/tools/recall_memories", json={"args": {"query": "x", "limit": "5"}})
+    assert said.status_code == 200, said.text  # a number a model wrote as text is read
     assert recall["concurrent"] is True and tools["add_intention"]["concurrent"] is False
     assert "types" not in recall["parameters"]["required"]
     assert "default" not in recall["parameters"]["properties"]["types"]  # no "" defaults

@@ -121,6 +121,10 @@ def test_hints_fire_habituate_and_reset(client: TestClient) -> None:
 
 def test_bad_recall_requests(client: TestClient) -> None:
     assert_problem(client.post("/v1/recall", json={"query": ""}), 422, "validation_error")
+    blank = assert_problem(
+        client.post("/v1/recall", json={"query": " \n\t"}), 422, "validation_error"
+    )
+    assert "whitespace" in str(blank["errors"])  # it answered nothing, as if nothing fit
     assert_problem(
         client.post("/v1/recall", json={"query": "x", "limit": 500}), 422, "validation_error"
     )

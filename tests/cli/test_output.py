@@ -102,6 +102,18 @@ def test_history_names_who_once_and_revert_says_what_it_needs(daemon: Daemon) ->
     assert bare.stderr.strip() == "somnid: name a commit or --dream ID"
 
 
+def test_reverting_a_dream_that_changed_no_memory_says_so(daemon: Daemon) -> None:
+    # A probe: "reverted 980f2cede560 in None: " (a dream without a model wrote no memory).
+    with daemon.client(timeout=120.0) as client:
+        slept = client.post("/v1/sleep/run", json={"wait": True})
+        assert slept.status_code == 200, slept.text
+        dreams = client.get("/v1/history", params={"dreams": "true"}).json()["items"]
+    dream_id = next(item["dreamId"] for item in dreams if item["dreamId"])
+    run = somnid(daemon_env(daemon), "revert", "--dream", dream_id)
+    assert run.returncode == 0, run.stderr
+    assert "None" not in run.stdout and "it changed no memory" in run.stdout, run.stdout
+
+
 def test_an_author_who_only_begins_the_subject_is_still_named() -> None:
     commit = {"id": "0123456789abcdef", "date": "2026-12-06", "author": "Al"}
     assert commit_line({**commit, "subject": "Also fix a typo"}).endswith("Al: Also fix a typo")

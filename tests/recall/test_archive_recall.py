@@ -90,6 +90,12 @@ async def test_the_route_returns_lines_and_the_setting_turns_them_off(tmp_path: 
             assert line["time"].startswith("2026-10-03T12:00")
             assert "gateway certificate" in line["text"] and line["log"].startswith("2026-10-03")
             assert "conversation archive" in body["markdown"]
+            # A search for intentions or skills alone wants no conversation (a probe).
+            for kinds, lines in ((["intention"], 0), (["skill"], 0), (["episode"], 1)):
+                asked = {"query": "gateway certificate", "kinds": kinds}
+                with app_client(create_app(settings, clock=clock), settings) as client:
+                    body = client.post("/v1/recall", json=asked).json()
+                assert len(body["lines"]) == lines, (kinds, body)
 
 
 async def test_a_rare_word_outweighs_one_every_other_line_holds(tmp_path: Path) -> None:

@@ -52,6 +52,41 @@ def test_partial_dates_match_any_year_in_a_query() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("query", "first", "last"),
+    [
+        ("Hal's party after 2023", "2024-01-01", "2024-12-31"),
+        ("after 2024", "2025-01-01", "2025-12-31"),
+        ("before 2025", "2024-01-01", "2024-12-31"),
+        ("2024年之前", "2023-01-01", "2023-12-31"),
+        ("before March 2023", "2023-02-01", "2023-02-28"),
+        ("after June 2023", "2023-07-01", "2023-07-31"),
+        ("after December 2022", "2023-01-01", "2023-01-31"),
+        ("after summer 2023", "2023-09-01", "2023-11-30"),
+        ("after May 5, 2023", "2023-05-06", "2023-05-12"),
+    ],
+)
+def test_the_stretch_beside_a_calendar_period_is_the_period_beside_it(
+    query: str, first: str, last: str
+) -> None:
+    # A probe: "after 2024" ran into 2026 by a day, "before 2025" missed 2024-01-01, "after
+    # June 2024" missed July 31 (the stretch was as many days long as the period named).
+    _grain, ranges = first_span(query)
+    assert ranges == [(dt.date.fromisoformat(first), dt.date.fromisoformat(last))]
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["Gina's marathon after May 1850", "before June 2200", "in December 2150", "May 5, 1850",
+     "2150年5月的事"],
+)  # fmt: skip
+def test_a_month_beside_a_year_out_of_reach_is_no_date(query: str) -> None:
+    # A probe: the year was dropped and the month read as this year's, halving every
+    # memory out of a month nobody asked about.
+    assert not query_time(query, TODAY)
+    assert find_dates(query, TODAY) == []
+
+
 def test_relative_times_are_resolved_against_today() -> None:
     yesterday = dt.date(2023, 10, 19)
     assert first_span("what did I eat yesterday") == ("day", [(yesterday, yesterday)])
@@ -107,11 +142,15 @@ def test_one_digit_numbers_stay_query_terms_but_a_dates_numerals_do_not() -> Non
         "state", "joanna", "visit", "summer"
     ]  # fmt: skip
     assert query_terms("2023年夏天我去了哪里？") == ["夏天"]
-    assert query_terms("五月中旬的会议") == ["中旬", "会议"]
+    assert query_terms("五月中旬的会议") == ["会议"]  # 中旬 ("mid-"): of a day in every month
     assert query_terms("我5月12日做了什么？") == []  # the date is all it asks by
     # A lone character a date leaves (到 of 3月到5月) is no term; a year alone, with no word
     # of time beside it, may be a number: it stays one.
     assert query_terms("3月到5月的项目") == ["项目"]
+    # A part of a period says nothing a text must hold: "last" and "week" matched every
+    # turn saying "last week", out of the period, above the one in it (a probe).
+    assert query_terms("What happened the last week of May 2023?") == ["happened", "may"]
+    assert query_terms("the first weekend of June, camping") == ["june", "camping"]
     assert query_terms("door code for room 2012") == ["door", "code", "room", "2012"]
     assert query_terms("Windows 2000 license key") == ["windows", "2000", "license", "key"]
 

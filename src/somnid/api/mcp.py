@@ -119,7 +119,17 @@ class McpEndpoint:
         if refused is not None:
             await _send_json(send, 400, refused)
             return
-        await manager.handle_request(scope, _replay(body, receive), send)
+        await manager.handle_request(_accepting(scope), _replay(body, receive), send)
+
+
+def _accepting(scope: Scope) -> Scope:
+    """A request with no ``Accept`` (or ``*/*``) accepts anything (RFC 9110): the SDK
+    answered 406 and dropped the request's id (Python's urllib sends none)."""
+    accept = _header(scope, b"accept")
+    if accept is not None and accept.strip() and "*/*" not in accept:
+        return scope
+    headers = [(key, value) for key, value in scope["headers"] if key.lower() != b"accept"]
+    return {**scope, "headers": [*headers, (b"accept", b"application/json, text/event-stream")]}
 
 
 def _header(scope: Scope, name: bytes) -> str | None:

@@ -67,7 +67,10 @@ def _scope(request: object) -> ToolContext:
         return ToolContext()
     values: dict[str, str] = {}
     for param, field in _SCOPE.items():
-        value = request.query_params.get(param)
+        given = request.query_params.getlist(param)
+        if len(given) > 1:  # one of them was taken, and a project's memories went missing
+            raise InvalidInput(f"{param} is given {len(given)} times in the /mcp URL: give it once")
+        value = given[0] if given else None
         if value is not None and len(value) > MAX_SCOPE:
             raise InvalidInput(f"{param} in the /mcp URL is longer than {MAX_SCOPE} characters")
         ch = None if value is None else control_char(value)

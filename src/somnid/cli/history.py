@@ -80,7 +80,10 @@ def revert(args: argparse.Namespace, settings: Settings) -> int:
     with DaemonClient(settings) as client:
         done = client.post(path)
     paths = ", ".join(done["paths"])
-    print(f"reverted {done['reverted'][:12]} in {str(done['commit'])[:12]}: {paths}")
+    if done["commit"] is None:  # a dream that changed no memory: nothing to undo in history
+        print(f"reverted {done['reverted'][:12]}: it changed no memory; nothing to commit")
+    else:
+        print(f"reverted {done['reverted'][:12]} in {done['commit'][:12]}: {paths}")
     reopened = done.get("reopenedLogs") or []
     if reopened:
         print(f"pending again (the next dream reads them anew): {', '.join(reopened)}")

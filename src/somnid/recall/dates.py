@@ -221,17 +221,44 @@ def _side(found: tuple[int, int], side: str) -> tuple[int, int]:
 def _beside(
     text: str, found: tuple[int, int], side: str
 ) -> tuple[str, str, tuple[tuple[int, int], ...]]:
-    """The stretch next to a range on ``side`` (as long as it, a week at least), as a span."""
+    """The stretch next to a range on ``side`` (as long as it, a week at least; whole
+    months beside whole months: the year after 2024 is 2025, the month before March is
+    February), as a span."""
     first, last = found
     length = max(last - first + 1, 7)
-    if side in _BEFORE:
+    months = _whole_months(first, last)
+    if side == "since":
+        near = (first, last)
+    elif months:
+        near = _months_from(first, -months) if side in _BEFORE else _months_from(last + 1, months)
+    elif side in _BEFORE:
         near = (first - length, first - 1)
     else:
-        near = (first, last) if side == "since" else (last + 1, last + length)
+        near = (last + 1, last + length)
     grain = {1.0: "day", 0.9: "weekend", 0.7: "week", 0.5: "month", 0.4: "season"}.get(
         _precision(near), "year"
     )
     return text, grain, (near,)
+
+
+def _whole_months(first: int, last: int) -> int:
+    """How many whole calendar months ``first``..``last`` is (0: not whole months)."""
+    start, end = dt.date.fromordinal(first), dt.date.fromordinal(last)
+    if start.day != 1 or (end + dt.timedelta(days=1)).day != 1:
+        return 0
+    return (end.year - start.year) * 12 + end.month - start.month + 1
+
+
+def _months_from(day: int, months: int) -> tuple[int, int]:
+    """The ``abs(months)`` whole months that start at ``day`` (a month's first day; going
+    back when ``months`` is negative: the months that end the day before it)."""
+    start = dt.date.fromordinal(day)
+    if months < 0:
+        index = start.year * 12 + start.month - 1 + months
+        begin = dt.date(index // 12, index % 12 + 1, 1)
+        return begin.toordinal(), day - 1
+    index = start.year * 12 + start.month - 1 + months
+    return day, dt.date(index // 12, index % 12 + 1, 1).toordinal() - 1
 
 
 def memory_dates(text: str, when: dt.date | None) -> list[tuple[int, int]]:

@@ -120,9 +120,9 @@ def query_terms(query: str, *, with_dates: bool = False) -> list[str]:
     an entry that merely names 2024 is no better an answer for it; of any other date its
     numerals (``9``, ``2022``, ``5月12日``): the time pass reads the date, and as keywords
     they match every text holding the same number. A date's names stay (``November``,
-    ``summer``, ``Friday``): a text may say them (``last summer``); a relative date's other
-    words go (``yesterday``, ``last week``, 上周): they name another day in every text, and
-    the time pass reads them. A question of nothing but a date
+    ``summer``, ``Friday``): a text may say them (``last summer``); its other words go
+    (``yesterday``, ``last week``, 上周, "the last week of", "the first half of"): they name
+    another day in every text, and the time pass reads them. A question of nothing but a date
     and function words (``我5月12日做了什么``) has no terms: its date is all it asks by.
     ``with_dates`` keeps every date whole, for a search that reads no time."""
     text = query if with_dates else _keyword_text(query)
@@ -134,8 +134,6 @@ def query_terms(query: str, *, with_dates: bool = False) -> list[str]:
 _REFERENCE_WORD = re.compile(
     r"\b(?:as\s+of|by|until|till|up\s+(?:to|until))\b|截至|截止|为止", re.I
 )
-_NUMERAL = re.compile(r"[0-9〇零一二两三四五六七八九十]+(?:st|nd|rd|th)?\s*[年月日号]?")
-_LONE_CJK = re.compile(f"(?<![{_CJK}])[{_CJK}](?![{_CJK}])")  # 到 of 3月到5月, once 3月 is out
 # A year alone is a date only beside a word of time; else it may be a number ("room 2012",
 # "Windows 2000"), which stays a keyword.
 _YEAR_ALONE = re.compile(r"(?:19|20)\d{2}")
@@ -167,9 +165,10 @@ def _keyword_text(query: str) -> str:
             start, end = span.start, span.end
             if _YEAR_ALONE.fullmatch(span.text) and not _TIME_BEFORE.search(query[:start]):
                 continue  # a number, as likely as a year: a keyword still
-            kept = _LONE_CJK.sub(" ", _NUMERAL.sub(" ", query[start:end]))
-            if span.relative:  # yesterday, last week, 上周: another day in every text
-                kept = " ".join(_NAMED_TIME.findall(query[start:end]))  # 周三 has a numeral
+            # Of a date, the time it names a text may say (May, summer, Friday): its other
+            # words name a day in every text (yesterday, 上周; "the last week of", "the
+            # first half of"), and its numbers any text holding them. 周三 has a numeral.
+            kept = " ".join(_NAMED_TIME.findall(query[start:end]))
         query = f"{query[:start]} {kept} {query[end:]}"
     return query
 

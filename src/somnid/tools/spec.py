@@ -15,9 +15,9 @@ import re
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, create_model
 
 from somnid.errors import InvalidArguments
 from somnid.memory.text import MAX_QUERY_CHARS, has_surrogate
@@ -106,6 +106,21 @@ def _docs(fn: Callable[..., Any]) -> tuple[str, dict[str, str]]:
     return text or fn.__name__, params
 
 
+_RANGE = re.compile(r"\((-?\d+)\s*[-–]\s*(-?\d+)\)\.?$")
+
+
+def _bounds(doc: str) -> dict[str, int]:
+    """The range a parameter's description ends with, ``How many (1-20).``: {ge, le}."""
+    found = _RANGE.search(doc.strip())
+    return {"ge": int(found[1]), "le": int(found[2])} if found else {}
+
+
+def _no_bool(value: Any) -> Any:
+    if isinstance(value, bool):
+        raise ValueError("Input should be a valid integer, not a boolean")
+    return value
+
+
 def _json_type(annotation: Any) -> tuple[str, bool]:
     """(JSON type, optional?) of an annotation such as ``str``, ``int | None``."""
     args = typing.get_args(annotation)
@@ -135,13 +150,17 @@ def tool_spec(
         limit = _MAX_CHARS.get(param.name) if json_type == "string" else None
         if limit is not None:
             prop["maxLength"] = limit
-        if param.default is inspect.Parameter.empty:
+        bounds = _bounds(param_docs.get(param.name, "")) if json_type == "integer" else {}
+        prop |= {"minimum": bounds["ge"], "maximum": bounds["le"]} if bounds else {}
+        if json_type == "integer":  # true is no count (pydantic's lax mode read it as 1)
+            annotation = Annotated[annotation, BeforeValidator(_no_bool)]
+        default = ... if param.default is inspect.Parameter.empty else param.default
+        if default is ...:
             required.append(param.name)
-            fields[param.name] = (annotation, Field(..., max_length=limit))
-        else:
-            if param.default not in (None, ""):
-                prop["default"] = param.default
-            fields[param.name] = (annotation, Field(param.default, max_length=limit))
+        elif default not in (None, ""):
+            prop["default"] = default
+        ge, le = bounds.get("ge"), bounds.get("le")
+        fields[param.name] = (annotation, Field(default, max_length=limit, ge=ge, le=le))
         if optional:
             prop["type"] = [json_type, "null"]
         properties[param.name] = prop

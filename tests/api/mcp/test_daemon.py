@@ -271,3 +271,34 @@ def test_an_empty_scope_in_the_url_is_a_tool_error_not_every_project(somnid: Dae
     result = answer.json()["result"]
     assert result["isError"] is True
     assert "project in the /mcp URL is empty" in text_of_json(result)
+
+
+def test_a_scope_given_twice_is_a_tool_error_not_one_of_them(somnid: Daemon) -> None:
+    # A probe: /mcp?project=a&project=b silently took one of the two.
+    call = {
+        "jsonrpc": "2.0",
+        "id": 9,
+        "method": "tools/call",
+        "params": {"name": "list_intentions", "arguments": {}},
+    }
+    answer = httpx.post(
+        f"{somnid.base_url}/mcp?project=a&project=b",
+        json=call,
+        headers={**ACCEPT, **somnid.headers},
+    )
+    result = answer.json()["result"]
+    assert result["isError"] is True
+    assert "project is given 2 times in the /mcp URL" in text_of_json(result)
+
+
+def test_a_request_without_accept_accepts_the_answer(somnid: Daemon) -> None:
+    # A probe: no Accept header (Python's urllib sends none) was 406 with the id dropped;
+    # a request without one accepts anything (RFC 9110).
+    listing = {"jsonrpc": "2.0", "id": 11, "method": "tools/list"}
+    url = f"{somnid.base_url}/mcp"
+    bare = httpx.Request("POST", url, json=listing, headers=somnid.headers)  # no Accept at all
+    assert "accept" not in bare.headers
+    with httpx.Client() as http:
+        for answer in (http.send(bare), http.post(url, json=listing, headers=somnid.headers)):
+            assert answer.status_code == 200, answer.text  # the second says Accept: */*
+            assert answer.json()["id"] == 11 and answer.json()["result"]["tools"]

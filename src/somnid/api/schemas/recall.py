@@ -25,6 +25,13 @@ class RecallRequest(Schema):
     project: Id | None = None
     explain: bool = Field(False, strict=True, description="Add each result's score components.")
 
+    @field_validator("query", mode="after")
+    @classmethod
+    def _worded(cls, query: str) -> str:
+        if not query.strip():  # "" is refused; "   " answered nothing, as if nothing fit
+            raise ValueError("a query needs something to search by: it is only whitespace")
+        return query
+
     @field_validator("kinds", mode="after")
     @classmethod
     def _searched(cls, kinds: list[Kind] | None) -> list[Kind] | None:

@@ -126,12 +126,14 @@ def find_dates(text: str, ref: dt.date | None, *, any_year: bool = False) -> lis
             at = bisect.bisect_right(starts, start)
             if (at and ends[at - 1] > start) or (at < len(starts) and starts[at] < end):
                 continue  # a finer pattern claimed (part of) it
+            # A year beside it that no pattern takes (May 1850): no date, and claimed.
+            unread = _year_beside(text, m)
             try:
-                found = _read(kind, m, day, any_year)
+                found = None if unread else _read(kind, m, day, any_year)
             except (OverflowError, ValueError):  # a day beyond the calendar's end
                 found = None
             if found is None:
-                if _impossible(kind, m):  # claimed, so its year is not read alone:
+                if unread or _impossible(kind, m):  # claimed, so its year is not read alone:
                     starts.insert(at, start)  # "as of 2023-02-30" was "as of 2023-12-31"
                     ends.insert(at, end)
                 continue
@@ -143,6 +145,18 @@ def find_dates(text: str, ref: dt.date | None, *, any_year: bool = False) -> lis
     if ref is None:
         return [s for s in spans if not s.relative and _HAS_YEAR.search(s.text)]
     return spans
+
+
+_YEAR_AFTER = re.compile(r",?\s+(?:of\s+)?\d{4}\b")
+_YEAR_BEFORE = re.compile(r"\d{4}\s*年\s*的?\s*$")
+
+
+def _year_beside(text: str, m: re.Match[str]) -> bool:
+    """Whether a match that read no year has one beside it the patterns do not take (May
+    1850, 2150年5月): not this year's May; the whole is no date somnid reads."""
+    if any(m.groupdict().get(group) for group in ("y", "y1", "y2")):
+        return False
+    return bool(_YEAR_AFTER.match(text, m.end()) or _YEAR_BEFORE.search(text, 0, m.start()))
 
 
 def _impossible(kind: str, m: re.Match[str]) -> bool:

@@ -15,7 +15,7 @@ from fastapi.testclient import TestClient
 from somnid.api.app import create_app
 from somnid.config import Settings
 from somnid.errors import Unavailable
-from somnid.history.git import Git
+from somnid.history.git import Git, GitError
 from somnid.history.purge import rewrite
 from somnid.memory.clock import ManualClock
 from somnid.memory.scrub import scrub
@@ -25,6 +25,7 @@ from tests.clients import TEST_TOKEN, app_client
 from tests.history.helpers import git
 
 SECRET = "hunter2-0xDEADBEEF-secret"
+AS_ANN = ("-c", "user.name=Ann", "-c", "user.email=ann@example.org")
 
 
 @pytest.fixture
@@ -158,15 +159,8 @@ def test_a_commit_a_person_makes_during_a_purge_s_rewrite_is_rebuilt_not_dropped
 ) -> None:
     """A probe: the branch was moved over whatever HEAD was when the rewrite ended, so a
     person's commit made meanwhile vanished (and was pruned)."""
-    repo = Git(tmp_path)
-    repo.open()
-    as_ann = ["-c", "user.name=Ann", "-c", "user.email=ann@example.org"]
-    for name, text in (("leak", SECRET), ("keep", "tea")):
-        path = tmp_path / f"memory/knowledge/{name}/SKILL.md"
-        path.parent.mkdir(parents=True)
-        path.write_text(f"---\ndescription: d\n---\n{text}\n")
-        git(tmp_path, "add", "-A", "memory")
-        git(tmp_path, *as_ann, "commit", "-q", "-m", name)
+    repo = _two_entries(tmp_path)
+    as_ann = AS_ANN
 
     @contextlib.contextmanager
     def pruning() -> Iterator[None]:  # the person commits just before the branch moves
@@ -179,6 +173,74 @@ def test_a_commit_a_person_makes_during_a_purge_s_rewrite_is_rebuilt_not_dropped
     assert git(tmp_path, "log", "--format=%s").split("\n")[:2] == ["the person's own", "keep"]
     assert "description: e" in git(tmp_path, "show", "HEAD:memory/knowledge/keep/SKILL.md")
     assert SECRET not in everything_in_git(tmp_path)
+
+
+def _two_entries(tmp_path: Path) -> Git:
+    repo = Git(tmp_path)
+    repo.open()
+    for name, text in (("leak", SECRET), ("keep", "tea")):
+        path = tmp_path / f"memory/knowledge/{name}/SKILL.md"
+        path.parent.mkdir(parents=True)
+        path.write_text(f"---\ndescription: d\n---\n{text}\n")
+        git(tmp_path, "add", "-A", "memory")
+        git(tmp_path, *AS_ANN, "commit", "-q", "-m", name)
+    return repo
+
+
+@pytest.mark.parametrize("meanwhile", ["another branch", "detached"])
+def test_a_purge_ends_when_the_person_leaves_the_branch_while_it_runs(
+    tmp_path: Path, meanwhile: str
+) -> None:
+    """A review: the branch moved only from HEAD's commit; with HEAD on another branch (or
+    detached) the two never met, and the rewrite spun for ever holding history's lock."""
+    repo = _two_entries(tmp_path)
+
+    @contextlib.contextmanager
+    def pruning() -> Iterator[None]:
+        if meanwhile == "detached":
+            git(tmp_path, "checkout", "-q", "--detach")
+        else:
+            git(tmp_path, "checkout", "-q", "-b", "experiment")
+            git(tmp_path, *AS_ANN, "commit", "-q", "--allow-empty", "-m", "theirs")
+        yield
+
+    rewrite(repo, ["memory/knowledge/leak"], pruning=pruning)
+    assert "leak" not in git(tmp_path, "log", "--name-only", "--format=", "main")
+    if meanwhile != "detached":  # their branch kept as it is, old history and all
+        assert "theirs" in git(tmp_path, "log", "-1", "--format=%s", "experiment")
+
+
+def test_a_purge_that_cannot_move_the_branch_says_so_at_once(tmp_path: Path) -> None:
+    repo = _two_entries(tmp_path)
+    before = git(tmp_path, "rev-parse", "main")
+
+    @contextlib.contextmanager
+    def pruning() -> Iterator[None]:  # another git holds the branch's lock
+        (tmp_path / ".git/refs/heads/main.lock").write_text("")
+        yield
+
+    with pytest.raises(GitError, match="could not move main"):
+        rewrite(repo, ["memory/knowledge/leak"], pruning=pruning)
+    assert git(tmp_path, "rev-parse", "main") == before
+
+
+def test_an_older_stash_holding_the_entry_refuses_the_purge_and_survives_it(
+    client: TestClient, data_dir: Path
+) -> None:
+    """A review: only the newest stash was looked at, and every reflog was expired, the
+    stash's older entries (a person's saved work) with them."""
+    leak(client)
+    keep = data_dir / "memory/knowledge/keep/SKILL.md"
+    keep.write_text(keep.read_text() + "older stash\n")
+    git(data_dir, *AS_ANN, "stash", "-q")
+    url = "/v1/memories/knowledge/leak/purge"
+    # Both stashes were made after the entry: each holds its past; the refusal names both.
+    keep.write_text(keep.read_text() + "newer stash\n")
+    git(data_dir, *AS_ANN, "stash", "-q")
+    refused = client.post(url, params={"confirm": "leak", "history": "true"})
+    assert_problem(refused, 409, "conflict")
+    assert "stash@{0}" in refused.json()["detail"] and "stash@{1}" in refused.json()["detail"]
+    assert len(git(data_dir, "stash", "list").splitlines()) == 2
 
 
 def test_purge_without_history_keeps_the_past_versions(client: TestClient, data_dir: Path) -> None:

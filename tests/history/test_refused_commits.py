@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -41,6 +42,23 @@ def test_a_write_git_refused_is_committed_as_itself_once_it_takes_it(
     changed = [c for c in items if any(ch["name"] == "under-lock" for ch in c["changes"])]
     assert [c["source"] for c in changed] == ["api"]
     assert not [s for s in subjects(data_dir) if s.startswith("Hand edit")]
+
+
+def test_an_old_index_lock_no_git_holds_is_cleared_while_running(
+    client: TestClient, data_dir: Path
+) -> None:
+    # A review: a lock the start left to a person's running git stayed once that git was
+    # gone (it ended killed), history degraded until the next restart.
+    wait_for(lambda: bool(subjects(data_dir)))
+    lock = data_dir / ".git" / "index.lock"
+    wait_for(lambda: take_lock(lock))  # as a killed git leaves it, an hour ago
+    hour_ago = time.time() - 3600
+    os.utime(lock, (hour_ago, hour_ago))
+    made = client.post("/v1/memories/knowledge", json={"name": "after-lock", "description": "d"})
+    assert made.status_code == 201, made.text
+    assert client.get("/v1/history").status_code == 200  # committed: the lock was cleared
+    assert not lock.exists()
+    assert any("knowledge/after-lock" in s for s in subjects(data_dir))
 
 
 def test_odd_bytes_in_a_commit_message_do_not_break_history(

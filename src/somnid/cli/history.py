@@ -80,8 +80,10 @@ def revert(args: argparse.Namespace, settings: Settings) -> int:
     with DaemonClient(settings) as client:
         done = client.post(path)
     paths = ", ".join(done["paths"])
-    if done["commit"] is None:  # a dream that changed no memory: nothing to undo in history
+    if done["commit"] is None and not done["paths"]:  # a dream that changed no memory
         print(f"reverted {done['reverted'][:12]}: it changed no memory; nothing to commit")
+    elif done["commit"] is None:  # its files were back as they were already
+        print(f"reverted {done['reverted'][:12]}: {paths} already as before it; no commit")
     else:
         print(f"reverted {done['reverted'][:12]} in {done['commit'][:12]}: {paths}")
     reopened = done.get("reopenedLogs") or []

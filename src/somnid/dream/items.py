@@ -157,10 +157,15 @@ def merge_refused(entry: Entry) -> bool:
     return isinstance(value, str) and value.strip().lower() in _FALSE
 
 
+_LOG_NAME = re.compile(r"\d{4}-\d{2}-\d{2}_\d{3,}(?:-\w+)?")
+
+
 def from_a_log(entry: Entry) -> bool:
-    """Whether a dream made ``entry`` from a session log (it names its source and lines);
-    else a person wrote it, and a dream's correction is merged into it, never retiring it."""
-    return bool(entry.meta.get("source")) and bool(entry.meta.get("evidence"))
+    """Whether a dream made ``entry`` from a session log (its ``source`` names a log, its
+    ``evidence`` the lines); else a person wrote it (a ``source`` of theirs, a URL, is no
+    log), and a dream's correction is merged into it, never retiring it."""
+    source = str(entry.meta.get("source") or "")
+    return bool(_LOG_NAME.fullmatch(source)) and bool(entry.meta.get("evidence"))
 
 
 def short(text: str, limit: int = LINE_DESCRIPTION) -> str:

@@ -104,7 +104,7 @@ class DreamTools(LogTools, EntryTools):
         self._marking = asyncio.Lock()
         self._decaying = asyncio.Lock()
         self._specs: dict[str, ToolSpec] = {
-            name: tool_spec(getattr(self, name), concurrent=name in READ_ONLY)
+            name: tool_spec(getattr(self, name), concurrent=name in READ_ONLY, clamp=True)
             for name in TOOL_NAMES
         }
 

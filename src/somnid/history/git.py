@@ -14,6 +14,7 @@ import os
 import resource
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 from somnid.errors import StorageError, Unavailable
@@ -43,12 +44,14 @@ GITIGNORE = f"""\
 !*.tmp/
 !4913/
 """
+STALE_LOCK_S = 30.0
+"""An index.lock this old with no git running in the data dir is a killed git's."""
 _UNDER_WAY = (
     ("MERGE_HEAD", "merge"),
     ("CHERRY_PICK_HEAD", "cherry-pick"),
     ("REVERT_HEAD", "revert"),
     ("rebase-merge", "rebase"),
-    ("rebase-apply", "rebase"),
+    ("rebase-apply", "rebase (or am)"),
 )
 """What git leaves in .git while a person's operation waits for them (a conflict)."""
 _IDENTITY = {
@@ -161,7 +164,9 @@ class Git:
         what somnid committed there would vanish from the tree at the next checkout of main;
         or while a person's merge, cherry-pick, revert or rebase stopped half way: somnid's
         ``git add`` would mark their conflicts resolved, and their ``--abort`` would then
-        take every write staged meanwhile with it."""
+        take every write staged meanwhile with it. A stale ``index.lock`` (a killed git's:
+        old, and no git runs here) is cleared first, as at start."""
+        self._clear_stale_index_lock()
         if self.call("symbolic-ref", "-q", "HEAD").returncode != 0:
             raise GitError(
                 "HEAD is detached (a git checkout of a commit in the data dir): somnid commits "
@@ -171,8 +176,7 @@ class Git:
             if (self.git_dir / mark).exists():
                 raise GitError(
                     f"a git {what} is under way in the data dir ({mark} in .git): somnid "
-                    f"commits once it is finished or aborted (`git {what} --continue` or "
-                    f"`--abort` there)"
+                    "commits once it is finished or aborted (its --continue or --abort there)"
                 )
         if self._unmerged():
             raise GitError(
@@ -201,6 +205,19 @@ class Git:
                 write_atomic(kept, before)
                 log.warning("history: the data dir's own .gitignore is kept as %s", kept.name)
             write_atomic(ignore, GITIGNORE.encode("utf-8"))
+
+    def _clear_stale_index_lock(self) -> None:
+        """Remove an ``index.lock`` older than :data:`STALE_LOCK_S` while no git runs in
+        the data dir: one a start left to a person's git, which ended without taking it."""
+        lock = self.git_dir / "index.lock"
+        try:
+            age = time.time() - lock.stat().st_mtime
+        except OSError:
+            return
+        if age > STALE_LOCK_S and not _git_running_in(self.root):
+            log.warning("history: removing an index.lock no running git holds")
+            with contextlib.suppress(OSError):
+                lock.unlink()
 
     def _remove_stale_locks(self) -> None:
         candidates = [self.git_dir / "index.lock", self.git_dir / "HEAD.lock"]

@@ -38,6 +38,10 @@ log = logging.getLogger(__name__)
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 OWN_REFS = ("refs/somnid-sync/",)
 """Refs somnid itself keeps beside its branch (sync's copy of the remote's)."""
+_REF = f"refs/heads/{BRANCH}"
+_STASH = "refs/stash"
+MOVE_TRIES = 20
+"""Rounds to move the branch while a person commits onto it; then the purge gives up."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,11 +161,15 @@ class Progress:
 
 
 def _plan(git: Git, specs: list[str]) -> tuple[list[str], int] | None:
-    """Every commit, oldest first, and the index of the first that touched ``specs``."""
+    """Every commit of the branch, oldest first, and the index of the first that touched
+    ``specs``."""
     if not in_history(git, specs):
         return None
-    order = git.text("rev-list", "--reverse", "--topo-order", "HEAD").split()
-    touching = set(git.text("rev-list", "--full-history", "HEAD", "--", *specs).split())
+    if git.call("symbolic-ref", "-q", "HEAD").stdout.decode().strip() != _REF:
+        raise GitError(f"a purge rewrites {BRANCH}, and another branch is checked out: run "
+                       f"`git checkout {BRANCH}` in the data dir; nothing was purged")  # fmt: skip
+    order = git.text("rev-list", "--reverse", "--topo-order", _REF).split()
+    touching = set(git.text("rev-list", "--full-history", _REF, "--", *specs).split())
     return order, next(i for i, sha in enumerate(order) if sha in touching)
 
 
@@ -195,33 +203,63 @@ def rewrite(
         built.add(git, order[first:], specs, index, progress)
         progress.phase = "pruning"
         with pruning():
-            rewritten = order[-1]
-            while True:  # the branch moves only from the commit rewritten last
-                head = git.text("rev-parse", "HEAD").strip()
-                if head != rewritten:  # a person's commits meanwhile: theirs rebuilt too
-                    later = f"{rewritten}..{head}"
-                    built.add(
-                        git,
-                        git.text("rev-list", "--reverse", "--topo-order", later).split(),
-                        specs,
-                        index,
-                        progress,
-                    )
-                    rewritten = head
-                    continue
-                moved = (
-                    ["update-ref", f"refs/heads/{BRANCH}", built.parent, head]
-                    if built.parent
-                    else ["update-ref", "-d", f"refs/heads/{BRANCH}", head]
-                )
-                if git.call(*moved).returncode == 0:
-                    break
+            _move_branch(git, built, order[-1], specs, index, progress)
             git.run("read-tree", *(["HEAD"] if built.parent else ["--empty"]))
             _drop_other_refs(git, order[first])
-            git.run("reflog", "expire", "--expire=now", "--all")
+            _expire_reflogs(git)
             git.run("gc", "-q", "--prune=now")
+        kept = foreign_refs(git, specs)
+        if kept:  # made meanwhile, or a purge received by sync: the past stays in them
+            log.warning(
+                "purge: %s still hold past versions of %s (a person's refs: never deleted)",
+                ", ".join(kept), " ".join(specs),
+            )  # fmt: skip
     progress.phase = "finishing"
     return built.count
+
+
+def _move_branch(
+    git: Git,
+    built: _Rebuilt,
+    rewritten: str,
+    specs: list[str],
+    index: dict[str, str],
+    progress: Progress,
+) -> None:
+    """Move the branch from ``rewritten`` (its tip the rewrite went through) to the rewrite,
+    rebuilding first the commits a person added on top meanwhile; never over anything else
+    (the branch reset, amended, its lock held by another git: GitError, nothing moved)."""
+    for _ in range(MOVE_TRIES):
+        tip = git.text("rev-parse", "--verify", "-q", _REF).strip()
+        if tip != rewritten:
+            if not tip or git.call("merge-base", "--is-ancestor", rewritten, tip).returncode:
+                raise GitError(
+                    f"{BRANCH} was reset or rewritten while the purge ran: nothing was "
+                    "purged from history; purge again"
+                )
+            later = git.text("rev-list", "--reverse", "--topo-order", f"{rewritten}..{tip}")
+            built.add(git, later.split(), specs, index, progress)  # a person's commits
+            rewritten = tip
+            continue
+        moved = (
+            ["update-ref", _REF, built.parent, tip]
+            if built.parent
+            else ["update-ref", "-d", _REF, tip]
+        )
+        done = git.call(*moved)
+        if done.returncode == 0:
+            return
+        if git.text("rev-parse", "--verify", "-q", _REF).strip() == tip:  # a lock, not a move
+            said = done.stderr.decode("utf-8", "replace").strip()[-300:]
+            raise GitError(f"could not move {BRANCH}: {said}; nothing was purged from history")
+    raise GitError(f"{BRANCH} kept moving while the purge ran: nothing was purged from history")
+
+
+def _expire_reflogs(git: Git) -> None:
+    """Forget every ref's past positions (they keep old versions reachable), but the stash's:
+    its older entries are a person's saved work (the purge checked none holds the entry)."""
+    refs = [r for r in git.text("for-each-ref", "--format=%(refname)").split() if r != _STASH]
+    git.run("reflog", "expire", "--expire=now", "HEAD", *refs)
 
 
 @dataclass(slots=True)
@@ -251,16 +289,19 @@ class _Rebuilt:
 
 
 def foreign_refs(git: Git, specs: list[str]) -> list[str]:
-    """The refs of a person's (their branches, tags, stash; not somnid's branch nor its
-    sync's) that reach a version of ``specs``: a purge with history would have to delete
+    """The refs of a person's (their branches, tags, stash entries; not somnid's branch nor
+    its sync's) that reach a version of ``specs``: a purge with history would have to delete
     them, and with them whatever else they hold (a branch's own entries, a stashed edit)."""
     found = []
     for ref in git.text("for-each-ref", "--format=%(refname)").split():
-        if ref == f"refs/heads/{BRANCH}" or ref.startswith(OWN_REFS):
+        if ref == _REF or ref.startswith(OWN_REFS):
             continue
-        done = git.call("rev-list", "-1", "--full-history", ref, "--", *specs)
-        if done.returncode == 0 and done.stdout.strip():
-            found.append(ref)
+        # Every stash entry, not its newest alone: the older ones live in its reflog.
+        tips = git.text("log", "-g", "--format=%H", ref).split() if ref == _STASH else [ref]
+        for at, tip in enumerate(tips):
+            done = git.call("rev-list", "-1", "--full-history", tip, "--", *specs)
+            if done.returncode == 0 and done.stdout.strip():
+                found.append(f"stash@{{{at}}}" if ref == _STASH else ref)
     return found
 
 

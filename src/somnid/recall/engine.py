@@ -324,7 +324,7 @@ class Recall:
         and the query vector moved towards them; a second-pass score adds ``prf_weight`` of
         itself. The query's own vector is re-used: no second embedding."""
         settings = self.settings
-        seeds = [s.entry_id for s in scored[: settings.prf_docs]]
+        seeds = [s.entry_id for s in scored[: settings.prf_docs] if s.score > 0]
         texts = self._written_texts(seeds, rows, seen)
         terms = entity_terms([texts.get(i, "") for i in seeds], query, settings.prf_terms)
         terms = [*query_terms(query), *terms] if terms else []

@@ -68,9 +68,9 @@ class RecallService:
     ) -> Recalled:
         """Search, let ``select`` pick among the hits (e.g. leave out what a session has
         seen), and load the entries of what is left; with ``lines`` and an archive, up to
-        that many archived conversation lines too, ranked after the memories (when the
-        search is for episodes: a line is what an episode was made of; a search for
-        intentions or skills alone wants none)."""
+        that many archived conversation lines too, ranked after the memories (only when
+        the search takes episodes: a line is what an episode is made of; a search of
+        knowledge, skills or intentions alone wants none)."""
         if kinds is not None and Kind.EPISODE not in kinds:
             lines = 0
         system = self._system

@@ -17,7 +17,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, create_model
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    create_model,
+)
 
 from somnid.errors import InvalidArguments
 from somnid.memory.text import MAX_QUERY_CHARS, has_surrogate
@@ -115,6 +123,10 @@ def _bounds(doc: str) -> dict[str, int]:
     return {"ge": int(found[1]), "le": int(found[2])} if found else {}
 
 
+def _clamped(low: int, high: int) -> Callable[[int], int]:
+    return lambda value: min(high, max(low, value))
+
+
 def _no_bool(value: Any) -> Any:
     if isinstance(value, bool):
         raise ValueError("Input should be a valid integer, not a boolean")
@@ -131,8 +143,15 @@ def _json_type(annotation: Any) -> tuple[str, bool]:
 
 
 def tool_spec(
-    fn: Callable[..., Any], *, name: str | None = None, concurrent: bool = True
+    fn: Callable[..., Any],
+    *,
+    name: str | None = None,
+    concurrent: bool = True,
+    clamp: bool = False,
 ) -> ToolSpec:
+    """The spec of ``fn``. A count's range (``(1-20)`` ending its description) is in the
+    schema; a count out of it is refused, or with ``clamp`` (a dream's tools: a small model
+    asking for 50 should not lose a round) taken to the nearest end."""
     name = name or fn.__name__
     description, param_docs = _docs(fn)
     hints = typing.get_type_hints(fn)
@@ -154,6 +173,9 @@ def tool_spec(
         prop |= {"minimum": bounds["ge"], "maximum": bounds["le"]} if bounds else {}
         if json_type == "integer":  # true is no count (pydantic's lax mode read it as 1)
             annotation = Annotated[annotation, BeforeValidator(_no_bool)]
+            if clamp and bounds:
+                low, high = bounds.pop("ge"), bounds.pop("le")
+                annotation = Annotated[annotation, AfterValidator(_clamped(low, high))]
         default = ... if param.default is inspect.Parameter.empty else param.default
         if default is ...:
             required.append(param.name)

@@ -373,3 +373,15 @@ async def test_an_open_intention_is_not_created_twice(env: Env) -> None:
     # Once the first is done, asking for it again is a new intention.
     await tools.intentions.complete(first.split()[2].rstrip(":"))
     assert (await tools.call("create_intention", args)).startswith("created intention ")
+
+
+async def test_a_count_out_of_range_is_taken_to_its_end_never_a_lost_round(env: Env) -> None:
+    # Counts are checked against their range now; a small model asking a dream's tool for
+    # 500 should not have the call refused (refusals count towards a stuck dream).
+    _, tools = env
+    schema = next(s for s in tools.specs() if s["function"]["name"] == "find_similar")
+    assert schema["function"]["parameters"]["properties"]["limit"]["maximum"] == 20
+    answer = await tools.call("find_similar", {"text": "deploy window", "limit": 500})
+    assert not answer.startswith("error"), answer
+    refused = await tools.call("find_similar", {"text": "deploy window", "limit": True})
+    assert refused.startswith("error"), refused

@@ -398,9 +398,12 @@ async def test_a_line_said_after_the_reference_point_ranks_lower(tmp_path: Path)
             recalled = await rt.recaller.find(question, lines=2)
             ranked[bound] = [line.text for line in recalled.lines]
             assert recalled.time == "as of 2026-06-30", recalled.time
-            # no memory kind to search (profiles are not indexed): the lines still are
-            alone = await rt.recaller.find(question, kinds=(Kind.PROFILE,), lines=2)
+            # no episode to find (none stored): the lines still are; a search that leaves
+            # episodes out (profiles, not indexed) wants none
+            alone = await rt.recaller.find(question, kinds=(Kind.EPISODE,), lines=2)
             assert [line.text for line in alone.lines] == ranked[bound]
+            none = await rt.recaller.find(question, kinds=(Kind.PROFILE,), lines=2)
+            assert none.lines == []
     assert ranked[0.5] == [lines[0][1], lines[1][1]]
     assert ranked[0.0] == [lines[1][1], lines[0][1]]
 

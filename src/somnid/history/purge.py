@@ -258,7 +258,9 @@ def _move_branch(
 def _expire_reflogs(git: Git) -> None:
     """Forget every ref's past positions (they keep old versions reachable), but the stash's:
     its older entries are a person's saved work (the purge checked none holds the entry)."""
-    refs = [r for r in git.text("for-each-ref", "--format=%(refname)").split() if r != _STASH]
+    listed = git.text("for-each-ref", "--format=%(refname)").split()
+    # Only refs that keep a log (git refuses the whole call for one without: sync's own ref).
+    refs = [r for r in listed if r != _STASH and git.call("reflog", "exists", r).returncode == 0]
     git.run("reflog", "expire", "--expire=now", "HEAD", *refs)
 
 

@@ -196,3 +196,23 @@ MAY_HAVE_DATE = re.compile(
     re.IGNORECASE,
 )
 """A cheap first look: text without any of these holds no date."""
+
+
+# A year the patterns do not read (they take 1900-2099): right after the date ("May 1850"),
+# or after a comma when nothing follows it ("May 5, 1850."; "May 5, 1200 people" is a count).
+_YEAR_AFTER = re.compile(
+    r"(?:\s+(?:of\s+)?|,\s*(?=\d{4}(?:\s*[.,;:!?)]|\s*$)))(?!(?:19|20)\d\d)\d{4}\b(?![:.]\d)"
+)
+_YEAR_BEFORE = re.compile(r"(?<!\d)(?!(?:19|20)\d\d)\d{4}\s*年\s*的?\s*$")
+
+
+def year_beside(text: str, m: re.Match[str]) -> bool:
+    """Whether a date that could name a year and names none has one beside it that the
+    patterns do not read (May 1850, 2150年5月): not this year's May; the whole is no date
+    somnid reads. A date that names no year by its nature (yesterday, on Monday) never."""
+    groups = m.re.groupindex
+    if not any(group in groups for group in ("y", "y1", "y2")):
+        return False
+    if any(m.group(group) for group in ("y", "y1", "y2") if group in groups):
+        return False
+    return bool(_YEAR_AFTER.match(text, m.end()) or _YEAR_BEFORE.search(text, 0, m.start()))

@@ -44,7 +44,14 @@ import re
 from dataclasses import dataclass
 
 from somnid.memory.dates import calendar as cal
-from somnid.memory.dates.patterns import COMPILED, MAY_HAVE_DATE, PARTS, RANGES, RELATIVE
+from somnid.memory.dates.patterns import (
+    COMPILED,
+    MAY_HAVE_DATE,
+    PARTS,
+    RANGES,
+    RELATIVE,
+    year_beside,
+)
 from somnid.memory.dates.periods import (
     DAY_KINDS,
     YEAR_PART_KINDS,
@@ -127,7 +134,7 @@ def find_dates(text: str, ref: dt.date | None, *, any_year: bool = False) -> lis
             if (at and ends[at - 1] > start) or (at < len(starts) and starts[at] < end):
                 continue  # a finer pattern claimed (part of) it
             # A year beside it that no pattern takes (May 1850): no date, and claimed.
-            unread = _year_beside(text, m)
+            unread = year_beside(text, m)
             try:
                 found = None if unread else _read(kind, m, day, any_year)
             except (OverflowError, ValueError):  # a day beyond the calendar's end
@@ -145,26 +152,6 @@ def find_dates(text: str, ref: dt.date | None, *, any_year: bool = False) -> lis
     if ref is None:
         return [s for s in spans if not s.relative and _HAS_YEAR.search(s.text)]
     return spans
-
-
-# A year the patterns do not read (they take 1900-2099): right after the date ("May 1850"),
-# or after a comma when nothing follows it ("May 5, 1850."; "May 5, 1200 people" is a count).
-_YEAR_AFTER = re.compile(
-    r"(?:\s+(?:of\s+)?|,\s*(?=\d{4}(?:\s*[.,;:!?)]|\s*$)))(?!(?:19|20)\d\d)\d{4}\b(?![:.]\d)"
-)
-_YEAR_BEFORE = re.compile(r"(?<!\d)(?!(?:19|20)\d\d)\d{4}\s*年\s*的?\s*$")
-
-
-def _year_beside(text: str, m: re.Match[str]) -> bool:
-    """Whether a date that could name a year and names none has one beside it that the
-    patterns do not read (May 1850, 2150年5月): not this year's May; the whole is no date
-    somnid reads. A date that names no year by its nature (yesterday, on Monday) never."""
-    groups = m.re.groupindex
-    if not any(group in groups for group in ("y", "y1", "y2")):
-        return False
-    if any(m.group(group) for group in ("y", "y1", "y2") if group in groups):
-        return False
-    return bool(_YEAR_AFTER.match(text, m.end()) or _YEAR_BEFORE.search(text, 0, m.start()))
 
 
 def _impossible(kind: str, m: re.Match[str]) -> bool:

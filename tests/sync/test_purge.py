@@ -82,6 +82,39 @@ def test_a_purge_with_history_travels(tmp_path: Path) -> None:
         assert b.log().count("a purge rewrote history") == 0
 
 
+def test_a_purge_with_history_takes_the_copy_the_other_machine_archived_meanwhile(
+    tmp_path: Path,
+) -> None:
+    """A probe: b archived the entry (as x--2: an older copy held x) while a's purge was on
+    its way; b rewrote its history before the merge, which then saw no move from x to x--2,
+    and x--2 with the secret stayed on both machines and the remote."""
+    remote = bare_remote(tmp_path / "remote.git")
+    with (
+        machine(tmp_path / "a" / "data", remote) as a,
+        machine(tmp_path / "b" / "data", remote) as b,
+    ):
+        write(a, "pp", f"{SECRET} one\n")
+        with a.client() as client:
+            assert client.post("/v1/memories/knowledge/pp/archive").status_code == 200
+        write(a, "pp", f"{SECRET} two\n")
+        sync(a)
+        sync(b)
+        with a.client() as client:
+            done = client.post(
+                "/v1/memories/knowledge/pp/purge", params={"confirm": "pp", "history": "true"}
+            )
+            assert done.status_code == 200, done.text
+        with b.client() as client:
+            archived = client.post("/v1/memories/knowledge/pp/archive")
+            assert archived.status_code == 200 and archived.json()["name"] == "pp--2"
+        for daemon in (b, a, b, a):
+            sync(daemon)
+        for daemon in (a, b):
+            assert not list((daemon.data_dir / "memory/archived").glob("pp*"))
+            assert SECRET not in _everywhere(daemon.data_dir)
+        assert SECRET not in _everywhere(remote)
+
+
 def test_an_edit_of_a_purged_entry_lands_in_no_other_entry(tmp_path: Path) -> None:
     """A purges one entry and archives another; B edited the purged one meanwhile. git's
     rename detection alone put B's edit into the other entry's archived copy."""

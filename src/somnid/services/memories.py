@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
+import glob
 import logging
 import unicodedata
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import Any, Literal
 
-from somnid.errors import Conflict, InvalidInput, PreconditionFailed, StorageError
+from somnid.errors import Conflict, InvalidInput, PreconditionFailed, SomnidError, StorageError
 from somnid.memory.clock import Clock
 from somnid.memory.entry import Entry, vitals_from_meta
 from somnid.memory.kinds import (
@@ -212,6 +213,19 @@ class MemoryService:
         """The live entry in the file at ``path`` (absolute), None if it is no live entry;
         BrokenFile for a broken one. Blocking."""
         return self._store.read_path(path)
+
+    def copies_archived_from(self, kind: Kind, name: str) -> list[str]:
+        """The archive names of ``name``'s copies archived under another name (``name--2``
+        …, saying ``archived_from: name``); a copy that does not parse is not one. Blocking."""
+        if not kind.archivable:
+            return []
+        found = []
+        for folder in sorted(self.layout.archive_dir(kind).glob(f"{glob.escape(name)}--*")):
+            with contextlib.suppress(OSError, SomnidError):
+                entry = self._store.read(kind, folder.name, archived=True)
+                if entry.text_field("archived_from") == name:
+                    found.append(folder.name)
+        return found
 
     def exclusive(self) -> AbstractContextManager[bool]:
         """No write through the store while held (sync checks, then writes, the files of a

@@ -77,8 +77,11 @@ def merge_remote(
     forgotten: list[str] = []
     base = _merge_base(git, head, theirs) if theirs and head else None
     if theirs is not None and head is not None:  # a purge with history, received: forget
-        specs = purges.in_history(git, purges.fresh(git, theirs, base))
+        received = purges.fresh(git, theirs, base)
+        specs = purges.in_history(git, received)
         if specs:
+            received = [purge for purge in received if purge.history]
+            specs += purges.local_copies(committer, received)
             forgotten = purges.forget_locally(committer, specs, pruning)
             head = _head(git)
     if theirs is None or theirs == head or (head and _ancestor(git, theirs, head)):
@@ -109,7 +112,9 @@ def merge_remote(
             break
     # The purging machine: the merge brought the remote's old versions back as ancestors.
     # (Only a purge new to this merge: an entry made again later keeps its history.)
-    again = purges.in_history(git, purges.fresh(git, new, base), new)
+    ours = [purge for purge in purges.fresh(git, new, base) if purge.history]
+    copies = [path for purge in ours for path in purges.copies_in(git, theirs, purge)]
+    again = purges.in_history(git, ours, new, also=copies)
     if not again:
         return Merge(new, changed + forgotten, conflicts, loose=aside)
     git.run("update-ref", "-d", TRACKING)  # nothing may keep the old versions reachable
@@ -216,9 +221,12 @@ def _decided_by_purges(git: Git, base: str | None, head: str, theirs: str) -> di
     """{path: the commit whose version of it stands} for the paths of a purge one side
     made since the merge base ``base`` (ours when both did)."""
     decided: dict[str, str] = {}
-    for side in (theirs, head):
+    for side, other in ((theirs, head), (head, theirs)):
         for purge in purges.fresh(git, side, base):
-            decided.update(dict.fromkeys(purge.specs, side))
+            # and the copies the other side archived meanwhile (x--2): the purge takes them
+            decided.update(
+                dict.fromkeys([*purge.specs, *purges.copies_in(git, other, purge)], side)
+            )
     return decided
 
 

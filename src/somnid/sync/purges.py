@@ -36,6 +36,7 @@ from somnid.history.git import Git
 from somnid.memory.kinds import Kind
 from somnid.memory.names import check_name
 from somnid.provenance import Actor
+from somnid.store import frontmatter
 from somnid.store.layout import Layout
 
 RECORD = "memory/purged.jsonl"
@@ -163,13 +164,57 @@ def fresh(git: Git, side: str | None, base: str | None) -> list[Purge]:
     return [purge for purge in at(git, side) if purge.key not in old]
 
 
-def in_history(git: Git, purges: list[Purge], commit: str = "HEAD") -> list[str]:
-    """The paths of ``purges`` with ``history`` that ``commit``'s history still holds."""
+def in_history(
+    git: Git, purges: list[Purge], commit: str = "HEAD", also: list[str] | None = None
+) -> list[str]:
+    """The paths of ``purges`` with ``history`` (and ``also``: their copies) that
+    ``commit``'s history still holds."""
     specs = sorted({spec for purge in purges if purge.history for spec in purge.specs})
+    specs = sorted({*specs, *(also or [])}) if specs else []
     if not specs:
         return []
     done = git.call("rev-list", "-1", "--full-history", commit, "--", *specs)
     return specs if done.returncode == 0 and done.stdout.strip() else []
+
+
+def copies_in(git: Git, commit: str, purge: Purge) -> list[str]:
+    """The folders of ``commit``'s tree holding a copy of the purged entry archived under
+    another name (``x--2``, ``archived_from: x``): the other machine archived it while the
+    purge was on its way, and a history rewrite hides that move from a merge."""
+    kind = Kind(purge.kind)
+    if not kind.archivable:
+        return []
+    archive = str(_PATHS.relative(_PATHS.archive_dir(kind)))
+    listed = git.call("ls-tree", "-z", "--name-only", commit, "--", f"{archive}/")
+    found = []
+    for path in filter(None, listed.stdout.decode("utf-8", "replace").split("\0")):
+        folder = path.rsplit("/", 1)[-1]
+        if not folder.startswith(f"{purge.name}--"):
+            continue
+        blob = git.call("cat-file", "blob", f"{commit}:{path}/{_PATHS.file_name(kind)}")
+        try:
+            meta = (
+                frontmatter.parse(blob.stdout.decode("utf-8")).meta if blob.returncode == 0 else {}
+            )
+        except (UnicodeDecodeError, SomnidError):
+            continue  # no copy that can be told as one
+        if str(meta.get("archived_from") or "") == purge.name:
+            found.append(path)
+    return found
+
+
+def local_copies(committer: Committer, received: list[Purge]) -> list[str]:
+    """The folders of this machine's archived copies of purged entries, archived under
+    another name since (``x--2``, ``archived_from: x``: archived here while the purge was on
+    its way): a purge takes every copy, and a history rewrite hides the move a merge would
+    otherwise follow from ``x`` to ``x--2``."""
+    layout = committer.layout
+    found = []
+    for purge in received:
+        kind = Kind(purge.kind)
+        for copy in committer.memories.copies_archived_from(kind, purge.name):
+            found.append(str(layout.relative(layout.entry_folder(kind, copy, archived=True))))
+    return found
 
 
 def forget_locally(committer: Committer, specs: list[str], pruning: Pruning) -> list[str]:

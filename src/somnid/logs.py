@@ -175,6 +175,18 @@ class TextFormatter(logging.Formatter):
         rid = request_id.get()
         return line if rid is None else f"{line} [{rid}]"
 
+    def formatException(self, ei: Any) -> str:
+        # A traceback is lines by nature; each is indented, so none (an exception's message
+        # holding a model's text) reads as a record of its own.
+        return _indented(super().formatException(ei))
+
+    def formatStack(self, stack_info: str) -> str:
+        return _indented(super().formatStack(stack_info))
+
+
+def _indented(text: str) -> str:
+    return "\n".join(f"  {line.translate(_CONTROLS)}" for line in text.splitlines())
+
 
 _CONTROLS = {
     code: {"\n": "\\n", "\r": "\\r"}.get(chr(code), f"\\x{code:02x}")

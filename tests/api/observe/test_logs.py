@@ -82,6 +82,13 @@ def test_a_text_record_is_one_line_whatever_its_message_holds() -> None:
     assert line.endswith("refused: x\\n2026-12-07 INFO somnid: all fine\\r\\x1b[2Jgone")
     tab = logs.TextFormatter().format(record(logging.WARNING, "a\tb"))
     assert tab.endswith(": a\tb")
+    try:
+        raise ValueError("model said\n2026-12-07 INFO somnid: all fine")
+    except ValueError:
+        failed = record(logging.ERROR, "dream failed")
+        failed.exc_info = sys.exc_info()
+    first, *rest = logs.TextFormatter().format(failed).split("\n")
+    assert first.endswith("dream failed") and rest and all(r.startswith("  ") for r in rest)
 
 
 def test_auto_is_text_on_a_terminal_and_json_elsewhere(tmp_path: Path) -> None:

@@ -36,6 +36,12 @@ def test_a_route_that_takes_no_body_refuses_one_that_is_not_json(client: TestCli
     headers = {"content-type": "application/json"}
     assert_problem(client.post(done, content=b'{"not json', headers=headers), 400, "invalid_json")
     assert [i["id"] for i in client.get("/v1/intentions").json()["items"]] == [made.json()["id"]]
+    # A probe: JSON nested past the stack was a 500 with a traceback in the log.
+    deep = b"[" * 5000
+    assert_problem(client.post(done, content=deep, headers=headers), 400, "invalid_json")
+    nested = b"[" * 1000 + b"]" * 1000  # closed, and still past the stack
+    reset = client.request("DELETE", "/v1/assoc/sessions/s", content=nested, headers=headers)
+    assert_problem(reset, 400, "invalid_json")
     assert client.post(done, content=b"{}", headers=headers).status_code == 200
 
 
@@ -53,6 +59,24 @@ def test_media_type_and_size(client: TestClient) -> None:
     assert client.get("/v1/memories/knowledge/x").status_code == 404
     huge = client.post("/v1/memories/knowledge", json={"name": "x", "body": "a" * 2_000_000})
     assert_problem(huge, 413, "body_too_large")
+    # A probe: a DELETE's body passed every limit (300 MB held in memory, any encoding).
+    big = client.request("DELETE", "/v1/assoc/sessions/s", content=b" " * 2_000_000,
+                         headers={"content-type": "application/json"})  # fmt: skip
+    assert_problem(big, 413, "body_too_large")
+    zipped = client.request("DELETE", "/v1/assoc/sessions/s", content=gzip.compress(b"{}"),
+                            headers={"content-type": "application/json",
+                                     "content-encoding": "gzip"})  # fmt: skip
+    assert_problem(zipped, 415, "unsupported_media_type")
+
+
+def test_a_header_given_twice_differently_is_refused(client: TestClient) -> None:
+    # A probe: one part read the first, another the last (a type checked as JSON, read as
+    # text: a misleading 422; a bad token before a good one let the request through).
+    two_types = [("content-type", "text/plain"), ("content-type", "application/json")]
+    refused = client.post("/v1/recall", content=b'{"query": "x"}', headers=two_types)
+    assert "content-type" in assert_problem(refused, 400, "invalid_input")["detail"]
+    same = [("content-type", "application/json"), ("content-type", "application/json")]
+    assert client.post("/v1/recall", content=b'{"query": "x"}', headers=same).status_code == 200
 
 
 @pytest.mark.parametrize(

@@ -135,6 +135,22 @@ def test_allowed_origins_get_cors(data_dir: Path) -> None:
         assert allowed.headers["access-control-allow-origin"] == "http://localhost:3000"
         foreign = client.get("/v1/memories", headers={"Origin": "http://localhost:4000"})
         assert foreign.status_code == 403
+        # A probe: preflights were answered before the door, in plain text, Host unchecked.
+        asks = {"Access-Control-Request-Method": "GET"}
+        for origin, host, code in (
+            ("http://evil.example", "localhost:7373", "forbidden_origin"),
+            ("http://localhost:3000", "evil.example", "forbidden_host"),
+        ):
+            refused = client.options(
+                "/v1/memories", headers={"Origin": origin, "Host": host, **asks}
+            )
+            assert_problem(refused, 403, code)
+            assert "access-control-allow-origin" not in refused.headers
+        tokenless = client.options(  # a browser's preflight carries no token
+            "/v1/memories",
+            headers={"Origin": "http://localhost:3000", "Authorization": "", **asks},
+        )
+        assert tokenless.status_code == 200, tokenless.text
 
 
 def test_bad_allowed_origin_is_a_config_error(data_dir: Path) -> None:

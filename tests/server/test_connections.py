@@ -212,13 +212,19 @@ def test_a_request_http_cannot_parse_is_answered_in_the_error_shape(tmp_path: Pa
             assert "HTTP" in problem["detail"]
         upgrade = b"Upgrade: websocket\r\nConnection: Upgrade\r\nHost: 127.0.0.1\r\n"
         key = b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
-        for request, status in (
-            (b"GET /v1/llm/bridge HTTP/1.1\r\n" + upgrade + b"\r\n", 400),  # no key
-            (b"GET /v1/health HTTP/1.1\r\n" + upgrade + key + b"\r\n", 403),  # no WebSocket here
-        ):
+        bearer = f"Authorization: Bearer {daemon.token}\r\n".encode()
+        for request, status, code in (
+            (b"GET /v1/llm/bridge HTTP/1.1\r\n" + upgrade + b"\r\n", 400, "bad_request"),
+            (b"GET /v1/health HTTP/1.1\r\n" + upgrade + key + b"\r\n", 403, "forbidden"),
+            # a probe: a handshake that is no GET was 405 with the code "internal_error"
+            (b"POST /v1/llm/bridge HTTP/1.1\r\n" + upgrade + key + bearer + b"\r\n", 405,
+             "method_not_allowed"),
+        ):  # fmt: skip
             head, body = _answer(port, request)
             assert head.startswith(b"HTTP/1.1 %d " % status), head
             assert b"content-type: application/problem+json" in head.lower()
-            assert json.loads(body)["status"] == status
+            assert json.loads(body)["status"] == status and json.loads(body)["code"] == code
+            if status == 405:
+                assert b"\r\nallow: get" in head.lower()
         with daemon.client() as client:  # and the daemon serves on
             assert client.get("/v1/health").status_code == 200

@@ -99,8 +99,7 @@ def create_app(
     app.add_middleware(HeadAsGet)  # innermost: HEAD is the GET it asks about, without a body
     app.add_middleware(ActorContext)  # the route's writes know who asked
     app.add_middleware(RequestLimits, max_body_bytes=settings.max_body_bytes)
-    app.add_middleware(Guard, policy=HostPolicy.from_settings(settings))
-    if settings.allowed_origins:
+    if settings.allowed_origins:  # inside the door: a preflight's Host and Origin are checked
         app.add_middleware(
             CORSMiddleware,
             allow_origins=settings.allowed_origins,
@@ -108,6 +107,7 @@ def create_app(
             allow_headers=["*"],
             expose_headers=["ETag", "Location", "X-Request-Id"],
         )
+    app.add_middleware(Guard, policy=HostPolicy.from_settings(settings))
     app.add_middleware(Observe, exporter=exporter)  # outermost: its id is on every answer
     for module in (health, memories, maintenance, recall, assoc, sessions, awake, sleep, bridge):
         app.include_router(module.router, responses=ERROR_RESPONSES)

@@ -109,5 +109,5 @@ async def refuse_stray_body(connection: HTTPConnection) -> None:
     if body.strip():
         try:
             json.loads(body)
-        except ValueError:
+        except (ValueError, RecursionError):  # nested past the stack: no JSON a route reads
             raise InvalidInput("the request body is not valid JSON", code="invalid_json") from None

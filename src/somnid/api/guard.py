@@ -68,7 +68,11 @@ class Guard:
                 f"requests from the web origin {_shown(headers.get('origin'))} are not "
                 "allowed; add it to allowed_origins if it is yours",
             )
-        elif not is_public(scope["path"]) and not authorized(scope, headers):
+        elif (
+            not _preflight(scope, headers)
+            and not is_public(scope["path"])
+            and not authorized(scope, headers)
+        ):
             refusal = (
                 401,
                 "unauthorized",
@@ -125,6 +129,17 @@ def _expected_token(scope: Scope) -> str | None:
     state: dict[str, Any] = scope.get("state") or {}
     token = state.get("token")
     return token if isinstance(token, str) else None
+
+
+def _preflight(scope: Scope, headers: dict[str, str]) -> bool:
+    """A browser's CORS preflight (it never carries the token; its Host and Origin are
+    checked as any request's, then the CORS layer answers it)."""
+    return (
+        scope["type"] == "http"
+        and scope["method"] == "OPTIONS"
+        and "origin" in headers
+        and "access-control-request-method" in headers
+    )
 
 
 def _headers(scope: Scope) -> dict[str, str]:

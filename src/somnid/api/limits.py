@@ -19,7 +19,11 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from somnid.api.errors import send_problem
 
 _JSON_TYPES = ("application/json", "application/merge-patch+json")
-_BODY_METHODS = {"POST", "PUT", "PATCH"}
+_BODY_METHODS = {"POST", "PUT", "PATCH", "DELETE"}
+# Headers read by one part as their first value and by another as their last: two that
+# differ are refused (a token, an origin, a body's type each checked on one, used as the
+# other).
+_SINGLE = frozenset({"authorization", "origin", "content-type", "content-encoding"})
 # A refused body is read to its end before the 413 goes out (up to these bounds): a socket
 # closed with unread bytes in it resets the connection, and the client loses the answer.
 _DRAIN_BYTES = 64 * 1024 * 1024
@@ -35,6 +39,12 @@ class RequestLimits:
         if scope["type"] == "http" and not _utf8_path(scope):
             await _drain(receive)
             detail = "the URL's percent escapes are not UTF-8 (encode names and ids as UTF-8)"
+            await _reject(send, scope, 400, "invalid_input", detail)
+            return
+        twice = _given_twice(scope) if scope["type"] == "http" else None
+        if twice is not None:
+            await _drain(receive)
+            detail = f"the {twice} header is given twice, with different values: send one"
             await _reject(send, scope, 400, "invalid_input", detail)
             return
         if scope["type"] != "http" or scope["method"] not in _BODY_METHODS:
@@ -121,3 +131,13 @@ def _utf8_path(scope: Scope) -> bool:
             except UnicodeDecodeError:
                 return False
     return True
+
+
+def _given_twice(scope: Scope) -> str | None:
+    """The name of a header of :data:`_SINGLE` the request gives twice, differently."""
+    seen: dict[bytes, bytes] = {}
+    for key, value in scope["headers"]:
+        name = bytes(key).lower().decode("latin-1")
+        if name in _SINGLE and seen.setdefault(name.encode(), bytes(value)) != value:
+            return name
+    return None

@@ -18,7 +18,13 @@ from websockets.http11 import Response
 from somnid.api.errors import PROBLEM_JSON, UNEXPECTED, problem_body
 
 _PLAIN_PREFIX = "Failed to open a WebSocket connection: "
-_CODES = {400: "bad_request", 403: "forbidden", 414: "uri_too_long", 431: "headers_too_large"}
+_CODES = {
+    400: "bad_request",
+    403: "forbidden",
+    405: "method_not_allowed",
+    414: "uri_too_long",
+    431: "headers_too_large",
+}
 
 
 def problem_detail(status: int, text: str) -> str:
@@ -44,6 +50,8 @@ class ProblemWebSockets(WebSocketsSansIOProtocol):
             for name, value in (("Content-Type", PROBLEM_JSON), ("Content-Length", str(len(body)))):
                 del response.headers[name]
                 response.headers[name] = value
+            if response.status_code == 405 and "Allow" not in response.headers:
+                response.headers["Allow"] = "GET"  # a handshake is a GET (RFC 6455)
             response.body = body
             return response
 

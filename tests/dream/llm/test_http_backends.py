@@ -370,6 +370,15 @@ async def test_openai_error_bodies(server: tuple[str, Behaviour]) -> None:
     behaviour.body = {"choices": []}
     with pytest.raises(LLMBadResponse, match="without choices"):
         await backend.chat(MESSAGES, TOOLS)
+    # A probe: a gateway's quota message in a 200 was taken for "structured output not
+    # supported": the dream asked for less and less, then called the log refused.
+    behaviour.body = {"error": {"message": "You exceeded your quota", "type": "insufficient_quota"}}
+    with pytest.raises(LLMUnavailable, match="exceeded your quota"):
+        await backend.chat(MESSAGES, TOOLS)
+    behaviour.body = None
+    behaviour.statuses = [302]  # a redirect is not followed, nor taken for a refusal
+    with pytest.raises(LLMUnavailable, match="redirected"):
+        await backend.chat(MESSAGES, TOOLS)
 
 
 def test_openai_needs_a_url_and_a_model() -> None:

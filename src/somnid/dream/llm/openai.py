@@ -11,6 +11,7 @@ includes ``prompt_tokens_details.cached_tokens`` (or DeepSeek's ``prompt_cache_h
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,6 +20,7 @@ from somnid.dream.llm.base import (
     ChatResult,
     LLMBadResponse,
     LLMRejected,
+    LLMUnavailable,
     Usage,
     finish_reason_of,
     parse_assistant_message,
@@ -85,6 +87,8 @@ class OpenAIBackend:
         if not choices and error:  # some gateways answer 200 with an error body
             detail = error.get("message") if isinstance(error, Mapping) else error
             shown = self._poster.shown(str(detail))[:300]  # scrubbed whole, then cut
+            if _an_outage(error):  # a quota, a rate limit, an overload: not the request's
+                raise LLMUnavailable(f"{source} answered with an error: {shown}")
             raise LLMRejected(f"{source} answered with an error: {shown}")
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping):
             raise LLMBadResponse(f"{source} answered without choices")
@@ -95,3 +99,15 @@ class OpenAIBackend:
             Usage.from_wire(body.get("usage")),
             finish_reason_of(choice.get("finish_reason")),
         )
+
+
+_OUTAGE = re.compile(r"quota|rate.?limit|overload|capacity|unavailable|server.?error|billing", re.I)
+
+
+def _an_outage(error: object) -> bool:
+    """Whether a 200's error body says the endpoint cannot serve now (its ``type`` or
+    ``code``, as OpenAI's errors carry them): then no lesser structure is asked for, and
+    no log counts as refused; the dream ends as an outage and the logs wait."""
+    if not isinstance(error, Mapping):
+        return False
+    return any(_OUTAGE.search(str(error.get(key) or "")) for key in ("type", "code"))

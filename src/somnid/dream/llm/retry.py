@@ -134,6 +134,10 @@ class HttpPoster:
             failure = f"HTTP {status}: {_excerpt(self.shown(said))}"
             if status in _RETRY_STATUS:
                 raise _Retryable(failure, _retry_after(response))
+            if status < 400:  # a redirect (a login page, an http → https move): not followed
+                raise LLMUnavailable(
+                    f"POST {self.url} was redirected ({failure}); set the endpoint's own URL"
+                )
             raise LLMRejected(f"POST {self.url} was refused with {failure}")
         try:
             body = json.loads(raw)

@@ -202,6 +202,7 @@ class Runtime:
             history.forget_deleted = lambda: asyncio.to_thread(recall.forget_deleted)
             history.scrub_logs = sessions.scrub
             if history.committer is not None:
+                memories.held_by = history.committer.git.under_way  # a person's merge waits
                 dreamer.on_finished.append(history.committer.dream_finished)
                 if recall.watcher is not None:
                     history.committer.follow(recall.watcher)

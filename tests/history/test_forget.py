@@ -187,27 +187,30 @@ def _two_entries(tmp_path: Path) -> Git:
     return repo
 
 
-@pytest.mark.parametrize("meanwhile", ["another branch", "detached"])
-def test_a_purge_ends_when_the_person_leaves_the_branch_while_it_runs(
+@pytest.mark.parametrize("meanwhile", ["another branch", "detached", "a merge waits"])
+def test_a_purge_fails_cleanly_when_the_person_leaves_the_branch_while_it_runs(
     tmp_path: Path, meanwhile: str
 ) -> None:
     """A review: the branch moved only from HEAD's commit; with HEAD on another branch (or
-    detached) the two never met, and the rewrite spun for ever holding history's lock."""
+    detached) the two never met, and the rewrite spun for ever holding history's lock. A
+    re-probe: a purge ending under a person's stopped merge wiped their conflict."""
     repo = _two_entries(tmp_path)
+    before = git(tmp_path, "rev-parse", "main")
 
     @contextlib.contextmanager
     def pruning() -> Iterator[None]:
         if meanwhile == "detached":
             git(tmp_path, "checkout", "-q", "--detach")
-        else:
+        elif meanwhile == "another branch":
             git(tmp_path, "checkout", "-q", "-b", "experiment")
             git(tmp_path, *AS_ANN, "commit", "-q", "--allow-empty", "-m", "theirs")
+        else:
+            (tmp_path / ".git/MERGE_HEAD").write_text(before)
         yield
 
-    rewrite(repo, ["memory/knowledge/leak"], pruning=pruning)
-    assert "leak" not in git(tmp_path, "log", "--name-only", "--format=", "main")
-    if meanwhile != "detached":  # their branch kept as it is, old history and all
-        assert "theirs" in git(tmp_path, "log", "-1", "--format=%s", "experiment")
+    with pytest.raises(GitError):
+        rewrite(repo, ["memory/knowledge/leak"], pruning=pruning)
+    assert git(tmp_path, "rev-parse", "main") == before  # nothing moved, nothing lost
 
 
 def test_a_purge_that_cannot_move_the_branch_says_so_at_once(tmp_path: Path) -> None:
@@ -241,6 +244,52 @@ def test_an_older_stash_holding_the_entry_refuses_the_purge_and_survives_it(
     assert_problem(refused, 409, "conflict")
     assert "stash@{0}" in refused.json()["detail"] and "stash@{1}" in refused.json()["detail"]
     assert len(git(data_dir, "stash", "list").splitlines()) == 2
+
+
+def test_a_tag_of_a_tree_or_a_worktree_refuses_a_purge_with_history(
+    client: TestClient, data_dir: Path, tmp_path: Path
+) -> None:
+    """A re-probe: a tag of a tree or a blob, and a worktree's own HEAD, kept the secret
+    reachable while the purge answered done."""
+    leak(client)
+    url = "/v1/memories/knowledge/leak/purge"
+    first = git(data_dir, "rev-list", "--reverse", "HEAD").split()[1]
+    git(data_dir, "tag", "treetag", f"{first}^{{tree}}")
+    refused = client.post(url, params={"confirm": "leak", "history": "true"})
+    assert "tags/treetag (a tree)" in assert_problem(refused, 409, "conflict")["detail"]
+    git(data_dir, "tag", "-d", "treetag")
+    git(data_dir, "worktree", "add", "-q", "--detach", str(tmp_path / "wt"), "HEAD")
+    refused = client.post(url, params={"confirm": "leak", "history": "true"})
+    assert "other worktree" in assert_problem(refused, 409, "conflict")["detail"]
+    git(data_dir, "worktree", "remove", "--force", str(tmp_path / "wt"))
+    done = client.post(url, params={"confirm": "leak", "history": "true"})
+    assert done.status_code == 200, done.text
+    assert SECRET not in everything_in_git(data_dir)
+
+
+def test_a_purge_with_history_takes_the_past_of_copies_gone_from_disk(
+    client: TestClient, data_dir: Path
+) -> None:
+    """A re-probe: the copies archived again (u--2) were purged alone, without history; a
+    later purge of u with history found them on no disk and left their past in history."""
+    for number in range(2):
+        body = {"name": "u", "body": f"{SECRET}-{number}\n"}
+        assert client.post("/v1/memories/knowledge", json=body).status_code == 201
+        assert client.post("/v1/memories/knowledge/u/archive").status_code == 200
+    assert (data_dir / "memory/archived/u--2").is_dir()
+    alone = client.post(
+        "/v1/memories/knowledge/u/purge",
+        params={"confirm": "u"},
+        headers={"If-None-Match": "*"},
+    )
+    assert alone.status_code == 200, alone.text
+    assert (
+        client.post("/v1/memories/knowledge", json={"name": "u", "body": "new\n"}).status_code
+        == 201
+    )
+    done = client.post("/v1/memories/knowledge/u/purge", params={"confirm": "u", "history": "true"})
+    assert done.status_code == 200, done.text
+    assert SECRET not in everything_in_git(data_dir)
 
 
 def test_purge_without_history_keeps_the_past_versions(client: TestClient, data_dir: Path) -> None:

@@ -111,6 +111,20 @@ def test_nothing_is_committed_onto_a_detached_head(client: TestClient, data_dir:
     assert (data_dir / made.json()["path"]).is_file()
 
 
+def test_nothing_is_committed_onto_a_person_s_branch(client: TestClient, data_dir: Path) -> None:
+    # A re-probe: after `git checkout -b other` somnid committed the next write onto it.
+    wait_for(lambda: bool(subjects(data_dir)))
+    git(data_dir, "checkout", "-q", "-b", "other")
+    made = client.post("/v1/memories/knowledge", json={"name": "on-other", "description": "d"})
+    assert made.status_code == 201, made.text
+    wait_for(lambda: client.get("/v1/health").json()["history"]["status"] == "degraded")
+    assert "another branch" in client.get("/v1/health").json()["history"]["detail"]
+    git(data_dir, "checkout", "-q", "main")
+    wait_for(lambda: client.get("/v1/health").json()["history"]["status"] == "ok")
+    assert "knowledge/on-other" in git(data_dir, "log", "-1", "--name-only", "--format=", "main")
+    assert "on-other" not in git(data_dir, "log", "--name-only", "--format=", "other")
+
+
 def test_nothing_is_staged_while_a_person_s_merge_waits_and_their_abort_loses_nothing(
     client: TestClient, data_dir: Path
 ) -> None:
@@ -135,20 +149,24 @@ def test_nothing_is_staged_while_a_person_s_merge_waits_and_their_abort_loses_no
         ["git", "-C", str(data_dir), *as_ann, "merge", "other"], capture_output=True
     )
     assert stopped.returncode != 0 and (data_dir / ".git" / "MERGE_HEAD").exists()
+    # A write while it waits is refused, never acknowledged: the abort resets the files
+    # (a re-probe: a PATCH of the conflicted entry, answered 200, was undone by it).
     during = client.post("/v1/memories/knowledge", json={"name": "during", "description": "d"})
-    assert during.status_code == 201, during.text
-    etag = client.get("/v1/memories/knowledge/k").headers["etag"]
-    patched = client.patch(
-        "/v1/memories/knowledge/k", json={"description": "two"}, headers={"If-Match": etag}
-    )
-    assert patched.status_code == 200, patched.text
+    assert_problem(during, 503, "git_under_way")
+    patched = client.patch("/v1/memories/knowledge/k", json={"description": "two"})
+    assert "merge" in assert_problem(patched, 503, "git_under_way")["detail"]
+    hand = data_dir / "memory/knowledge/hand/SKILL.md"  # a hand edit meanwhile is not staged
+    hand.parent.mkdir(parents=True)
+    hand.write_text("---\ndescription: by hand\n---\n")
+    client.post("/v1/maintenance/decay")  # upkeep, too, waits
     wait_for(lambda: client.get("/v1/health").json()["history"]["status"] == "degraded")
     assert "merge" in client.get("/v1/health").json()["history"]["detail"]
     assert git(data_dir, "ls-files", "-u")  # the person's conflict is still theirs
     git(data_dir, "merge", "--abort")
     wait_for(lambda: client.get("/v1/health").json()["history"]["status"] == "ok")
-    assert client.get("/v1/memories/knowledge/during").status_code == 200
-    assert client.get("/v1/memories/knowledge/k").json()["description"] == "two"
+    during = client.post("/v1/memories/knowledge", json={"name": "during", "description": "d"})
+    assert during.status_code == 201, during.text
+    assert hand.is_file() and client.get("/v1/history").status_code == 200
     assert "knowledge/during" in git(data_dir, "log", "-3", "--name-only", "--format=", "main")
 
 

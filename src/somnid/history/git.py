@@ -167,22 +167,36 @@ class Git:
         take every write staged meanwhile with it. A stale ``index.lock`` (a killed git's:
         old, and no git runs here) is cleared first, as at start."""
         self._clear_stale_index_lock()
-        if self.call("symbolic-ref", "-q", "HEAD").returncode != 0:
+        head = self.call("symbolic-ref", "-q", "HEAD")
+        if head.returncode != 0:
             raise GitError(
                 "HEAD is detached (a git checkout of a commit in the data dir): somnid commits "
                 f"only onto its branch; run `git checkout {BRANCH}` there"
             )
-        for mark, what in _UNDER_WAY:
-            if (self.git_dir / mark).exists():
-                raise GitError(
-                    f"a git {what} is under way in the data dir ({mark} in .git): somnid "
-                    "commits once it is finished or aborted (its --continue or --abort there)"
-                )
+        if head.stdout.decode().strip() != f"refs/heads/{BRANCH}":  # a person's branch
+            raise GitError(
+                f"another branch than {BRANCH} is checked out in the data dir: somnid commits "
+                f"only onto its branch; run `git checkout {BRANCH}` there"
+            )
+        under_way = self.under_way()
+        if under_way is not None:
+            raise GitError(
+                f"{under_way}: somnid commits once it is finished or aborted (its --continue "
+                "or --abort there)"
+            )
         if self._unmerged():
             raise GitError(
                 "the data dir's git index holds unmerged paths (a conflict left by a person's "
                 "git stash pop or merge): somnid commits once they are resolved"
             )
+
+    def under_way(self) -> str | None:
+        """What a person's git operation waiting in the data dir is (a merge, rebase,
+        cherry-pick or revert stopped at a conflict), said for a message; None: none."""
+        for mark, what in _UNDER_WAY:
+            if (self.git_dir / mark).exists():
+                return f"a git {what} is under way in the data dir ({mark} in .git)"
+        return None
 
     def _unmerged(self) -> bool:
         """Whether the index holds a path at a conflict's stages (1-3)."""

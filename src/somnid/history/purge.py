@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import tempfile
 import time
 from collections.abc import Callable, Iterable
@@ -24,19 +25,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from somnid.errors import Conflict
+from somnid.errors import Conflict, SomnidError
 from somnid.history.git import BRANCH, Git, GitError
 from somnid.memory.entry import Entry
 from somnid.memory.kinds import Kind
 from somnid.memory.names import live_name
 from somnid.provenance import Actor
 from somnid.sessions.redact import Scrubbed
+from somnid.store import frontmatter
 from somnid.store.atomic import folder_missing
 from somnid.store.layout import Layout
 
 log = logging.getLogger(__name__)
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
-OWN_REFS = ("refs/somnid-sync/",)
+OWN_REFS = ("refs/somnid-sync/remote",)
 """Refs somnid itself keeps beside its branch (sync's copy of the remote's)."""
 _REF = f"refs/heads/{BRANCH}"
 _STASH = "refs/stash"
@@ -204,7 +206,11 @@ def rewrite(
         progress.phase = "pruning"
         with pruning():
             _move_branch(git, built, order[-1], specs, index, progress)
-            git.run("read-tree", *(["HEAD"] if built.parent else ["--empty"]))
+            # The branch has moved: what is left must run whatever happens, or the old
+            # versions stay reachable (a reflog) and a second purge finds no entry to purge.
+            read = git.call("read-tree", *(["HEAD"] if built.parent else ["--empty"]))
+            if read.returncode:  # a person's git holds the index: it catches up by itself
+                log.warning("purge: the index was not reread: %s", read.stderr.decode()[-200:])
             _drop_other_refs(git, order[first])
             _expire_reflogs(git)
             git.run("gc", "-q", "--prune=now")
@@ -230,6 +236,7 @@ def _move_branch(
     rebuilding first the commits a person added on top meanwhile; never over anything else
     (the branch reset, amended, its lock held by another git: GitError, nothing moved)."""
     for _ in range(MOVE_TRIES):
+        git.check_attached()  # on the branch, and no merge or rebase of a person's waiting
         tip = git.text("rev-parse", "--verify", "-q", _REF).strip()
         if tip != rewritten:
             if not tip or git.call("merge-base", "--is-ancestor", rewritten, tip).returncode:
@@ -295,16 +302,51 @@ def foreign_refs(git: Git, specs: list[str]) -> list[str]:
     its sync's) that reach a version of ``specs``: a purge with history would have to delete
     them, and with them whatever else they hold (a branch's own entries, a stashed edit)."""
     found = []
-    for ref in git.text("for-each-ref", "--format=%(refname)").split():
-        if ref == _REF or ref.startswith(OWN_REFS):
+    listed = git.text("for-each-ref", "--format=%(refname) %(symref)").splitlines()
+    for ref, _, alias in (line.partition(" ") for line in listed):
+        if ref == _REF or ref in OWN_REFS or alias:  # an alias names a ref listed itself
             continue
         # Every stash entry, not its newest alone: the older ones live in its reflog.
         tips = git.text("log", "-g", "--format=%H", ref).split() if ref == _STASH else [ref]
         for at, tip in enumerate(tips):
+            peeled = git.call("cat-file", "-t", f"{tip}^{{}}").stdout.decode().strip()
+            if peeled != "commit":  # a tag of a tree or a blob: what it holds is not told
+                found.append(f"{ref} (a {peeled or 'missing object'})")
+                continue
             done = git.call("rev-list", "-1", "--full-history", tip, "--", *specs)
             if done.returncode == 0 and done.stdout.strip():
                 found.append(f"stash@{{{at}}}" if ref == _STASH else ref)
+    worktrees = git.text("worktree", "list", "--porcelain").count("worktree ")
+    if worktrees > 1:  # each keeps its own HEAD (and reflog), which no ref lists
+        found.append(f"{worktrees - 1} other worktree(s) (git worktree list)")
     return found
+
+
+def copies_in_history(git: Git, layout: Layout, kind: Kind, name: str) -> list[str]:
+    """The archive folders that held, at some commit, a copy of ``name`` archived under
+    another name (``name--2``, ``archived_from: name``), gone from disk since (a purge of
+    the copies alone, without history): a purge with history takes their past too."""
+    if not kind.archivable:
+        return []
+    archive = str(layout.relative(layout.archive_dir(kind)))
+    file_name = layout.file_name(kind)
+    listed = git.text("log", "--all", "--format=", "--name-only", "--", archive).split("\n")
+    copy = re.compile(rf"{re.escape(archive)}/{re.escape(name)}--\d+/{re.escape(file_name)}")
+    found = []
+    for path in sorted({p for p in listed if copy.fullmatch(p)}):
+        for commit in git.text("log", "--all", "--format=%H", "--", path).split():
+            blob = git.call("cat-file", "blob", f"{commit}:{path}")
+            if blob.returncode == 0 and _says_archived_from(blob.stdout, name):
+                found.append(path.rsplit("/", 1)[0])
+                break
+    return found
+
+
+def _says_archived_from(data: bytes, name: str) -> bool:
+    try:
+        return str(frontmatter.parse(data.decode("utf-8")).meta.get("archived_from")) == name
+    except (UnicodeDecodeError, SomnidError):
+        return False
 
 
 def check_no_foreign_refs(git: Git, specs: list[str]) -> None:
@@ -316,8 +358,8 @@ def check_no_foreign_refs(git: Git, specs: list[str]) -> None:
         raise Conflict(
             f"a purge with history would delete your git refs that hold this entry's past "
             f"versions ({named}{more}), and everything else they hold: remove the entry "
-            "from them, or delete them (git branch -D, git tag -d, git stash drop), then "
-            "purge again; or purge without history. Nothing was purged"
+            "from them, or delete them (git branch -D, git tag -d, git stash drop, git "
+            "worktree remove), then purge again; or purge without history. Nothing was purged"
         )
 
 
@@ -327,7 +369,7 @@ def _drop_other_refs(git: Git, first: str) -> None:
     ``.git`` until its next round, and for good with the remote down. That ref is made
     again by the next fetch. A person's refs are never deleted (the purge refused them)."""
     for ref in git.text("for-each-ref", "--format=%(refname)").split():
-        if not ref.startswith(OWN_REFS):
+        if ref not in OWN_REFS:
             continue
         if git.call("merge-base", "--is-ancestor", first, ref).returncode == 0:
             git.run("update-ref", "-d", ref)

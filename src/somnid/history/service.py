@@ -416,7 +416,10 @@ class History:
         commit = committer.commit_paths(specs, f"Purge {kind.value}/{name}", actor)
         if not (progress.history and purging.in_history(committer.git, specs)):
             return removed, 0, commit
-        # The purge's own commit goes with the rest (it changed nothing but the entry).
+        # The purge's own commit goes with the rest (it changed nothing but the entry), and
+        # so do the copies archived again that are no longer on disk.
+        gone = purging.copies_in_history(committer.git, self.layout, kind, name)
+        specs = [*specs, *(path for path in gone if path not in specs)]
         return removed, purging.rewrite(committer.git, specs, progress, self.gate.pruning), None
 
     async def _reindex(self, paths: list[str]) -> None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
-import glob
 import logging
 import unicodedata
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -21,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import Any, Literal
 
-from somnid.errors import Conflict, InvalidInput, PreconditionFailed, SomnidError, StorageError
+from somnid.errors import Conflict, InvalidInput, PreconditionFailed, StorageError, Unavailable
 from somnid.memory.clock import Clock
 from somnid.memory.entry import Entry, vitals_from_meta
 from somnid.memory.kinds import (
@@ -69,6 +68,8 @@ class MemoryService:
         self.writes_begun = 0
         """Writes started so far: with :attr:`writing`, how history tells a write of its
         own (on disk, not yet announced) from a hand edit."""
+        self.held_by: Callable[[], str | None] | None = None
+        """What holds writes back (history's: a person's git operation), said; None: none."""
 
     @property
     def writing(self) -> bool:
@@ -94,7 +95,13 @@ class MemoryService:
     ) -> Entry:
         """``write`` in a worker thread, then announced: ``left`` (the path it moved the entry
         from) as gone, and the entry (if ``tell`` says so). Shielded: a cancelled caller
-        leaves both to finish (:meth:`drain` waits for them)."""
+        leaves both to finish (:meth:`drain` waits for them). Refused while :attr:`held_by`
+        says a person's git operation waits in the data dir: its --abort resets the files,
+        and a write acknowledged meanwhile would be lost."""
+        held = self.held_by() if self.held_by is not None else None
+        if held is not None:
+            raise Unavailable(f"{held}: nothing is written until it is finished or aborted",
+                              code="git_under_way")  # fmt: skip
 
         async def whole() -> Entry:
             async with self._announced():
@@ -215,17 +222,8 @@ class MemoryService:
         return self._store.read_path(path)
 
     def copies_archived_from(self, kind: Kind, name: str) -> list[str]:
-        """The archive names of ``name``'s copies archived under another name (``name--2``
-        …, saying ``archived_from: name``); a copy that does not parse is not one. Blocking."""
-        if not kind.archivable:
-            return []
-        found = []
-        for folder in sorted(self.layout.archive_dir(kind).glob(f"{glob.escape(name)}--*")):
-            with contextlib.suppress(OSError, SomnidError):
-                entry = self._store.read(kind, folder.name, archived=True)
-                if entry.text_field("archived_from") == name:
-                    found.append(folder.name)
-        return found
+        """The archive names of ``name``'s copies archived under another name. Blocking."""
+        return self._store.copies_archived_from(kind, name)
 
     def exclusive(self) -> AbstractContextManager[bool]:
         """No write through the store while held (sync checks, then writes, the files of a

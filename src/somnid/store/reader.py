@@ -8,6 +8,8 @@ one, never half of either.
 
 from __future__ import annotations
 
+import contextlib
+import glob
 import hashlib
 import logging
 import os
@@ -18,7 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from somnid.errors import BrokenFile, FolderAway, InvalidName, NotFound
+from somnid.errors import BrokenFile, FolderAway, InvalidName, NotFound, SomnidError
 from somnid.memory.clock import Clock
 from somnid.memory.entry import Entry
 from somnid.memory.kinds import SELF_PROFILE, Kind
@@ -91,6 +93,19 @@ class EntryReader:
             return self._load(path, kind, name, False)
         except FileNotFoundError:  # moved away since
             return None
+
+    def copies_archived_from(self, kind: Kind, name: str) -> list[str]:
+        """The archive names of ``name``'s copies archived under another name (``name--2``
+        …, saying ``archived_from: name``); a copy that does not parse is not one."""
+        if not kind.archivable:
+            return []
+        found = []
+        for folder in sorted(self.layout.archive_dir(kind).glob(f"{glob.escape(name)}--*")):
+            with contextlib.suppress(OSError, SomnidError):
+                entry = self.read(kind, folder.name, archived=True)
+                if entry.text_field("archived_from") == name:
+                    found.append(folder.name)
+        return found
 
     def exists(self, kind: Kind, name: str, *, archived: bool = False) -> bool:
         return self._locate(kind, name, archived=archived) is not None

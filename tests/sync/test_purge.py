@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from somnid.history.purge import OWN_REFS
+from somnid.sync.remote import TRACKING
 from tests.sync.helpers import (
     bare_remote,
     fsck,
@@ -186,3 +188,9 @@ def test_a_file_a_person_is_typing_in_outlives_a_purge_with_history(tmp_path: Pa
         assert SECRET not in _everywhere(remote)
         assert "purged on another machine: memory/knowledge/door/SKILL.md held text" in b.log()
         assert git(b.data_dir, "status", "--porcelain") == ""  # never history's
+
+
+def test_the_only_ref_a_purge_takes_for_somnid_s_is_sync_s_own() -> None:
+    # A re-probe: every ref under refs/somnid-sync/ was taken for somnid's and deleted.
+    assert OWN_REFS == (TRACKING,)
+

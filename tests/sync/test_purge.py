@@ -193,4 +193,3 @@ def test_a_file_a_person_is_typing_in_outlives_a_purge_with_history(tmp_path: Pa
 def test_the_only_ref_a_purge_takes_for_somnid_s_is_sync_s_own() -> None:
     # A re-probe: every ref under refs/somnid-sync/ was taken for somnid's and deleted.
     assert OWN_REFS == (TRACKING,)
-

@@ -175,9 +175,17 @@ class TextFormatter(logging.Formatter):
         rid = request_id.get()
         return line if rid is None else f"{line} [{rid}]"
 
-    def formatException(self, ei: Any) -> str:
+    def format(self, record: logging.LogRecord) -> str:
         # A traceback is lines by nature; each is indented, so none (an exception's message
-        # holding a model's text) reads as a record of its own.
+        # holding a model's text) reads as a record of its own. The redacting layer hands
+        # over its text already made (``exc_text``, no ``exc_info``).
+        if record.exc_info is None and (record.exc_text or record.stack_info):
+            record = logging.makeLogRecord(vars(record))
+            record.exc_text = _indented(record.exc_text) if record.exc_text else None
+            record.stack_info = _indented(record.stack_info) if record.stack_info else None
+        return super().format(record)
+
+    def formatException(self, ei: Any) -> str:
         return _indented(super().formatException(ei))
 
     def formatStack(self, stack_info: str) -> str:

@@ -111,6 +111,26 @@ def test_nothing_is_committed_onto_a_detached_head(client: TestClient, data_dir:
     assert (data_dir / made.json()["path"]).is_file()
 
 
+def test_a_repository_a_person_made_on_master_is_put_on_main(
+    data_dir: Path, clock: ManualClock
+) -> None:
+    # A review: somnid now commits only onto main, and a data dir a person had made a git
+    # repository of (`git init`: master) refused every commit, `git checkout main` failing.
+    data_dir.mkdir(parents=True)
+    subprocess.run(["git", "-C", str(data_dir), "init", "-q", "-b", "master"], check=True)
+    (data_dir / "notes.txt").write_text("mine\n")
+    git(data_dir, "add", "notes.txt")
+    git(data_dir, "-c", "user.name=Ann", "-c", "user.email=a@b", "commit", "-q", "-m", "mine")
+    with history_client(data_dir, clock, 0.2) as client:
+        made = client.post("/v1/memories/knowledge", json={"name": "k", "description": "d"})
+        assert made.status_code == 201, made.text
+        assert client.get("/v1/history").status_code == 200
+        assert client.get("/v1/health").json()["history"]["status"] == "ok"
+    assert git(data_dir, "symbolic-ref", "HEAD").strip() == "refs/heads/main"
+    assert git(data_dir, "log", "-1", "--format=%s", "master").strip() == "mine"  # theirs, kept
+    assert "knowledge/k" in git(data_dir, "log", "--name-only", "--format=", "main")
+
+
 def test_nothing_is_committed_onto_a_person_s_branch(client: TestClient, data_dir: Path) -> None:
     # A re-probe: after `git checkout -b other` somnid committed the next write onto it.
     wait_for(lambda: bool(subjects(data_dir)))
@@ -158,7 +178,10 @@ def test_nothing_is_staged_while_a_person_s_merge_waits_and_their_abort_loses_no
     hand = data_dir / "memory/knowledge/hand/SKILL.md"  # a hand edit meanwhile is not staged
     hand.parent.mkdir(parents=True)
     hand.write_text("---\ndescription: by hand\n---\n")
-    client.post("/v1/maintenance/decay")  # upkeep, too, waits
+    # Reads go on (a review: a recall's noting of the use failed the recall), upkeep waits.
+    recalled = client.post("/v1/tools/recall_memories", json={"args": {"query": "one"}})
+    assert recalled.status_code == 200 and not recalled.json()["isError"], recalled.text
+    assert client.post("/v1/maintenance/decay").status_code == 200
     wait_for(lambda: client.get("/v1/health").json()["history"]["status"] == "degraded")
     assert "merge" in client.get("/v1/health").json()["history"]["detail"]
     assert git(data_dir, "ls-files", "-u")  # the person's conflict is still theirs

@@ -94,6 +94,13 @@ class Guard:
             )
         if scope["type"] == "http":
             challenge = [(b"www-authenticate", b'Bearer realm="somnid"')] if status == 401 else []
+            origin = headers.get("origin")
+            if status == 401 and origin:  # an allowed page reads why (the CORS layer is inside)
+                challenge += [
+                    (b"access-control-allow-origin", origin.encode("latin-1")),
+                    (b"access-control-expose-headers", b"ETag, Location, X-Request-Id"),
+                    (b"vary", b"Origin"),
+                ]
             await send_problem(
                 send, status, code, detail, instance=scope["path"], headers=challenge
             )

@@ -38,7 +38,7 @@ from somnid.dream.passed_by import Mark, PassedBy
 from somnid.dream.pipeline.runner import PipelineDream
 from somnid.dream.result import DreamResult
 from somnid.dream.tools import DreamTools
-from somnid.errors import StorageError
+from somnid.errors import StorageError, Unavailable
 from somnid.memory.clock import Clock
 from somnid.memory.scrub import scrub
 from somnid.memory.text import model_text, one_line
@@ -260,8 +260,9 @@ class Dreamer:
             result.status, result.reason = "interrupted", result.reason or "cancelled"
         except LLMError as exc:
             result.status, result.reason = "interrupted", f"llm: {exc}"
-        except StorageError as exc:
-            # A full or read-only disk: what was written is whole, the rest waits for space.
+        except (StorageError, Unavailable) as exc:
+            # A full or read-only disk, a person's git merge waiting in the data dir: what
+            # was written is whole, the rest waits (its logs stay pending).
             log.warning("dream interrupted: %s", exc.detail)
             result.status, result.reason = "interrupted", f"storage: {exc.code}: {exc.detail}"
         except Exception as exc:  # a dream must never take the daemon down

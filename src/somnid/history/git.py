@@ -210,6 +210,7 @@ class Git:
             self.run("config", "core.fsync", "committed")
             self.run("config", "gc.auto", "0")  # somnid decides when to gc (after a purge)
         self._remove_stale_locks()
+        self._on_main()
         ignore = self.root / ".gitignore"
         before = ignore.read_bytes() if ignore.is_file() else None
         if before != GITIGNORE.encode("utf-8"):
@@ -219,6 +220,22 @@ class Git:
                 write_atomic(kept, before)
                 log.warning("history: the data dir's own .gitignore is kept as %s", kept.name)
             write_atomic(ignore, GITIGNORE.encode("utf-8"))
+
+    def _on_main(self) -> None:
+        """A repository a person made before somnid (``git init``: ``master``) is put on
+        ``main``, at the same commit, their branch kept: somnid commits only onto main."""
+        head = self.call("symbolic-ref", "-q", "HEAD").stdout.decode().strip()
+        main = f"refs/heads/{BRANCH}"
+        if (
+            not head
+            or head == main
+            or self.call("rev-parse", "--verify", "-q", main).returncode == 0
+        ):
+            return
+        if self.call("rev-parse", "--verify", "-q", head).returncode == 0:
+            self.run("branch", BRANCH, head)  # their branch stays where it is
+        self.run("symbolic-ref", "HEAD", f"refs/heads/{BRANCH}")
+        log.warning("history: the data dir's git was on %s; somnid commits onto %s", head, BRANCH)
 
     def _clear_stale_index_lock(self) -> None:
         """Remove an ``index.lock`` older than :data:`STALE_LOCK_S` while no git runs in

@@ -208,9 +208,13 @@ def rewrite(
             _move_branch(git, built, order[-1], specs, index, progress)
             # The branch has moved: what is left must run whatever happens, or the old
             # versions stay reachable (a reflog) and a second purge finds no entry to purge.
-            read = git.call("read-tree", *(["HEAD"] if built.parent else ["--empty"]))
-            if read.returncode:  # a person's git holds the index: it catches up by itself
-                log.warning("purge: the index was not reread: %s", read.stderr.decode()[-200:])
+            # The index follows the rewritten branch, if it is the one checked out (another
+            # branch's index is the person's).
+            if git.call("symbolic-ref", "-q", "HEAD").stdout.decode().strip() == _REF:
+                read = git.call("read-tree", *(["HEAD"] if built.parent else ["--empty"]))
+                if read.returncode:  # a person's git holds the index
+                    said = read.stderr.decode()[-200:]
+                    log.warning("purge: the index was not reread: %s", said)
             _drop_other_refs(git, order[first])
             _expire_reflogs(git)
             git.run("gc", "-q", "--prune=now")
@@ -236,7 +240,9 @@ def _move_branch(
     rebuilding first the commits a person added on top meanwhile; never over anything else
     (the branch reset, amended, its lock held by another git: GitError, nothing moved)."""
     for _ in range(MOVE_TRIES):
-        git.check_attached()  # on the branch, and no merge or rebase of a person's waiting
+        waiting = git.under_way()  # a person's merge or rebase: its index is theirs
+        if waiting is not None:
+            raise GitError(f"{waiting}: nothing was purged from history; purge again after")
         tip = git.text("rev-parse", "--verify", "-q", _REF).strip()
         if tip != rewritten:
             if not tip or git.call("merge-base", "--is-ancestor", rewritten, tip).returncode:
@@ -268,7 +274,9 @@ def _expire_reflogs(git: Git) -> None:
     listed = git.text("for-each-ref", "--format=%(refname)").split()
     # Only refs that keep a log (git refuses the whole call for one without: sync's own ref).
     refs = [r for r in listed if r != _STASH and git.call("reflog", "exists", r).returncode == 0]
-    git.run("reflog", "expire", "--expire=now", "HEAD", *refs)
+    head = ["HEAD"] if git.call("reflog", "exists", "HEAD").returncode == 0 else []
+    if head or refs:
+        git.run("reflog", "expire", "--expire=now", *head, *refs)
 
 
 @dataclass(slots=True)
@@ -330,11 +338,15 @@ def copies_in_history(git: Git, layout: Layout, kind: Kind, name: str) -> list[s
         return []
     archive = str(layout.relative(layout.archive_dir(kind)))
     file_name = layout.file_name(kind)
-    listed = git.text("log", "--all", "--format=", "--name-only", "--", archive).split("\n")
+    listed = git.text(
+        "log", "--all", "--full-history", "--format=", "--name-only", "--", archive
+    ).split("\n")
     copy = re.compile(rf"{re.escape(archive)}/{re.escape(name)}--\d+/{re.escape(file_name)}")
     found = []
     for path in sorted({p for p in listed if copy.fullmatch(p)}):
-        for commit in git.text("log", "--all", "--format=%H", "--", path).split():
+        if (layout.root / path).exists():  # on disk: a copy is in the purge already, else
+            continue  # another entry's (a name may hold "--2"), never rewritten away
+        for commit in git.text("log", "--all", "--full-history", "--format=%H", "--", path).split():
             blob = git.call("cat-file", "blob", f"{commit}:{path}")
             if blob.returncode == 0 and _says_archived_from(blob.stdout, name):
                 found.append(path.rsplit("/", 1)[0])

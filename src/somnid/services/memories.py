@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import Any, Literal
 
+from somnid import errors
 from somnid.errors import Conflict, InvalidInput, PreconditionFailed, StorageError, Unavailable
 from somnid.memory.clock import Clock
 from somnid.memory.entry import Entry, vitals_from_meta
@@ -68,8 +69,7 @@ class MemoryService:
         self.writes_begun = 0
         """Writes started so far: with :attr:`writing`, how history tells a write of its
         own (on disk, not yet announced) from a hand edit."""
-        self.held_by: Callable[[], str | None] | None = None
-        """What holds writes back (history's: a person's git operation), said; None: none."""
+        self.held_by: Callable[[], str | None] | None = None  # a person's git operation, said
 
     @property
     def writing(self) -> bool:
@@ -209,10 +209,16 @@ class MemoryService:
         noted, a score decayed) yields to a person who may be writing the file: BeingWritten
         when it changed in the last :data:`UPKEEP_QUIET_S` seconds, not by somnid."""
         quiet = UPKEEP_QUIET_S if upkeep else 0.0
+        self._upkeep_held(upkeep)
         return await self._written(
             lambda: self._store.mutate(kind, self._named(kind, name), change, quiet_s=quiet),
             tell=lambda entry: unless_etag is None or entry.etag != unless_etag,
         )
+
+    def _upkeep_held(self, upkeep: bool) -> None:
+        """Upkeep waits while a person's git operation holds writes (a recall, a read, goes on)."""
+        if upkeep and self.held_by is not None and self.held_by() is not None:
+            raise errors.BeingWritten("a person's git operation waits in the data dir: later")
 
     # Blocking doors for code that already runs in a worker thread (history, status).
 
@@ -416,6 +422,7 @@ class MemoryService:
         before = await self.get(kind, name)
         stamp = {"status": _CLOSED_STATUS.get(reason, reason)} if kind is Kind.INTENTION else None
         quiet = UPKEEP_QUIET_S if upkeep else 0.0
+        self._upkeep_held(upkeep)
         return await self._written(
             lambda: self._store.archive(
                 kind, before.name, reason=reason, if_match=if_match, stamp=stamp, quiet_s=quiet

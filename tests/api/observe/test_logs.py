@@ -87,8 +87,13 @@ def test_a_text_record_is_one_line_whatever_its_message_holds() -> None:
     except ValueError:
         failed = record(logging.ERROR, "dream failed")
         failed.exc_info = sys.exc_info()
-    first, *rest = logs.TextFormatter().format(failed).split("\n")
-    assert first.endswith("dream failed") and rest and all(r.startswith("  ") for r in rest)
+    # As the daemon writes it: through the redacting layer (a review: its own traceback
+    # text reached the log unindented), under journald too.
+    for formatter in (logs.TextFormatter(), logs.Redacting(logs.TextFormatter()),
+                      logs.Redacting(logs.JournalPrefix(logs.TextFormatter()))):  # fmt: skip
+        first, *rest = formatter.format(failed).split("\n")
+        assert first.endswith("dream failed") and rest, formatter
+        assert all(line.startswith("  ") for line in rest), rest
 
 
 def test_auto_is_text_on_a_terminal_and_json_elsewhere(tmp_path: Path) -> None:

@@ -375,6 +375,9 @@ async def test_openai_error_bodies(server: tuple[str, Behaviour]) -> None:
     behaviour.body = {"error": {"message": "You exceeded your quota", "type": "insufficient_quota"}}
     with pytest.raises(LLMUnavailable, match="exceeded your quota"):
         await backend.chat(MESSAGES, TOOLS)
+    behaviour.body = {"error": {"message": "upstream busy", "code": 503}}
+    with pytest.raises(LLMUnavailable, match="upstream busy"):
+        await backend.chat(MESSAGES, TOOLS)
     behaviour.body = None
     behaviour.statuses = [302]  # a redirect is not followed, nor taken for a refusal
     with pytest.raises(LLMUnavailable, match="redirected"):

@@ -110,4 +110,7 @@ def _an_outage(error: object) -> bool:
     no log counts as refused; the dream ends as an outage and the logs wait."""
     if not isinstance(error, Mapping):
         return False
+    code = error.get("code")
+    if isinstance(code, int) and not isinstance(code, bool) and (code == 429 or code >= 500):
+        return True  # an HTTP status a gateway put in the body
     return any(_OUTAGE.search(str(error.get(key) or "")) for key in ("type", "code"))

@@ -208,17 +208,17 @@ class MemoryService:
         unless the entry still has ``unless_etag`` (nothing changed). ``upkeep`` (a use
         noted, a score decayed) yields to a person who may be writing the file: BeingWritten
         when it changed in the last :data:`UPKEEP_QUIET_S` seconds, not by somnid."""
-        quiet = UPKEEP_QUIET_S if upkeep else 0.0
-        self._upkeep_held(upkeep)
+        quiet = self._upkeep_held(upkeep)
         return await self._written(
             lambda: self._store.mutate(kind, self._named(kind, name), change, quiet_s=quiet),
             tell=lambda entry: unless_etag is None or entry.etag != unless_etag,
         )
 
-    def _upkeep_held(self, upkeep: bool) -> None:
-        """Upkeep waits while a person's git operation holds writes (a recall, a read, goes on)."""
+    def _upkeep_held(self, upkeep: bool) -> float:
+        """Upkeep's quiet time; BeingWritten while a person's git operation holds writes."""
         if upkeep and self.held_by is not None and self.held_by() is not None:
             raise errors.BeingWritten("a person's git operation waits in the data dir: later")
+        return UPKEEP_QUIET_S if upkeep else 0.0
 
     # Blocking doors for code that already runs in a worker thread (history, status).
 
@@ -421,8 +421,7 @@ class MemoryService:
             raise InvalidInput(f"{kind.value} entries are not archived")
         before = await self.get(kind, name)
         stamp = {"status": _CLOSED_STATUS.get(reason, reason)} if kind is Kind.INTENTION else None
-        quiet = UPKEEP_QUIET_S if upkeep else 0.0
-        self._upkeep_held(upkeep)
+        quiet = self._upkeep_held(upkeep)
         return await self._written(
             lambda: self._store.archive(
                 kind, before.name, reason=reason, if_match=if_match, stamp=stamp, quiet_s=quiet

@@ -185,6 +185,10 @@ def test_nothing_is_staged_while_a_person_s_merge_waits_and_their_abort_loses_no
     wait_for(lambda: client.get("/v1/health").json()["history"]["status"] == "degraded")
     assert "merge" in client.get("/v1/health").json()["history"]["detail"]
     assert git(data_dir, "ls-files", "-u")  # the person's conflict is still theirs
+    settled = client.delete(  # a sync conflict settled writes too (a review)
+        "/v1/sync/conflicts", params={"path": "memory/knowledge/k/SKILL.conflict-0123456789ab.md"}
+    )
+    assert_problem(settled, 503, "git_under_way")
     git(data_dir, "merge", "--abort")
     wait_for(lambda: client.get("/v1/health").json()["history"]["status"] == "ok")
     during = client.post("/v1/memories/knowledge", json={"name": "during", "description": "d"})

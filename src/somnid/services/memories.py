@@ -95,13 +95,8 @@ class MemoryService:
     ) -> Entry:
         """``write`` in a worker thread, then announced: ``left`` (the path it moved the entry
         from) as gone, and the entry (if ``tell`` says so). Shielded: a cancelled caller
-        leaves both to finish (:meth:`drain` waits for them). Refused while :attr:`held_by`
-        says a person's git operation waits in the data dir: its --abort resets the files,
-        and a write acknowledged meanwhile would be lost."""
-        held = self.held_by() if self.held_by is not None else None
-        if held is not None:
-            raise Unavailable(f"{held}: nothing is written until it is finished or aborted",
-                              code="git_under_way")  # fmt: skip
+        leaves both to finish (:meth:`drain` waits for them); :meth:`check_not_held` first."""
+        self.check_not_held()
 
         async def whole() -> Entry:
             async with self._announced():
@@ -204,15 +199,20 @@ class MemoryService:
         unless_etag: str | None = None,
         upkeep: bool = False,
     ) -> Entry:
-        """Read, ``change`` the document in place, write it back; announced like any write,
-        unless the entry still has ``unless_etag`` (nothing changed). ``upkeep`` (a use
-        noted, a score decayed) yields to a person who may be writing the file: BeingWritten
-        when it changed in the last :data:`UPKEEP_QUIET_S` seconds, not by somnid."""
+        """Read, ``change`` the document in place, write it back; announced unless it still
+        has ``unless_etag``. ``upkeep`` (a use noted, a score decayed) yields to a person:
+        BeingWritten when another changed it in the last :data:`UPKEEP_QUIET_S` seconds."""
         quiet = self._upkeep_held(upkeep)
         return await self._written(
             lambda: self._store.mutate(kind, self._named(kind, name), change, quiet_s=quiet),
             tell=lambda entry: unless_etag is None or entry.etag != unless_etag,
         )
+
+    def check_not_held(self) -> None:
+        """Unavailable while a person's git operation waits (its --abort undoes a write)."""
+        if self.held_by is not None and (held := self.held_by()) is not None:
+            raise Unavailable(f"{held}: nothing is written until it is finished or aborted",
+                              code="git_under_way")  # fmt: skip
 
     def _upkeep_held(self, upkeep: bool) -> float:
         """Upkeep's quiet time; BeingWritten while a person's git operation holds writes."""

@@ -364,10 +364,7 @@ class SyncService:
         pending is committed before)."""
         if CONFLICT_MARK not in PurePosixPath(path).name:
             raise NotFound(f"no conflict file {path!r}")
-        held = self.memories.held_by() if self.memories.held_by is not None else None
-        if held is not None:  # its --abort would reset what this writes
-            raise Unavailable(f"{held}: nothing is written until it is finished or aborted",
-                              code="git_under_way")  # fmt: skip
+        self.memories.check_not_held()  # a person's merge: its --abort would undo this
         known = {c.path: c for c in await self.conflicts()}
         if path not in known:
             raise NotFound(f"no conflict file {path!r}")

@@ -257,8 +257,8 @@ def text_of_json(result: dict[str, Any]) -> str:
     return text
 
 
-def test_an_empty_scope_in_the_url_is_a_tool_error_not_every_project(somnid: Daemon) -> None:
-    # A probe: /mcp?project= (a variable left unset) ran with no scope at all.
+def _listed_with(somnid: Daemon, query: str) -> dict[str, Any]:
+    """The result of ``list_intentions`` called through ``/mcp?<query>``."""
     call = {
         "jsonrpc": "2.0",
         "id": 7,
@@ -266,27 +266,22 @@ def test_an_empty_scope_in_the_url_is_a_tool_error_not_every_project(somnid: Dae
         "params": {"name": "list_intentions", "arguments": {}},
     }
     answer = httpx.post(
-        f"{somnid.base_url}/mcp?project=", json=call, headers={**ACCEPT, **somnid.headers}
+        f"{somnid.base_url}/mcp?{query}", json=call, headers={**ACCEPT, **somnid.headers}
     )
-    result = answer.json()["result"]
+    result: dict[str, Any] = answer.json()["result"]
+    return result
+
+
+def test_an_empty_scope_in_the_url_is_a_tool_error_not_every_project(somnid: Daemon) -> None:
+    # A probe: /mcp?project= (a variable left unset) ran with no scope at all.
+    result = _listed_with(somnid, "project=")
     assert result["isError"] is True
     assert "project in the /mcp URL is empty" in text_of_json(result)
 
 
 def test_a_scope_given_twice_is_a_tool_error_not_one_of_them(somnid: Daemon) -> None:
     # A probe: /mcp?project=a&project=b silently took one of the two.
-    call = {
-        "jsonrpc": "2.0",
-        "id": 9,
-        "method": "tools/call",
-        "params": {"name": "list_intentions", "arguments": {}},
-    }
-    answer = httpx.post(
-        f"{somnid.base_url}/mcp?project=a&project=b",
-        json=call,
-        headers={**ACCEPT, **somnid.headers},
-    )
-    result = answer.json()["result"]
+    result = _listed_with(somnid, "project=a&project=b")
     assert result["isError"] is True
     assert "project is given 2 times in the /mcp URL" in text_of_json(result)
 

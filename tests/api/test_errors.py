@@ -67,6 +67,17 @@ def test_media_type_and_size(client: TestClient) -> None:
                             headers={"content-type": "application/json",
                                      "content-encoding": "gzip"})  # fmt: skip
     assert_problem(zipped, 415, "unsupported_media_type")
+    # The HTTP probe: a body in UTF-16 was taken (the API speaks UTF-8).
+    for encoding in ("utf-16", "utf-16-le", "utf-32"):
+        wide = '{"name": "wide", "description": "d"}'.encode(encoding)
+        sent = client.post("/v1/memories/knowledge", content=wide,
+                           headers={"content-type": "application/json"})  # fmt: skip
+        assert "UTF-8" in assert_problem(sent, 400, "invalid_json")["detail"]
+    assert client.get("/v1/memories/knowledge/wide").status_code == 404
+    bom = b"\xef\xbb\xbf" + b'{"name": "bom", "description": "d"}'  # UTF-8's BOM is UTF-8
+    made = client.post("/v1/memories/knowledge", content=bom,
+                       headers={"content-type": "application/json"})  # fmt: skip
+    assert made.status_code == 201, made.text
 
 
 def test_a_header_given_twice_differently_is_refused(client: TestClient) -> None:

@@ -228,3 +228,28 @@ def test_a_request_http_cannot_parse_is_answered_in_the_error_shape(tmp_path: Pa
                 assert b"\r\nallow: get" in head.lower()
         with daemon.client() as client:  # and the daemon serves on
             assert client.get("/v1/health").status_code == 200
+
+
+def test_a_body_too_large_announced_with_expect_is_refused_before_it_is_sent(
+    tmp_path: Path,
+) -> None:
+    """The HTTP probe: `Expect: 100-continue` with a length past the limit got `100 Continue`
+    (the client then sent it all) before its 413."""
+    with start_daemon(tmp_path / "data") as daemon:
+        port = int(daemon.base_url.rsplit(":", 1)[1])
+        request = (
+            b"POST /v1/recall HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            + f"Authorization: Bearer {daemon.token}\r\n".encode()
+            + b"Content-Type: application/json\r\nContent-Length: 900000000\r\n"
+            + b"Expect: 100-continue\r\n\r\n"
+        )
+        head, body = _answer(port, request)  # the daemon closes it without a byte of body
+        assert head.startswith(b"HTTP/1.1 413 "), head
+        assert json.loads(body)["code"] == "body_too_large"
+        small = b'{"query": "x"}'
+        fine = request.replace(b"900000000", str(len(small)).encode())
+        with socket.create_connection(("127.0.0.1", port), timeout=60) as sock:
+            sock.sendall(fine)
+            assert sock.recv(4096).startswith(b"HTTP/1.1 100 ")  # a body within it is asked for
+            sock.sendall(small)
+            assert _one_answer(sock).startswith(b"HTTP/1.1 200 ")

@@ -122,9 +122,10 @@ def test_a_frame_nested_beyond_reason_is_ignored(tmp_path: Path) -> None:
 def test_a_405_names_every_method_of_the_path(client: TestClient) -> None:
     answer = client.delete("/v1/memories/knowledge/x")
     assert_problem(answer, 405, "method_not_allowed")
-    assert answer.headers["allow"] == "GET, PUT, PATCH"
-    assert answer.json()["detail"] == "DELETE is not served here; use GET, PUT, PATCH"
-    assert client.request("OPTIONS", "/v1/intentions").headers["allow"] == "GET, POST"
+    assert answer.headers["allow"] == "GET, HEAD, PUT, PATCH"
+    assert answer.json()["detail"] == "DELETE is not served here; use GET, HEAD, PUT, PATCH"
+    assert client.request("OPTIONS", "/v1/intentions").headers["allow"] == "GET, HEAD, POST"
+    assert client.get("/v1/recall").headers["allow"] == "POST"  # no GET, so no HEAD either
 
 
 @pytest.mark.parametrize(

@@ -180,6 +180,8 @@ def _allowed_methods(request: Request) -> str:
         probe["method"] = method
         if any(route.matches(probe)[0] is Match.FULL for route in request.app.router.routes):
             allowed.append(method)
+        elif method == "HEAD" and "GET" in allowed:
+            allowed.append(method)  # HeadAsGet serves a HEAD of every GET
     return ", ".join(allowed)
 
 

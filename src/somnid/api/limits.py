@@ -5,13 +5,15 @@ A pure ASGI middleware. A path whose percent escapes are not UTF-8 (``%FF``) is 
 server would read each such byte as U+FFFD, so two different paths would name one session
 or entry. Of a body it buffers at most ``max_body_bytes`` + 1, answers 413 past that, and
 415 when a body is sent with a content type other than JSON or with a
-``Content-Encoding`` (gzip, say: read as JSON it would be a confusing 400).
+``Content-Encoding`` (gzip, say: read as JSON it would be a confusing 400); a JSON body in
+UTF-16 or UTF-32 is a 400 (the API speaks UTF-8; Python's JSON reader would take them).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from urllib.parse import unquote_to_bytes
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -56,7 +58,8 @@ class RequestLimits:
         }
         length = headers.get("content-length")
         if length is not None and length.isdigit() and int(length) > self.max_body_bytes:
-            await _drain(receive)
+            if headers.get("expect", "").strip().lower() != "100-continue":
+                await _drain(receive)  # else the client waits to send it: reading asks for it
             await _reject(send, scope, 413, "body_too_large", self._too_large())
             return
         chunks: list[bytes] = []
@@ -85,6 +88,10 @@ class RequestLimits:
         if body and coding not in ("", "identity"):
             detail = f"send the body as it is, without Content-Encoding (got {coding[:40]!r})"
             await _reject(send, scope, 415, "unsupported_media_type", detail)
+            return
+        if body and json.detect_encoding(body) not in ("utf-8", "utf-8-sig"):
+            detail = "the request body is not valid JSON: send it as UTF-8"
+            await _reject(send, scope, 400, "invalid_json", detail)
             return
         replayed = False
 

@@ -14,7 +14,7 @@ from somnid.dream import items
 from somnid.dream.guard import dreamer_role_phrase
 from somnid.dream.ledger import ItemRef
 from somnid.dream.logfiles import cut_tokens
-from somnid.dream.similarity import similarity
+from somnid.dream.similarity import same_details, similarity
 from somnid.dream.toolbase import ToolBase, answers_errors
 from somnid.errors import InvalidInput
 from somnid.memory.clock import to_datetime
@@ -407,7 +407,7 @@ def _kept(lines: int) -> str:
 
 
 def _near_duplicate(a: str, b: str) -> bool:
-    return similarity(a, b) >= NEAR_DUPLICATE
+    return similarity(a, b) >= NEAR_DUPLICATE and same_details(a, b)
 
 
 def _same_moment(stored: object, moment: dt.datetime, tz: dt.tzinfo) -> bool:

@@ -5,6 +5,11 @@ Content words are lower-cased words of three or more letters (or digits), less s
 and the verbs a third-person rewrite adds ("said", "mentioned"); Chinese text counts in
 character bigrams. Words match on their first five letters, so "adopted" matches
 "adopting", and a short plural on its singular ("dogs", "dog").
+
+Mostly the same words is not yet the same memory: "the filing deadline is March 15" and
+"the filing deadline is April 15" share all words but one. A memory restates another only
+when it also brings no detail the other lacks (a number, a month or a weekday, a name) and
+negates as often (``restates``): a changed detail is a correction, for the model to decide.
 """
 
 from __future__ import annotations
@@ -63,6 +68,51 @@ def carries(text: str, part: str) -> bool:
     if len(_NEGATION.findall(part.casefold())) > len(_NEGATION.findall(text.casefold())):
         return False
     return content_words(part) <= content_words(text)
+
+
+_DIGITS = re.compile(r"\d+")
+_CJK_NUMBER = re.compile(
+    r"(?:星期|礼拜|周)[一二三四五六日天]"
+    r"|[〇零一二两三四五六七八九十百千万亿]+(?=[月日号点个年岁次天周元块分位本只条张])"
+)
+_CAPITALISED = re.compile(r"\b[A-Z][^\W\d_]+")
+_TIME_NAMES = frozenset(
+    """
+    january february march april may june july august september october november december
+    monday tuesday wednesday thursday friday saturday sunday
+    one two three four five six seven eight nine ten eleven twelve twenty thirty forty
+    fifty hundred thousand million first second third fourth fifth half dozen
+    """.split()  # noqa: SIM905
+)
+
+
+def details(text: str) -> set[str]:
+    """What a memory states exactly: its numbers (``#15``), numbers and weekdays written in
+    Chinese, month and weekday names, number words, and capitalised words (names, places)
+    other than stop words; words as ``content_words`` keeps them."""
+    found = {f"#{int(run)}" for run in _DIGITS.findall(text)}
+    found.update(f"#{run}" for run in _CJK_NUMBER.findall(text))
+    words = [w.casefold() for w in _WORD.findall(_CJK.sub(" ", text))]
+    found.update(w[:5] for w in words if w in _TIME_NAMES)
+    for name in _CAPITALISED.findall(text):
+        word = name.casefold()
+        if len(word) >= 2 and word not in _STOP:
+            found.add(word[:5] if not (3 < len(word) <= 5 and word.endswith("s")) else word[:-1])
+    return found
+
+
+def same_details(new: str, old: str) -> bool:
+    """Whether ``new`` brings no detail that ``old`` lacks and negates as often: what it
+    says less is no change, a number, date or name of its own is."""
+    if len(_NEGATION.findall(new.casefold())) != len(_NEGATION.findall(old.casefold())):
+        return False
+    return details(new) <= details(old) | content_words(old)
+
+
+def restates(new: str, old: str) -> bool:
+    """Whether ``new`` says what ``old`` says already: mostly the same content words and
+    the same details."""
+    return similarity(new, old) >= DUPLICATE_SIMILARITY and same_details(new, old)
 
 
 def similarity(a: str, b: str) -> float:

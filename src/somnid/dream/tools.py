@@ -25,7 +25,7 @@ from somnid.dream.entry_tools import EntryTools
 from somnid.dream.ledger import ItemRef, Ledger
 from somnid.dream.llm.textcalls import describe_closest
 from somnid.dream.log_tools import LogTools
-from somnid.dream.similarity import DUPLICATE_SIMILARITY, similarity
+from somnid.dream.similarity import restates
 from somnid.errors import InvalidArguments, InvalidInput
 from somnid.memory.clock import Clock
 from somnid.memory.intentions import Intention
@@ -142,11 +142,7 @@ class DreamTools(LogTools, EntryTools):
         """The open intention that already says ``what`` (the same content words, mostly),
         if any: what a dream, by tool or by pipeline, never records twice."""
         return next(
-            (
-                i
-                for i in await self.intentions.open()
-                if similarity(what, i.what) >= DUPLICATE_SIMILARITY
-            ),
+            (i for i in await self.intentions.open() if restates(what, i.what)),
             None,
         )
 

@@ -154,6 +154,39 @@ async def test_a_duplicate_never_becomes_a_second_entry(runtime: Runtime) -> Non
     assert len(entries(runtime, Kind.KNOWLEDGE)) == 1
 
 
+async def test_a_changed_detail_is_a_correction_for_the_model_not_a_duplicate(
+    runtime: Runtime,
+) -> None:
+    # A time probe: "… deadline … is March 15", then "… is April 15" in a later log was
+    # counted a duplicate (all words but one the same) and the correction was lost.
+    march = "Calvin said the tax filing deadline for the Berlin office is March 15."
+    april = "Calvin said the tax filing deadline for the Berlin office is April 15."
+    said = "We decided the tax filing deadline for the Berlin office is {}."
+    await conversation(runtime, "chat-1", ("Calvin", said.format("March 15")), BOSTON[1])
+    use(runtime, ScriptedJSON(by_stage(lambda r: extraction(("decision", ["L1"], march)))))
+    assert (await runtime.dreamer.run("test")).candidates["added"] == 1
+    await conversation(runtime, "chat-2", ("Calvin", said.format("April 15")), BOSTON[1])
+    llm = use(
+        runtime,
+        ScriptedJSON(
+            by_stage(
+                lambda r: extraction(("decision", ["L1"], april)),
+                decision("supersede", "E1", april),
+            )
+        ),
+    )
+    result = await runtime.dreamer.run("test")
+    assert result.candidates["superseded"] == 1, result.candidates
+    assert f"NEW: {april}" in llm.requests[-1].prompt
+    [entry] = entries(runtime, Kind.KNOWLEDGE)
+    assert entry.meta["description"] == april
+    # The same words and the same details again: a duplicate, and no question asked.
+    await conversation(runtime, "chat-3", ("Calvin", said.format("April 15")), BOSTON[1])
+    llm = use(runtime, ScriptedJSON(by_stage(lambda r: extraction(("decision", ["L1"], april)))))
+    again = await runtime.dreamer.run("test")
+    assert again.candidates["duplicate"] == 1 and len(llm.requests) == 1, again.candidates
+
+
 async def test_memories_worded_alike_each_get_a_name(runtime: Runtime) -> None:
     # A probe: a name is the text's first six words, then -2 ... -49; the 50th memory a
     # model worded alike ("Remember that the gateway service talks to ...") was dropped

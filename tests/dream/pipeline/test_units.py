@@ -25,7 +25,7 @@ from somnid.dream.pipeline.schemas import (
     whole_sentences,
 )
 from somnid.dream.pipeline.windows import lines_of, own_sentences, render, windows_of
-from somnid.dream.similarity import content_words, similarity
+from somnid.dream.similarity import content_words, restates, similarity
 from somnid.memory.dates import absolutise
 from somnid.recall.assoc import estimate_tokens
 from somnid.sessions.transcript import Transcript, Turn
@@ -119,6 +119,38 @@ def test_placeholders_and_first_person_are_recognised() -> None:
 def test_similarity_is_overlap_of_content_words() -> None:
     assert similarity("Calvin bought a blue kite", "calvin bought a blue kite!") == 1.0
     assert similarity("Calvin bought a blue kite", "Dana prefers green tea") == 0.0
+
+
+@pytest.mark.parametrize(
+    ("new", "old", "same"),
+    [
+        ("Caroline went to the LGBTQ support group on 7 May 2023.",
+         "Caroline attended an LGBTQ support group on 7 May 2023", True),
+        ("Ann ran five km yesterday", "Yesterday Ann ran five km", True),
+        ("User prefers dark mode in the editor", "The user prefers dark mode in the editor.",
+         True),
+        ("The deadline for the Berlin office is in March.",  # says less: nothing new
+         "The deadline for the Berlin office is March 15.", True),
+        # A changed detail is a correction: a number, a month, a weekday, a name, a count.
+        ("The tax filing deadline for the Berlin office is April 15.",
+         "The tax filing deadline for the Berlin office is March 15.", False),
+        ("The team meeting happens on Thursday at 10 in the blue room",
+         "The team meeting happens on Tuesday at 10 in the blue room", False),
+        ("The team meeting happens on Tuesday at 11 in the blue room",
+         "The team meeting happens on Tuesday at 10 in the blue room", False),
+        ("Ann moved from Paris to Munich last spring", "Ann moved from Paris to Berlin last spring",
+         False),
+        ("Melanie has three dogs and a cat at home", "Melanie has two dogs and a cat at home",
+         False),
+        ("Melanie does not eat meat at all", "Melanie eats meat at all", False),
+        ("Melanie eats meat at all", "Melanie does not eat meat at all", False),
+        ("会议定在四月十五日举行", "会议定在三月十五日举行", False),
+        ("会议定在星期四举行", "会议定在星期二举行", False),
+    ],
+)  # fmt: skip
+def test_a_restatement_has_the_same_words_and_details(new: str, old: str, same: bool) -> None:
+    # A time probe: a correction of one date was a duplicate (the same words but one).
+    assert restates(new, old) is same
 
 
 def test_an_extraction_answer_is_checked_against_its_window() -> None:

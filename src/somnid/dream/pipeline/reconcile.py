@@ -21,7 +21,13 @@ from somnid.dream.pipeline.checks import GROUNDED_SHARE, copies_placeholder
 from somnid.dream.pipeline.schemas import Decision, decision_schema, read_decision
 from somnid.dream.pipeline.specifics import scaffolding, without_label
 from somnid.dream.pipeline.writer import PersonFact, Writer, kind_of
-from somnid.dream.similarity import DUPLICATE_SIMILARITY, RELATED_SIMILARITY, similarity
+from somnid.dream.similarity import (
+    DUPLICATE_SIMILARITY,
+    RELATED_SIMILARITY,
+    restates,
+    same_details,
+    similarity,
+)
 from somnid.dream.tools import DreamTools
 from somnid.errors import NotFound
 from somnid.memory.clock import Clock, to_datetime
@@ -52,6 +58,7 @@ for being the same one again."""
 class _Neighbour:
     label: str
     entry: Entry
+    text: str
     similarity: float
     cosine: float
 
@@ -111,7 +118,7 @@ class Reconciler:
         if kind is Kind.EPISODE:
             neighbours = await self._neighbours(candidate, (Kind.EPISODE,))
             same_day = [n for n in neighbours if _same_day(n.entry, candidate, self.clock.tz)]
-            if _duplicate(neighbours) or await self._same_meaning(candidate, same_day):
+            if _duplicate(candidate, neighbours) or await self._same_meaning(candidate, same_day):
                 return "duplicate"
             await writer.add(candidate)
             return "added"
@@ -122,7 +129,7 @@ class Reconciler:
             for n in await self._neighbours(candidate, RECONCILED)
             if n.entry.entry_type != people.PERSON_TYPE
         ]
-        if _duplicate(neighbours):
+        if _duplicate(candidate, neighbours):
             return "duplicate"
         related = [
             n
@@ -189,13 +196,16 @@ class Reconciler:
             for at, fact in facts
             if similarity(candidate.text, fact) >= RELATED_SIMILARITY
         ]
-        if any(score >= DUPLICATE_SIMILARITY for _, _, score in close):
+        if any(restates(candidate.text, fact) for _, fact, _ in close):
             return "duplicate"
         meanings = await self._recall.meanings([candidate.text, *(f for _, f in facts)])
         if meanings is not None and facts:
             first = meanings[0]
             cosines = [float(first @ other) for other in meanings[1:]]
-            if max(cosines) >= SAME_MEANING:
+            if any(
+                cos >= SAME_MEANING and same_details(candidate.text, fact)
+                for (_, fact), cos in zip(facts, cosines, strict=True)
+            ):
                 return "duplicate"
             close += [
                 (at, fact, cos)
@@ -228,7 +238,7 @@ class Reconciler:
         while the embedding model is not loaded)."""
         if not neighbours:
             return []
-        texts = [candidate.text, *(_entry_text(n.entry) for n in neighbours)]
+        texts = [candidate.text, *(n.text for n in neighbours)]
         meanings = await self._recall.meanings(texts)
         if meanings is None:
             return []
@@ -236,7 +246,7 @@ class Reconciler:
         return [
             n
             for n, other in zip(neighbours, meanings[1:], strict=True)
-            if float(first @ other) >= SAME_MEANING
+            if float(first @ other) >= SAME_MEANING and same_details(candidate.text, n.text)
         ]
 
     async def _neighbours(self, candidate: Candidate, kinds: tuple[Kind, ...]) -> list[_Neighbour]:
@@ -247,7 +257,7 @@ class Reconciler:
             cosine = float(found.hit.components.get("cosine", 0.0))
             text = _entry_text(found.entry)
             neighbours.append(
-                _Neighbour(label, found.entry, similarity(candidate.text, text), cosine)
+                _Neighbour(label, found.entry, text, similarity(candidate.text, text), cosine)
             )
         return neighbours
 
@@ -271,10 +281,13 @@ class Reconciler:
         return decision
 
 
-def _duplicate(neighbours: list[_Neighbour]) -> bool:
-    """A stored entry says it already: the same content words, or the same search vector."""
+def _duplicate(candidate: Candidate, neighbours: list[_Neighbour]) -> bool:
+    """A stored entry says it already: the same content words or the same search vector,
+    and no detail of the candidate's own (a changed date or number is a correction)."""
     return any(
-        n.similarity >= DUPLICATE_SIMILARITY or n.cosine >= DUPLICATE_COSINE for n in neighbours
+        (n.similarity >= DUPLICATE_SIMILARITY or n.cosine >= DUPLICATE_COSINE)
+        and same_details(candidate.text, n.text)
+        for n in neighbours
     )
 
 

@@ -44,7 +44,7 @@ from somnid.dream.pipeline.windows import (
 )
 from somnid.dream.pipeline.writer import Writer
 from somnid.dream.result import DreamResult
-from somnid.dream.similarity import DUPLICATE_SIMILARITY, similarity
+from somnid.dream.similarity import restates
 from somnid.dream.tools import DreamTools
 from somnid.errors import BrokenFile, Conflict, InvalidInput, NotFound, PreconditionFailed
 from somnid.memory.clock import Clock
@@ -271,7 +271,7 @@ class PipelineDream:
             self._emit(reading.refusal, proposal, proposal.kind, proposal.text, [])
             return
         for candidate in reading.candidates:
-            if any(similarity(candidate.text, seen) >= DUPLICATE_SIMILARITY for seen in self._seen):
+            if any(restates(candidate.text, seen) for seen in self._seen):
                 outcome = "duplicate"
             else:
                 outcome = await self._placed(reconciler, candidate, window_has_agent)

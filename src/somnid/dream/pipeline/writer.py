@@ -28,7 +28,7 @@ from somnid.dream.ledger import ItemRef, Ledger
 from somnid.dream.pipeline import people
 from somnid.dream.pipeline.candidate import Candidate, first_sentence
 from somnid.dream.profile_gate import ProfileRefused, Refusal
-from somnid.dream.similarity import DUPLICATE_SIMILARITY, carries, content_words, similarity
+from somnid.dream.similarity import carries, content_words, restates
 from somnid.dream.tools import DreamTools
 from somnid.errors import Conflict, InvalidInput, NotFound, PreconditionFailed
 from somnid.memory.entry import Entry
@@ -330,7 +330,7 @@ class Writer:
             except NotFound:
                 before = None
             lines = before.body.rstrip("\n").split("\n") if before and before.body.strip() else []
-            if any(similarity(_said(ln), candidate.text) >= DUPLICATE_SIMILARITY for ln in lines):
+            if any(restates(candidate.text, _said(ln)) for ln in lines):
                 return "duplicate"
             if before is not None and sum(1 for ln in lines if ln.strip()) >= MAX_PROFILE_LINES:
                 why = f"the profile holds {MAX_PROFILE_LINES} lines: tidy it by hand for more"

@@ -170,6 +170,34 @@ def test_expiry_leaves_an_intention_a_person_closed_as_they_closed_it(
     assert kept.status_code == 200 and kept.json()["meta"]["status"] == "completed"
 
 
+def test_what_a_person_restores_is_not_retired_or_expired_again_at_once(
+    expiring: TestClient, clock: ManualClock
+) -> None:
+    """A time probe: a restored entry kept the score it was retired with, and the next
+    upkeep (every dream runs one) retired it again the same day; an intention past its
+    expiry the same."""
+    faded = {"name": "faded fact", "description": "d", "fields": {"score": 0.15}}
+    assert expiring.post("/v1/memories/knowledge", json=faded).status_code == 201
+    due = (clock.now() - dt.timedelta(days=10)).date().isoformat()
+    made = expiring.post("/v1/intentions", json={"what": "renew the cert", "due": due})
+    intention = made.json()["id"]
+    report = expiring.post("/v1/maintenance/decay").json()
+    assert [c["name"] for c in report["retired"]] == ["faded-fact"]
+    assert report["expiredIntentions"] == [intention]
+    back = expiring.post("/v1/memories/knowledge/faded-fact/restore")
+    assert back.status_code == 200 and back.json()["score"] == 0.5  # where a new one starts
+    reopened = expiring.post(f"/v1/memories/intention/{intention}/restore")
+    assert reopened.status_code == 200, reopened.text
+    again = expiring.post("/v1/maintenance/decay").json()
+    assert again["retired"] == [] and again["expiredIntentions"] == []
+    clock.advance(dt.timedelta(days=1))
+    later = expiring.post("/v1/maintenance/decay").json()
+    assert [(c["name"], c["scoreAfter"]) for c in later["decayed"]] == [("faded-fact", 0.45)]
+    assert later["expiredIntentions"] == []  # a day after its restore: within the day given
+    clock.advance(dt.timedelta(days=1))
+    assert expiring.post("/v1/maintenance/decay").json()["expiredIntentions"] == [intention]
+
+
 def test_a_project_written_as_a_number_is_that_projects_everywhere(client: TestClient) -> None:
     made = client.post("/v1/intentions", json={"what": "renew the cert", "project": "42"})
     assert made.status_code == 201, made.text

@@ -18,7 +18,7 @@ from typing import Any
 
 from somnid.memory.clock import local_date
 from somnid.memory.kinds import Kind
-from somnid.memory.lifecycle import Vitals
+from somnid.memory.lifecycle import Vitals, initial_score
 
 
 def bullet_field(body: str, key: str) -> str | None:
@@ -71,6 +71,21 @@ def vitals_from_meta(meta: Mapping[str, Any], tz: dt.tzinfo) -> Vitals:
         last_used=local_date(meta.get("last_used"), tz),
         last_decay=local_date(meta.get("last_decay"), tz),
     )
+
+
+def restored_meta(kind: Kind, meta: Mapping[str, Any], now: dt.datetime) -> dict[str, Any]:
+    """What a restore sets: an intention is open again; a fading entry is at least where a
+    new one of its kind starts and fades from now (a person brought it back: the next
+    upkeep must not retire it again at once for the score it was retired with)."""
+    if kind is Kind.INTENTION:
+        return {"status": "open"}
+    if not kind.decays:
+        return {}
+    salience = meta.get("salience") if kind is Kind.EPISODE else None
+    start = initial_score(
+        kind, verified=meta.get("verified") is not False, salience=str(salience or "") or None
+    )
+    return {"score": round(max(_as_float(meta.get("score"), start), start), 4), "last_decay": now}
 
 
 def _as_float(value: object, default: float) -> float:

@@ -134,6 +134,9 @@ class Maintenance:
         if intention_of(entry, tz).status != "open":  # closed by hand: stays as it was
             return
         anchor = local_date(entry.field("due"), tz) or local_date(entry.meta.get("created"), tz)
+        restored = local_date(entry.meta.get("restored_at"), tz)  # a person reopened it then
+        if anchor is None or (restored is not None and restored > anchor):
+            anchor = restored
         if anchor is None:
             return
         if (now.date() - anchor).days <= self.intention_expiry_days:

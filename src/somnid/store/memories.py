@@ -28,7 +28,7 @@ from somnid.errors import (
     StorageError,
 )
 from somnid.memory.clock import Clock
-from somnid.memory.entry import Entry
+from somnid.memory.entry import Entry, restored_meta
 from somnid.memory.kinds import Kind
 from somnid.memory.names import check_name, live_name, slugify
 from somnid.store import frontmatter
@@ -314,8 +314,7 @@ class MemoryStore(EntryNames):
                 doc.meta.pop("archive_reason", None)
                 doc.meta.pop("archived_from", None)
                 doc.meta["restored_at"] = when
-                if kind is Kind.INTENTION:
-                    doc.meta["status"] = "open"
+                doc.meta.update(restored_meta(kind, doc.meta, when))
 
             return self._move_and_mark(kind, (archived_name, True), (live, False), unmark)
 

@@ -187,7 +187,8 @@ class Runtime:
                 recall, dream_tools, build_backend(settings.dream, bridge),
             )  # fmt: skip
             await dreamer.recall_last()
-            scheduler = SleepScheduler(settings.dream, clock, Activity(clock), dreamer, sessions)
+            activity = Activity(clock)
+            scheduler = SleepScheduler(settings.dream, clock, activity, dreamer, sessions)
             history = History.build(settings, layout, memories, clock, lambda: dreamer.sleeping)
 
             async def reopen(dream_id: str) -> list[str]:
@@ -214,6 +215,7 @@ class Runtime:
                     memories, recaller, intentions, clock, seen, awake.conversation, awake.dream
                 )
             )
+            sessions.on_capture = tools.on_call = activity.touch  # agents at work, unreported
             runtime = cls(
                 settings, clock, layout, lock, memories, maintenance, recall, recaller,
                 status, sessions, intentions, prompt, seen, tools, bridge, dreamer, scheduler,

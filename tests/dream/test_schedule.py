@@ -15,6 +15,7 @@ from somnid.errors import InvalidInput
 from somnid.memory.clock import ManualClock
 from somnid.runtime import Runtime
 from somnid.sessions.records import Message
+from somnid.tools.memory_tools import ToolContext
 from tests.dream.fakes import ScriptedLLM, say
 
 START = dt.datetime(2026, 10, 3, 22, 0, tzinfo=dt.UTC)
@@ -57,6 +58,32 @@ async def test_idle_time_pending_logs_and_running_agents(runtime: Runtime) -> No
     assert (await scheduler.eligibility()).eligible  # the open log counts; it is closed on start
     await scheduler.on_report("host", "agent-2", "running")
     assert not (await scheduler.eligibility()).eligible
+
+
+async def test_capture_and_tool_calls_keep_the_agents_awake_without_reports(
+    runtime: Runtime,
+) -> None:
+    """A time probe: only reports counted, so a conversation captured (or an MCP client's
+    tools called) every few minutes was dreamed at every tick past idle_ms, its log cut in
+    pieces (a reply in one log, its question in another)."""
+    scheduler, clock = runtime.scheduler, clock_of(runtime)
+    runtime.dreamer.backend = ScriptedLLM([say("nothing to keep")] * 20)
+    for turn in range(8):  # a turn every 9 minutes for 72 minutes, ticks every minute
+        if turn % 2:
+            await runtime.tools.call("recall_memories", {"query": "kites"}, ToolContext())
+        else:
+            said = [Message(role="user", text=f"turn {turn} of a long chat")]
+            await runtime.sessions.append_messages("live", said)
+        for _ in range(9):
+            clock.advance(MINUTE)
+            await scheduler.tick()
+    assert runtime.dreamer.last is None
+    assert [p.open for p in await runtime.sessions.pending_logs()] == [True]  # one log, whole
+    verdict = await scheduler.eligibility()
+    assert verdict.next_eligible == clock.now() + 6 * MINUTE  # 15 after the last tool call
+    clock.advance(6 * MINUTE)
+    await scheduler.tick()
+    assert runtime.dreamer.last is not None and runtime.dreamer.last.trigger == "idle"
 
 
 async def test_a_tick_dreams_and_closes_open_logs_only_then(runtime: Runtime) -> None:

@@ -50,6 +50,11 @@ class Activity:
         if status == "running":
             self.last_running = now
 
+    def touch(self) -> None:
+        """An agent was at work without a report (it captured a turn, called a tool): the
+        idle time counts from now, so no idle dream cuts a live conversation's log."""
+        self.last_running = max(self.last_running, self.clock.now())
+
     def live(self) -> list[Report]:
         cutoff = self.clock.now() - REPORT_TTL
         for key in [k for k, r in self.reports.items() if r.at < cutoff]:

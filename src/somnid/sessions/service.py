@@ -39,6 +39,8 @@ class SessionService:
         self._archive: tuple[tuple[tuple[str, int, int], ...], list[Turn]] = ((), [])
         # each archived file's lines, by name, with the (ctime, size) they were read at
         self._archived: dict[str, tuple[tuple[int, int], list[Turn]]] = {}
+        self.on_capture: Callable[[], None] = lambda: None
+        """Told of every capture: a conversation is live (the sleep scheduler's idle clock)."""
 
     async def start(self) -> None:
         """Read back which sessions are never to be dreamed and the line ids already
@@ -50,10 +52,12 @@ class SessionService:
             log.info("%d line ids read back from the recent session logs", ids)
 
     async def append_messages(self, session_id: str, messages: Sequence[Message]) -> Appended:
+        self.on_capture()
         async with self._gate(session_id):
             return await self._run(self.logs.append_messages, session_id, messages)
 
     async def append_tool(self, session_id: str, tool: ToolCall) -> Appended:
+        self.on_capture()
         async with self._gate(session_id):
             return await self._run(self.logs.append_tool, session_id, tool)
 

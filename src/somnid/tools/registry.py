@@ -36,6 +36,8 @@ class ToolAnswer:
 
 class ToolRegistry:
     def __init__(self, tools: MemoryTools) -> None:
+        self.on_call: Callable[[], None] = lambda: None
+        """Told of every call: an agent is at work (the sleep scheduler's idle clock)."""
         self._calls: dict[str, Callable[..., Awaitable[str]]] = {}
         self.specs: dict[str, ToolSpec] = {}
         for name in TOOL_NAMES:
@@ -51,6 +53,7 @@ class ToolRegistry:
 
     async def call(self, name: str, args: dict[str, Any], ctx: ToolContext) -> ToolAnswer:
         arguments = self.spec(name).validate(args)
+        self.on_call()
         with acting(Actor("tool", name, agent=ctx.user_id, session=ctx.session_id)):
             answer = await self._calls[name](ctx, **arguments)
         return ToolAnswer(str(answer), is_error=isinstance(answer, Failed))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import os
+from pathlib import Path
 from typing import Protocol
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -20,12 +22,36 @@ class Clock(Protocol):
 def resolve_timezone(name: str) -> dt.tzinfo:
     """``"local"`` is the machine's zone; anything else is an IANA name (``Asia/Shanghai``)."""
     if name == "local":
-        local = dt.datetime.now().astimezone().tzinfo
-        return local if local is not None else dt.UTC
+        return local_zone()
     try:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError, OSError) as exc:  # "Europe" is a folder
         raise ValueError(f"unknown time zone: {name!r}") from exc
+
+
+def local_zone() -> dt.tzinfo:
+    """The machine's zone with its rules (``TZ``, else ``/etc/localtime``), so a change to or
+    from summer time moves the offset while somnid runs; the offset of this moment only
+    where neither names a zone (a time probe: the offset read at start stayed until a
+    restart, and each night's last hour was filed under the next day)."""
+    key = os.environ.get("TZ", "").removeprefix(":")
+    with contextlib.suppress(ZoneInfoNotFoundError, ValueError, OSError):
+        if not key:
+            return _zone_file(Path("/etc/localtime"))
+        return ZoneInfo(key) if not key.startswith("/") else _zone_file(Path(key))
+    local = dt.datetime.now().astimezone().tzinfo
+    return local if local is not None else dt.UTC
+
+
+def _zone_file(path: Path) -> ZoneInfo:
+    """The zone of a tz file: by its name when it is a link into a zoneinfo folder (shown
+    as ``Europe/Berlin``), else read from the file."""
+    target = str(path.resolve())
+    if "/zoneinfo/" in target:
+        with contextlib.suppress(ZoneInfoNotFoundError, ValueError, OSError):
+            return ZoneInfo(target.rsplit("/zoneinfo/", 1)[1])
+    with path.open("rb") as file:
+        return ZoneInfo.from_file(file, key=path.name)
 
 
 class SystemClock:

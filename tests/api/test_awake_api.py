@@ -92,6 +92,27 @@ def test_sections_reflect_profiles_and_intentions_and_stay_byte_stable(
     )
 
 
+def test_a_page_long_intention_is_cut_where_it_is_listed(
+    client: TestClient, data_dir: Path
+) -> None:
+    """A time probe: a hand-written intention whose first body line was 7 MB made the
+    prompt's intentions section 7 MB (and list_intentions the same)."""
+    folder = data_dir / "memory/intentions/pi-20261001-101"
+    folder.mkdir(parents=True)
+    long = "call " + "the plumber " * 100_000
+    (folder / "INTENT.md").write_text(f"---\nstatus: open\ndue: 2026-10-02\n---\n{long}\n")
+    for n in range(12):
+        call(client, "add_intention", args={"what": f"task {n}", "due": "2026-10-01"})
+    section = prompt(client)["intentions"]["text"]
+    assert len(section) < 5_000, len(section)
+    assert '[pi-20261001-101] "call the plumber the plumber' in section and "…" in section
+    assert "- … and 3 more open intentions, not shown: list_intentions" in section
+    listed = call(client, "list_intentions")
+    assert len(listed) < 10_000 and "13 open intentions" in listed
+    whole = client.get("/v1/memories/intention/pi-20261001-101").json()
+    assert len(whole["body"]) > len(long)  # the entry itself is whole
+
+
 def test_due_and_cue_with_a_moving_clock(client: TestClient, clock: ManualClock) -> None:
     call(client, "add_intention", args={"what": "Send the report", "due": "2026-10-20"})
     call(client, "add_intention", args={"what": "Book the passport photo", "cue": "passport, 护照"})

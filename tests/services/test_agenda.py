@@ -38,10 +38,25 @@ def test_groups_and_order() -> None:
         ],
         TODAY,
     )
-    assert ids(plan.due) == ["late", "today"]
+    assert ids(plan.due) == ["today", "late"]  # the most pressing first
     assert ids(plan.upcoming) == ["in-3"]
     assert ids(plan.someday) == ["someday-a", "someday-b"]
-    assert plan.cued == []  # in-4 waits for its cue
+    assert plan.cued == [] and plan.more == 0  # in-4 waits for its cue
+
+
+def test_a_pressing_one_is_never_behind_the_cap_and_what_is_is_counted() -> None:
+    """A time probe: ten old low-priority ones filled the due group, and a high-priority
+    one due today was not shown, with nothing to say so."""
+    old = [intention(f"old-{n}", TODAY - dt.timedelta(days=30 - n), priority="low")
+           for n in range(10)]  # fmt: skip
+    plan = agenda([*old, intention("pay", TODAY, priority="high"),
+                   intention("mid", TODAY - dt.timedelta(days=40))], TODAY)  # fmt: skip
+    assert ids(plan.due)[:2] == ["pay", "mid"]
+    assert ids(plan.due)[2:] == [f"old-{n}" for n in range(9, 1, -1)]  # the latest first
+    assert plan.more == 2
+    someday = [intention(f"s{n}", priority="low") for n in range(6)]
+    plan = agenda([*someday, intention("s-high", priority="high")], TODAY)
+    assert ids(plan.someday)[0] == "s-high" and plan.more == 2
 
 
 def test_cue_brings_far_and_capped_ones() -> None:

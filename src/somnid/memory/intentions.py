@@ -23,6 +23,8 @@ MAX_DUE = 10
 MAX_UPCOMING = 5
 MAX_SOMEDAY = 5
 MAX_CUE_EXTRAS = 3
+MAX_WHAT_SHOWN = 300
+"""Characters of an intention's text a listing shows (a hand-written one may be a page)."""
 MAX_CUE = 500  # an intention's cues, in all
 MAX_SOURCE = 200
 
@@ -51,6 +53,7 @@ class Agenda:
     upcoming: list[Intention] = field(default_factory=list)
     someday: list[Intention] = field(default_factory=list)
     cued: list[Intention] = field(default_factory=list)  # matched the current message
+    more: int = 0  # due, upcoming or someday, past their group's cap
 
     def __bool__(self) -> bool:
         return bool(self.due or self.upcoming or self.someday or self.cued)
@@ -159,6 +162,11 @@ def intention_of(entry: Entry, tz: dt.tzinfo) -> Intention:
     )
 
 
+def shown_what(what: str) -> str:
+    """An intention's text as a listing shows it: at most ``MAX_WHAT_SHOWN`` characters."""
+    return what if len(what) <= MAX_WHAT_SHOWN else what[: MAX_WHAT_SHOWN - 1].rstrip() + "…"
+
+
 def _first_line(body: str) -> str:
     for line in body.splitlines():
         if line.strip() and not line.lstrip().startswith("- "):
@@ -195,27 +203,29 @@ def _priority_rank(intention: Intention) -> int:
 
 
 def agenda(intentions: list[Intention], today: dt.date, message: str | None = None) -> Agenda:
-    """Group open intentions for the prompt: due (≤ 10), upcoming (≤ 5), someday (≤ 5),
-    then up to 3 more whose cue the current message matches, from any group not shown."""
+    """Group open intentions for the prompt: due (≤ 10: the most pressing first, by priority,
+    then the most recent), upcoming (≤ 5, soonest first), someday (≤ 5, by priority), how
+    many of them are not shown, then up to 3 more whose cue the current message matches,
+    from any group not shown."""
     open_ones = sorted(
         (i for i in intentions if i.status == "open"),
         key=lambda i: (i.due or dt.date.max, _priority_rank(i), i.id),
     )
-    result = Agenda()
-    shown: set[str] = set()
-    for intention in open_ones:
-        if intention.due is not None and intention.due <= today:
-            group, cap = result.due, MAX_DUE
-        elif intention.due is not None and (intention.due - today).days <= UPCOMING_DAYS:
-            group, cap = result.upcoming, MAX_UPCOMING
-        elif intention.due is None:
-            group, cap = result.someday, MAX_SOMEDAY
-        else:
-            continue  # later: only on a cue
-        if len(group) < cap:
-            group.append(intention)
-            shown.add(intention.id)
+    due = [i for i in open_ones if i.due is not None and i.due <= today]
+    due.sort(key=lambda i: (_priority_rank(i), -(i.due or today).toordinal(), i.id))
+    upcoming = [
+        i for i in open_ones if i.due is not None and 0 < (i.due - today).days <= UPCOMING_DAYS
+    ]
+    someday = sorted((i for i in open_ones if i.due is None), key=_priority_rank)
+    result = Agenda(due[:MAX_DUE], upcoming[:MAX_UPCOMING], someday[:MAX_SOMEDAY])
+    result.more = (
+        len(due)
+        + len(upcoming)
+        + len(someday)
+        - sum(map(len, (result.due, result.upcoming, result.someday)))
+    )
     if message:
+        shown = {i.id for i in (*result.due, *result.upcoming, *result.someday)}
         cued = [i for i in open_ones if i.id not in shown and cue_matches(i, message)]
         cued.sort(key=_priority_rank)
         result.cued = cued[:MAX_CUE_EXTRAS]

@@ -17,7 +17,7 @@ from somnid.config import InjectSettings
 from somnid.errors import BrokenFile, InvalidName, NotFound
 from somnid.memory.clock import Clock
 from somnid.memory.entry import Entry
-from somnid.memory.intentions import Agenda, Intention
+from somnid.memory.intentions import Agenda, Intention, shown_what
 from somnid.memory.kinds import SELF_PROFILE, Kind
 from somnid.memory.names import former_name_for, name_for
 from somnid.memory.text import one_line
@@ -160,13 +160,15 @@ class PromptBuilder:
 
     def _line(self, template: str, intention: Intention) -> str:
         due = intention.due.isoformat() if intention.due else ""
-        return template.format(id=intention.id, what=inline(intention.what), due=due)
+        return template.format(id=intention.id, what=inline(shown_what(intention.what)), due=due)
 
     def _intentions(self, plan: Agenda) -> str:
         t = self.text
         lines = [self._line(t.due, i) for i in plan.due]
         lines += [self._line(t.upcoming, i) for i in plan.upcoming]
         lines += [self._line(t.someday, i) for i in plan.someday]
+        if plan.more:
+            lines.append(t.more.format(more=plan.more))
         if not lines:
             return ""
         return "\n".join([t.intentions, t.intentions_rule, *lines])

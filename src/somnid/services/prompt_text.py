@@ -18,6 +18,7 @@ class PromptText:
     cued_heading: str
     cued_rule: str
     cued: str
+    more: str
     cut: str
     discipline: str
 
@@ -37,6 +38,7 @@ EN = PromptText(
     cued_heading="## Intentions this message brings to mind",
     cued_rule="The current topic matches these open intentions; mention them naturally if useful.",
     cued="- 💡 [{id}] {what}",
+    more="- … and {more} more open intentions, not shown: list_intentions lists them all.",
     cut="(The profile goes on for {more} more characters, not shown: inject.profile_chars.)",
     discipline="""## Recall discipline
 Your memories live in a store, not in this context. Before you answer from memory, search it.
@@ -71,6 +73,7 @@ ZH = PromptText(
     cued_heading="## 当前话题触发的待办",
     cued_rule="当前话题与以下待办相关，如有帮助请自然地提及。",
     cued="- 💡 线索触发 [{id}] {what}",
+    more="- …… 另有 {more} 项待办未显示：list_intentions 可列出全部。",
     cut="（画像还有 {more} 个字符未显示：inject.profile_chars。）",
     discipline="""## 🧠 回忆纪律
 你的记忆存放在记忆库里，而不在当前上下文中。凭记忆回答之前，先检索。

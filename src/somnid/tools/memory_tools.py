@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from somnid.errors import BeingWritten, BrokenFile, InvalidInput, NotFound, StorageError
 from somnid.memory.clock import Clock, to_datetime
 from somnid.memory.entry import Entry
-from somnid.memory.intentions import Intention
+from somnid.memory.intentions import Intention, shown_what
 from somnid.memory.kinds import Kind
 from somnid.memory.scope import in_scope
 from somnid.memory.text import type_word
@@ -410,7 +410,7 @@ class MemoryTools:
         for i in open_ones:
             when = f"due {i.due.isoformat()}" if i.due else "no fixed date"
             cue = f", cue: {', '.join(inline(c) for c in i.cue)}" if i.cue else ""
-            lines.append(f"- [{i.id}] {inline(i.what)} ({when}, {i.priority}{cue})")
+            lines.append(f"- [{i.id}] {inline(shown_what(i.what))} ({when}, {i.priority}{cue})")
         return "\n".join(lines)
 
     async def dream_now(self, ctx: ToolContext) -> str:

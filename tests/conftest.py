@@ -112,6 +112,20 @@ def client(settings: Settings, clock: ManualClock) -> Iterator[TestClient]:
 
 
 @pytest.fixture
+def expiring(data_dir: Path, clock: ManualClock) -> Iterator[TestClient]:
+    """An app whose upkeep expires an intention a day after it is due."""
+    settings = Settings(
+        data_dir=data_dir,
+        timezone="UTC",
+        embed={"provider": "off"},
+        token=TEST_TOKEN,
+        memory={"intention_expiry_days": 1},
+    )
+    with app_client(create_app(settings, clock=clock), settings) as test_client:
+        yield test_client
+
+
+@pytest.fixture
 def original_data_dir(data_dir: Path) -> Path:
     """A copy of a data dir written by the original plugin, quirks and all."""
     shutil.copytree(FIXTURES / "original-datadir", data_dir)

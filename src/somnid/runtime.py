@@ -167,6 +167,7 @@ class Runtime:
                 clock,
                 retire_below=settings.memory.retire_below,
                 intention_expiry_days=settings.memory.intention_expiry_days,
+                upkeep_clock=layout.upkeep_clock,
             )
             recall = RecallSystem(settings, store, clock, embedder, model_load)
             memories.subscribe(recall.entry_changed)

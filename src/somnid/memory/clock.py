@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import os
+import time
 from pathlib import Path
 from typing import Protocol
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -17,6 +18,11 @@ class Clock(Protocol):
     def tz(self) -> dt.tzinfo: ...
 
     def now(self) -> dt.datetime: ...
+
+    def running(self) -> tuple[str, float]:
+        """This boot's id and the seconds the machine has run since (suspended time
+        included): what the wall clock's moves are measured against (``UpkeepClock``)."""
+        ...
 
 
 def resolve_timezone(name: str) -> dt.tzinfo:
@@ -67,6 +73,13 @@ class SystemClock:
     def now(self) -> dt.datetime:
         return dt.datetime.now(self._tz).replace(microsecond=0)
 
+    def running(self) -> tuple[str, float]:
+        try:
+            boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+            return boot, time.clock_gettime(time.CLOCK_BOOTTIME)
+        except (OSError, AttributeError):  # not Linux: one process's run is all it knows
+            return f"pid {os.getpid()}", time.monotonic()
+
 
 class ManualClock:
     """A clock that only moves when told to; for tests and simulations."""
@@ -76,6 +89,7 @@ class ManualClock:
             raise ValueError("ManualClock needs an aware datetime")
         self._now = start
         self._tz = start.tzinfo
+        self._ran = 0.0
 
     @property
     def tz(self) -> dt.tzinfo:
@@ -84,11 +98,21 @@ class ManualClock:
     def now(self) -> dt.datetime:
         return self._now
 
+    def running(self) -> tuple[str, float]:
+        return "manual", self._ran
+
     def advance(self, delta: dt.timedelta) -> None:
+        """Time passes: the wall clock and the machine's run move together."""
         self._now = self._now + delta
+        self._ran += max(0.0, delta.total_seconds())
 
     def set(self, when: dt.datetime) -> None:
+        self.advance(when.astimezone(self._tz) - self._now)
         self._now = when.astimezone(self._tz)
+
+    def jump(self, delta: dt.timedelta) -> None:
+        """The wall clock is set (a person, NTP): it moves, the machine's run does not."""
+        self._now = self._now + delta
 
 
 FIRST_YEAR, LAST_YEAR = 2, 9998

@@ -10,6 +10,7 @@ import asyncio
 import datetime as dt
 import logging
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from somnid.errors import BeingWritten, BrokenFile, InvalidInput, NotFound
 from somnid.memory.clock import Clock, local_date
@@ -18,6 +19,7 @@ from somnid.memory.intentions import intention_of
 from somnid.memory.kinds import Kind
 from somnid.memory.lifecycle import decay, should_retire
 from somnid.services.memories import MemoryService
+from somnid.services.upkeep_clock import UpkeepClock
 from somnid.store import frontmatter
 
 log = logging.getLogger(__name__)
@@ -48,9 +50,12 @@ class Maintenance:
         *,
         retire_below: float,
         intention_expiry_days: int | None,
+        upkeep_clock: Path | None = None,
     ) -> None:
         self.memories = memories
         self.clock = clock
+        # Upkeep's own time (a jump of the wall clock is not days gone by), kept in the file.
+        self.upkeep = UpkeepClock(clock, upkeep_clock) if upkeep_clock is not None else clock
         self.retire_below = retire_below
         self.intention_expiry_days = intention_expiry_days
         self._lock = asyncio.Lock()
@@ -59,7 +64,7 @@ class Maintenance:
         """One decay + retirement + expiry pass; passes never overlap. ``report`` (its day
         is set here) is filled as the pass goes: a pass cut short leaves in it what it did."""
         async with self._lock:
-            now = self.clock.now()
+            now = self.upkeep.now()
             if report is None:
                 report = DecayReport(day=now.date())
             report.day = now.date()
@@ -81,8 +86,10 @@ class Maintenance:
 
         def apply(doc: frontmatter.Document) -> None:
             vitals = vitals_from_meta(doc.meta, tz)
-            if vitals.last_decay is None:
-                doc.meta["last_decay"] = now  # start the clock; nothing to catch up
+            if vitals.last_decay is None or vitals.last_decay > now.date():
+                # Start the clock, nothing to catch up; or start it again: a day ahead of
+                # upkeep's is a clock that was wrong, and would hold the decay until then.
+                doc.meta["last_decay"] = now
                 outcome.append(vitals.score)
                 return
             after = decay(vitals, entry.kind, now.date(), salience)

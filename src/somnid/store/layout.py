@@ -107,6 +107,11 @@ class Layout:
         return self.memory_dir / "dream-log"
 
     @property
+    def upkeep_clock(self) -> Path:
+        """Upkeep's own time, kept across restarts (``services/upkeep_clock.py``)."""
+        return self.root / "upkeep-clock.json"
+
+    @property
     def legacy_user_profile(self) -> Path:
         return self.memory_dir / "about_user.md"
 

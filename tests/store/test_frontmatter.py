@@ -115,6 +115,23 @@ def test_a_change_keeps_the_person_s_indents_and_fence_spacing() -> None:
     assert frontmatter.render(frontmatter.parse(literal)) == literal
 
 
+def test_only_a_fence_at_the_line_s_start_closes_the_front_matter() -> None:
+    """A file probe: an indented `---` in a block value closed the front-matter, the rest
+    of the value was read as body, and the next write (a decay, a recall's reinforcement)
+    moved it into the body for good."""
+    text = (
+        "---\ndescription: runbook\nsteps: |\n  1. drain the node\n    ---\n  2. reboot\n"
+        "tags: [ops]\n---  \nBody text.\n"
+    )
+    doc = frontmatter.parse(text)
+    assert doc.meta["steps"] == "1. drain the node\n  ---\n2. reboot\n"
+    assert doc.meta["tags"] == ["ops"] and doc.body == "Body text.\n"
+    assert frontmatter.parse(text, round_trip=False).meta["tags"] == ["ops"]
+    doc.meta["score"] = 0.4
+    written = frontmatter.render(doc)
+    assert "    ---\n  2. reboot\ntags: [ops]\nscore: 0.4\n---" in written
+
+
 def test_no_front_matter_is_all_body() -> None:
     doc = frontmatter.parse("just text\n---\nmore\n")
     assert dict(doc.meta) == {}
@@ -162,6 +179,8 @@ def test_the_merge_driver_writes_a_crlf_file_back_as_crlf() -> None:
             "too large",
         ),
         ("---\n" + "x: " + "[" * 200 + "]" * 200 + "\n---\n", "nested too deeply"),
+        (" ---\nname: a\n---\nbody\n", "indented"),
+        ("---\nname: a\n  ---\nbody\n", "never closed"),
     ],
 )
 def test_broken_front_matter_is_refused(text: str, why: str) -> None:

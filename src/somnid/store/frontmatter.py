@@ -100,10 +100,15 @@ def parse(text: str, *, round_trip: bool = True) -> Document:
         text = text[1:]
     lines = text.splitlines(keepends=True)
     crlf = bool(lines) and lines[0].endswith("\r\n")
-    if not lines or lines[0].rstrip("\r\n").strip() != FENCE:
+    if not lines or lines[0].strip() != FENCE:
         return Document(CommentedMap(), text, bom, crlf)
+    if lines[0].rstrip() != FENCE:
+        raise BrokenFile("front-matter's opening '---' is indented")
     for index in range(1, len(lines)):
-        if lines[index].rstrip("\r\n").strip() == FENCE:
+        # Only a fence at the line's start closes it: an indented '---' is a line of a
+        # block value (a probe: it closed the front-matter, and the next write moved the
+        # rest of the person's value into the body for good).
+        if lines[index].rstrip() == FENCE:
             break
     else:
         raise BrokenFile("front-matter is opened with '---' but never closed")

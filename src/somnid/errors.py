@@ -18,6 +18,7 @@ No HTTP here: ``somnid.api.errors`` maps each class to a status code in one plac
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 __all__ = [
@@ -97,6 +98,8 @@ class BrokenFile(SomnidError):
 
 class StorageError(SomnidError):
     code = "storage_error"
+    where: Path | None = None
+    """The file or folder a write failed on, when known (health looks there again)."""
 
 
 class DataDirLocked(SomnidError):

@@ -168,3 +168,61 @@ def test_a_shut_kind_folder_hangs_no_write(tmp_path: Path) -> None:
             assert patched.status_code == 200, patched.text
         finally:
             episodes.chmod(0o700)
+
+
+@pytest.mark.stress
+def test_folders_read_but_not_entered_are_reported_and_answered_in_the_error_shape(
+    tmp_path: Path,
+) -> None:
+    """A file probe: a folder that may be read but not entered (`chmod 600`: its names
+    list, nothing of them does) made its entry vanish unreported and its create a 500; a
+    kind folder so made emptied its listing without a word; `memory/intentions` or the
+    session logs' folder so made answered 500 to every new intention or turn. And with
+    `memory/` made read-only, health said storage ok while every write failed."""
+    data = tmp_path / "data"
+    layout = Layout(data)
+    entry = layout.entry_file(Kind.KNOWLEDGE, "hidden").parent
+    with _daemon(data) as daemon, daemon.client(timeout=60) as client:
+        for name in ("hidden", "shown"):
+            made = client.post("/v1/memories/knowledge", json={"name": name, "body": "zebra"})
+            assert made.status_code == 201, made.text
+        entry.chmod(0o600)
+        again = client.post("/v1/memories/knowledge", json={"name": "hidden", "body": "new"})
+        assert again.status_code == 409, again.text
+        answer = client.get("/v1/memories/knowledge/hidden")
+        assert answer.status_code == 409 and answer.json()["code"] == "broken_file"
+        _until("reported", lambda: "memory/knowledge/hidden/SKILL.md" in _broken(client))
+        entry.chmod(0o700)
+        kinds = layout.kind_dir(Kind.KNOWLEDGE)
+        kinds.chmod(0o600)
+        listed = client.get("/v1/memories", params={"kind": "knowledge"})
+        assert listed.status_code == 200 and listed.json()["items"] == []
+        assert "a folder somnid may not read" in _broken(client)["memory/knowledge"]
+        kinds.chmod(0o700)
+        _until("back", lambda: "memory/knowledge" not in _broken(client))
+        intentions = layout.kind_dir(Kind.INTENTION)
+        intentions.chmod(0o600)
+        made = client.post("/v1/intentions", json={"what": "water the plants"})
+        assert made.status_code == 409 and made.json()["code"] == "broken_file", made.text
+        intentions.chmod(0o700)
+        assert client.post("/v1/intentions", json={"what": "water"}).status_code == 201
+        said = {"messages": [{"role": "user", "text": "hello there"}]}
+        client.post("/v1/sessions/s/messages", json=said)  # the folders are made
+        layout.session_log_dir.chmod(0o600)
+        turn = client.post("/v1/sessions/t/messages", json=said)
+        assert turn.status_code == 503 and turn.json()["code"] == "storage_error", turn.text
+        layout.session_log_dir.chmod(0o700)
+        assert client.post("/v1/sessions/t/messages", json=said).status_code == 200
+        folders = [p for p in layout.memory_dir.rglob("*") if p.is_dir()] + [layout.memory_dir]
+        for folder in folders:
+            folder.chmod(0o500)
+        try:
+            refused = client.post("/v1/memories/knowledge", json={"name": "ro", "body": "x"})
+            assert refused.status_code == 503 and refused.json()["code"] == "read_only"
+            storage = client.get("/v1/health").json()["storage"]
+            assert storage["status"] == "degraded" and "read_only" in storage["detail"]
+        finally:
+            for folder in folders:
+                folder.chmod(0o700)
+        assert client.get("/v1/health").json()["storage"]["status"] == "ok"
+    assert "Traceback" not in daemon.log()

@@ -186,6 +186,11 @@ def _allowed_methods(request: Request) -> str:
 
 
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+    if isinstance(exc, PermissionError):  # a file or folder a person took from somnid
+        log.warning("%s %s: %s", request.method, request.url.path, exc)
+        where = exc.filename or "a file in the data dir"
+        detail = f"somnid may not read or write {where}; give it back (chmod u+rw, folders u+rwx)"
+        return problem(503, "storage_error", detail, instance=request.url.path)
     log.exception("unexpected error on %s %s", request.method, request.url.path)
     return problem(
         500,

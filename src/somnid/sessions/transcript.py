@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from somnid.errors import BrokenFile
+from somnid.errors import BrokenFile, StorageError
 from somnid.memory.clock import to_datetime
 from somnid.sessions.records import wants_dream
 from somnid.store import frontmatter
@@ -107,6 +107,8 @@ def _md_files(folder: Path) -> Iterator[Path]:
         entries = list(os.scandir(folder))
     except (FileNotFoundError, NotADirectoryError):
         return
+    except PermissionError:  # a log's number is not known without it: nothing is written
+        raise StorageError(f"{folder} is a folder somnid may not read (chmod u+rwx)") from None
     for entry in entries:
         name = entry.name
         if (

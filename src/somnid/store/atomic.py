@@ -54,10 +54,13 @@ def fsync_dir(path: Path) -> None:
 
 def storage_error(exc: OSError, path: Path) -> StorageError:
     if exc.errno == errno.ENOSPC:
-        return StorageError(f"no space left on the device holding {path}", code="disk_full")
-    if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
-        return StorageError(f"the data dir is not writable: {path}", code="read_only")
-    return StorageError(f"could not write {path}: {exc.strerror or exc}")
+        error = StorageError(f"no space left on the device holding {path}", code="disk_full")
+    elif exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+        error = StorageError(f"the data dir is not writable: {path}", code="read_only")
+    else:
+        error = StorageError(f"could not write {path}: {exc.strerror or exc}")
+    error.where = path
+    return error
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -33,6 +33,7 @@ class _Failure:
     code: str
     detail: str
     free: int | None  # bytes free when it failed
+    where: Path | None = None  # the file or folder it failed on
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +56,7 @@ class StorageHealth:
         """A write failed; remembered if it says the storage is full or read-only."""
         if error.code not in WATCHED:
             return
-        failure = _Failure(error.code, error.detail, self._look().free)
+        failure = _Failure(error.code, error.detail, self._look().free, error.where)
         with self._lock:
             self._failure = failure
 
@@ -96,9 +97,24 @@ class StorageHealth:
         )
 
 
+def _writable_at(where: Path | None) -> bool:
+    """Whether the folder holding ``where`` (or the nearest one that is there) takes writes;
+    the file itself too, when it is there."""
+    if where is None:
+        return True
+    folder = where.parent
+    while not folder.is_dir() and folder != folder.parent:
+        folder = folder.parent
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return False
+    return not os.path.lexists(where) or os.path.isdir(where) or os.access(where, os.W_OK)
+
+
 def _recovered(failure: _Failure, look: _Look) -> bool:
     if failure.code == "read_only":
-        return look.writable and not look.read_only
+        # Where it failed, not only the data dir's root: a person's `chmod -R a-w memory`
+        # leaves the root writable, and health said ok while every write failed.
+        return look.writable and not look.read_only and _writable_at(failure.where)
     if look.free is None:
         return False
     return look.free >= LOW_SPACE_BYTES and (failure.free is None or look.free > failure.free)

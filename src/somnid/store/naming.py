@@ -86,11 +86,12 @@ class EntryNames(EntryReader):
         stem = f"{prefix}-{day:%Y%m%d}-{machine}"
         taken: set[str] = set()
         for folder in (self.layout.kind_dir(kind), self.layout.archive_dir(kind)):
-            if folder.is_dir():
-                try:
-                    taken.update(c.name for c in folder.iterdir() if c.name.startswith(stem))
-                except PermissionError:
-                    raise _shut(self.layout.relative(folder)) from None
+            try:
+                taken.update(c.name for c in folder.iterdir() if c.name.startswith(stem))
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            except PermissionError:  # its folder may be read, not entered (chmod 600)
+                raise _shut(self.layout.relative(folder)) from None
         numbers = [0]
         for name in taken:
             digits = name[len(stem) :].split(ARCHIVE_SUFFIX, 1)[0]

@@ -31,7 +31,7 @@ from somnid.store.atomic import folder_missing
 from somnid.store.counts import FolderCounts
 from somnid.store.health import StorageHealth
 from somnid.store.layout import ARCHIVED, FOLDER_FILES, LEGACY_DEFAULT_USER, Layout
-from somnid.store.safe import present, read_regular, shut
+from somnid.store.safe import enterable, present, read_regular, shut
 
 log = logging.getLogger(__name__)
 
@@ -168,6 +168,10 @@ class EntryReader:
         except PermissionError:
             self._unreadable_folder(folder)
             return 0
+        if not enterable(folder):
+            children.close()
+            self._unreadable_folder(folder)
+            return 0
         self._a_folder(folder)
         file_name = self.layout.file_name(kind)
         with children:
@@ -192,6 +196,9 @@ class EntryReader:
             self._not_a_folder(folder)
             return
         except PermissionError:
+            self._unreadable_folder(folder)
+            return
+        if not enterable(folder):  # its names may be read, and nothing of them
             self._unreadable_folder(folder)
             return
         self._a_folder(folder)

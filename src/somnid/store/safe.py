@@ -44,6 +44,10 @@ def check_no_links(root: Path, path: Path) -> None:
             mode = os.lstat(probe).st_mode
         except FileNotFoundError:
             return  # the rest does not exist yet: nothing to follow
+        except PermissionError:  # a folder on the way may be read but not entered (chmod 600)
+            where = probe.parent.relative_to(root) if probe.parent != root else Path(".")
+            why = f"{where} is a folder somnid may not enter; nothing is written in it"
+            raise BrokenFile(why) from None
         if stat.S_ISLNK(mode):
             raise BrokenFile(
                 f"{probe.relative_to(root)} is a symbolic link; somnid does not follow links"
@@ -71,11 +75,24 @@ def shut(folder: Path | str) -> bool:
         return False
     try:
         os.scandir(folder).close()
+        os.stat(os.path.join(folder, "."))  # entering it: read (r) is not search (x)
     except PermissionError:
         return True
     except OSError:
         return False
     return False
+
+
+def enterable(folder: Path | str) -> bool:
+    """Whether what is in ``folder`` can be looked at: a folder read but not searched
+    (``chmod 600``) lists its names and nothing of them (each would seem to vanish)."""
+    try:
+        os.stat(os.path.join(folder, "."))
+    except PermissionError:
+        return False
+    except OSError:
+        return True  # gone, or no folder: for the caller's own reading to find
+    return True
 
 
 def read_regular(root: Path, path: Path, max_bytes: int) -> tuple[bytes, os.stat_result]:

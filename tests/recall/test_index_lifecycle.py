@@ -312,6 +312,45 @@ def test_rows_read_again_keep_answering_meanwhile(
     assert report.updated == 5 and found == [5, 5, 5]
 
 
+def test_a_write_while_a_full_sync_reads_is_never_undone_by_its_batch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An index probe: a full sync (a rebuild, the first after an upgrade) read a file,
+    then a write and its own reconcile landed, then the sync's batch wrote the older text
+    over the newer row (or brought an archived entry's row back), until the next sync."""
+    store = open_store(tmp_path / "data", ManualClock(START))
+    index = Index(tmp_path / "index.sqlite")
+    reconciler = reconcile.Reconciler(store, index, ManualClock(START))
+    for number in range(4):
+        store.create(Kind.KNOWLEDGE, f"lynx-{number}", meta={"description": "a lynx"}, body="b")
+    reconciler.full()
+    index.set_state(reconcile.READING_KEY, "an older reading")  # the next sync reads all
+    root = store.layout.root
+    read = store.read_path
+    raced: set[str] = set()
+
+    def racing(path: Path, **kwargs: object) -> Entry | None:
+        entry = read(path, **kwargs)  # type: ignore[arg-type]
+        name = path.parent.name
+        if name in ("lynx-1", "lynx-2") and name not in raced:
+            raced.add(name)
+            if name == "lynx-1":  # written meanwhile, and reconciled at once
+                store.update(Kind.KNOWLEDGE, name, body="ocelot now")
+            else:  # archived meanwhile
+                store.archive(Kind.KNOWLEDGE, name, reason="by hand")
+            reconciler.path(path)
+        return entry
+
+    monkeypatch.setattr(store, "read_path", racing)
+    reconciler.full()
+    rows = {row.path: row.file_hash for row in index.rows()}
+    written = root / "memory/knowledge/lynx-1/SKILL.md"
+    assert rows["memory/knowledge/lynx-1/SKILL.md"] == store.read_path(written).etag
+    assert index.keyword_search(["ocelot"], (Kind.KNOWLEDGE,), 10)
+    assert "memory/knowledge/lynx-2/SKILL.md" not in rows
+    index.close()
+
+
 async def test_changes_while_stopped_are_found_at_start(settings: Settings) -> None:
     async with Runtime.open(settings, clock=ManualClock(START)) as rt:
         await rt.memories.create(Kind.KNOWLEDGE, "kept", body="alpha")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -85,6 +86,10 @@ class Reconciler:
         self.store = store
         self.index = index
         self.clock = clock
+        # One change to the index at a time: a full sync's batch read before a write's own
+        # reconcile must not land after it (a probe: the older text overwrote the newer
+        # row, or brought an archived entry's row back, until the next full sync).
+        self._lock = threading.RLock()
 
     def _apply(self, entry: Entry) -> bool:
         """Upsert one entry; True if its searchable text changed."""
@@ -102,10 +107,31 @@ class Reconciler:
                 self.index.delete(str(entry.path))
         return [changed for _, changed in self.index.upsert_many(docs)]
 
+    def _apply_as_read(self, batch: list[Entry]) -> None:
+        """Upsert entries a full sync read, those whose file is still as it was read; the
+        rest (written, moved or archived since) as their file is now."""
+        root = self.store.layout.root
+        with self._lock:
+            fresh: list[Entry] = []
+            changed: list[Entry] = []
+            for entry in batch:
+                try:
+                    same = etag_of(self.store.raw(root / entry.path)) == entry.etag
+                except (OSError, BrokenFile):
+                    same = False
+                (fresh if same else changed).append(entry)
+            self._apply_many(fresh)
+            for entry in changed:
+                self._path(root / entry.path)
+
     def path(self, path: Path) -> bool:
         """Bring the index in line with one file (absolute path), whatever happened to it.
         True if searchable text changed (or appeared): only then may a text wait for its
         vector. A rewrite of the front matter alone (a decay pass's score) says False."""
+        with self._lock:
+            return self._path(path)
+
+    def _path(self, path: Path) -> bool:
         rel = str(self.store.layout.relative(path))
         row = self.index.row_by_path(rel)
         if row is not None:
@@ -137,12 +163,13 @@ class Reconciler:
             self.full()
             return True
         changed = False
-        for row in self.index.rows_under(prefix + "/"):
-            changed |= self.path(root / row.path)
-        if folder.is_dir():
-            for path in sorted(folder.rglob("*.md")):
-                if self.store.layout.classify(path) is not None:
-                    changed |= self.path(path)
+        with self._lock:
+            for row in self.index.rows_under(prefix + "/"):
+                changed |= self._path(root / row.path)
+            if folder.is_dir():
+                for path in sorted(folder.rglob("*.md")):
+                    if self.store.layout.classify(path) is not None:
+                        changed |= self._path(path)
         return changed
 
     def full(self) -> SyncReport:
@@ -186,13 +213,17 @@ class Reconciler:
                 else:
                     report.updated += 1
                 if len(batch) >= SYNC_BATCH:
-                    self._apply_many(batch)
+                    self._apply_as_read(batch)
                     batch.clear()
         if batch:
-            self._apply_many(batch)
-        for rel in set(known) - seen:
-            self.index.delete(rel)
-            report.removed += 1
+            self._apply_as_read(batch)
+        with self._lock:
+            for rel in set(known) - seen:
+                if self.store.layout.root.joinpath(rel).exists():  # made again meanwhile
+                    self._path(self.store.layout.root / rel)
+                    continue
+                self.index.delete(rel)
+                report.removed += 1
         self.index.stamp_sync(self.clock.now())
         if reread:
             self.index.set_state(READING_KEY, READING)

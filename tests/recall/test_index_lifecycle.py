@@ -345,7 +345,8 @@ def test_a_write_while_a_full_sync_reads_is_never_undone_by_its_batch(
     reconciler.full()
     rows = {row.path: row.file_hash for row in index.rows()}
     written = root / "memory/knowledge/lynx-1/SKILL.md"
-    assert rows["memory/knowledge/lynx-1/SKILL.md"] == store.read_path(written).etag
+    now = store.read_path(written)
+    assert now is not None and rows["memory/knowledge/lynx-1/SKILL.md"] == now.etag
     assert index.keyword_search(["ocelot"], (Kind.KNOWLEDGE,), 10)
     assert "memory/knowledge/lynx-2/SKILL.md" not in rows
     index.close()

@@ -228,6 +228,23 @@ async def test_damage_met_in_use_is_said_and_the_next_start_makes_the_index_agai
     assert (path.parent / "index.sqlite.corrupt").is_file()
 
 
+def test_an_index_that_cannot_be_read_is_unavailable_not_a_blank_answer(tmp_path: Path) -> None:
+    """An index probe: the index file truncated while somnid ran, a search answered 200
+    with nothing: every error of the query was taken for one FTS5 could not parse."""
+    store = open_store(tmp_path / "data", ManualClock(START))
+    index = Index(tmp_path / "index.sqlite")
+    store.create(Kind.KNOWLEDGE, "lynx", meta={"description": "a lynx"}, body="b")
+    reconcile.Reconciler(store, index, ManualClock(START)).full()
+    assert index.keyword_search(["lynx"], (Kind.KNOWLEDGE,), 10)
+    bad = "SELECT rowid, 1.0 FROM fts WHERE fts MATCH ?"
+    assert index._ranked(bad, ('"unbalanced AND (',)) == []  # the query's own error: no match
+    with sqlite3.connect(tmp_path / "index.sqlite") as conn:
+        conn.execute("DROP TABLE fts")
+    with pytest.raises(IndexUnavailable, match="the index could not be read"):
+        index.keyword_search(["lynx"], (Kind.KNOWLEDGE,), 10)
+    index.close()
+
+
 async def test_an_index_deleted_while_running_is_said_and_made_again_at_the_next_start(
     settings: Settings,
 ) -> None:

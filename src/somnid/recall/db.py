@@ -101,6 +101,19 @@ DAMAGED_SUFFIX = ".damaged"
 """Beside the index file once a query found it damaged: the next start sets it aside."""
 
 
+def query_error(exc: sqlite3.Error) -> bool:
+    """An error of the query itself (a full-text query SQLite cannot parse), not of the
+    index: locked past the busy timeout, an I/O error, its tables gone."""
+    code = getattr(exc, "sqlite_errorcode", 1) & 0xFF
+    return code == 1 and "no such table" not in str(exc)
+
+
+def unreadable(exc: sqlite3.Error) -> IndexUnavailable:
+    """503 ``index_unavailable``, not a 500 nor an empty answer (an index probe: a search
+    on an index truncated under it answered 200 with nothing, its status 500)."""
+    return IndexUnavailable(f"the index could not be read ({exc}); `somnid status` says more")
+
+
 def _corrupt(exc: sqlite3.Error) -> bool:
     return getattr(exc, "sqlite_errorcode", 0) & 0xFF in _CORRUPT  # extended codes too
 
@@ -253,9 +266,9 @@ class Database:
             if conn is None:
                 try:
                     conn = self._connect()
-                except sqlite3.OperationalError:
+                except sqlite3.OperationalError as exc:
                     if _inode(self.path) == self._inode:
-                        raise
+                        raise unreadable(exc) from exc
                     # Deleted while somnid runs: a thread that had no connection yet could
                     # not open one ("unable to open database file", a search failed where
                     # the others answered). It reads through the writer's, which still
@@ -270,7 +283,9 @@ class Database:
                     yield conn
                 except sqlite3.DatabaseError as exc:
                     self._if_damaged(exc)
-                    raise
+                    if query_error(exc):
+                        raise
+                    raise unreadable(exc) from exc
 
     def fetchall(self, sql: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
         with self.reading() as conn:

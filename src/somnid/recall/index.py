@@ -30,7 +30,7 @@ from somnid.recall.backend import (
 )
 from somnid.recall.backend import INDEXED_KINDS as INDEXED_KINDS
 from somnid.recall.backend import KIND_CODE as KIND_CODE
-from somnid.recall.db import Database
+from somnid.recall.db import Database, query_error, unreadable
 from somnid.recall.parsed import Parsed
 from somnid.recall.sqlite_rows import ROW_COLUMNS, read_row, upsert
 from somnid.recall.text import fts_query
@@ -302,7 +302,9 @@ class Index:
     def _ranked(self, sql: str, params: tuple[object, ...]) -> list[tuple[int, float]]:
         try:
             cursor = self.db.fetchall(sql, params)
-        except sqlite3.OperationalError:
+        except sqlite3.OperationalError as exc:  # a query FTS5 cannot parse: no match
+            if not query_error(exc):
+                raise unreadable(exc) from exc
             return []
         return [(int(entry_id), float(rank)) for entry_id, rank in cursor]
 

@@ -205,6 +205,7 @@ class Runtime:
             history.scrub_logs = sessions.scrub
             if history.committer is not None:
                 memories.held_by = history.committer.git.under_way  # a person's merge waits
+                store.history_holds = history.committer.holds  # a kind's folder moved away
                 dreamer.on_finished.append(history.committer.dream_finished)
                 if recall.watcher is not None:
                     history.committer.follow(recall.watcher)

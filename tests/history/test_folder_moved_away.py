@@ -125,3 +125,36 @@ def test_memory_moved_away_with_gits_index_gone_is_still_not_deleted(
     shutil.move(tmp_path / "away", data_dir / "memory")
     wait_for(lambda: any("skill/s" in s for s in subjects(data_dir)))
     assert _deleted(data_dir) == []
+
+
+def test_a_kind_s_folder_moved_away_is_neither_remade_nor_committed_as_deleted(
+    client: TestClient, data_dir: Path, tmp_path: Path
+) -> None:
+    """An index probe: `mv memory/knowledge /tmp/x` committed every knowledge entry's
+    deletion (sync would carry it to every machine), health said ok, the next create made
+    a new, empty folder, and the folder put back landed inside it."""
+    for name in ("alpha", "beta"):
+        made = client.post("/v1/memories/knowledge", json={"name": name, "description": "d"})
+        assert made.status_code == 201, made.text
+    wait_for(lambda: any("knowledge/beta" in s for s in subjects(data_dir)))
+    away = tmp_path / "knowledge"
+    shutil.move(data_dir / "memory/knowledge", away)
+    wait_for(lambda: _storage(client)["status"] == "degraded")
+    assert "knowledge/ is missing" in str(_storage(client)["detail"])
+    made = client.post("/v1/memories/knowledge", json={"name": "gamma", "description": "d"})
+    assert_problem(made, 503, "folder_missing")
+    assert_problem(client.get("/v1/memories/knowledge/alpha"), 503, "folder_missing")
+    episode = client.post("/v1/memories/episode", json={"name": "walk", "description": "d"})
+    assert episode.status_code == 201, episode.text  # the other kinds go on
+    wait_for(lambda: _storage(client)["status"] == "degraded")
+    shutil.move(away, data_dir / "memory/knowledge")
+    wait_for(lambda: _storage(client) == {"status": "ok", "detail": None})
+    assert client.get("/v1/memories/knowledge/alpha").status_code == 200
+    assert client.post("/v1/memories/knowledge", json={"name": "gamma"}).status_code == 201
+    wait_for(lambda: any("knowledge/gamma" in s for s in subjects(data_dir)))
+    assert _deleted(data_dir) == []
+    # A kind's folder history holds nothing of (git removes one with its last file, as a
+    # sync's merge may) is made again by the next write.
+    (data_dir / "memory/users").rmdir()
+    profile = client.post("/v1/memories/profile", json={"name": "ou_1", "body": "Ann."})
+    assert profile.status_code == 201, profile.text

@@ -109,13 +109,14 @@ def layout_problem(layout: Layout) -> str | None:
     for folder in (layout.memory_dir, layout.skills_dir, layout.index_dir, layout.models_dir):
         if folder.exists() and not folder.is_dir():
             return f"{folder} is a file where somnid keeps a folder: move it away"
-    for top in layout.tops():
-        if not os.path.lexists(top) and _in_history(layout.root, top.name):
+    for top in layout.kept():
+        rel = str(layout.relative(top))
+        if not os.path.lexists(top) and _in_history(layout.root, rel):
             # Made anew, its entries would be committed as deleted, and sync would carry
             # that to every machine.
             return (
                 f"{top} is missing, and history holds its files: put it back, or bring it "
-                f"back from history (git -C {layout.root} checkout HEAD -- {top.name}); to "
+                f"back from history (git -C {layout.root} checkout HEAD -- {rel}); to "
                 "start afresh, make the folder again, empty"
             )
     token = token_path(layout.root)

@@ -400,13 +400,17 @@ class Committer:
         return self.git.text("rev-parse", "HEAD").strip()
 
     def gone(self) -> Path | None:
-        """memory/ or skills/ if a person moved it away while history keeps files of it (in
-        its index or in HEAD): nothing is committed meanwhile (an empty skills/ removed
-        holds nothing back)."""
-        for top in self.layout.tops():
-            if not top.is_dir() and in_history(self.git, top.name):
-                return top
+        """memory/, skills/ or a kind's folder if a person moved it away while history keeps
+        files of it (in its index or in HEAD): nothing is committed meanwhile (an empty
+        one removed holds nothing back)."""
+        for folder in self.layout.kept():
+            if self.layout.moved_away(folder) and self.holds(folder):
+                return folder
         return None
+
+    def holds(self, folder: Path) -> bool:
+        """Whether history keeps files under ``folder`` (absolute)."""
+        return in_history(self.git, str(self.layout.relative(folder)))
 
     def _stageable(self, paths: list[str]) -> list[str]:
         specs: dict[str, None] = {}

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -43,12 +44,19 @@ class _Look:
     writable: bool
 
 
+def _gone(folder: Path) -> bool:
+    return not folder.is_dir()
+
+
 class StorageHealth:
     """Thread-safe: writes report from worker threads, health asks from another."""
 
-    def __init__(self, root: Path, folders: tuple[Path, ...] = ()) -> None:
+    def __init__(
+        self, root: Path, folders: tuple[Path, ...] = (), away: Callable[[Path], bool] = _gone
+    ) -> None:
         self.root = root
         self.folders = folders
+        self.away = away  # whether one of ``folders`` is missing as a move makes it
         self._lock = threading.Lock()
         self._failure: _Failure | None = None
 
@@ -72,7 +80,7 @@ class StorageHealth:
             if failure is not None and _recovered(failure, look):
                 self._failure = failure = None
         for folder in self.folders:
-            if not folder.is_dir():
+            if self.away(folder):
                 return "degraded", folder_missing(folder).detail
         if look.read_only:
             return "degraded", "the data dir's file system is read-only: writes fail (read_only)"

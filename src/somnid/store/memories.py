@@ -42,6 +42,7 @@ from somnid.store.atomic import (
     write_atomic,
 )
 from somnid.store.fields import check_fields, render_entry
+from somnid.store.kept import kept_folder
 from somnid.store.layout import Layout
 from somnid.store.naming import EntryNames
 from somnid.store.own_writes import OwnWrites
@@ -77,6 +78,7 @@ class MemoryStore(EntryNames):
         self._ours = OwnWrites()
         self._write_lock = threading.RLock()
         self._held: tuple[str, ...] = ()
+        self.history_holds: Callable[[Path], bool] = lambda folder: False  # set by history
 
     @contextlib.contextmanager
     def hold(self, specs: list[str]) -> Iterator[None]:
@@ -106,14 +108,7 @@ class MemoryStore(EntryNames):
 
     # ------------------------------------------------------------------ writing
 
-    def create(
-        self,
-        kind: Kind,
-        name: str,
-        *,
-        meta: dict[str, Any],
-        body: str,
-    ) -> Entry:
+    def create(self, kind: Kind, name: str, *, meta: dict[str, Any], body: str) -> Entry:
         """Write a new entry; ``name`` is slugified. Conflict if a live entry has that name."""
         slug = slugify(name)
         path = self.layout.entry_file(kind, slug)
@@ -354,7 +349,7 @@ class MemoryStore(EntryNames):
         """write_atomic, telling :attr:`health` how it went."""
         self._refuse_held(path)
         try:
-            top = self.layout.top_of(path)
+            top = kept_folder(self.layout, path, self.history_holds)
             write_atomic(
                 path,
                 data,
@@ -384,7 +379,8 @@ class MemoryStore(EntryNames):
                 "move it away first"
             )
         try:
-            move_atomic(source, target, within=self.layout.top_of(target))
+            within = kept_folder(self.layout, target, self.history_holds)
+            move_atomic(source, target, within=within)
         except StorageError as exc:
             self.health.failed(exc)
             raise

@@ -60,7 +60,7 @@ class EntryReader:
         self.entries_kept = ENTRIES_KEPT
         self._broken: dict[str, BrokenReport] = {}
         self._broken_lock = threading.Lock()
-        self.health = StorageHealth(layout.root, layout.tops())
+        self.health = StorageHealth(layout.root, layout.kept(), layout.moved_away)
         self._counts = FolderCounts()
 
     def read(self, kind: Kind, name: str, *, archived: bool = False) -> Entry:
@@ -344,11 +344,11 @@ class EntryReader:
         return entry, doc
 
     def _missing(self, kind: Kind, name: str, archived: bool) -> NotFound:
-        """NotFound; FolderAway when memory/ or skills/ itself was moved away while somnid
-        runs: the entry is not known to be gone (a client must not read it so)."""
-        top = self.layout.top_of(self.layout.kind_dir(kind))
-        if top is not None and not top.is_dir():
-            return FolderAway(folder_missing(top).detail)
+        """NotFound; FolderAway when memory/, skills/ or the kind's folder was moved away
+        while somnid runs: the entry is not known to be gone (a client must not read it so)."""
+        away = self.layout.away(self.layout.kind_dir(kind))
+        if away is not None:
+            return FolderAway(folder_missing(away).detail)
         return gone(kind, name, archived)
 
     def _a_folder(self, folder: Path) -> None:

@@ -290,6 +290,29 @@ async def test_two_daemons_share_one_index(tmp_path: Path, pg_dsn: str) -> None:
                     assert name in await names_found(rt, name.split("-")[1]), name
 
 
+async def test_another_daemon_s_rows_do_not_crowd_out_one_s_own(
+    tmp_path: Path, pg_dsn: str
+) -> None:
+    """An index probe: on one database, daemon A's 300 entries that said a word twenty
+    times filled the ranked pool, and daemon B found nothing for that word in its own."""
+    clock = ManualClock(NOW)
+    no_watch = {"watch": False, "candidates": 20}
+    a_dir, b_dir = tmp_path / "a", tmp_path / "b"
+    async with Runtime.open(pg_settings(a_dir, pg_dsn, recall=no_watch), clock=clock) as a:
+        for number in range(60):
+            body = " ".join(["quokkas"] * 20)
+            await a.memories.create(Kind.KNOWLEDGE, f"a-{number}", description="q", body=body)
+        await a.index.sync()
+        async with Runtime.open(pg_settings(b_dir, pg_dsn, recall=no_watch), clock=clock) as b:
+            filler = " ".join(f"word{n}" for n in range(200))
+            await b.memories.create(
+                Kind.KNOWLEDGE, "b-own", description="mine", body=f"{filler} quokkas"
+            )
+            await b.index.sync()
+            assert await names_found(b, "quokkas") == ["b-own"]
+            assert len(await names_found(a, "quokkas")) == 10
+
+
 async def test_a_postgres_restart_mid_write_loses_nothing(
     tmp_path: Path, pg_dsn: str, pg_server: PgServer
 ) -> None:

@@ -242,7 +242,10 @@ class PgIndex:
     # ------------------------------------------------------------------ search
 
     def _read_stats(self) -> tuple[float, float]:
-        found = self.db.fetchone("SELECT count(*), coalesce(avg(terms_len), 0) FROM somnid.entries")
+        found = self.db.fetchone(
+            f"SELECT count(*), coalesce(avg(terms_len), 0) FROM somnid.entries WHERE {_MINE}",
+            self._me,
+        )
         count, mean = (0, 0.0) if found is None else (int(found[0]), float(found[1]))
         return float(count), max(mean, 1.0)
 

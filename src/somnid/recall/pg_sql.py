@@ -23,14 +23,15 @@ OVERFETCH = 2  # keyword rows ranked per row wanted: some may be another daemon'
 
 # FTS5's bm25(): IDF (floored at 1e-6; the row count is cached, and a term may meanwhile be
 # in more rows than it counted) × the column-weighted count, saturated, over the
-# row's length in terms against the mean. The postings of the query's terms are read once
-# by the primary key (term first); each carries its row's kind and length, so ranking
-# needs no join: only the best rows are then checked to be this daemon's.
+# row's length in terms against the mean, over this daemon's rows alone (another's on a
+# shared database crowded its own out of the pool: an index probe). The postings of the
+# query's terms are read once by the primary key (term first), each joined to its row.
 _RANKED = f"""
 hits AS MATERIALIZED (
-    SELECT term, entry_id, kind, row_len,
+    SELECT t.term, t.entry_id, t.kind, t.row_len,
         n0 * %(w0)s + n1 * %(w1)s + n2 * %(w2)s + n3 * %(w3)s + n4 * %(w4)s + n5 * %(w5)s AS tf
-    FROM somnid.terms WHERE term = ANY(%(terms)s)
+    FROM somnid.terms t JOIN somnid.entries e ON e.id = t.entry_id
+    WHERE t.term = ANY(%(terms)s) AND e.{MINE}
 ),
 idf AS (
     SELECT term,
@@ -41,12 +42,13 @@ ranked AS MATERIALIZED (
     SELECT h.entry_id, sum(idf.w * h.tf * {K1 + 1}
         / (h.tf + {K1} * (1 - {B} + {B} * h.row_len / %(avg)s))) AS rank
     FROM hits h JOIN idf USING (term) WHERE h.kind = ANY(%(codes)s)
-    GROUP BY h.entry_id HAVING sum(h.tf) > 0 ORDER BY rank DESC LIMIT %(pool)s * {OVERFETCH}
+    GROUP BY h.entry_id HAVING sum(h.tf) > 0
+    ORDER BY rank DESC, h.entry_id LIMIT %(pool)s * {OVERFETCH}
 )"""
 
 BM25 = f"""WITH {_RANKED}
 SELECT r.entry_id, r.rank FROM ranked r JOIN somnid.entries e ON e.id = r.entry_id
-WHERE e.{MINE} ORDER BY r.rank DESC LIMIT %(pool)s
+WHERE e.{MINE} ORDER BY r.rank DESC, r.entry_id LIMIT %(pool)s
 """
 
 # The HNSW index finds the neighbours; whose rows they are is checked after (a filter on

@@ -165,6 +165,14 @@ def test_what_a_person_left_in_the_data_dir_is_one_line_and_exit_2(tmp_path: Pat
     (data / "token").rmdir()
     (data / "token").write_bytes(b"\xff\xfe")
     _one_line_error(somnid(cli_env(data, free_port()), "serve"), 2, "is not text")
+    (data / "token").unlink()
+    # An index probe: a folder where the index file belongs ended the start in a traceback
+    # (and `somnid reindex` in "Is a directory").
+    (data / "index/index.sqlite").mkdir(parents=True)
+    for command in ("serve", "reindex"):
+        said = "index.sqlite is not a file: move it away"
+        _one_line_error(somnid(cli_env(data, free_port()), command), 2 if command == "serve" else 1,
+                        said)  # fmt: skip
 
 
 def test_a_bad_flag_is_blamed_on_the_flag_not_on_the_environment(tmp_path: Path) -> None:
@@ -191,6 +199,10 @@ def test_a_start_with_memory_moved_away_refuses_rather_than_delete_it(tmp_path: 
     (tmp_path / "backup").rename(data / "memory")
     assert not (data / "skills").exists()  # missing too, but history holds none of it
     assert layout_problem_of(data) is None
+    # A kind's folder alike (an index probe: `mv memory/knowledge` while somnid ran).
+    (data / "memory/knowledge").rename(tmp_path / "knowledge")
+    done = somnid(cli_env(data, free_port()), "serve")
+    _one_line_error(done, 2, "knowledge is missing, and history holds its files")
 
 
 def layout_problem_of(data: Path) -> str | None:

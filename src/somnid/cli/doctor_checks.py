@@ -224,12 +224,14 @@ def _model_offline(settings: Settings) -> Finding:
 
 def index_check(ctx: Context) -> list[Finding]:
     from somnid.memory.names import is_name
-    from somnid.recall.offline import INDEX_FILE, INDEXED_KINDS, indexed_files
+    from somnid.recall.offline import INDEX_FILE, INDEXED_KINDS, index_file_problem, indexed_files
     from somnid.store.layout import Layout
 
     backend, kind = index_backend_finding(ctx)
     if not ctx.settings.data_dir.is_dir():
         return [backend]
+    if (problem := index_file_problem(ctx.settings)) is not None:
+        return [backend, Finding("FAIL", "index", problem, "then `somnid reindex`")]
     layout = Layout(ctx.settings.data_dir)
     files = indexed_files(layout, _clock(ctx.settings))
     located = (layout.classify(layout.root / path) for path in ctx.broken)

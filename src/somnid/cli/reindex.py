@@ -154,8 +154,10 @@ def _offline(settings: Settings, args: argparse.Namespace) -> int:
 async def _rebuild_offline(settings: Settings, *, vectors: bool) -> Status:
     from somnid.api.schemas.recall import IndexStatusOut
     from somnid.memory.clock import SystemClock, resolve_timezone
-    from somnid.recall.offline import open_for_rebuild
+    from somnid.recall.offline import index_file_problem, open_for_rebuild
 
+    if (problem := index_file_problem(settings)) is not None:
+        raise CliError(problem)
     settings = settings.model_copy(
         update={"recall": settings.recall.model_copy(update={"watch": False})}
     )

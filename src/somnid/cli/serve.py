@@ -45,7 +45,10 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     if (unread := original_variables()) is not None:
         logging.getLogger("somnid.config").warning("%s", unread)
     faulthandler.enable()  # a crash in native code still leaves a Python stack in the log
+    from somnid.recall.offline import index_file_problem
+
     problem = data_dir_problem(settings.data_dir) or layout_problem(Layout(settings.data_dir))
+    problem = problem or index_file_problem(settings)
     if problem is not None:
         raise CliError(problem, EXIT_USAGE)
     # The model loads while the daemon's modules are imported (~0.5 s off every start).

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Callable
 
@@ -55,6 +56,34 @@ def describe_index(settings: Settings) -> BackendInfo:
     finally:
         db.close()
     return BackendInfo("postgres", version, f"vector {vector}" if vector else None, db.location)
+
+
+def index_file_problem(settings: Settings) -> str | None:
+    """Why the SQLite index file (or its WAL) cannot be used, in one line; else None. A
+    folder or another non-file there, or a file somnid may not write (``chmod 444``,
+    ``chattr +i``): SQLite fails at the first write (a probe: a start ended in a traceback,
+    checkpoints failed unseen, the WAL grew). The index is derived: moved away, it is made
+    again from the files."""
+    if settings.index.backend != "sqlite":
+        return None
+    folder = Layout(settings.data_dir).index_dir
+    for name in (INDEX_FILE, f"{INDEX_FILE}-wal", f"{INDEX_FILE}-shm"):
+        path = folder / name
+        if not os.path.lexists(path):
+            continue
+        if path.is_symlink() or not path.is_file():
+            why = "is not a file"
+        elif not os.access(path, os.R_OK | os.W_OK):
+            why = "is not writable for somnid"
+        else:
+            continue
+        return (
+            f"{path} {why}: move it away (or make it writable); the index is derived and "
+            "made again from the files"
+        )
+    if folder.is_dir() and not os.access(folder, os.W_OK | os.X_OK):
+        return f"{folder} is not writable for somnid: make it writable (chmod u+rwx)"
+    return None
 
 
 def open_for_rebuild(settings: Settings, clock: Clock, tell: Callable[[str], None]) -> RecallSystem:

@@ -57,6 +57,7 @@ RETRY_S = 5.0  # after a commit git refused (a stale index.lock, a full disk)
 class WatcherLike(Protocol):
     on_file: Callable[[Path], Awaitable[None]]
     on_folder: Callable[[Path], Awaitable[None]]
+    on_restart: Callable[[], Awaitable[object]] | None
 
 
 class Committer:
@@ -173,7 +174,15 @@ class Committer:
             await on_folder(path)
             self.hand_edited()
 
+        on_restart = watcher.on_restart
+
+        async def caught_up() -> None:  # edits made while no watch ran: a sweep takes them
+            if on_restart is not None:
+                await on_restart()
+            self.hand_edited()
+
         watcher.on_file, watcher.on_folder = file_changed, folder_changed
+        watcher.on_restart = caught_up
 
     def hand_edited(self) -> None:
         self._hand = True

@@ -6,6 +6,12 @@ folder it may not enter (``chmod 000``, made with sudo), quietly with
 is walked first. Without such a folder, each root is watched whole. With one, each folder on
 the way to it is watched alone (its own files, and folders appearing in it), and every other
 folder below those is watched whole.
+
+A folder whose name is not UTF-8 (made by hand, or copied from another system) is left out
+the same way: ``watchfiles`` cannot give its path to Python, and stopped the whole watch
+for as long as it was there (a probe: hand edits everywhere went unseen). Its parent is
+polled instead (``polled``): an OS watch reports even a read of the folder (git's status
+reads it), a poll only a change. Renamed, it shows there, and the plan is made again.
 """
 
 from __future__ import annotations
@@ -22,22 +28,30 @@ class WatchPlan:
     alone: list[Path] = field(default_factory=list)
     """Folders on the way to an unreadable one: watched without what is below them."""
     unreadable: list[Path] = field(default_factory=list)
+    unnamed: list[Path] = field(default_factory=list)
+    """Folders left out for a name that is not UTF-8 (not looked at again: a rename is an
+    event in the parent's watch)."""
+    polled: list[Path] = field(default_factory=list)
+    """Of ``alone``, the parents of ``unnamed``: polled, not watched by the OS."""
 
 
 def watch_plan(roots: list[Path]) -> WatchPlan:
     """Walk ``roots`` (blocking: a walk of every folder, as the OS watch makes anyway)."""
     present = [root for root in roots if root.is_dir()]
     unreadable: list[Path] = []
+    unnamed: list[Path] = []
     for root in present:
-        for _ in os.walk(root, onerror=lambda exc: _note_shut(exc, unreadable)):
-            pass
-    if not unreadable:
+        for top, folders, _files in os.walk(root, onerror=lambda e: _note_shut(e, unreadable)):
+            for name in [name for name in folders if not _utf8(name)]:
+                folders.remove(name)
+                unnamed.append(Path(top) / name)
+    if not unreadable and not unnamed:
         return WatchPlan(whole=present)
     alone: set[Path] = set()
-    for folder in unreadable:
+    for folder in (*unreadable, *unnamed):
         root = next(root for root in present if folder.is_relative_to(root))
         alone.update(p for p in folder.parents if p.is_relative_to(root))
-    blocked = alone | set(unreadable)
+    blocked = alone | set(unreadable) | set(unnamed)
     whole = [root for root in present if root not in blocked]  # a root with none of them
     for folder in sorted(alone):
         try:
@@ -45,7 +59,17 @@ def watch_plan(roots: list[Path]) -> WatchPlan:
         except OSError:
             continue  # gone since the walk: the next plan sees it
         whole.extend(child for child in children if child not in blocked)
-    return WatchPlan(whole=sorted(whole), alone=sorted(alone), unreadable=sorted(unreadable))
+    polled = sorted({folder.parent for folder in unnamed})
+    alone -= set(polled)
+    return WatchPlan(sorted(whole), sorted(alone), sorted(unreadable), sorted(unnamed), polled)
+
+
+def _utf8(name: str) -> bool:
+    try:
+        name.encode("utf-8")  # a byte that is no UTF-8 is a lone surrogate here
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _a_folder(entry: os.DirEntry[str]) -> bool:

@@ -32,6 +32,7 @@ log = logging.getLogger(__name__)
 RESTART_FIRST_S = 1.0
 RESTART_MAX_S = 60.0
 IDLE_YIELD_MS = 5000
+POLL_MS = 1000  # how often a folder the OS cannot watch for somnid is looked at
 REPLAN_S = 60.0  # with a folder left out: how often to look whether it is readable now
 
 
@@ -119,16 +120,19 @@ class Watcher:
         was unreadable may be read now. A round planned ``again`` catches up, once its
         watches are set up, with what changed while there were none (a sync)."""
         plan = await asyncio.to_thread(watch_plan, self.roots)
-        if not plan.whole and not plan.alone:
+        if not plan.whole and not plan.alone and not plan.polled:
             self.failure = None
             return False
         if plan.unreadable:
             shown = ", ".join(str(folder) for folder in plan.unreadable[:3])
             log.warning("the file watcher leaves out folders it may not read: %s", shown)
+        if plan.unnamed:
+            shown = ", ".join(repr(str(folder)) for folder in plan.unnamed[:3])
+            log.warning("the file watcher leaves out folders whose names are not UTF-8: %s", shown)
         done = asyncio.Event()  # this round's end
         replan = False
 
-        async def follow(paths: list[Path], recursive: bool) -> None:
+        async def follow(paths: list[Path], recursive: bool, polled: bool = False) -> None:
             nonlocal replan
             async for changes in watchfiles.awatch(
                 *paths,
@@ -139,6 +143,8 @@ class Watcher:
                 recursive=recursive,
                 rust_timeout=IDLE_YIELD_MS,
                 yield_on_timeout=True,  # an empty set now and then: the watch runs
+                force_polling=polled,
+                poll_delay_ms=POLL_MS,
             ):
                 self.failure = None
                 if not changes:
@@ -173,6 +179,8 @@ class Watcher:
                 group.create_task(follow(plan.whole, True))
             if plan.alone:
                 group.create_task(follow(plan.alone, False))
+            if plan.polled:
+                group.create_task(follow(plan.polled, False, polled=True))
             if again:
                 group.create_task(self._catch_up())
         return replan and not self._stop.is_set()

@@ -10,7 +10,6 @@ from fastapi.testclient import TestClient
 
 from somnid.memory.clock import ManualClock
 from somnid.services.upkeep_clock import UpkeepClock
-from tests.history.helpers import wait_for
 
 START = dt.datetime(2026, 10, 3, 12, tzinfo=dt.UTC)
 DAY = dt.timedelta(days=1)
@@ -33,8 +32,13 @@ def test_a_jump_of_the_wall_clock_is_not_time_gone_by(tmp_path: Path) -> None:
     assert again.now() == START + 3 * DAY + dt.timedelta(minutes=30)
     clock.jump(-3650 * DAY)
     assert again.now() == clock.now() and again.lag == dt.timedelta(0)
-    clock.jump(-5 * DAY)  # set back further than it was ahead: upkeep follows the wall clock
-    assert again.now() == clock.now()
+    before = again.now()
+    clock.jump(-5 * DAY)  # set back: upkeep's time goes on as the machine ran
+    assert again.now() == before
+    clock.advance(DAY)
+    assert again.now() == before + DAY
+    clock.jump(5 * DAY)  # set right again: the lag is given back
+    assert again.now() == clock.now() and again.lag == dt.timedelta(0)
 
 
 def test_a_new_boot_or_a_broken_file_starts_without_a_lag(tmp_path: Path) -> None:
@@ -72,21 +76,20 @@ def test_a_clock_set_ahead_retires_and_expires_nothing(
     assert [(c["name"], c["scoreAfter"]) for c in report["decayed"]] == [("fact", 0.405)]
 
 
-def test_a_last_decay_ahead_of_today_starts_again_from_today(
-    client: TestClient, clock: ManualClock, data_dir: Path
+def test_a_clock_set_back_then_right_retires_nothing(
+    expiring: TestClient, clock: ManualClock, data_dir: Path
 ) -> None:
-    made = client.post("/v1/memories/knowledge", json={"name": "ahead", "description": "d"})
+    """A review: with upkeep following the wall clock back, every `last_decay` was moved
+    ten years back, and once the clock was right again the next pass decayed ten years."""
+    made = expiring.post("/v1/memories/knowledge", json={"name": "fact", "description": "d"})
     assert made.status_code == 201
-    path = data_dir / "memory/knowledge/ahead/SKILL.md"
-    text = path.read_text()
-    start = clock.now().date().isoformat()
-    path.write_text(text.replace(f"last_decay: {start}", "last_decay: 2036-12-04", 1))
-
-    def started_again() -> bool:  # once upkeep reads the hand edit (not before it sees it)
-        assert client.post("/v1/maintenance/decay").json()["decayed"] == []
-        return "2036-12-04" not in path.read_text()
-
-    wait_for(started_again)
+    assert expiring.post("/v1/maintenance/decay").json()["decayed"] == []  # upkeep's mark
+    clock.jump(-3650 * DAY)
+    assert expiring.post("/v1/maintenance/decay").json()["decayed"] == []
+    clock.jump(3650 * DAY)
     clock.advance(DAY)
-    report = client.post("/v1/maintenance/decay").json()
-    assert [(c["name"], c["scoreAfter"]) for c in report["decayed"]] == [("ahead", 0.45)]
+    report = expiring.post("/v1/maintenance/decay").json()
+    assert [(c["name"], c["scoreAfter"]) for c in report["decayed"]] == [("fact", 0.45)]
+    assert report["retired"] == []
+    text = (data_dir / "memory/knowledge/fact/SKILL.md").read_text()
+    assert "last_decay: 2016" not in text  # never moved back with the clock

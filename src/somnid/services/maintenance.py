@@ -86,10 +86,8 @@ class Maintenance:
 
         def apply(doc: frontmatter.Document) -> None:
             vitals = vitals_from_meta(doc.meta, tz)
-            if vitals.last_decay is None or vitals.last_decay > now.date():
-                # Start the clock, nothing to catch up; or start it again: a day ahead of
-                # upkeep's is a clock that was wrong, and would hold the decay until then.
-                doc.meta["last_decay"] = now
+            if vitals.last_decay is None:
+                doc.meta["last_decay"] = now  # start the clock; nothing to catch up
                 outcome.append(vitals.score)
                 return
             after = decay(vitals, entry.kind, now.date(), salience)

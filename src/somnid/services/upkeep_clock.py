@@ -1,14 +1,16 @@
-"""The time upkeep counts in: the wall clock, less what it jumped ahead while the machine ran.
+"""The time upkeep counts in: the wall clock, less what it jumped while the machine ran.
 
 Decay catches up missed days at once and intentions expire by their due date, both by the
 wall clock: set ten years ahead (by hand, by a wrong NTP source), the next upkeep retired
 every memory and expired every intention (a time probe). So each pass measures how far the
 wall clock moved against how long the machine ran (``Clock.running``: suspended time
-included). A move ahead by more than ``TOLERANCE`` beyond the run is a jump: upkeep keeps
-counting from where it was and says so in the log; a move back gives that lag back (the
-clock set right again). A restart of the daemon keeps the lag (this file); a new boot starts
-without one, as the run cannot be measured across it: time the machine was off counts, as
-missed days always have.
+included). A move by more than ``TOLERANCE`` beyond the run is a jump: upkeep counts on
+from where it was, as the machine ran, and says so in the log; the clock set right again
+takes the lag back, so upkeep's time never goes back within a boot. A restart of the
+daemon keeps the lag (this file); a new boot starts without one, as the run cannot be
+measured across it: time the machine was off counts, as missed days always have. (A
+machine whose run stands still while its clock is stepped, a paused VM, counts those days
+only after its next boot.)
 """
 
 from __future__ import annotations
@@ -56,10 +58,13 @@ class UpkeepClock:
             lag = before.lag
             drift = (wall.timestamp() - before.wall) - (ran - before.ran)
             if abs(drift) > TOLERANCE.total_seconds():
-                lag = max(0.0, lag + drift)
+                # Back or ahead, upkeep's time goes on as the machine ran: set back then
+                # right, the clock gives back what it took (a lag only ever clamped at nought
+                # took a clock set right again for a jump ahead, and retired everything).
+                lag += drift
                 log.warning(
                     "the clock moved %.1f days %s while the machine ran %.1f hours: upkeep "
-                    "(decay, retirement, intention expiry) counts %.1f days behind it",
+                    "(decay, retirement, intention expiry) counts %.1f days off it",
                     abs(drift) / 86400, "ahead" if drift > 0 else "back",
                     (ran - before.ran) / 3600, lag / 86400,
                 )  # fmt: skip
@@ -76,7 +81,7 @@ class UpkeepClock:
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
             return _Mark(str(data["boot"]), float(data["ran"]), float(data["wall"]),
-                         max(0.0, float(data["lag"])))  # fmt: skip
+                         float(data["lag"]))  # fmt: skip
         except (OSError, ValueError, KeyError, TypeError):  # none yet, or broken: start anew
             return None
 

@@ -47,12 +47,18 @@ def content_words(text: str) -> set[str]:
         if len(cjk) == 1:
             words.add(cjk)
         words.update(cjk[i : i + 2] for i in range(len(cjk) - 1))
-    for word in _WORD.findall(_CJK.sub(" ", text.casefold())):
-        if (len(word) >= 3 or word.isdigit()) and word not in _STOP:
-            if 3 < len(word) <= 5 and word.endswith("s") and not word.endswith("ss"):
-                word = word[:-1]  # "dogs" is "dog": five letters would keep them apart
-            words.add(word[:5])
+    for word in _WORD.findall(_CJK.sub(" ", _GROUPED.sub("", text).casefold())):
+        if word in _NUMBER_WORDS:
+            words.add(str(_NUMBER_WORDS[word]))  # "three" is "3"
+        elif (len(word) >= 3 or word.isdigit()) and word not in _STOP:
+            words.add(_stem(word))
     return words
+
+
+def _stem(word: str) -> str:
+    if 3 < len(word) <= 5 and word.endswith("s") and not word.endswith("ss"):
+        word = word[:-1]  # "dogs" is "dog": five letters would keep them apart
+    return word[:5]
 
 
 _NEGATION = re.compile(
@@ -71,34 +77,56 @@ def carries(text: str, part: str) -> bool:
 
 
 _DIGITS = re.compile(r"\d+")
+_GROUPED = re.compile(r"(?<=\d)[,'](?=\d{3}\b)")  # 1,200 is 1200
+_CLOCK = re.compile(r"(\d+)(?::\d\d)?\s*([ap])\.?m\b", re.IGNORECASE)  # 3pm is not 3am
 _CJK_NUMBER = re.compile(
     r"(?:星期|礼拜|周)[一二三四五六日天]"
     r"|[〇零一二两三四五六七八九十百千万亿]+(?=[月日号点个年岁次天周元块分位本只条张])"
 )
-_CAPITALISED = re.compile(r"\b[A-Z][^\W\d_]+")
+_CAPITALISED = re.compile(r"\b[A-Z][^\W\d_]{2,}")
+_NUMBER_WORDS = {
+    word: number
+    for number, words in enumerate(
+        """zero; one first; two second; three third; four fourth; five fifth; six sixth;
+        seven seventh; eight eighth; nine ninth; ten tenth; eleven eleventh; twelve twelfth
+        dozen; thirteen; fourteen; fifteen; sixteen; seventeen; eighteen; nineteen; twenty
+        twentieth""".split(";")  # noqa: SIM905
+    )
+    for word in words.split()
+} | {"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80,
+     "ninety": 90, "hundred": 100, "thousand": 1000, "million": 1_000_000}  # fmt: skip
 _TIME_NAMES = frozenset(
     """
-    january february march april may june july august september october november december
+    january february march april june july august september october november december
     monday tuesday wednesday thursday friday saturday sunday
-    one two three four five six seven eight nine ten eleven twelve twenty thirty forty
-    fifty hundred thousand million first second third fourth fifth half dozen
+    today tonight tomorrow yesterday morning afternoon evening night weekend half
     """.split()  # noqa: SIM905
-)
+)  # "may" is a month only capitalised (a verb else)
 
 
 def details(text: str) -> set[str]:
-    """What a memory states exactly: its numbers (``#15``), numbers and weekdays written in
-    Chinese, month and weekday names, number words, and capitalised words (names, places)
-    other than stop words; words as ``content_words`` keeps them."""
+    """What a memory states exactly: its numbers (``#15``, ``three`` as ``#3``, ``3pm`` as
+    ``#3pm`` too), numbers and weekdays written in Chinese, month, weekday and day names,
+    and capitalised words of three letters or more (names, places) other than stop words;
+    words as ``content_words`` keeps them."""
+    text = _GROUPED.sub("", text)
     found = {f"#{int(run)}" for run in _DIGITS.findall(text)}
+    found.update(f"#{int(hour)}{half.lower()}m" for hour, half in _CLOCK.findall(text))
     found.update(f"#{run}" for run in _CJK_NUMBER.findall(text))
-    words = [w.casefold() for w in _WORD.findall(_CJK.sub(" ", text))]
-    found.update(w[:5] for w in words if w in _TIME_NAMES)
+    for word in (w.casefold() for w in _WORD.findall(_CJK.sub(" ", text))):
+        if word in _NUMBER_WORDS:
+            found.add(f"#{_NUMBER_WORDS[word]}")
+        elif word in _TIME_NAMES:
+            found.add(_stem(word))
     for name in _CAPITALISED.findall(text):
-        word = name.casefold()
-        if len(word) >= 2 and word not in _STOP:
-            found.add(word[:5] if not (3 < len(word) <= 5 and word.endswith("s")) else word[:-1])
+        if (word := name.casefold()) not in _STOP:
+            found.add(_stem(word))
     return found
+
+
+def _said(text: str) -> set[str]:
+    """Every word of ``text`` as ``content_words`` keeps them, short and stop words too."""
+    return {_stem(word) for word in _WORD.findall(_CJK.sub(" ", text.casefold()))}
 
 
 def same_details(new: str, old: str) -> bool:
@@ -106,7 +134,7 @@ def same_details(new: str, old: str) -> bool:
     says less is no change, a number, date or name of its own is."""
     if len(_NEGATION.findall(new.casefold())) != len(_NEGATION.findall(old.casefold())):
         return False
-    return details(new) <= details(old) | content_words(old)
+    return details(new) <= details(old) | content_words(old) | _said(old)
 
 
 def restates(new: str, old: str) -> bool:

@@ -154,7 +154,21 @@ def test_a_kind_s_folder_moved_away_is_neither_remade_nor_committed_as_deleted(
     wait_for(lambda: any("knowledge/gamma" in s for s in subjects(data_dir)))
     assert _deleted(data_dir) == []
     # A kind's folder history holds nothing of (git removes one with its last file, as a
-    # sync's merge may) is made again by the next write.
+    # sync's merge may) is not away: health ok, a read not found, the next write makes it.
     (data_dir / "memory/users").rmdir()
+    assert _storage(client) == {"status": "ok", "detail": None}
+    assert_problem(client.get("/v1/memories/profile/ou_1"), 404, "not_found")
     profile = client.post("/v1/memories/profile", json={"name": "ou_1", "body": "Ann."})
     assert profile.status_code == 201, profile.text
+    # The skills' one kind folder alike (the review: with no other kind's folder beside it,
+    # it was taken for a fresh start, made again, and every skill committed as deleted).
+    skill = client.post("/v1/memories/skill", json={"name": "deploy", "description": "how"})
+    assert skill.status_code == 201, skill.text
+    wait_for(lambda: any("skill/deploy" in s for s in subjects(data_dir)))
+    shutil.move(data_dir / "skills/agent_learned_skills", tmp_path / "skills-away")
+    wait_for(lambda: _storage(client)["status"] == "degraded")
+    again = client.post("/v1/memories/skill", json={"name": "other", "description": "d"})
+    assert_problem(again, 503, "folder_missing")
+    shutil.move(tmp_path / "skills-away", data_dir / "skills/agent_learned_skills")
+    wait_for(lambda: _storage(client) == {"status": "ok", "detail": None})
+    assert _deleted(data_dir) == []

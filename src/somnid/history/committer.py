@@ -38,6 +38,7 @@ from somnid.memory.entry import Entry
 from somnid.memory.kinds import Kind
 from somnid.provenance import DREAM, MERGED, Actor, DreamRecord, current_actor
 from somnid.services.memories import MemoryService
+from somnid.store import kept
 from somnid.store.atomic import folder_missing
 from somnid.store.layout import FOLDER_FILES, Layout
 
@@ -413,7 +414,7 @@ class Committer:
         files of it (in its index or in HEAD): nothing is committed meanwhile (an empty
         one removed holds nothing back)."""
         for folder in self.layout.kept():
-            if self.layout.moved_away(folder) and self.holds(folder):
+            if kept.moved_away(self.layout, folder, self.holds) and self.holds(folder):
                 return folder
         return None
 

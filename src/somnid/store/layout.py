@@ -26,7 +26,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -173,25 +172,6 @@ class Layout:
         there never makes again (:func:`somnid.store.atomic.ensure_dir`)."""
         holding = [folder for folder in self.kept() if path == folder or folder in path.parents]
         return max(holding, key=lambda folder: len(folder.parts), default=None)
-
-    def away(self, path: Path) -> Path | None:
-        """The outermost of :meth:`kept` holding ``path`` that was moved away."""
-        holding = [folder for folder in self.kept() if path == folder or folder in path.parents]
-        missing = [folder for folder in holding if self.moved_away(folder)]
-        return min(missing, key=lambda folder: len(folder.parts), default=None)
-
-    def moved_away(self, folder: Path) -> bool:
-        """Whether kept ``folder`` is not there while its top is, beside a kind's folder
-        that is: a kind's folder moved away. With every one of them gone, the top was made
-        again empty: a fresh start (a write makes them again)."""
-        if os.path.lexists(folder):  # a file there is a broken layout, reported as such
-            return False
-        if folder in self.tops():
-            return True
-        top = self.top_of(folder.parent)
-        return top is not None and any(
-            other.is_dir() for other in self.kept() if other != top and top in other.parents
-        )
 
     def kept(self) -> tuple[Path, ...]:
         """memory/, skills/ and each kind's folder, made at start. One a person moves away

@@ -42,7 +42,7 @@ from somnid.store.atomic import (
     write_atomic,
 )
 from somnid.store.fields import check_fields, render_entry
-from somnid.store.kept import kept_folder
+from somnid.store.kept import kept_folder, note_tops
 from somnid.store.layout import Layout
 from somnid.store.naming import EntryNames
 from somnid.store.own_writes import OwnWrites
@@ -78,7 +78,7 @@ class MemoryStore(EntryNames):
         self._ours = OwnWrites()
         self._write_lock = threading.RLock()
         self._held: tuple[str, ...] = ()
-        self.history_holds: Callable[[Path], bool] = lambda folder: False  # set by history
+        note_tops(layout)  # made or found at start: one made again later is a fresh start
 
     @contextlib.contextmanager
     def hold(self, specs: list[str]) -> Iterator[None]:

@@ -16,7 +16,7 @@ import os
 import stat
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,7 +26,7 @@ from somnid.memory.entry import Entry
 from somnid.memory.kinds import SELF_PROFILE, Kind
 from somnid.memory.names import check_name
 from somnid.memory.text import shown_path
-from somnid.store import frontmatter
+from somnid.store import frontmatter, kept
 from somnid.store.atomic import folder_missing
 from somnid.store.counts import FolderCounts
 from somnid.store.health import StorageHealth
@@ -60,7 +60,8 @@ class EntryReader:
         self.entries_kept = ENTRIES_KEPT
         self._broken: dict[str, BrokenReport] = {}
         self._broken_lock = threading.Lock()
-        self.health = StorageHealth(layout.root, layout.kept(), layout.moved_away)
+        self.history_holds: Callable[[Path], bool] = lambda folder: False  # set by history
+        self.health = StorageHealth(layout.root, layout.kept(), self._away)
         self._counts = FolderCounts()
 
     def read(self, kind: Kind, name: str, *, archived: bool = False) -> Entry:
@@ -346,10 +347,13 @@ class EntryReader:
     def _missing(self, kind: Kind, name: str, archived: bool) -> NotFound:
         """NotFound; FolderAway when memory/, skills/ or the kind's folder was moved away
         while somnid runs: the entry is not known to be gone (a client must not read it so)."""
-        away = self.layout.away(self.layout.kind_dir(kind))
+        away = kept.away(self.layout, self.layout.kind_dir(kind), self.history_holds)
         if away is not None:
             return FolderAway(folder_missing(away).detail)
         return gone(kind, name, archived)
+
+    def _away(self, folder: Path) -> bool:
+        return kept.moved_away(self.layout, folder, self.history_holds)
 
     def _a_folder(self, folder: Path) -> None:
         """A folder where a file was reported: put back by a person, no longer broken."""

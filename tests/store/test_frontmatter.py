@@ -132,6 +132,28 @@ def test_only_a_fence_at_the_line_s_start_closes_the_front_matter() -> None:
     assert "    ---\n  2. reboot\ntags: [ops]\nscore: 0.4\n---" in written
 
 
+def test_a_front_matter_of_comments_alone_keeps_them_on_a_write() -> None:
+    """A file probe: the YAML reader keeps no comment of a block of comments alone, and
+    the first key somnid wrote (a decay's) took the person's notes' place."""
+    text = "---\n# description: my old description\n#  tags: [keep, these]\n---\nThe body.\n"
+    assert frontmatter.render(frontmatter.parse(text)) == text
+    doc = frontmatter.parse(text)
+    doc.meta["score"] = 0.4
+    assert frontmatter.render(doc) == (
+        "---\n# description: my old description\n#  tags: [keep, these]\nscore: 0.4\n"
+        "---\nThe body.\n"
+    )
+
+
+@pytest.mark.parametrize("text", ["---\ndescription:\tshown\n---\nx\n", "---\nd: a\tb\n---\nx\n"])
+def test_a_tab_the_writer_cannot_read_is_broken_for_the_reader_too(text: str) -> None:
+    """A file probe: the fast reader took a tab after `key:` that the writer's refused;
+    the entry read and listed fine, every write answered 409, and health flip-flopped."""
+    for round_trip in (True, False):
+        with pytest.raises(BrokenFile, match="not valid YAML"):
+            frontmatter.parse(text, round_trip=round_trip)
+
+
 def test_no_front_matter_is_all_body() -> None:
     doc = frontmatter.parse("just text\n---\nmore\n")
     assert dict(doc.meta) == {}

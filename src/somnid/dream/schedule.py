@@ -53,7 +53,7 @@ class Activity:
     def touch(self) -> None:
         """An agent was at work without a report (it captured a turn, called a tool): the
         idle time counts from now, so no idle dream cuts a live conversation's log."""
-        self.last_running = max(self.last_running, self.clock.now())
+        self.last_running = self.clock.now()
 
     def live(self) -> list[Report]:
         cutoff = self.clock.now() - REPORT_TTL

@@ -59,7 +59,8 @@ WRITES = {"write_atomic", "move_atomic", "append_durably", "unlink", "rmtree", "
 """Calls that write, move or delete a file (``os.replace`` is store/atomic's own)."""
 
 OWNERS = {
-    "somnid/store/": "memory/ and skills/ entries (reads, writes, moves, deletes), the lock",
+    "somnid/store/": "memory/ and skills/ entries (reads, writes, moves, deletes), the lock,"
+    " upkeep's clock",
     "somnid/sessions/": "session logs: session-log/ and its archive",
     "somnid/dream/journal.py": "dream journals",
     "somnid/history/git.py": ".git and .gitignore (git's own files)",

@@ -25,6 +25,7 @@ from somnid.dream.service import Dreamer
 from somnid.dream.tools import DreamTools
 from somnid.embed.base import Embedder
 from somnid.history.service import History
+from somnid.history.watching import follow
 from somnid.memory.clock import Clock, SystemClock, resolve_timezone
 from somnid.recall.assoc import Associator
 from somnid.recall.system import RecallSystem
@@ -206,9 +207,10 @@ class Runtime:
             if history.committer is not None:
                 memories.held_by = history.committer.git.under_way  # a person's merge waits
                 store.history_holds = history.committer.holds  # a kind's folder moved away
+                history.committer.away = store.away
                 dreamer.on_finished.append(history.committer.dream_finished)
                 if recall.watcher is not None:
-                    history.committer.follow(recall.watcher)
+                    follow(history.committer, recall.watcher)
             dreamer.before.append(sync.before_dream)
             dreamer.on_finished.append(sync.after_dream)
             awake = AwakeHooks(settings, layout, clock, sessions, dreamer)

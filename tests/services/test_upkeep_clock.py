@@ -9,7 +9,7 @@ from pathlib import Path
 from fastapi.testclient import TestClient
 
 from somnid.memory.clock import ManualClock
-from somnid.services.upkeep_clock import UpkeepClock
+from somnid.store.upkeep_clock import UpkeepClock
 
 START = dt.datetime(2026, 10, 3, 12, tzinfo=dt.UTC)
 DAY = dt.timedelta(days=1)

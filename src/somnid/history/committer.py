@@ -7,7 +7,7 @@ acknowledged, and never on the event loop.
   A commit git refuses (a stale lock, a full disk) is kept as those writes, tried again.
 - A write with no actor while a dream runs is the dream's: held until the dream's journal
   is written (``dream_finished``), then one commit with a ``Dream-Id`` trailer.
-- A change the watcher reports (``follow``) that no write explains is a hand edit: its own
+- A change the watcher reports (``watching.follow``) that no write explains is a hand edit: its own
   commit, of the files that parse (a broken or half-saved file waits for its fix).
 - At start, what changed while somnid was down (or was left uncommitted) comes first.
 - What the index would not read stays out of history: a path that is no regular file (a
@@ -24,9 +24,9 @@ import contextlib
 import logging
 import os
 import threading
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path, PurePosixPath
-from typing import Any, Protocol
+from typing import Any
 
 from somnid.history.git import Git, GitError, spare_descriptors
 from somnid.history.leftout import LeftOut
@@ -38,7 +38,6 @@ from somnid.memory.entry import Entry
 from somnid.memory.kinds import Kind
 from somnid.provenance import DREAM, MERGED, Actor, DreamRecord, current_actor
 from somnid.services.memories import MemoryService
-from somnid.store import kept
 from somnid.store.atomic import folder_missing
 from somnid.store.layout import FOLDER_FILES, Layout
 
@@ -53,12 +52,6 @@ START_SWEEP_S = 2.0
 POLL_S = 0.05  # how often a read that must not wait on a purge looks again
 MIN_SPARE_FDS = 24  # a git child and its pipes, with room for the server to accept
 RETRY_S = 5.0  # after a commit git refused (a stale index.lock, a full disk)
-
-
-class WatcherLike(Protocol):
-    on_file: Callable[[Path], Awaitable[None]]
-    on_folder: Callable[[Path], Awaitable[None]]
-    on_restart: Callable[[], Awaitable[object]] | None
 
 
 class Committer:
@@ -86,6 +79,8 @@ class Committer:
         self._dream: dict[str, None] = {}
         self._hand = False
         self._hand_deferred = False  # set in the worker thread: a write was under way
+        self.away: Callable[[Path], bool] = lambda folder: not folder.is_dir()
+        """Whether a kept folder is away (the store's reading, set at start)."""
         self._left = LeftOut(layout, memories)  # what history leaves out, and why
         self._journals = layout.relative(layout.dream_log_dir).as_posix() + "/"
         self._wake = asyncio.Event()
@@ -162,28 +157,6 @@ class Committer:
         self._queue.append(Noted(DREAM, paths, info))
         self._dream = {}
         self._wake.set()
-
-    def follow(self, watcher: WatcherLike) -> None:
-        """Hear the watcher's hand edits too (after the index has reconciled them)."""
-        on_file, on_folder = watcher.on_file, watcher.on_folder
-
-        async def file_changed(path: Path) -> None:
-            await on_file(path)
-            self.hand_edited()
-
-        async def folder_changed(path: Path) -> None:
-            await on_folder(path)
-            self.hand_edited()
-
-        on_restart = watcher.on_restart
-
-        async def caught_up() -> None:  # edits made while no watch ran: a sweep takes them
-            if on_restart is not None:
-                await on_restart()
-            self.hand_edited()
-
-        watcher.on_file, watcher.on_folder = file_changed, folder_changed
-        watcher.on_restart = caught_up
 
     def hand_edited(self) -> None:
         self._hand = True
@@ -414,7 +387,7 @@ class Committer:
         files of it (in its index or in HEAD): nothing is committed meanwhile (an empty
         one removed holds nothing back)."""
         for folder in self.layout.kept():
-            if kept.moved_away(self.layout, folder, self.holds) and self.holds(folder):
+            if self.away(folder) and self.holds(folder):
                 return folder
         return None
 

@@ -19,8 +19,8 @@ from somnid.memory.intentions import intention_of
 from somnid.memory.kinds import Kind
 from somnid.memory.lifecycle import decay, should_retire
 from somnid.services.memories import MemoryService
-from somnid.services.upkeep_clock import UpkeepClock
 from somnid.store import frontmatter
+from somnid.store.upkeep_clock import UpkeepClock
 
 log = logging.getLogger(__name__)
 

@@ -108,7 +108,7 @@ class Layout:
 
     @property
     def upkeep_clock(self) -> Path:
-        """Upkeep's own time, kept across restarts (``services/upkeep_clock.py``)."""
+        """Upkeep's own time, kept across restarts (``store/upkeep_clock.py``)."""
         return self.root / "upkeep-clock.json"
 
     @property

@@ -61,7 +61,7 @@ class EntryReader:
         self._broken: dict[str, BrokenReport] = {}
         self._broken_lock = threading.Lock()
         self.history_holds: Callable[[Path], bool] = lambda folder: False  # set by history
-        self.health = StorageHealth(layout.root, layout.kept(), self._away)
+        self.health = StorageHealth(layout.root, layout.kept(), self.away)
         self._counts = FolderCounts()
 
     def read(self, kind: Kind, name: str, *, archived: bool = False) -> Entry:
@@ -352,7 +352,8 @@ class EntryReader:
             return FolderAway(folder_missing(away).detail)
         return gone(kind, name, archived)
 
-    def _away(self, folder: Path) -> bool:
+    def away(self, folder: Path) -> bool:
+        """Whether kept ``folder`` was moved away (:mod:`somnid.store.kept`)."""
         return kept.moved_away(self.layout, folder, self.history_holds)
 
     def _a_folder(self, folder: Path) -> None:

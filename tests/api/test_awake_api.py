@@ -385,6 +385,12 @@ def test_an_intention_id_freed_below_the_highest_is_never_taken_again(
     assert purged.status_code == 200, purged.text
     fresh = client.post("/v1/intentions", json={"what": "a brand new one"}).json()["id"]
     assert fresh not in made and fresh.endswith("-004")
+    # A file probe: a folder named with 88 nines made every new one that day a 400.
+    stem = made[0].rsplit("-", 1)[0]
+    (data_dir / "memory/intentions" / f"{stem}-{'9' * 88}").mkdir()
+    after = client.post("/v1/intentions", json={"what": "still possible"})
+    assert after.status_code == 201, after.text
+    assert after.json()["id"] == f"{stem}-005"
 
 
 def test_cues_given_as_a_list_are_kept_as_a_list_and_fire(client: TestClient) -> None:

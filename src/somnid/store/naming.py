@@ -95,9 +95,14 @@ class EntryNames(EntryReader):
         numbers = [0]
         for name in taken:
             digits = name[len(stem) :].split(ARCHIVE_SUFFIX, 1)[0]
-            if digits.isdigit() and digits.isascii():
-                numbers.append(int(digits))
+            if digits.isdigit() and digits.isascii() and len(digits) <= SEQUENCE_DIGITS:
+                numbers.append(int(digits))  # a longer one is a person's: its next is no name
         return f"{stem}{max(numbers) + 1:03d}"
+
+
+SEQUENCE_DIGITS = 6
+"""Digits of the numbers somnid counts on from (a million a day). A folder a person named
+``pi-<today>-`` and 88 nines made every new intention that day a 400 (its next is too long)."""
 
 
 def _shut(where: object) -> BrokenFile:

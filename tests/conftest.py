@@ -112,16 +112,11 @@ def client(settings: Settings, clock: ManualClock) -> Iterator[TestClient]:
 
 
 @pytest.fixture
-def expiring(data_dir: Path, clock: ManualClock) -> Iterator[TestClient]:
+def expiring(settings: Settings, clock: ManualClock) -> Iterator[TestClient]:
     """An app whose upkeep expires an intention a day after it is due."""
-    settings = Settings(
-        data_dir=data_dir,
-        timezone="UTC",
-        embed={"provider": "off"},
-        token=TEST_TOKEN,
-        memory={"intention_expiry_days": 1},
-    )
-    with app_client(create_app(settings, clock=clock), settings) as test_client:
+    memory = settings.memory.model_copy(update={"intention_expiry_days": 1})
+    expiry = settings.model_copy(update={"memory": memory})
+    with app_client(create_app(expiry, clock=clock), expiry) as test_client:
         yield test_client
 
 

@@ -22,6 +22,7 @@ from somnid.memory.kinds import Kind
 from somnid.recall import reconcile, system
 from somnid.recall.index import Index
 from somnid.runtime import Runtime
+from somnid.store.memories import MemoryStore
 from tests.stores import open_store
 
 START = dt.datetime(2026, 10, 3, 12, 0, tzinfo=dt.UTC)
@@ -231,10 +232,7 @@ async def test_damage_met_in_use_is_said_and_the_next_start_makes_the_index_agai
 def test_an_index_that_cannot_be_read_is_unavailable_not_a_blank_answer(tmp_path: Path) -> None:
     """An index probe: the index file truncated while somnid ran, a search answered 200
     with nothing: every error of the query was taken for one FTS5 could not parse."""
-    store = open_store(tmp_path / "data", ManualClock(START))
-    index = Index(tmp_path / "index.sqlite")
-    store.create(Kind.KNOWLEDGE, "lynx", meta={"description": "a lynx"}, body="b")
-    reconcile.Reconciler(store, index, ManualClock(START)).full()
+    _store, index, _reconciler = _lynxes(tmp_path, 1)
     assert index.keyword_search(["lynx"], (Kind.KNOWLEDGE,), 10)
     bad = "SELECT rowid, 1.0 FROM fts WHERE fts MATCH ?"
     assert index._ranked(bad, ('"unbalanced AND (',)) == []  # the query's own error: no match
@@ -303,17 +301,23 @@ async def test_an_index_of_an_older_reading_is_read_again_once_its_vectors_kept(
     assert third.passages == 0
 
 
+def _lynxes(tmp_path: Path, count: int) -> tuple[MemoryStore, Index, reconcile.Reconciler]:
+    """A store of ``count`` entries about a lynx, indexed by a full sync."""
+    store = open_store(tmp_path / "data", ManualClock(START))
+    index = Index(tmp_path / "index.sqlite")
+    reconciler = reconcile.Reconciler(store, index, ManualClock(START))
+    for number in range(count):
+        store.create(Kind.KNOWLEDGE, f"lynx-{number}", meta={"description": "a lynx"}, body="b")
+    reconciler.full()
+    return store, index, reconciler
+
+
 def test_rows_read_again_keep_answering_meanwhile(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Each row is derived again in place: a search in the middle of the re-read finds every
     entry (emptying the index first left keyword search blank until the end)."""
-    store = open_store(tmp_path / "data", ManualClock(START))
-    index = Index(tmp_path / "index.sqlite")
-    reconciler = reconcile.Reconciler(store, index, ManualClock(START))
-    for number in range(5):
-        store.create(Kind.KNOWLEDGE, f"lynx-{number}", meta={"description": "a lynx"}, body="b")
-    reconciler.full()
+    _store, index, reconciler = _lynxes(tmp_path, 5)
     index.set_state(reconcile.READING_KEY, "an older reading")
     monkeypatch.setattr(reconcile, "SYNC_BATCH", 2)
     found: list[int] = []
@@ -335,12 +339,7 @@ def test_a_write_while_a_full_sync_reads_is_never_undone_by_its_batch(
     """An index probe: a full sync (a rebuild, the first after an upgrade) read a file,
     then a write and its own reconcile landed, then the sync's batch wrote the older text
     over the newer row (or brought an archived entry's row back), until the next sync."""
-    store = open_store(tmp_path / "data", ManualClock(START))
-    index = Index(tmp_path / "index.sqlite")
-    reconciler = reconcile.Reconciler(store, index, ManualClock(START))
-    for number in range(4):
-        store.create(Kind.KNOWLEDGE, f"lynx-{number}", meta={"description": "a lynx"}, body="b")
-    reconciler.full()
+    store, index, reconciler = _lynxes(tmp_path, 4)
     index.set_state(reconcile.READING_KEY, "an older reading")  # the next sync reads all
     root = store.layout.root
     read = store.read_path

@@ -12,6 +12,10 @@ the same way: ``watchfiles`` cannot give its path to Python, and stopped the who
 for as long as it was there (a probe: hand edits everywhere went unseen). Its parent is
 polled instead (``polled``): an OS watch reports even a read of the folder (git's status
 reads it), a poll only a change. Renamed, it shows there, and the plan is made again.
+
+A symbolic link to a folder is left out as well, its parent watched alone: the OS watch of
+a tree follows links, so a link to ``/usr`` under ``memory/`` made 15k watches outside the
+data dir (a probe), and somnid reads no entry through a link (it reports the link).
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ class WatchPlan:
     event in the parent's watch)."""
     polled: list[Path] = field(default_factory=list)
     """Of ``alone``, the parents of ``unnamed``: polled, not watched by the OS."""
+    linked: list[Path] = field(default_factory=list)
+    """Symbolic links to folders: not followed (their parents are watched alone)."""
 
 
 def watch_plan(roots: list[Path]) -> WatchPlan:
@@ -40,18 +46,22 @@ def watch_plan(roots: list[Path]) -> WatchPlan:
     present = [root for root in roots if root.is_dir()]
     unreadable: list[Path] = []
     unnamed: list[Path] = []
+    linked: list[Path] = []
     for root in present:
         for top, folders, _files in os.walk(root, onerror=lambda e: _note_shut(e, unreadable)):
             for name in [name for name in folders if not _utf8(name)]:
                 folders.remove(name)
                 unnamed.append(Path(top) / name)
-    if not unreadable and not unnamed:
+            for name in [name for name in folders if os.path.islink(os.path.join(top, name))]:
+                folders.remove(name)  # os.walk lists a link to a folder, and enters none
+                linked.append(Path(top) / name)
+    if not unreadable and not unnamed and not linked:
         return WatchPlan(whole=present)
     alone: set[Path] = set()
-    for folder in (*unreadable, *unnamed):
+    for folder in (*unreadable, *unnamed, *linked):
         root = next(root for root in present if folder.is_relative_to(root))
         alone.update(p for p in folder.parents if p.is_relative_to(root))
-    blocked = alone | set(unreadable) | set(unnamed)
+    blocked = alone | set(unreadable) | set(unnamed) | set(linked)
     whole = [root for root in present if root not in blocked]  # a root with none of them
     for folder in sorted(alone):
         try:
@@ -61,7 +71,9 @@ def watch_plan(roots: list[Path]) -> WatchPlan:
         whole.extend(child for child in children if child not in blocked)
     polled = sorted({folder.parent for folder in unnamed})
     alone -= set(polled)
-    return WatchPlan(sorted(whole), sorted(alone), sorted(unreadable), sorted(unnamed), polled)
+    return WatchPlan(
+        sorted(whole), sorted(alone), sorted(unreadable), sorted(unnamed), polled, sorted(linked)
+    )
 
 
 def _utf8(name: str) -> bool:

@@ -53,6 +53,15 @@ def revert(
     git, layout = committer.git, committer.layout
     git.check_attached()  # before any file is put back: the commit would be refused
     info = read_commit(git, layout, commit_id, mark=False)
+    # A name read as text is another path: putting that back would restore nothing. (An
+    # entry's own paths are always UTF-8: its revert puts back none of those.)
+    unnamed = _not_utf8(committer, info.id) if entry is None else []
+    if unnamed:
+        raise Conflict(
+            f"commit {info.id[:12]} changed {', '.join(unnamed)}, whose name is not UTF-8:"
+            " somnid cannot put it back; rename it, or revert the commit with git",
+            code="name_not_utf8",
+        )
     # Only memory: a hand-made commit may also have touched the token, the config or notes
     # of a person's own; a revert never writes or deletes those.
     paths = [
@@ -95,6 +104,22 @@ def revert(
         message = f"Revert {info.id[:12]} for {entry.label}: {info.subject}\n\nReverts: {info.id}"
     new = committer.commit_paths(paths, message, actor)
     return Reverted(info.id, new, paths)
+
+
+def _not_utf8(committer: Committer, sha: str) -> list[str]:
+    """The memory paths ``sha`` changed whose names are not UTF-8, as Python spells them."""
+    out = committer.git.run(
+        "diff-tree", "--root", "-r", "-z", "--name-only", "--no-renames", "--no-commit-id", sha
+    )
+    found: list[str] = []
+    for raw in out.split(b"\0"):
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError:
+            path = raw.decode("utf-8", "backslashreplace")
+            if path.startswith(MEMORY):
+                found.append(path)
+    return found
 
 
 def _later_changes(committer: Committer, sha: str, paths: list[str]) -> dict[str, list[str]]:

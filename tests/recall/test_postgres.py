@@ -313,6 +313,41 @@ async def test_another_daemon_s_rows_do_not_crowd_out_one_s_own(
             assert len(await names_found(a, "quokkas")) == 10
 
 
+def test_another_daemon_s_vectors_do_not_crowd_out_one_s_own(pg_dsn: str) -> None:
+    """The vector side of the test above (an index probe): the HNSW neighbours were taken
+    over every daemon's rows and filtered after, so daemon A's 80 rows nearer the query
+    than B's one took the whole pool, and B found nothing of its own by meaning."""
+    a, b = PgIndex(PgDatabase(pg_dsn), "A"), PgIndex(PgDatabase(pg_dsn), "B")
+    try:
+        rng = np.random.default_rng(7)
+        query = np.array([1.0, 0.0, 0.0, 0.0], dtype=np.float32)
+        for index, names, near in ((a, [f"a{n}" for n in range(80)], 0.05), (b, ["b0"], 0.6)):
+            index.use_model("test-model", 4)
+            docs = [_doc(name) for name in names]
+            index.upsert_many(docs)
+            moved = [query + near * rng.standard_normal(4).astype(np.float32) for _ in docs]
+            vectors = [v / np.linalg.norm(v) for v in moved]
+            index.store_vectors(
+                [(doc.text.embed_hash, v) for doc, v in zip(docs, vectors, strict=True)]
+            )
+        found = b.gather(query, set(), (Kind.KNOWLEDGE,), 20, None)
+        assert [row.name for row in found.rows.values()] == ["b0"]
+        assert len(found.cosines) == 1
+        theirs = a.gather(query, set(), (Kind.KNOWLEDGE,), 20, None)
+        assert len(theirs.cosines) == 20 and all(
+            r.name.startswith("a") for r in theirs.rows.values()
+        )
+    finally:
+        a.close()
+        b.close()
+
+
+def _doc(name: str) -> Document:
+    text = IndexedText(name, "", "", f"notes on {name}", f"notes on {name}")
+    return Document(f"memory/knowledge/{name}/SKILL.md", Kind.KNOWLEDGE, name, f"h-{name}",
+                    text, 0.5, None, ())  # fmt: skip
+
+
 async def test_a_postgres_restart_mid_write_loses_nothing(
     tmp_path: Path, pg_dsn: str, pg_server: PgServer
 ) -> None:

@@ -51,11 +51,14 @@ SELECT r.entry_id, r.rank FROM ranked r JOIN somnid.entries e ON e.id = r.entry_
 WHERE e.{MINE} ORDER BY r.rank DESC, r.entry_id LIMIT %(pool)s
 """
 
-# The HNSW index finds the neighbours; whose rows they are is checked after (a filter on
-# sources inside would make the planner sort every row instead of using the index).
-_NEAR = """
+# The nearest of this daemon's rows. Filtered after the neighbours were taken, another
+# daemon's rows on a shared database filled them, and one with few rows of its own found
+# none of them by meaning. With the sources' statistics (a sync takes them), the planner
+# scans the HNSW index (iteratively, ``hnsw.iterative_scan``) while most rows are this
+# daemon's, and reads its few rows exactly when they are few.
+_NEAR = f"""
 near AS MATERIALIZED (
-    SELECT id FROM somnid.entries WHERE kind = ANY(%(kinds)s)
+    SELECT id FROM somnid.entries WHERE kind = ANY(%(kinds)s) AND {MINE}
     ORDER BY vec <=> %(q)s::halfvec LIMIT %(pool)s
 )"""
 

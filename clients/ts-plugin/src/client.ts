@@ -154,7 +154,11 @@ export class SomnidClient {
    * cannot prove it is told apart as a refusal, as for a request.
    */
   websocket(url: string, headers: Record<string, string>): AgentWebSocket {
-    const socket = new AgentWebSocket(tokenIn(headers) ? this.agent : this.plain, new URL(url), headers, this.agentProofMs)
+    if (!tokenIn(headers)) {
+      this.noToken()
+      throw new SomnidError(`the plugin has no somnid token, so no socket is opened to ${this.baseUrl}`, 401, 'no_token')
+    }
+    const socket = new AgentWebSocket(this.agent, new URL(url), headers, this.agentProofMs)
     socket.addEventListener('error', (event) => {
       if (event.data instanceof Unproven) this.unproven(event.data)
     })
@@ -164,9 +168,13 @@ export class SomnidClient {
   /** A streamed answer (the sleep events), over a connection that proved itself. */
   async stream(path: string, signal: AbortSignal): Promise<IncomingMessage> {
     const token = this.freshToken()
-    const headers = { accept: 'text/event-stream', ...(token ? { authorization: `Bearer ${token}` } : {}) }
+    if (!token) {
+      this.noToken()
+      throw new SomnidError(`the plugin has no somnid token, so no stream is opened to ${this.baseUrl}`, 401, 'no_token')
+    }
+    const headers = { accept: 'text/event-stream', authorization: `Bearer ${token}` }
     try {
-      return await open(token ? this.agent : this.plain, new URL(this.baseUrl + path), headers, AbortSignal.any([this.closed.signal, signal]))
+      return await open(this.agent, new URL(this.baseUrl + path), headers, AbortSignal.any([this.closed.signal, signal]))
     } catch (error) {
       if (error instanceof Unproven) this.unproven(error)
       throw error
@@ -246,6 +254,12 @@ export class SomnidClient {
     // agent does that before the connection carries anything): health too, so the monitor's
     // probes keep a proven connection warm for the hot path's hints.
     const token = this.freshToken()
+    if (!token && path !== '/v1/health') {
+      // somnid always asks for its token: what answers without one is not somnid, and would
+      // get the conversation, set the tools and write into the prompt (a probe). Health only.
+      this.noToken()
+      throw new SomnidError(`the plugin has no somnid token, so nothing but health is sent to ${this.baseUrl}`, 401, 'no_token')
+    }
     const headers: Record<string, string> = { accept: 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) }
     if (body !== undefined) headers['content-type'] = 'application/json'
     let response: Answer
@@ -329,10 +343,20 @@ export class SomnidClient {
   }
 
   private markRefused(detail: string): void {
-    if (this.refusal !== undefined) return
-    const reason = `somnid at ${this.baseUrl} refuses the plugin's token (${detail.replace(/\s+/g, ' ').trim()}); `
+    this.refuse(`somnid at ${this.baseUrl} refuses the plugin's token (${detail.replace(/\s+/g, ' ').trim()}); `
       + `memory is off until the token is fixed: set token or tokenFile in the dsh-somnid config, `
-      + `or use somnid's token file (${this.opts.tokenFile || defaultTokenFile()})`
+      + `or use somnid's token file (${this.opts.tokenFile || defaultTokenFile()})`)
+  }
+
+  /** No token to send: memory is off (as for a refused one) until the token file can be read. */
+  private noToken(): void {
+    this.refuse(`the plugin has no somnid token (${this.opts.tokenFile || defaultTokenFile()} cannot be read); `
+      + `memory is off until it can: start somnid once (it writes the file), or set token or tokenFile `
+      + `in the dsh-somnid config (\`somnid token\` prints it; a somnid with another --data-dir keeps it there)`)
+  }
+
+  private refuse(reason: string): void {
+    if (this.refusal !== undefined) return
     this.refusal = reason
     this.opts.log.error('%s', reason)
     for (const fn of [...this.refusalListeners]) {

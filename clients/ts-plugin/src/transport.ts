@@ -9,6 +9,8 @@ const IDLE_MS = 4000
 const PROVING_AT_ONCE = 4
 /** The most a proof's answer may hold (somnid's health is about 1 KiB): a foreign listener streaming more is cut off. */
 const MAX_PROOF_ANSWER = 64 * 1024
+/** The most any answer may hold (somnid's largest, a long entry's, is a few MiB): a listener streaming without end was buffered whole, 1.7 GB in 5 s (a probe). */
+export const MAX_ANSWER = 32 * 1024 * 1024
 
 /** The listener answered its proof, but not with one for this token: the token was not sent. */
 export class Unproven extends Error {
@@ -172,7 +174,14 @@ export function send(agent: Agent, url: URL, method: string, headers: Record<str
     if (signal.aborted) return reject(reasonOf(signal))
     const req = request(url, { agent, method, headers, [REQUEST_SIGNAL]: signal } as ConnectionOptions, (response: IncomingMessage) => {
       const chunks: Buffer[] = []
-      response.on('data', (chunk: Buffer) => chunks.push(chunk))
+      let bytes = 0
+      response.on('data', (chunk: Buffer) => {
+        bytes += chunk.length
+        if (bytes <= MAX_ANSWER) return void chunks.push(chunk)
+        chunks.length = 0
+        reject(new Error(`the answer ran past ${MAX_ANSWER} bytes`))
+        req.destroy()
+      })
       response.on('error', reject)
       response.on('aborted', () => reject(new Error('the answer was cut off')))
       response.on('end', () => resolve({ status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }))

@@ -22,7 +22,10 @@ test('a stalled somnid: a step waits at most the hook budget, session/flush not 
   const { ctx, somnid } = await setup({ hookTimeoutMs: 150, requestTimeoutMs, retryMinMs: 50, healthIntervalMs: 60_000 })
   try {
     await ready(ctx, somnid)
-    for (const key of ['POST /v1/prompt', 'POST /v1/assoc/thought', 'POST /v1/sessions/*/messages', 'GET /v1/health']) somnid.routes.set(key, hang)
+    for (const key of ['POST /v1/prompt', 'POST /v1/assoc/thought', 'POST /v1/sessions/*/messages']) somnid.routes.set(key, hang)
+    // Health hangs too, but for a new connection's proof: the capture request reaches it.
+    const health = somnid.routes.get('GET /v1/health')!
+    somnid.routes.set('GET /v1/health', (body, req) => (req.headers['somnid-challenge'] ? health(body, req) : hang()))
     const s = fakeSession('s-slow')
     const agent = fakeAgent('s-slow')
     let started = Date.now()

@@ -7,11 +7,13 @@ import { Dreams } from '../src/dream.js'
 import { FakeSomnid } from './fake-somnid.js'
 
 test('/dream ends its wait when somnid stops answering while it dreams', async () => {
-  const somnid = await new FakeSomnid().start()
+  const somnid = new FakeSomnid()
+  somnid.token = 'the-secret'
+  await somnid.start()
   const never = () => new Promise<never>(() => {})
   somnid.routes.set('POST /v1/sleep/run', never) // a stopped process: no answer, ever
   const log = { info() {}, debug() {}, error() {}, warn() {} }
-  const client = new SomnidClient({ baseUrl: somnid.url, timeoutMs: 2000, retryMinMs: 60_000, retryMaxMs: 60_000, healthIntervalMs: 60_000, log })
+  const client = new SomnidClient({ baseUrl: somnid.url, token: 'the-secret', timeoutMs: 2000, retryMinMs: 60_000, retryMaxMs: 60_000, healthIntervalMs: 60_000, log })
   const dreams = new Dreams(client, log, { hostId: 'h', dreamTimeoutMs: 600_000, aliveEveryMs: 50 })
   try {
     await client.request('GET', '/v1/health')

@@ -80,8 +80,9 @@ test('fix 2: tools register when the token file appears after the harness starte
   try {
     somnid.token = 'late-secret'
     await somnid.start()
-    await until(() => somnid.of('GET', '/v1/tools').length > 0, 3000, 'a refused tool list')
+    await until(() => ctx.logs.some((l) => l.level === 'error' && /has no somnid token/.test(l.text)), 3000, 'memory off without a token')
     assert.equal(ctx.tools.size, 0)
+    assert.deepEqual(somnid.of('GET', '/v1/tools'), [], 'nothing but health is sent without a token')
     writeFileSync(file, 'late-secret\n') // somnid wrote its token after DSH started
     await until(() => ctx.tools.has('recall_memories'), 5000, 'tools registered after the token appeared')
   } finally {
@@ -262,4 +263,36 @@ test('a folded injection shows its first line of memory, not the marker line', (
   assert.equal(summaryOf('【记忆提示】\n- 部署窗口：“周二到周四”'), '部署窗口：“周二到周四”')
   assert.equal(summaryOf('\nHint: deploys are Tue-Thu.'), 'Hint: deploys are Tue-Thu.')
   assert.equal(summaryOf('[only a marker]'), '[only a marker]')
+})
+
+test('with no token the plugin sends nothing but health: what answers without one is not somnid', async () => {
+  // A probe: with no token file (a somnid with another --data-dir, or not started yet), a
+  // listener on the port got the conversation, set the agent's tools and wrote into its prompt.
+  const dir = tempDir('somnid-no-token-')
+  const savedDataHome = process.env.XDG_DATA_HOME
+  process.env.XDG_DATA_HOME = join(dir, 'empty-data-home') // no default token file there
+  const file = join(dir, 'token')
+  const { ctx, somnid } = await setup({ tokenFile: file }, {}, { start: false })
+  await somnid.start() // a listener that holds no token, answering everything
+  try {
+    await until(() => ctx.logs.some((l) => l.level === 'error' && /has no somnid token/.test(l.text)), 3000, 'said once')
+    const agent = fakeAgent('s-none')
+    const decision: any = await preStep(ctx, agent, 'my bank PIN is 4321')
+    assert.match(decision.messages.at(-1).content[0].text, /has no somnid token .* memory is off until it can/)
+    const s = fakeSession('s-none')
+    ctx.emit('session/event', s, { type: 'user/message', seq: 1, time: Date.now(), data: userMessage('my bank PIN is 4321') })
+    await ctx.parallel('session/flush', s)
+    await new Promise((r) => setTimeout(r, 300)) // the monitor probes meanwhile (every 20-100 ms)
+    assert.deepEqual([...new Set(somnid.requests.map((r) => `${r.method} ${r.path}`))], ['GET /v1/health'])
+    assert.equal(ctx.tools.size, 0)
+    somnid.token = 'now-there'
+    writeFileSync(file, 'now-there\n') // somnid started: its token file is there
+    await until(() => ctx.tools.has('recall_memories'), 5000, 'memory on once the token can be read')
+    await until(() => somnid.of('POST', '/v1/sessions/s-none/messages').length > 0, 5000, 'the kept line delivered')
+  } finally {
+    await ctx.dispose()
+    await somnid.stop()
+    if (savedDataHome === undefined) delete process.env.XDG_DATA_HOME
+    else process.env.XDG_DATA_HOME = savedDataHome
+  }
 })

@@ -6,15 +6,22 @@ import type { Config } from '../src/config.js'
 import { FakeCtx } from './fake-ctx.js'
 import { FakeSomnid, until } from './fake-somnid.js'
 
+export const FAKE_TOKEN = 'the-fake-s-token'
+
 export async function setup(overrides: Record<string, unknown> = {}, internals: Internals = {}, opts: { start?: boolean; services?: Record<string, unknown> } = {}) {
   const somnid = new FakeSomnid()
+  // somnid always has a token, and the plugin sends nothing but health without one: the fake
+  // holds this one unless the test says how the plugin finds its token.
+  const told = 'token' in overrides || 'tokenFile' in overrides
+  if (!told) somnid.token = FAKE_TOKEN
   await somnid.start()
   if (opts.start === false) await somnid.stop()
   const ctx = new FakeCtx()
   Object.assign(ctx.services, opts.services ?? {})
   // A spool of its own per test: never the user's ~/.dsh.
   const capture = { spoolDir: spoolDir(), ...((overrides.capture as object | undefined) ?? {}) }
-  const config: Config = ConfigSchema({ baseUrl: somnid.url, retryMinMs: 20, retryMaxMs: 100, hookTimeoutMs: 300, ...overrides, capture })
+  const token = told ? {} : { token: FAKE_TOKEN }
+  const config: Config = ConfigSchema({ baseUrl: somnid.url, retryMinMs: 20, retryMaxMs: 100, hookTimeoutMs: 300, ...token, ...overrides, capture })
   apply(ctx.asContext(), config, internals)
   return { somnid, ctx, config }
 }

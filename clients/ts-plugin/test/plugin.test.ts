@@ -310,7 +310,7 @@ test('token and tokenFile send a Bearer header', async () => {
   process.env.XDG_DATA_HOME = join(dir, 'empty-data-home') // no default token file there
   const file = join(dir, 'token')
   writeFileSync(file, 'file-secret\n')
-  for (const [over, secret] of [[{ token: 'abc' }, 'abc'], [{ tokenFile: file }, 'file-secret'], [{}, undefined]] as const) {
+  for (const [over, secret] of [[{ token: 'abc' }, 'abc'], [{ tokenFile: file }, 'file-secret']] as const) {
     const { ctx, somnid } = await setup(over, {}, { start: false })
     somnid.token = secret
     await somnid.start()
@@ -329,7 +329,7 @@ test('token and tokenFile send a Bearer header', async () => {
   else process.env.XDG_DATA_HOME = savedDataHome
 })
 
-test('with neither token nor tokenFile the default token file is read, and read again after a 401', async () => {
+test('with neither token nor tokenFile the default token file is read, and read again each time', async () => {
   const dataHome = tempDir('somnid-xdg-')
   const savedDataHome = process.env.XDG_DATA_HOME
   process.env.XDG_DATA_HOME = dataHome
@@ -342,9 +342,12 @@ test('with neither token nor tokenFile the default token file is read, and read 
   const quiet = { debug() {}, info() {}, warn() {}, error() {} }
   const client = new SomnidClient({ baseUrl: somnid.url, timeoutMs: 2000, retryMinMs: 50, retryMaxMs: 100, healthIntervalMs: 60_000, log: quiet as never })
   try {
-    await assert.rejects(client.request('GET', '/v1/tools'), /401 unauthorized/)
+    await assert.rejects(client.request('GET', '/v1/tools'), /has no somnid token/)
+    assert.deepEqual(somnid.of('GET', '/v1/tools'), [], 'not sent without a token')
     mkdirSync(join(dataHome, 'somnid'))
-    writeFileSync(join(dataHome, 'somnid', 'token'), 'late-secret\n') // somnid started later
+    writeFileSync(join(dataHome, 'somnid', 'token'), 'old-secret\n') // a token somnid then rotates
+    await assert.rejects(client.request('GET', '/v1/tools'), /could not prove it is somnid holding the plugin's token/)
+    writeFileSync(join(dataHome, 'somnid', 'token'), 'late-secret\n') // somnid's token now
     assert.deepEqual(await client.request('GET', '/v1/tools'), [])
   } finally {
     await client.close()
@@ -355,10 +358,12 @@ test('with neither token nor tokenFile the default token file is read, and read 
 })
 
 test('a tool call asks somnid again though a probe failed a moment ago: it may be back from a restart', async () => {
-  const somnid = await new FakeSomnid().start()
+  const somnid = new FakeSomnid()
+  somnid.token = 'the-secret'
+  await somnid.start()
   const quiet = { debug() {}, info() {}, warn() {}, error() {} }
   // A long back-off: the monitor would not look again during the test.
-  const client = new SomnidClient({ baseUrl: somnid.url, timeoutMs: 2000, retryMinMs: 60_000, retryMaxMs: 60_000, healthIntervalMs: 60_000, log: quiet as never })
+  const client = new SomnidClient({ baseUrl: somnid.url, token: 'the-secret', timeoutMs: 2000, retryMinMs: 60_000, retryMaxMs: 60_000, healthIntervalMs: 60_000, log: quiet as never })
   try {
     await client.request('GET', '/v1/tools')
     const port = somnid.port

@@ -11,7 +11,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo, Socket } from 'node:net'
 import { join } from 'node:path'
 import { SomnidClient } from '../src/client.js'
-import { ProvingAgent, parseAnswer } from '../src/transport.js'
+import { MAX_ANSWER, ProvingAgent, parseAnswer } from '../src/transport.js'
 import { AgentWebSocket, parseFrame } from '../src/websocket.js'
 import { until } from './fake-somnid.js'
 import { tempDir } from './helpers.js'
@@ -179,6 +179,27 @@ test('somnid starting or stopping (a 503, Connection: close) is not a refusal of
       await c.close()
       await new Promise<void>((resolve) => server.close(() => resolve()))
     }
+  }
+})
+
+test('an answer that never ends is cut off at MAX_ANSWER, not buffered whole', async () => {
+  // A probe: 1.7 GB held in 5 s from a listener streaming without end (Buffers are outside
+  // the JS heap, so --max-old-space-size did not stop it).
+  const server = createServer((req, res) => {
+    prove(req, res, 'the-secret')
+    res.writeHead(200, { 'content-type': 'application/json' })
+    if (req.url === '/v1/health') return void res.end('{}')
+    const more = () => { if (res.write(Buffer.alloc(1 << 20, 0x20))) setImmediate(more); else res.once('drain', more) }
+    more()
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const c = client(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, { token: 'the-secret', timeoutMs: 60_000 })
+  try {
+    await assert.rejects(c.request('GET', '/v1/tools'), new RegExp(`ran past ${MAX_ANSWER} bytes`))
+  } finally {
+    await c.close()
+    server.closeAllConnections()
+    await new Promise<void>((resolve) => server.close(() => resolve()))
   }
 })
 

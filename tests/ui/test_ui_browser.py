@@ -137,6 +137,30 @@ def test_the_memory_browser_end_to_end(site: tuple[str, httpx.Client, Any]) -> N
         got = api.get("/v1/memories/knowledge/kites").json()
         assert got["body"] == "Mira likes red and blue kites.\n"
 
+        # A Save sends only what was changed: the description was shown in a one-line input,
+        # which dropped its line break, and a body's CRLF came back LF (a probe).
+        lines = {"name": "lines", "description": "first line\nsecond line"}
+        lines["body"] = "one\r\ntwo\r\n"
+        assert api.post("/v1/memories/knowledge", json=lines).status_code == 201
+        page.select_option("#scope", "archived")
+        page.select_option("#scope", "live")
+        page.click("#list li[data-name=lines]")
+        page.wait_for_selector("#entry:not([hidden])")
+        expect(page.locator("#e-desc")).to_have_value("first line\nsecond line")
+        page.fill("#e-fields", '{"topic": "lines"}')
+        page.click("#save")
+        expect(page.locator("#e-status")).to_have_text("Saved.")
+        got = api.get("/v1/memories/knowledge/lines").json()
+        assert (got["description"], got["body"]) == (lines["description"], lines["body"])
+        assert got["meta"]["topic"] == "lines"
+        page.fill("#e-desc", "first line\nthird line")
+        page.click("#save")
+        expect(page.locator("#e-status")).to_have_text("Saved.")
+        got = api.get("/v1/memories/knowledge/lines").json()
+        assert (got["description"], got["body"]) == ("first line\nthird line", lines["body"])
+        archived = api.post("/v1/memories/knowledge/lines/archive", json={})
+        assert archived.status_code == 200, archived.text
+
         # The agenda.
         page.click("button[data-tab=intentions]")
         page.wait_for_selector("#agenda li strong")

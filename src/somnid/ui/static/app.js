@@ -290,8 +290,8 @@ function fields() {
   return [$("e-desc").value, $("e-body").value, $("e-fields").value];
 }
 
-// Against the fields as loaded, not the entry: an input drops a description's line break and
-// a textarea turns \r into \n, and every click then asked "Discard?" with nothing typed.
+// Against the fields as loaded, not the entry: a textarea turns \r into \n, and every click
+// then asked "Discard?" with nothing typed.
 function unsaved() {
   if (!current || !loaded || $("entry").hidden || current.archived) return false;
   return fields().some((value, i) => value !== loaded[i]);
@@ -366,8 +366,15 @@ async function save() {
   const path = `/v1/memories/${current.kind}/${encodeURIComponent(current.name)}`;
   say($("e-status"), ""); // an earlier "Saved." must not stand under a refusal
   try {
-    await api("PUT", path, { description: $("e-desc").value, body: $("e-body").value, fields: changed },
-      { "If-Match": `"${current.etag}"` });
+    // Only what the person changed: a textarea turns a stored \r\n into \n, and a Save that
+    // sent every field back rewrote what nobody edited (a probe: a description's line break
+    // dropped by the input it was shown in, a body's CRLF made LF).
+    const description = $("e-desc").value;
+    const body = $("e-body").value;
+    const edit = { fields: changed };
+    if (description !== loaded[0]) edit.description = description;
+    if (body !== loaded[1]) edit.body = body;
+    await api("PATCH", path, edit, { "If-Match": `"${current.etag}"` });
     await loadEntry(current.kind, current.name, false);
     say($("e-status"), t("saved"));
   } catch (error) {

@@ -1440,7 +1440,9 @@ export interface components {
             what: string;
             /**
              * Due
+             * Format: date
              * @description YYYY-MM-DD
+             * @example 2026-12-31
              */
             due?: string | null;
             /**

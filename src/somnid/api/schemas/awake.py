@@ -60,7 +60,13 @@ class ToolResult(Schema):
 
 class IntentionIn(Schema):
     what: str = Field(min_length=1, max_length=2000)
-    due: str | None = Field(None, max_length=40, description="YYYY-MM-DD")
+    due: str | None = Field(
+        None,
+        max_length=40,
+        description="YYYY-MM-DD",
+        # Swagger's "Try it out" filled in "string" and the call was refused.
+        json_schema_extra={"format": "date", "examples": ["2026-12-31"]},
+    )
     cue: str | None = Field(None, max_length=500, description="Comma-separated keywords")
     priority: str = Field("mid", pattern="^(low|mid|medium|high)$")
     source: Id | None = None

@@ -376,7 +376,7 @@ class EntryReader:
             # is no UTF-8 failed every answer that listed it).
             self._broken[rel] = BrokenReport(shown_path(rel), shown_path(reason))
         if known is None or known.reason != shown_path(reason):
-            log.warning("leaving broken file alone: %s: %s", rel, reason)
+            log.warning("leaving broken file alone: %s: %s", shown_path(rel), shown_path(reason))
 
     def _forget_broken(self, rel: str) -> None:
         with self._broken_lock:

@@ -5,9 +5,11 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
+import httpx
 import pytest
 
 from somnid.memory.clock import resolve_timezone
+from tests.daemon import start_daemon
 
 
 def test_local_follows_summer_time_while_somnid_runs(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -34,3 +36,14 @@ def test_local_reads_a_zone_file_by_path(monkeypatch: pytest.MonkeyPatch) -> Non
     assert dt.datetime(2027, 12, 1, tzinfo=zone).utcoffset() == dt.timedelta(hours=1)
     monkeypatch.delenv("TZ")
     assert resolve_timezone("local") is not None  # /etc/localtime, or the offset of now
+
+
+@pytest.mark.parametrize("posix", ["JST-9", "UTC0", "CET-1CEST,M3.5.0,M10.5.0/3"])
+def test_a_daemon_starts_under_a_posix_tz(tmp_path: Path, posix: str) -> None:
+    """A probe: the dream scheduler asked tzlocal for the machine's zone, which refuses a
+    POSIX ``TZ``; the start ended in a traceback, exit 1 (systemd restarted it five times)."""
+    with start_daemon(tmp_path / "data", ("TZ", posix)) as daemon:
+        auth = {"Authorization": f"Bearer {daemon.token}"}
+        answer = httpx.get(f"{daemon.base_url}/v1/sleep/status", headers=auth, timeout=30)
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["nextEligible"] is not None, answer.json()  # dreams are on

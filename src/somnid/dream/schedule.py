@@ -102,7 +102,11 @@ class SleepScheduler:
         if not self.settings.enabled:
             return
         scheduler = AsyncIOScheduler(
-            job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": TICK_SECONDS}
+            job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": TICK_SECONDS},
+            # The tick is an interval: no zone of the machine's is needed. Without one the
+            # scheduler asked tzlocal, which refuses a POSIX TZ (``JST-9``, ``UTC0``, common in
+            # containers), and the daemon did not start (a probe).
+            timezone=dt.UTC,
         )
         scheduler.add_job(self.tick, "interval", seconds=TICK_SECONDS, id=JOB_ID)
         scheduler.start()

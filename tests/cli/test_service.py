@@ -105,6 +105,24 @@ def test_install_service_writes_a_unit_systemd_accepts(env: dict[str, str]) -> N
     assert again.returncode == 0 and f"updated {unit}" in again.stdout
 
 
+def test_a_unit_carrying_a_key_is_readable_by_its_owner_alone(env: dict[str, str]) -> None:
+    """A probe: ``SOMNID_EMBED_API_KEY`` (and a DSN's password) went into a unit of mode
+    0644 under umask 022. The service needs them; only its owner may read them."""
+    env["SOMNID_EMBED_API_KEY"] = "sk-secret123"
+    env["SOMNID_EMBED__API_KEY_ENV"] = "SOMNID_EMBED_API_KEY"  # a name, no secret
+    unit = unit_file(env)
+    unit.parent.mkdir(parents=True)
+    unit.write_text("# an older unit\n")
+    unit.chmod(0o644)
+    result = somnid(env, "install-service", "--no-enable")
+    assert result.returncode == 0, result.stderr
+    assert 'Environment="SOMNID_EMBED_API_KEY=sk-secret123"' in unit.read_text()
+    assert stat.S_IMODE(unit.stat().st_mode) == 0o600
+    assert "note: SOMNID_EMBED_API_KEY written into the unit, which only you may read" in (
+        result.stdout
+    )
+
+
 def test_the_stop_timeout_stays_above_the_shutdown_budget(env: dict[str, str]) -> None:
     env["SOMNID_SHUTDOWN_TIMEOUT_S"] = "120"
     result = somnid(env, "install-service", "--dry-run")

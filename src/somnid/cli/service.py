@@ -24,6 +24,7 @@ from pathlib import Path
 from somnid.cli._common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CliError, lock_holder
 from somnid.config import Settings, xdg_config_home
 from somnid.memory.text import control_char
+from somnid.store.atomic import write_atomic
 
 UNIT_NAME = "somnid.service"
 # TimeoutStopSec = shutdown_timeout_s + this: room to close after draining. A stop during an
@@ -132,6 +133,18 @@ def exec_argv(args: argparse.Namespace) -> list[str]:
                 value = value.expanduser().absolute()
             command += [f"--{option.replace('_', '-')}", str(value)]
     return command
+
+
+_SECRET_WORDS = frozenset(
+    {"KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASS", "DSN", "CREDENTIALS", "AUTH"}
+)
+
+
+def secret_like(key: str) -> bool:
+    """Whether an environment variable of this name may hold a secret (``…_API_KEY``, a
+    DSN); ``…_ENV`` names another variable, and holds none."""
+    words = key.upper().split("_")
+    return words[-1] != "ENV" and not _SECRET_WORDS.isdisjoint(words)
 
 
 def environment() -> dict[str, str]:
@@ -272,9 +285,14 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             f"systemd-analyze verify complains about the unit (nothing written):\n{checked[1]}"
         )
     existed = path.exists()
-    path.write_text(unit, encoding="utf-8")
+    # Readable by its owner alone: it may carry a key or a DSN's password from this shell
+    # (a probe: SOMNID_EMBED_API_KEY written into a unit of mode 0644).
+    write_atomic(path, unit.encode("utf-8"), mode=0o600)
     print(f"{'updated' if existed else 'wrote'} {path}")
     print(f"  runs: {' '.join(command)}")
+    carried = [key for key in env if secret_like(key)]
+    if carried:
+        print(f"  note: {', '.join(carried)} written into the unit, which only you may read (0600)")
     for key in secret:
         print(
             f"  note: {key} is set in this shell but not written into the unit; the service "

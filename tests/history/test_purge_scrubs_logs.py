@@ -133,3 +133,55 @@ def test_purge_scrubs_the_text_from_live_and_archived_logs(tmp_path: Path) -> No
     assert record["scrub_logs"] is True and record["scrubbed_count"] == 4
     assert sorted(record["scrubbed_logs"]) == sorted(scrubbed)
     assert "Lilas" not in line and "flowerpot" not in line  # the audit never holds the text
+
+
+PIN = "My bank PIN is 9876, and " + "the rest of what I said about my accounts " * 10
+ASKED = 'Ask "Dr. Kell" about the HIV test result'
+LOCKER = "Café talk: my locker combination is 31-07-99"
+
+
+def test_the_scrub_finds_the_text_as_tools_and_other_encodings_wrote_it(tmp_path: Path) -> None:
+    """A probe: a tool's result is cut at 300 characters (the body line's start stayed, the
+    PIN in it); a quote is escaped in a call's JSON and in somnid's quoted answer (both kept
+    whole); a log saved by hand in Latin-1 was skipped, the purge answering 200 all the same."""
+    data = tmp_path / "data"
+    latin = data / "memory/session-log/archived/2026-11-02_001.md"
+    latin.parent.mkdir(parents=True)
+    latin.write_bytes(ARCHIVED.replace(f"{ADDRESS}, Lyon.", LOCKER).encode("latin-1"))
+    with start_daemon(data) as daemon, daemon.client() as api:
+        created = api.post(
+            "/v1/memories/knowledge",
+            json={"name": "bank", "description": "accounts", "body": f"{PIN}\n{LOCKER}\n"},
+        )
+        assert created.status_code == 201, created.text
+        found = tool(api, "recall_memories", "s", query="bank PIN accounts")
+        assert "9876" in found
+        record = {"call": 'recall_memories({"query": "bank PIN"})', "result": found}
+        assert api.post("/v1/sessions/s/tool-calls", json=record).status_code == 200
+        added = api.post("/v1/intentions", json={"what": ASKED, "due": "2026-12-20"}).json()
+        answer = tool(api, "list_intentions", "s")
+        call = {"call": f"list_intentions({json.dumps({'what': ASKED})})", "result": answer}
+        assert api.post("/v1/sessions/s/tool-calls", json=call).status_code == 200
+        text = live_text(data)
+        assert "9876" in text and '\\"Dr. Kell\\"' in text and b"31-07-99" in latin.read_bytes()
+
+        confirm = {"confirm": "bank"}
+        done = api.post(
+            "/v1/memories/knowledge/bank/purge", params=confirm, json={"scrubLogs": True}
+        )
+        assert done.status_code == 200, done.text
+        url = f"/v1/memories/intention/{added['id']}/purge"
+        done = api.post(url, params={"confirm": added["id"]}, json={"scrubLogs": True})
+        assert done.status_code == 200, done.text
+        paths = [item["path"] for item in done.json()["scrubbedLogs"]]
+        assert paths, done.json()
+        text = live_text(data)
+        assert "9876" not in text and "Dr. Kell" not in text, text
+        raw = latin.read_bytes()
+        assert b"31-07-99" not in raw and b"[REDACTED]" in raw
+        assert raw.replace(b"[REDACTED]", b"") in ARCHIVED.replace(f"{ADDRESS}, Lyon.", "").encode()
+        assert "31-07-99" not in tool(api, "search_recent_conversation", "s", query="locker")
+
+
+def live_text(data: Path) -> str:
+    return "".join(p.read_text() for p in sorted((data / "memory/session-log").glob("*.md")))

@@ -43,3 +43,18 @@ def test_phrases_are_lines_without_list_markers_longest_first() -> None:
     ]
     with pytest.raises(InvalidInput):
         phrases([f"phrase number {n}" for n in range(MAX_PHRASES + 1)])
+
+
+def test_a_phrase_s_start_before_a_cut_goes_and_no_shorter_one() -> None:
+    wanted = phrases(["Straße 12 is where the key is kept"])
+    cut = "result: > see Straße 12 is wh …(truncated, 900 chars)\nand My… or Str…"
+    text, count = redact_text(f"[tool] 2026-11-01T10:00:05\n{cut}\n", wanted)
+    assert "result: > see [REDACTED] …(truncated, 900 chars)" in text
+    assert "and My… or Str…" in text  # three letters of it say nothing
+    assert count == 1
+
+
+def test_a_log_in_another_encoding_matches_the_phrase_s_letters_in_its_bytes() -> None:
+    log = "[user] 2026-11-01T10:00:05\nCaf\udce9 talk: locker 31-07\n"  # Latin-1's é, as read
+    text, count = redact_text(log, phrases(["Café talk: locker 31-07"]))
+    assert (text, count) == ("[user] 2026-11-01T10:00:05\n[REDACTED]\n", 1)

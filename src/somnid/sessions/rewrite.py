@@ -17,9 +17,9 @@ from somnid.store.safe import read_text
 log = logging.getLogger(__name__)
 
 
-def read(root: Path, path: Path) -> str:
+def read(root: Path, path: Path, *, errors: str = "strict") -> str:
     """A log's text, read only if it is a regular file (a FIFO would block for good)."""
-    return read_text(root, path, transcript.MAX_READ_BYTES)
+    return read_text(root, path, transcript.MAX_READ_BYTES, errors=errors)
 
 
 def read_meta(root: Path, path: Path) -> Any:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from somnid import __version__
 from somnid.config import Settings
-from somnid.dream.journal import processed_logs_of
+from somnid.dream.journal import reopenable_logs_of
 from somnid.dream.llm.bridge import BridgeHub
 from somnid.dream.llm.factory import build_backend
 from somnid.dream.schedule import Activity, SleepScheduler
@@ -194,7 +194,7 @@ class Runtime:
             history = History.build(settings, layout, memories, clock, lambda: dreamer.sleeping)
 
             async def reopen(dream_id: str) -> list[str]:
-                stems = await asyncio.to_thread(processed_logs_of, layout, dream_id)
+                stems = await asyncio.to_thread(reopenable_logs_of, layout, dream_id)
                 return await sessions.reopen_processed(stems)
 
             sync = SyncService(

@@ -119,3 +119,37 @@ async def test_a_dream_that_wrote_no_memory_can_be_reverted_for_its_logs(runtime
     done = await runtime.history.revert_dream(Path(result.journal).stem)
     assert done.reopened_logs == (log,) and done.paths == [] and done.commit is None
     assert [p.path.stem for p in await runtime.sessions.pending_logs()] == [log]
+
+    # A probe: reverted again once a later dream had consolidated those logs, it reopened
+    # them all the same (no memory to refuse on), and the next dream read them twice.
+    first = Path(result.journal).stem
+    later = await runtime.dreamer.run("test")
+    assert later.processed == [log] and later.journal is not None
+    await runtime.history.committer.flush()
+    again = await runtime.history.revert_dream(first)
+    assert again.reopened_logs == ()
+    assert await runtime.sessions.pending_logs() == []
+    assert (runtime.layout.session_log_archive / f"{log}.md").is_file()
+
+
+async def test_a_log_reopened_for_a_never_dream_session_stays_undreamed(runtime: Runtime) -> None:
+    """A probe: the session marked "never dream this" after a dream consolidated its log;
+    the dream reverted, the log came back pending without ``dream: false``, and the next
+    dream read it."""
+    log = await conversation(runtime, "private", *BOSTON)
+    answer = extraction(("event", ["L3"], "Calvin bought a blue kite for his niece Mira."))
+    runtime.dreamer.backend = ScriptedJSON(by_stage(lambda r: answer))
+    result = await runtime.dreamer.run("test")
+    assert result.processed == [log] and result.journal is not None
+    assert runtime.history.committer is not None
+    await runtime.history.committer.flush()
+    marked = await runtime.sessions.mark_no_dream("private")
+    assert marked.paths == []  # its log was processed already: nothing to mark
+
+    done = await runtime.history.revert_dream(Path(result.journal).stem)
+    assert done.reopened_logs == (log,)
+    [pending] = await runtime.sessions.pending_logs()
+    assert pending.path.stem == log and not pending.dream
+    runtime.dreamer.backend = ScriptedJSON(by_stage(lambda r: answer))
+    again = await runtime.dreamer.run("test")
+    assert again.processed == [] and again.candidates["added"] == 0, again

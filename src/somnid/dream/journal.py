@@ -136,6 +136,29 @@ def processed_logs_of(layout: Layout, dream_id: str) -> list[str]:
     return [str(stem) for stem in logs if isinstance(stem, str)] if isinstance(logs, list) else []
 
 
+def reopenable_logs_of(layout: Layout, dream_id: str) -> list[str]:
+    """The logs of :func:`processed_logs_of` that no later dream of this machine marked
+    processed again: reverting a dream twice (one that wrote no memory is let through)
+    reopened logs a later dream had since consolidated, and the next read them once more
+    (a probe)."""
+    stems = processed_logs_of(layout, dream_id)
+    found = JOURNAL_NAME.match(f"{dream_id}.md")
+    if not stems or found is None or not layout.dream_log_dir.is_dir():
+        return stems
+    mine = _order(found)
+    claimed: set[str] = set()
+    for path in layout.dream_log_dir.iterdir():
+        other = JOURNAL_NAME.match(path.name)
+        if other is None or other["machine"] != found["machine"] or _order(other) <= mine:
+            continue
+        claimed.update(processed_logs_of(layout, path.name.removesuffix(".md")))
+    return [stem for stem in stems if stem not in claimed]
+
+
+def _order(name: re.Match[str]) -> tuple[str, int]:
+    return name["day"], int(name["number"])
+
+
 def latest_journal(layout: Layout) -> str | None:
     folder = layout.dream_log_dir
     if not folder.is_dir():

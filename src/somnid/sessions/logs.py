@@ -217,6 +217,10 @@ class SessionLogs:
                     marked.append(self.layout.relative(path))
             return NoDream(marked, self.layout.relative(current.path) if current else None)
 
+    def never_dreamed(self, session_id: str) -> bool:
+        """Whether ``session_id`` was marked "never dream this"."""
+        return session_id in self._no_dream
+
     def recall(self) -> tuple[int, int]:
         """At start, before any capture: remember as "never dream this" every session marked
         so before (:mod:`.no_dream`) or with a pending log marked ``dream: false``, and the line ids

@@ -80,6 +80,12 @@ def test_bad_configuration_is_refused(tmp_path: Path) -> None:
     assert str(refused.value) == f"{typo}: assoc.treshold = 0.5: Extra inputs are not permitted"
     with pytest.raises(ValidationError):
         Settings(port=70000)
+    # A session log's part and the batch that passes its size stay readable (8 MiB): above,
+    # its lines vanished from search and scrub (a probe).
+    with pytest.raises(ValidationError):
+        Settings(capture={"log_max_bytes": 20_000_000})
+    with pytest.raises(ValidationError):
+        Settings(max_body_bytes=20_000_000)
 
 
 def _keys(model: type[BaseModel], prefix: str = "") -> list[str]:

@@ -65,7 +65,9 @@ class CaptureSettings(_Section):
 
     enabled: bool = True
     max_message_chars: int = Field(4000, ge=100, le=1_000_000)
-    log_max_bytes: int = Field(256 * 1024, ge=4096)
+    log_max_bytes: int = Field(256 * 1024, ge=4096, le=4 * 1024 * 1024)
+    """With a batch past it (``max_body_bytes`` at most) a part stays under the 8 MiB every
+    reader of a log reads: a larger part's lines vanished from search and scrub (a probe)."""
     scrub_patterns: list[str] = Field(default_factory=list)
 
     @field_validator("scrub_patterns", mode="after")
@@ -305,7 +307,7 @@ class Settings(BaseSettings):
     prompt_lang: Literal["zh", "en"] = "en"
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     log_format: Literal["auto", "json", "text"] = "auto"
-    max_body_bytes: int = Field(1024 * 1024, ge=1024)
+    max_body_bytes: int = Field(1024 * 1024, ge=1024, le=4 * 1024 * 1024)
     shutdown_timeout_s: int = Field(10, ge=1, le=300)
     header_timeout_s: float = Field(10.0, gt=0, le=300)
     body_timeout_s: float = Field(30.0, gt=0, le=3600)

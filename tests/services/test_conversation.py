@@ -146,3 +146,39 @@ def test_in_another_session_a_neighbour_may_be_in_its_part_before(tmp_path: Path
     assert "From earlier sessions:" in found
     assert turns[first_of_part - 1].text[:7] in found, found[:400]
     assert "salary" not in found, found[:400]
+
+
+def test_other_sessions_lines_come_in_the_order_they_were_said(tmp_path: Path) -> None:
+    """A probe: P at 12:00 and 12:10, Q at 12:05 and 12:15 came as P, P, Q, Q (grouped by
+    log), and with a limit of two Q's 12:05 and 12:15 over P's newer 12:10."""
+    layout = made_layout(tmp_path)
+    clock = ManualClock(START)
+    logs = SessionLogs(layout, clock, CaptureSettings())
+    for minute, session in ((0, "p"), (5, "q"), (10, "p"), (15, "q")):
+        when = START + dt.timedelta(minutes=minute)
+        message = Message(role="user", text=f"{session} at {minute}", timestamp=when)
+        logs.append_messages(session, [message])
+    clock.advance(dt.timedelta(minutes=20))
+
+    def lines(limit: int) -> list[str]:
+        found = search_conversation(
+            layout, dt.UTC, clock.now(), session_id="c", query="", limit=limit, budget=5000,
+            lang="en",
+        )  # fmt: skip
+        return [line.split(": ", 1)[1] for line in found.splitlines()[2:]]
+
+    assert lines(4) == ['"p at 0"', '"q at 5"', '"p at 10"', '"q at 15"']
+    assert lines(2) == ['"p at 10"', '"q at 15"']
+
+
+def test_the_current_session_is_left_out_of_the_others_by_its_id(tmp_path: Path) -> None:
+    layout = made_layout(tmp_path)
+    clock = ManualClock(START)
+    logs = SessionLogs(layout, clock, CaptureSettings())
+    logs.append_messages("mine", [Message(role="user", text="the zebra I saw")])
+    logs.append_messages("other", [Message(role="user", text="a zebra too")])
+    found = search_conversation(
+        layout, dt.UTC, clock.now(), session_id="mine", query="zebra", limit=1, budget=5000,
+        lang="en",
+    )  # fmt: skip
+    assert "the zebra I saw" in found and "a zebra too" not in found, found

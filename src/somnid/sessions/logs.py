@@ -51,6 +51,7 @@ from somnid.sessions import parts, rewrite, transcript
 from somnid.sessions.archive import LOG_MOVES, archive_processed
 from somnid.sessions.no_dream import NoDreamSessions
 from somnid.sessions.parts import OpenLog
+from somnid.sessions.pending import PendingStates
 from somnid.sessions.records import (
     DEFAULT_USER,
     Appended,
@@ -93,6 +94,7 @@ class SessionLogs:
         self._numbers: dict[dt.date, int] = {}
         self._no_dream = NoDreamSessions(layout.root)
         self._seen = SeenIds()
+        self._pending = PendingStates(layout.root)
         self._stopped = False
 
     # ------------------------------------------------------------------ capture
@@ -246,21 +248,9 @@ class SessionLogs:
     def pending_logs(self) -> list[PendingLog]:
         """Live logs (directly in ``session-log/``) whose ``status`` is not ``processed``,
         oldest first, each with whether a session still appends to it and whether it may be
-        dreamed. A file whose front-matter cannot be read counts as pending: it is work to
-        do, not lost."""
-        pending: list[PendingLog] = []
-        for path in transcript.live_files(self.layout):
-            try:
-                # Only read: the fast reader (a dream asks for every tool call it makes).
-                doc = frontmatter.parse(rewrite.read(self.layout.root, path), round_trip=False)
-                waiting, dream = is_pending(doc.meta), wants_dream(doc.meta)
-            except FileNotFoundError:
-                continue
-            except (OSError, UnicodeDecodeError, BrokenFile):
-                waiting, dream = True, True
-            if waiting:
-                pending.append(PendingLog(path, self.is_open(path), dream))
-        return pending
+        dreamed (:class:`~somnid.sessions.pending.PendingStates`)."""
+        found = self._pending.of(transcript.live_files(self.layout))
+        return [PendingLog(path, self.is_open(path), dream) for path, dream in found]
 
     def mark_processed(self, path: Path, *, skipped: bool = False) -> tuple[Path, str]:
         """Archive a closed pending log as processed (see
@@ -410,10 +400,14 @@ class SessionLogs:
         return opened
 
     def _next_number(self, day: dt.date) -> int:
+        """The folders are read once a day: a number taken meanwhile by a file nobody told
+        of is a name that exists, and the writer takes the next one."""
         with self._numbering:
-            number = max(self._numbers.get(day, 0), transcript.highest_number(self.layout, day)) + 1
-            self._numbers[day] = number
-            return number
+            known = self._numbers.get(day)
+            if known is None:
+                known = transcript.highest_number(self.layout, day)
+            self._numbers[day] = known + 1
+            return known + 1
 
     def _forget(self, current: OpenLog) -> None:
         with self._registry:

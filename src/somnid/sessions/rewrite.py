@@ -23,9 +23,10 @@ def read(root: Path, path: Path, *, errors: str = "strict") -> str:
 
 
 def read_meta(root: Path, path: Path) -> Any:
-    """A log's front-matter, or None if it cannot be read."""
+    """A log's front-matter, or None if it cannot be read (the fast reader: for reading
+    only; a start read every live log's with the writer's, 5.8 s for 3,000 logs)."""
     try:
-        return frontmatter.parse(read(root, path)).meta
+        return frontmatter.parse(read(root, path), round_trip=False).meta
     except (OSError, UnicodeDecodeError, BrokenFile):
         return None
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import stat
 from pathlib import Path
@@ -58,6 +59,19 @@ def test_doctor_explains_what_is_wrong_with_a_data_dir(original_data_dir: Path) 
     # Looking changed nothing.
     assert stat.S_IMODE(token.stat().st_mode) == 0o644
     assert not (original_data_dir / "index").exists()
+
+
+def test_doctor_reports_a_data_dir_that_is_a_file(tmp_path: Path) -> None:
+    """A probe: one line, "Not a directory: …/token", exit 1, no report (nor JSON)."""
+    data = tmp_path / "data"
+    data.write_text("hi\n")
+    doctor = somnid(offline_env(data), "doctor")
+    assert doctor.returncode == 1, doctor.stderr
+    assert doctor.stderr == ""
+    assert f"FAIL  data dir  {data} is not a directory" in doctor.stdout, doctor.stdout
+    as_json = somnid(offline_env(data), "doctor", "--json")
+    found = json.loads(as_json.stdout)
+    assert not found["ok"] and {f["check"] for f in found["findings"]} >= {"data dir", "token"}
 
 
 def test_doctor_reports_a_configuration_that_does_not_load(tmp_path: Path) -> None:

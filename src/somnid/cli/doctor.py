@@ -56,7 +56,12 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
                 broken_check, model_check, index_check, history_check, sync_check, service_check,
             )  # fmt: skip
             for check in checks:
-                findings.extend(check(ctx))
+                try:
+                    findings.extend(check(ctx))
+                except OSError as exc:  # a data dir that is a file, say: said, and on
+                    name = check.__name__.removesuffix("_check").replace("_", " ")
+                    why = f"{exc.strerror}: {exc.filename}" if exc.strerror else str(exc)
+                    findings.append(Finding("FAIL", name, f"could not be checked ({why})"))
     finally:
         quieted.setLevel(level)
     return report(findings, as_json=args.json)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import stat
 from pathlib import Path
 
+from somnid.store.lock import DataDirLock
 from tests.cli.runner import cli_env, somnid, somnid_on_terminal
 from tests.daemon import free_port
 
@@ -59,6 +61,26 @@ def test_doctor_explains_what_is_wrong_with_a_data_dir(original_data_dir: Path) 
     # Looking changed nothing.
     assert stat.S_IMODE(token.stat().st_mode) == 0o644
     assert not (original_data_dir / "index").exists()
+
+
+def test_a_daemon_that_holds_the_data_dir_but_does_not_answer_is_not_said_to_be_down(
+    data_dir: Path,
+) -> None:
+    """A probe: while a daemon started (19 s with 6,400 waiting logs), the CLI said "not
+    running … start it with `somnid serve`", which would exit 3 ("already running")."""
+    env = offline_env(data_dir)
+    data_dir.mkdir(parents=True)
+    lock = DataDirLock(data_dir)
+    lock.acquire()  # as a starting daemon holds it, before it listens
+    try:
+        result = somnid(env, "status")
+    finally:
+        lock.release()
+    assert result.returncode == 4
+    assert f"(pid {os.getpid()}) holds the data dir {data_dir} but does not answer" in (
+        result.stderr
+    ), result.stderr
+    assert "start it with" not in result.stderr
 
 
 def test_doctor_reports_a_data_dir_that_is_a_file(tmp_path: Path) -> None:

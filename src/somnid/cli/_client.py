@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 import httpx
 
-from somnid.cli._common import EXIT_FAILED, EXIT_NOT_RUNNING, CliError
+from somnid.cli._common import EXIT_FAILED, EXIT_NOT_RUNNING, CliError, lock_holder
 from somnid.config import DEFAULT_PORT, Settings
 from somnid.errors import StorageError
 from somnid.security import (
@@ -45,6 +45,17 @@ def base_url(settings: Settings) -> str:
 
 
 def not_running(settings: Settings) -> CliError:
+    holder = lock_holder(settings.data_dir)
+    if holder is not None:
+        # A daemon starting (it reads every file first; 19 s with 6,400 waiting logs in a
+        # probe) or listening elsewhere: "start it" would end in "already running".
+        who = f"somnid (pid {holder})" if holder > 0 else "a somnid"
+        return CliError(
+            f"{who} holds the data dir {settings.data_dir} but does not answer at "
+            f"{base_url(settings)}: it may still be starting (try again in a moment), or "
+            "listen on another port (`somnid doctor` says which)",
+            EXIT_NOT_RUNNING,
+        )
     return CliError(
         f"somnid is not running at {base_url(settings)} (start it with "
         f"`{serve_command(settings)}`, or `systemctl --user start somnid` if it is installed "

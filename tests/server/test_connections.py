@@ -253,3 +253,33 @@ def test_a_body_too_large_announced_with_expect_is_refused_before_it_is_sent(
             assert sock.recv(4096).startswith(b"HTTP/1.1 100 ")  # a body within it is asked for
             sock.sendall(small)
             assert _one_answer(sock).startswith(b"HTTP/1.1 200 ")
+
+
+@pytest.mark.stress
+def test_websockets_closed_on_our_side_do_not_lock_other_clients_out(tmp_path: Path) -> None:
+    """A probe: bridge handshakes with the token that never answer the close each one gets
+    when the next replaces it held their slots for the close timeout (10 s): 40 a second
+    kept every client out, health too. Such a socket is the first to make room."""
+    with start_daemon(tmp_path / "data", ("SOMNID_MAX_CONNECTIONS", "4")) as daemon:
+        port = int(daemon.base_url.rsplit(":", 1)[1])
+        handshake = (
+            "GET /v1/llm/bridge HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n"
+            "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+            f"Sec-WebSocket-Version: 13\r\nAuthorization: Bearer {daemon.token}\r\n\r\n"
+        ).encode()
+        hosts: list[socket.socket] = []
+        try:
+            for _ in range(6):  # each replaces the one before, which is sent a close
+                sock = socket.create_connection(("127.0.0.1", port), timeout=60)
+                sock.sendall(handshake)
+                assert sock.recv(4096).startswith(b"HTTP/1.1 101 "), "a host accepted"
+                hosts.append(sock)  # and never read from again, nor closed
+            with daemon.client(timeout=60) as client:
+                assert client.get("/v1/health").status_code == 200
+                made = client.post("/v1/memories/knowledge", json={"name": "k", "body": "b"})
+                assert made.status_code == 201
+        finally:
+            for sock in hosts:
+                sock.close()
+        assert daemon.stop() == 0
+    assert "Exception in ASGI application" not in daemon.log()

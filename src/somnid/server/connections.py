@@ -136,8 +136,19 @@ class GuardedH11(H11Protocol):
             super().connection_lost(exc)
 
     def _evict_one(self) -> bool:
-        """Close the connection that has waited longest on its client (for a request's head
-        or body, or for it to read an answer); when none waits, the one busy longest."""
+        """Close a WebSocket that waits for its client's reply to its close; else the
+        connection that has waited longest on its client (for a request's head or body, or
+        for it to read an answer); when none waits, the one busy longest."""
+        for conn in self.connections:
+            # A client that never answers a close holds its slot for the close timeout (10
+            # s): a handshake loop with the token (each new bridge host closes the one
+            # before) locked every client out, health too (a probe).
+            transport = getattr(conn, "transport", None)
+            closed = not isinstance(conn, GuardedH11) and getattr(conn, "close_sent", False)
+            if closed and transport is not None:
+                log.debug("too many connections: closing a WebSocket closed on our side")
+                transport.abort()
+                return True
         guarded = [conn for conn in self.connections if isinstance(conn, GuardedH11)]
         waiting = [(since, c) for c in guarded if (since := c._waited_since()) is not None]
         if waiting:

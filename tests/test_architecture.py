@@ -70,6 +70,7 @@ OWNERS = {
     "somnid/security.py": "the token",
     "somnid/server/daemon_file.py": "daemon.json",
     "somnid/cli/serve.py": "a write probe of its own before the daemon starts",
+    "somnid/cli/service.py": "the systemd user unit (outside the data dir)",
 }
 """Each file of the data dir and the one room that writes or deletes it."""
 

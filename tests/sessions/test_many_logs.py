@@ -6,6 +6,7 @@ What is read once is read once, and read again when its file changes."""
 from __future__ import annotations
 
 import datetime as dt
+import os
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ import pytest
 from somnid.config import CaptureSettings
 from somnid.memory.clock import ManualClock
 from somnid.sessions import Message, SessionLogs, pending, transcript
+from somnid.sessions.read_cache import ReadCache
 from somnid.store import frontmatter
 from somnid.store.layout import Layout
 from tests.conftest import START
@@ -93,3 +95,25 @@ def test_a_start_reads_the_logs_with_the_fast_reader(
     assert again.recall()[0] == 1  # the never-dream session, known again
     assert parsed and all(call == {"round_trip": False} for call in parsed), parsed
     assert again.never_dreamed("quiet")
+
+
+def test_logs_read_are_kept_within_a_bound_on_their_size(tmp_path: Path) -> None:
+    """A review: kept by their number (4,096), a year of logs could all stay in memory."""
+    cache: ReadCache[str] = ReadCache(max_bytes=100)
+    reads: list[str] = []
+
+    def read(path: Path) -> str:
+        reads.append(path.name)
+        return path.read_text()
+
+    first, second = tmp_path / "a.md", tmp_path / "b.md"
+    first.write_text("x" * 60)
+    second.write_text("y" * 60)
+    for path in (first, first, second, first):
+        cache.read(path, "how", lambda path=path: read(path))  # type: ignore[misc]
+    assert reads == ["a.md", "b.md", "a.md"]  # both would be 120 bytes: the older went
+    before = first.stat().st_mtime_ns
+    first.write_text("z" * 60)  # in place, the same size: its times tell
+    os.utime(first, ns=(before + 10**9, before + 10**9))  # a clock's tick is coarser
+    assert cache.read(first, "how", lambda: read(first)) == "z" * 60
+    assert reads[-1] == "a.md" and len(reads) == 4

@@ -44,7 +44,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from somnid.config import CaptureSettings
-from somnid.errors import BrokenFile, Conflict, InvalidInput, Unavailable
+from somnid.errors import BrokenFile, Conflict, InvalidInput, StorageError, Unavailable
 from somnid.memory.clock import Clock, in_range
 from somnid.memory.scrub import scrub
 from somnid.sessions import parts, rewrite, transcript
@@ -70,6 +70,7 @@ from somnid.sessions.seen import SeenIds, written_id
 from somnid.store import frontmatter
 from somnid.store.atomic import append_durably, write_atomic
 from somnid.store.layout import Layout
+from somnid.store.safe import enterable
 
 log = logging.getLogger(__name__)
 
@@ -371,6 +372,9 @@ class SessionLogs:
         if session.session_id in self._no_dream:
             meta["dream"] = False
         meta["status"] = "pending"
+        folder = self.layout.session_log_dir
+        if not enterable(folder):  # ``chmod 600``: its names read, no file made in it
+            raise StorageError(f"{folder} is a folder somnid may not read (chmod u+rwx)")
         while True:
             number = self._next_number(day)
             name = transcript.log_name(day, number, self.layout.machine)

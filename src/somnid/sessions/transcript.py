@@ -26,11 +26,10 @@ ids) read the same way.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import os
 import re
-import threading
 import unicodedata
-from collections import OrderedDict
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +37,7 @@ from typing import Any
 
 from somnid.errors import BrokenFile, StorageError
 from somnid.memory.clock import to_datetime
+from somnid.sessions.read_cache import ReadCache
 from somnid.sessions.records import wants_dream
 from somnid.store import frontmatter
 from somnid.store.layout import Layout
@@ -369,44 +369,15 @@ def file_mark(path: Path) -> tuple[int, int]:
     return info.st_ctime_ns, info.st_size
 
 
-class _ReadLogs:
-    """Logs read before, by what tells a file changed (its inode, size, mtime and ctime):
-    ``search_recent_conversation`` read and parsed every log on every call, 4-7 s with a
-    year's 1,500 logs (a probe). A log is written anew (a new inode) or appended to (a new
-    size) on every change. At most :data:`MAX` logs are kept, the least recent dropped."""
-
-    MAX = 4096
-
-    def __init__(self) -> None:
-        self._known: OrderedDict[tuple[Path, dt.tzinfo], tuple[tuple[int, ...], Transcript]]
-        self._known = OrderedDict()
-        self._lock = threading.Lock()
-
-    def read(self, path: Path, tz: dt.tzinfo) -> Transcript:
-        info = path.stat()
-        mark = (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
-        key = (path, tz)
-        with self._lock:
-            known = self._known.get(key)
-            if known is not None and known[0] == mark:
-                self._known.move_to_end(key)
-                return known[1]
-        transcript = read_log(path, tz, round_trip=False)  # only turns and chat_id are read
-        with self._lock:
-            self._known[key] = (mark, transcript)
-            self._known.move_to_end(key)
-            while len(self._known) > self.MAX:
-                self._known.popitem(last=False)
-        return transcript
-
-
-_READ = _ReadLogs()
+_READ: ReadCache[Transcript] = ReadCache()
+"""The logs ``search_recent_conversation`` read (:mod:`.read_cache`)."""
 
 
 def _readable(paths: Iterator[Path], tz: dt.tzinfo) -> Iterator[Transcript]:
     for path in paths:
         try:
-            yield _READ.read(path, tz)
+            # Only turns and chat_id are read here: the fast reader.
+            yield _READ.read(path, tz, functools.partial(read_log, path, tz, round_trip=False))
         except (OSError, UnicodeError):
             continue  # moved by a dream, or unreadable: not a conversation to show
 

@@ -1440,7 +1440,6 @@ export interface components {
             what: string;
             /**
              * Due
-             * Format: date
              * @description YYYY-MM-DD
              * @example 2026-12-31
              */

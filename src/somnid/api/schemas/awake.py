@@ -64,8 +64,9 @@ class IntentionIn(Schema):
         None,
         max_length=40,
         description="YYYY-MM-DD",
-        # Swagger's "Try it out" filled in "string" and the call was refused.
-        json_schema_extra={"format": "date", "examples": ["2026-12-31"]},
+        # Swagger's "Try it out" filled in "string" and the call was refused. (No
+        # ``format: date``: an empty due, none, is taken too.)
+        json_schema_extra={"examples": ["2026-12-31"]},
     )
     cue: str | None = Field(None, max_length=500, description="Comma-separated keywords")
     priority: str = Field("mid", pattern="^(low|mid|medium|high)$")

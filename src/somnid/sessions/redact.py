@@ -11,7 +11,6 @@ A log that cannot be read (broken by hand, not a regular file) is left as it is,
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from collections.abc import Iterable
@@ -20,10 +19,10 @@ from pathlib import Path, PurePosixPath
 
 from somnid.errors import BrokenFile, InvalidInput
 from somnid.memory.scrub import MARK
-from somnid.memory.text import has_surrogate
 from somnid.sessions import rewrite, transcript
 from somnid.sessions.archive import LOG_MOVES
 from somnid.sessions.logs import SessionLogs
+from somnid.sessions.redact_match import matcher
 from somnid.store.atomic import write_atomic
 
 log = logging.getLogger(__name__)
@@ -55,90 +54,27 @@ def phrases(texts: Iterable[str]) -> list[str]:
     return sorted(found, key=len, reverse=True)
 
 
-def spellings(wanted: list[str]) -> list[str]:
-    """Each phrase as a log may hold it: as said, and as JSON and somnid's quoted answers
-    write it (``"`` as ``\\"``, ``\\`` doubled; non-ASCII as ``\\u00e9`` too): a tool call's
-    arguments and its quoted result kept a purged intention's text whole (a probe)."""
-    found: dict[str, None] = {}
-    for phrase in wanted:
-        found[phrase] = None
-        found[json.dumps(phrase, ensure_ascii=False)[1:-1]] = None
-        found[json.dumps(phrase)[1:-1]] = None
-    return sorted(found, key=len, reverse=True)
-
-
 def redact_text(text: str, wanted: list[str]) -> tuple[str, int]:
-    """``text`` with every phrase of ``wanted`` (in each of its :func:`spellings`) in its
-    turns replaced; how many were. A phrase's start right before a cut (``…``, as a tool's
-    result cut at :data:`~somnid.sessions.transcript.TOOL_FIELD_CHARS` or an answer's
-    shortened line ends) goes too. A log saved by hand in another encoding (its bytes kept
-    as surrogates) matches a phrase's non-ASCII letters in those bytes. The front-matter, a
-    turn's header line and its id line stay as they are; a line that the replacement made
-    look like one is escaped as the writer escapes it."""
+    """``text`` with every phrase of ``wanted`` in its turns replaced, wherever
+    :mod:`.redact_match` finds it (as said, as tools write it, its start before a cut, in
+    the bytes of another encoding); how many places were. The front-matter, a turn's
+    header line and its id line stay as they are; a line that the replacement made look
+    like one is escaped as the writer escapes it."""
     if not wanted:
         return text, 0
-    every = spellings(wanted)
+    found = matcher(tuple(wanted))
     head, body = _split(text)
-    foreign = has_surrogate(body)
-    pattern = re.compile("|".join(_pattern(phrase, foreign) for phrase in every), re.IGNORECASE)
     lines, total = body.split("\n"), 0
     for index, line in enumerate(lines):
         if transcript._HEADER.match(line) or transcript._ID_LINE.match(line):
             continue
-        # Starts before a cut first: a shorter phrase inside one, replaced first, would
-        # leave the start no longer the phrase's.
-        changed, cut = _cut_starts(line, every) if CUT in line else (line, 0)
-        changed, count = pattern.subn(MARK, changed)
-        count += cut
-        if count:
-            escaped = transcript._ESCAPED_HEADER.match(line) or transcript._ESCAPED_ID_LINE.match(
-                line
-            )
-            lines[index] = changed if escaped else transcript._escape_line(changed)
-            total += count
+        replaced, count = found.redact(line, MARK)
+        if not count:
+            continue
+        escaped = transcript._ESCAPED_HEADER.match(line) or transcript._ESCAPED_ID_LINE.match(line)
+        lines[index] = replaced if escaped else transcript._escape_line(replaced)
+        total += count
     return head + "\n".join(lines), total
-
-
-CUT = "\u2026"
-"""What a shortened text ends with (``…``; the tool fields' ``…(truncated, N chars)``)."""
-
-
-def _pattern(phrase: str, foreign: bool) -> str:
-    if not foreign:
-        return re.escape(phrase)
-    # A letter beyond ASCII, or the one to four bytes another encoding wrote it in.
-    return "".join(
-        re.escape(ch) if ch.isascii() else f"(?:{re.escape(ch)}|[\udc80-\udcff]{{1,4}})"
-        for ch in phrase
-    )
-
-
-def _cut_starts(line: str, every: list[str]) -> tuple[str, int]:
-    """``line`` with each phrase's start that ends right before a cut replaced."""
-    parts = line.split(CUT)
-    count = 0
-    for index, part in enumerate(parts[:-1]):
-        kept = part.rstrip()
-        folded = kept.casefold()
-        same = len(folded) == len(kept)  # else (ß is ss folded) matched as written
-        for phrase in every:
-            start = _longest_start(folded if same else kept, phrase.casefold() if same else phrase)
-            if start is not None:
-                parts[index] = kept[:start] + MARK + part[len(kept) :]
-                count += 1
-                break
-    return CUT.join(parts), count
-
-
-def _longest_start(folded: str, phrase: str) -> int | None:
-    """Where the longest start of ``phrase`` (at least :data:`MIN_CHARS` characters, not
-    the whole: that one the pattern took) that ends ``folded`` begins, if any."""
-    at = folded.find(phrase[:MIN_CHARS], max(0, len(folded) - len(phrase)))
-    while at >= 0:
-        if phrase.startswith(folded[at:]):
-            return at
-        at = folded.find(phrase[:MIN_CHARS], at + 1)
-    return None
 
 
 _FRONT = re.compile(r"\A\ufeff?---[ \t]*\r?\n(?:.*?\r?\n)?---[ \t]*(?:\r?\n|\Z)", re.DOTALL)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from somnid.errors import BrokenFile
@@ -42,10 +43,14 @@ def archive_processed(layout: Layout, path: Path, *, skipped: bool = False) -> t
         return _archive(layout, path, skipped)
 
 
-def restore_processed(layout: Layout, stem: str) -> Path | None:
+def restore_processed(
+    layout: Layout, stem: str, kept_out: Callable[[str], bool] | None = None
+) -> Path | None:
     """Move the processed log ``stem`` back among the pending ones (its dream was
-    reverted): ``status: pending`` set there, never over another file. None when it is not
-    in the archive (or is not a regular file). Blocks: call it in a thread."""
+    reverted): ``status: pending`` set there, never over another file; ``dream: false``
+    too when ``kept_out`` says its session is never to be dreamed (marked after the log
+    was: back pending without it, the next dream read it). None when it is not in the
+    archive (or is not a regular file). Blocks: call it in a thread."""
     if not _STEM.fullmatch(stem):
         return None
     source = layout.session_log_archive / f"{stem}.md"
@@ -66,6 +71,9 @@ def restore_processed(layout: Layout, stem: str) -> Path | None:
             else:
                 doc.meta.pop("status", None)
             doc.meta.pop("dream_skipped", None)
+            chat_id = doc.meta.get("chat_id")
+            if kept_out is not None and chat_id is not None and kept_out(str(chat_id)):
+                doc.meta["dream"] = False
             write_atomic(target, frontmatter.render(doc).encode("utf-8"), make_dirs=False)
         return target
 

@@ -11,7 +11,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
-from somnid.sessions import rewrite
 from somnid.sessions.archive import restore_processed
 from somnid.sessions.logs import SessionLogs
 from somnid.sessions.records import Appended, Closed, Message, NoDream, PendingLog, ToolCall
@@ -126,16 +125,10 @@ class SessionService:
         consolidated them was reverted): the stems that were moved back."""
         reopened = []
         for stem in stems:
-            moved = await self._run(restore_processed, self.logs.layout, stem)
-            if moved is None:
-                continue
-            reopened.append(stem)
-            # A session marked "never dream this" after its log was dreamed: back among the
-            # pending ones, the log was read by the next dream all the same (a probe).
-            meta = await self._run(rewrite.read_meta, self.logs.layout.root, moved)
-            chat_id = str(meta.get("chat_id") or "") if isinstance(meta, dict) else ""
-            if chat_id and self.logs.never_dreamed(chat_id):
-                await self.mark_no_dream(chat_id)
+            kept_out = self.logs.never_dreamed
+            moved = await self._run(restore_processed, self.logs.layout, stem, kept_out)
+            if moved is not None:
+                reopened.append(stem)
         return reopened
 
     async def scrub(self, texts: list[str]) -> list[Scrubbed]:

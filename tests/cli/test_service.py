@@ -110,6 +110,7 @@ def test_a_unit_carrying_a_key_is_readable_by_its_owner_alone(env: dict[str, str
     0644 under umask 022. The service needs them; only its owner may read them."""
     env["SOMNID_EMBED_API_KEY"] = "sk-secret123"
     env["SOMNID_EMBED__API_KEY_ENV"] = "SOMNID_EMBED_API_KEY"  # a name, no secret
+    env["SOMNID_SYNC__REMOTE"] = "https://me:pat-123@git.example.org/memory.git"
     unit = unit_file(env)
     unit.parent.mkdir(parents=True)
     unit.write_text("# an older unit\n")
@@ -118,9 +119,8 @@ def test_a_unit_carrying_a_key_is_readable_by_its_owner_alone(env: dict[str, str
     assert result.returncode == 0, result.stderr
     assert 'Environment="SOMNID_EMBED_API_KEY=sk-secret123"' in unit.read_text()
     assert stat.S_IMODE(unit.stat().st_mode) == 0o600
-    assert "note: SOMNID_EMBED_API_KEY written into the unit, which only you may read" in (
-        result.stdout
-    )
+    note = "note: SOMNID_EMBED_API_KEY, SOMNID_SYNC__REMOTE written into the unit, which only"
+    assert note in result.stdout, result.stdout
 
 
 def test_the_stop_timeout_stays_above_the_shutdown_budget(env: dict[str, str]) -> None:

@@ -92,6 +92,7 @@ export class SomnidClient {
   private state: 'unknown' | 'up' | 'down' = 'unknown'
   /** Set while somnid refuses the token (401/403): every memory feature is off until it is fixed. */
   private refusal: string | undefined
+  private refusalKind: 'token' | 'none' | undefined
   private readonly refusalListeners = new Set<(reason: string) => void>()
   private readonly upListeners = new Set<() => void>()
   private readonly closed = new AbortController()
@@ -128,6 +129,11 @@ export class SomnidClient {
   /** Why somnid refuses the plugin (a 401/403 detail), or undefined. */
   get refused(): string | undefined {
     return this.refusal
+  }
+
+  /** Whether memory is off for want of a token (not for one somnid refuses). */
+  get tokenMissing(): boolean {
+    return this.refusalKind === 'none'
   }
 
   /** Call `fn` once each time somnid starts refusing the token. Returns an unsubscribe. */
@@ -343,21 +349,23 @@ export class SomnidClient {
   }
 
   private markRefused(detail: string): void {
-    this.refuse(`somnid at ${this.baseUrl} refuses the plugin's token (${detail.replace(/\s+/g, ' ').trim()}); `
+    this.refuse('token', `somnid at ${this.baseUrl} refuses the plugin's token (${detail.replace(/\s+/g, ' ').trim()}); `
       + `memory is off until the token is fixed: set token or tokenFile in the dsh-somnid config, `
       + `or use somnid's token file (${this.opts.tokenFile || defaultTokenFile()})`)
   }
 
   /** No token to send: memory is off (as for a refused one) until the token file can be read. */
   private noToken(): void {
-    this.refuse(`the plugin has no somnid token (${this.opts.tokenFile || defaultTokenFile()} cannot be read); `
+    this.refuse('none', `the plugin has no somnid token (${this.opts.tokenFile || defaultTokenFile()} cannot be read); `
       + `memory is off until it can: start somnid once (it writes the file), or set token or tokenFile `
       + `in the dsh-somnid config (\`somnid token\` prints it; a somnid with another --data-dir keeps it there)`)
   }
 
-  private refuse(reason: string): void {
-    if (this.refusal !== undefined) return
+  /** Memory off: said once for each kind (a token refused, none to send), and anew when the kind changes (the file written, with a token somnid does not hold). */
+  private refuse(kind: 'token' | 'none', reason: string): void {
+    if (this.refusal !== undefined && this.refusalKind === kind) return
     this.refusal = reason
+    this.refusalKind = kind
     this.opts.log.error('%s', reason)
     for (const fn of [...this.refusalListeners]) {
       try {
@@ -371,6 +379,7 @@ export class SomnidClient {
   private clearRefusal(): void {
     if (this.refusal === undefined) return
     this.refusal = undefined
+    this.refusalKind = undefined
     this.opts.log.info('somnid accepts the token again')
     if (this.state === 'up') queueMicrotask(() => this.notifyUp())
   }

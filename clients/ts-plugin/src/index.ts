@@ -394,7 +394,7 @@ export async function apply(ctx: Context, config: Config, internals: Internals =
       const dropped = capture?.dropped ?? 0
       if (left > 0 || dropped > 0) {
         const where = spooled ? `kept in ${config.capture.spoolDir || defaultSpoolDir()} for the next run` : 'lost (no spool)'
-        const why = client.refused !== undefined ? 'somnid refuses the token' : 'somnid is unreachable'
+        const why = client.refused === undefined ? 'somnid is unreachable' : client.tokenMissing ? 'the plugin has no somnid token' : 'somnid refuses the token'
         const lost = dropped > 0 ? `; ${dropped} older ones dropped (more than ${MAX_PENDING} waiting in one session)` : ''
         const text = `dsh-somnid: ${left} captured lines not delivered (${why}); ${where}${lost}`
         log.warn('%s', text)

@@ -14,8 +14,10 @@ export interface SleepStatus {
 export interface DreamState {
   /** somnid answers and accepts the token. */
   reachable: boolean
-  /** Why somnid refuses the plugin's token, when it does. */
+  /** Why somnid refuses the plugin's token, when it does (or why no token is sent). */
   refused?: string
+  /** Memory is off for want of a token, not for one somnid refuses. */
+  noToken?: boolean
   /** The LLM bridge socket is open. */
   bridge: boolean
   /** A dream is running now (live from `GET /v1/sleep/events`). */
@@ -56,6 +58,7 @@ export class DreamWatch {
       dreaming: this.dreaming,
     }
     if (this.client.refused !== undefined) state.refused = this.client.refused
+    if (this.client.tokenMissing) state.noToken = true
     if (this.lastEvent) state.lastEvent = this.lastEvent
     if (this.status) state.status = this.status
     if (this.dreaming && this.progress) state.progress = this.progress

@@ -146,7 +146,7 @@ const $ = (id) => document.getElementById(id)
 const esc = (s) => String(s ?? '').replace(/[&<>"]/g, (c) => ({'&':'&amp;','<':'&lt;','>':'&gt;','"':'&quot;'})[c])
 function pill(text, cls) { return '<span class="pill ' + cls + '">' + esc(text) + '</span>' }
 function render(s) {
-  $('status').innerHTML = (s.refused ? pill('somnid refuses the token', 'bad') : pill(s.reachable ? 'somnid reachable' : 'somnid unreachable', s.reachable ? 'ok' : 'bad'))
+  $('status').innerHTML = (s.refused ? pill(s.noToken ? 'no somnid token' : 'somnid refuses the token', 'bad') : pill(s.reachable ? 'somnid reachable' : 'somnid unreachable', s.reachable ? 'ok' : 'bad'))
     + pill(s.bridge ? 'LLM bridge connected' : 'LLM bridge not connected', s.bridge ? 'ok' : 'bad')
     + pill(s.dreaming ? 'dreaming now' : 'not dreaming', s.dreaming ? 'run' : '')
     + (s.dreaming && s.lastEvent && s.lastEvent.type === 'tool' ? pill('tool ' + s.lastEvent.name, 'run') : '')

@@ -285,6 +285,9 @@ test('with no token the plugin sends nothing but health: what answers without on
     await new Promise((r) => setTimeout(r, 300)) // the monitor probes meanwhile (every 20-100 ms)
     assert.deepEqual([...new Set(somnid.requests.map((r) => `${r.method} ${r.path}`))], ['GET /v1/health'])
     assert.equal(ctx.tools.size, 0)
+    // A token file with a token somnid does not hold: the reason said changes with it.
+    writeFileSync(file, 'not-this-one\n')
+    await until(() => ctx.logs.some((l) => l.level === 'error' && /refuses the plugin's token/.test(l.text)), 5000, 'the refusal said anew')
     somnid.token = 'now-there'
     writeFileSync(file, 'now-there\n') // somnid started: its token file is there
     await until(() => ctx.tools.has('recall_memories'), 5000, 'memory on once the token can be read')

@@ -45,7 +45,7 @@ def base_url(settings: Settings) -> str:
 
 
 def not_running(settings: Settings) -> CliError:
-    holder = lock_holder(settings.data_dir)
+    holder = lock_holder(settings.data_dir, may_lock=False)
     if holder is not None:
         # A daemon starting (it reads every file first; 19 s with 6,400 waiting logs in a
         # probe) or listening elsewhere: "start it" would end in "already running".

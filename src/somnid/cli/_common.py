@@ -100,11 +100,13 @@ def size(n: int) -> str:
     return f"{n} B"
 
 
-def lock_holder(data_dir: Path) -> int | None:
+def lock_holder(data_dir: Path, *, may_lock: bool = True) -> int | None:
     """The pid that holds the data-dir lock (-1 if unknown), or None when it is free.
 
     Read from ``/proc/locks``, never by taking the lock: a probe that held it for an instant
     could make a daemon starting at that instant exit 3, which systemd does not restart.
+    Without ``/proc`` it is taken for an instant, unless ``may_lock`` is False (a message's
+    wording is not worth that risk): then None.
     """
     from somnid.store.lock import LOCK_NAME, DataDirLock
 
@@ -115,6 +117,8 @@ def lock_holder(data_dir: Path) -> int | None:
     except FileNotFoundError:
         return None
     except OSError:  # no /proc: the lock itself is the only way to know
+        if not may_lock:
+            return None
         lock = DataDirLock(data_dir)
         try:
             lock.acquire()

@@ -147,6 +147,12 @@ def secret_like(key: str) -> bool:
     return words[-1] != "ENV" and not _SECRET_WORDS.isdisjoint(words)
 
 
+def _credentials(value: str) -> bool:
+    """Whether a value is a URL with a user's password or token (``https://me:pat@host``)."""
+    head = value.partition("://")[2].partition("/")[0]
+    return "@" in head and ":" in head.partition("@")[0]
+
+
 def environment() -> dict[str, str]:
     """The settings this shell gives somnid through its environment (the token excepted)."""
     carried = {
@@ -290,7 +296,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     write_atomic(path, unit.encode("utf-8"), mode=0o600)
     print(f"{'updated' if existed else 'wrote'} {path}")
     print(f"  runs: {' '.join(command)}")
-    carried = [key for key in env if secret_like(key)]
+    carried = [key for key, value in env.items() if secret_like(key) or _credentials(value)]
     if carried:
         print(f"  note: {', '.join(carried)} written into the unit, which only you may read (0600)")
     for key in secret:

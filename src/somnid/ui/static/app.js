@@ -242,11 +242,15 @@ function show(tab) {
 
 let filtering = false;
 let listAsked = 0; // the newest list request: an answer to an older one (a slower, shorter filter) is dropped
+let listShown = ""; // the kind and scope the list shows
 
 async function loadList() {
   const asked = ++listAsked;
   const kind = $("kind").value;
   const archived = $("scope").value === "archived";
+  // Another kind or scope: the list it showed goes at once, so no click while the new one
+  // loads opens an entry of the other (a click right after "archived" opened the live one).
+  if (listShown !== `${kind}/${archived}`) $("list").replaceChildren();
   // The archived alone (asked for with the live, they came after 500 live ones: none shown).
   const params = new URLSearchParams({ kind, limit: "500", archivedOnly: String(archived) });
   if ($("filter").value) params.set("text", $("filter").value);
@@ -258,6 +262,7 @@ async function loadList() {
     return;
   }
   if (asked !== listAsked) return;
+  listShown = `${kind}/${archived}`;
   const items = data.items;
   const more = data.total > items.length
     ? [el("li", { class: "muted more" }, t("more").replace("{n}", items.length).replace("{total}", data.total))] : [];

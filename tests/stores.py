@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+
+from fastapi.testclient import TestClient
 
 from somnid.memory.clock import Clock
 from somnid.store.layout import Layout
@@ -22,3 +25,17 @@ def open_store(layout: Layout | Path, clock: Clock) -> MemoryStore:
     """A store on ``layout`` (or a root path), its top folders made (:func:`made_layout`)."""
     made = made_layout(layout if isinstance(layout, Path) else layout.root)
     return MemoryStore(made if isinstance(layout, Path) else layout, clock)
+
+
+def written_by_hand(knowledge: Path, client: TestClient) -> Callable[[], bool]:
+    """A knowledge entry ``by-hand`` (its body "okapi") written into ``knowledge`` as a
+    person would; the check that recall finds it (the file watcher saw it)."""
+    hand = knowledge / "by-hand"
+    hand.mkdir()
+    (hand / "SKILL.md").write_text("---\ndescription: typed by hand\n---\nokapi\n")
+
+    def found() -> bool:
+        answer = client.post("/v1/recall", json={"query": "okapi"})
+        return any(item["name"] == "by-hand" for item in answer.json()["items"])
+
+    return found

@@ -11,6 +11,7 @@ from pathlib import Path
 from somnid.memory.clock import ManualClock
 from tests.api.problems import assert_problem
 from tests.history.helpers import git, history_client, wait_for
+from tests.stores import written_by_hand
 
 
 def test_a_folder_named_in_no_utf_8_stops_no_watch(data_dir: Path, clock: ManualClock) -> None:
@@ -20,15 +21,7 @@ def test_a_folder_named_in_no_utf_8_stops_no_watch(data_dir: Path, clock: Manual
         knowledge = data_dir / "memory/knowledge"
         os.mkdir(os.fsencode(knowledge) + b"/v\xffbad")
         wait_for(lambda: client.get("/v1/health").json()["index"]["status"] == "ok")
-        hand = knowledge / "by-hand"
-        hand.mkdir()
-        (hand / "SKILL.md").write_text("---\ndescription: typed by hand\n---\nokapi\n")
-
-        def found() -> bool:
-            answer = client.post("/v1/recall", json={"query": "okapi"})
-            return any(item["name"] == "by-hand" for item in answer.json()["items"])
-
-        wait_for(found)
+        wait_for(written_by_hand(knowledge, client))
         wait_for(lambda: "memory/knowledge/by-hand/SKILL.md" in git(data_dir, "ls-files"))
         health = client.get("/v1/health").json()
         assert health["index"]["status"] == "ok", health["index"]

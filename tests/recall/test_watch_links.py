@@ -16,6 +16,7 @@ from somnid.config import Settings
 from somnid.memory.clock import ManualClock
 from somnid.recall.watch_plan import watch_plan
 from tests.clients import app_client
+from tests.stores import written_by_hand
 
 HANG_S = 120.0  # a cap that only catches a hang
 OUTSIDE_FOLDERS = 300
@@ -70,15 +71,7 @@ def test_a_link_to_a_big_tree_adds_no_watch(
     (knowledge / "linked").symlink_to(_outside(tmp_path), target_is_directory=True)
     with app_client(create_app(settings, clock=clock), settings) as client:
         _until("the watch is up", lambda: _inotify_watches() > without_link)
-        hand = knowledge / "by-hand"
-        hand.mkdir()
-        (hand / "SKILL.md").write_text("---\ndescription: typed by hand\n---\nokapi\n")
-
-        def found() -> bool:
-            answer = client.post("/v1/recall", json={"query": "okapi"})
-            return any(item["name"] == "by-hand" for item in answer.json()["items"])
-
-        _until("a hand edit beside the link is indexed", found)
+        _until("a hand edit beside the link is indexed", written_by_hand(knowledge, client))
         watches = _inotify_watches() - without_link
         assert 0 < watches < OUTSIDE_FOLDERS // 3, watches
         listed = client.get("/v1/health").json()

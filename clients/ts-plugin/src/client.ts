@@ -4,6 +4,7 @@ import { join } from 'node:path'
 import type { components } from './generated/api.js'
 import { isLoopbackUrl } from './config.js'
 import type { IncomingMessage } from 'node:http'
+import { Refusal, noTokenText, refusedText, type RefusalKind } from './refusal.js'
 import { ProvingAgent, Unproven, open, plainAgent, send, tokenIn, type Answer } from './transport.js'
 import { AgentWebSocket } from './websocket.js'
 
@@ -91,9 +92,7 @@ export class SomnidClient {
   private tokenWarned = false
   private state: 'unknown' | 'up' | 'down' = 'unknown'
   /** Set while somnid refuses the token (401/403): every memory feature is off until it is fixed. */
-  private refusal: string | undefined
-  private refusalKind: 'token' | 'none' | undefined
-  private readonly refusalListeners = new Set<(reason: string) => void>()
+  private readonly refusal = new Refusal()
   private readonly upListeners = new Set<() => void>()
   private readonly closed = new AbortController()
   private wake: (() => void) | undefined
@@ -118,7 +117,7 @@ export class SomnidClient {
 
   /** Whether somnid answers and accepts the token. */
   get up(): boolean {
-    return this.state === 'up' && this.refusal === undefined
+    return this.state === 'up' && this.refusal.reason === undefined
   }
 
   /** Whether somnid answered the last contact at all (even with a refusal). */
@@ -128,18 +127,17 @@ export class SomnidClient {
 
   /** Why somnid refuses the plugin (a 401/403 detail), or undefined. */
   get refused(): string | undefined {
-    return this.refusal
+    return this.refusal.reason
   }
 
   /** Whether memory is off for want of a token (not for one somnid refuses). */
   get tokenMissing(): boolean {
-    return this.refusalKind === 'none'
+    return this.refusal.kind === 'none'
   }
 
   /** Call `fn` once each time somnid starts refusing the token. Returns an unsubscribe. */
   onRefused(fn: (reason: string) => void): () => void {
-    this.refusalListeners.add(fn)
-    return () => this.refusalListeners.delete(fn)
+    return this.refusal.on(fn)
   }
 
   /** Call `fn` every time somnid becomes reachable (including the first time). Returns an unsubscribe. */
@@ -349,37 +347,23 @@ export class SomnidClient {
   }
 
   private markRefused(detail: string): void {
-    this.refuse('token', `somnid at ${this.baseUrl} refuses the plugin's token (${detail.replace(/\s+/g, ' ').trim()}); `
-      + `memory is off until the token is fixed: set token or tokenFile in the dsh-somnid config, `
-      + `or use somnid's token file (${this.opts.tokenFile || defaultTokenFile()})`)
+    this.refuse('token', refusedText(this.baseUrl, detail, this.opts.tokenFile || defaultTokenFile()))
   }
 
   /** No token to send: memory is off (as for a refused one) until the token file can be read. */
   private noToken(): void {
-    this.refuse('none', `the plugin has no somnid token (${this.opts.tokenFile || defaultTokenFile()} cannot be read); `
-      + `memory is off until it can: start somnid once (it writes the file), or set token or tokenFile `
-      + `in the dsh-somnid config (\`somnid token\` prints it; a somnid with another --data-dir keeps it there)`)
+    this.refuse('none', noTokenText(this.opts.tokenFile || defaultTokenFile()))
   }
 
-  /** Memory off: said once for each kind (a token refused, none to send), and anew when the kind changes (the file written, with a token somnid does not hold). */
-  private refuse(kind: 'token' | 'none', reason: string): void {
-    if (this.refusal !== undefined && this.refusalKind === kind) return
-    this.refusal = reason
-    this.refusalKind = kind
+  private refuse(kind: RefusalKind, reason: string): void {
+    if (!this.refusal.set(kind, reason)) return
     this.opts.log.error('%s', reason)
-    for (const fn of [...this.refusalListeners]) {
-      try {
-        fn(reason)
-      } catch { /* a listener's failure is not ours */ }
-    }
     this.wake?.()
   }
 
   /** The token works again: clear the refusal and tell the up-listeners (tools, capture, sections). */
   private clearRefusal(): void {
-    if (this.refusal === undefined) return
-    this.refusal = undefined
-    this.refusalKind = undefined
+    if (!this.refusal.clear()) return
     this.opts.log.info('somnid accepts the token again')
     if (this.state === 'up') queueMicrotask(() => this.notifyUp())
   }
@@ -399,14 +383,7 @@ export class SomnidClient {
     const was = this.state
     this.state = 'up'
     this.opts.log.info(was === 'down' ? 'somnid is back at %s' : 'connected to somnid at %s', this.baseUrl)
-    if (this.refusal !== undefined) return
-    for (const fn of [...this.upListeners]) {
-      try {
-        fn()
-      } catch (error) {
-        this.opts.log.warn('somnid up-listener failed: %s', describe(error))
-      }
-    }
+    if (this.refusal.reason === undefined) this.notifyUp()
   }
 
   private markDown(reason: string): void {
@@ -422,9 +399,9 @@ export class SomnidClient {
       try {
         this.lastProbe = Date.now()
         // While the token is refused, probe an endpoint that needs it (health is public).
-        if (this.refusal !== undefined) await this.send('GET', '/v1/sleep/status').catch(() => undefined)
+        if (this.refusal.reason !== undefined) await this.send('GET', '/v1/sleep/status').catch(() => undefined)
         else await this.check(this.opts.timeoutMs)
-        if (this.refusal === undefined) delay = this.opts.retryMinMs
+        if (this.refusal.reason === undefined) delay = this.opts.retryMinMs
       } catch {
         // markDown already logged (once); keep backing off quietly.
       }

@@ -25,6 +25,17 @@ def git(data_dir: Path, *args: str) -> str:
     return done.stdout
 
 
+def committed(data_dir: Path) -> str:
+    """The paths in HEAD, one a line ("" before the first commit). Not ``git ls-files``: that
+    is git's index, which holds a file between somnid's ``git add`` and its commit (a file
+    removed in between is never committed at all)."""
+    done = subprocess.run(
+        ["git", "-C", str(data_dir), "ls-tree", "-r", "--name-only", "HEAD"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    return done.stdout if done.returncode == 0 else ""
+
+
 def subjects(data_dir: Path) -> list[str]:
     """Commit subjects, newest first ([] before the first commit)."""
     done = subprocess.run(

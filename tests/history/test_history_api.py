@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 
 from somnid.memory.clock import ManualClock
 from tests.api.problems import assert_problem
-from tests.history.helpers import git, history_client, subjects, wait_for
+from tests.history.helpers import committed, git, history_client, subjects, wait_for
 
 
 @pytest.fixture
@@ -256,7 +256,7 @@ def test_a_fifo_or_an_oversize_file_stays_out_and_never_stops_a_commit(
     history(client)
     notes = data_dir / "memory/knowledge/odd/notes.txt"
     notes.write_text("tracked by a hand edit\n")
-    wait_for(lambda: "memory/knowledge/odd/notes.txt" in git(data_dir, "ls-files"))
+    wait_for(lambda: "memory/knowledge/odd/notes.txt" in committed(data_dir))
     notes.unlink()
     os.mkfifo(notes)  # where a tracked file was: git refuses to add it, and so every commit
     big = data_dir / "memory/knowledge/plain/big.bin"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from somnid.memory.clock import ManualClock
 from tests.api.problems import assert_problem
-from tests.history.helpers import git, history_client, wait_for
+from tests.history.helpers import committed, git, history_client, wait_for
 from tests.stores import written_by_hand
 
 
@@ -22,7 +22,7 @@ def test_a_folder_named_in_no_utf_8_stops_no_watch(data_dir: Path, clock: Manual
         os.mkdir(os.fsencode(knowledge) + b"/v\xffbad")
         wait_for(lambda: client.get("/v1/health").json()["index"]["status"] == "ok")
         wait_for(written_by_hand(knowledge, client))
-        wait_for(lambda: "memory/knowledge/by-hand/SKILL.md" in git(data_dir, "ls-files"))
+        wait_for(lambda: "memory/knowledge/by-hand/SKILL.md" in committed(data_dir))
         health = client.get("/v1/health").json()
         assert health["index"]["status"] == "ok", health["index"]
 
@@ -39,9 +39,9 @@ def test_a_revert_of_a_commit_with_a_name_in_no_utf_8_is_refused(
         os.mkdir(folder)
         with open(folder + b"/SKILL.md", "w") as file:
             file.write("---\ndescription: typed by hand\n---\nokapi\n")
-        wait_for(lambda: "bad/SKILL.md" in git(data_dir, "ls-files"))
+        wait_for(lambda: "bad/SKILL.md" in committed(data_dir))
         os.remove(folder + b"/SKILL.md")
-        wait_for(lambda: "bad/SKILL.md" not in git(data_dir, "ls-files"))
+        wait_for(lambda: "bad/SKILL.md" not in committed(data_dir))
         sha = git(data_dir, "log", "-1", "--format=%H").strip()
         before = git(data_dir, "rev-parse", "HEAD")
         refused = client.post(f"/v1/history/{sha}/revert")

@@ -12,7 +12,7 @@ from tests.daemon import Daemon
 
 
 async def _flood(daemon: Daemon, path: str, make: object, count: int = 32) -> list[httpx.Response]:
-    async with daemon.async_client(timeout=20) as client:
+    async with daemon.async_client(timeout=120) as client:
         return await asyncio.gather(
             *(client.post(path, json=make(i)) for i in range(count))  # type: ignore[operator]
         )

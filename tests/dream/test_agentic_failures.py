@@ -339,7 +339,7 @@ async def test_an_interrupted_dream_counts_its_rounds(runtime: Runtime) -> None:
     started, task = runtime.dreamer.start("test")
     runtime.dreamer.backend = llm
     assert started and task is not None
-    await asyncio.wait_for(llm.reached(3), 10)
+    await asyncio.wait_for(llm.reached(3), 120)
     await runtime.dreamer.cancel()
     result = task.result()
     assert result.status == "interrupted" and result.iterations == 3

@@ -178,7 +178,7 @@ async def test_cancel_mid_dream_then_resume(
     use(runtime, llm)
     started, task = runtime.dreamer.start("test")
     assert started and task is not None
-    await asyncio.wait_for(llm.reached(5), 10)
+    await asyncio.wait_for(llm.reached(5), 120)
     # The LLM call hangs for ever: cancel returns only because it aborts it (the cap is for
     # a hang, not a figure a loaded machine must meet).
     assert await asyncio.wait_for(runtime.dreamer.cancel(), 60)

@@ -180,17 +180,28 @@ async def test_garbage_or_silence_from_the_llm_interrupts_the_dream(
 
                 # Each ends the dream (not retried, not waited out); how fast is a figure
                 # for bench/, not a bound a loaded machine must meet here.
-                garbage = await dream(client)
+                # A loaded machine can miss the 1 s time-out on the first call (the log's
+                # read): that dream stops short of the garbage and leaves the log pending.
+                while True:
+                    before = len(llm.requests)
+                    garbage = await dream(client)
+                    if not (
+                        "no answer within" in garbage["reason"] and len(llm.requests) - before < 2
+                    ):
+                        break
+                assert len(llm.requests) - before == 2  # final: no retry
                 assert garbage["status"] == "interrupted", garbage
                 assert garbage["reason"].startswith("llm: ") and "invalid JSON" in garbage["reason"]
 
                 failure = HANG
+                before = len(llm.requests)
                 began = time.monotonic()
                 silence = await dream(client)
                 took = time.monotonic() - began
                 assert took >= 1.0, took  # the whole time-out waited, never less
                 assert silence["status"] == "interrupted", silence
                 assert "no answer within 1 s" in silence["reason"]
+                assert len(llm.requests) - before <= 2  # final: no retry
 
                 for result in (garbage, silence):
                     assert result["logs"] == [log] and result["processed"] == []
@@ -200,7 +211,6 @@ async def test_garbage_or_silence_from_the_llm_interrupts_the_dream(
                 assert status["sleeping"] is False and status["pendingLogs"] == 1
                 assert frontmatter.parse(live.read_text()).meta["status"] == "pending"
                 assert (await client.get("/v1/health")).status_code == 200
-    assert len(llm.requests) == 4  # each failure was final: no retry
 
 
 @pytest.mark.parametrize("backend", ["callback", "openai"])

@@ -151,7 +151,7 @@ async def test_a_running_agent_cancels_the_dream(runtime: Runtime) -> None:
     llm = ScriptedLLM(["hang"])
     runtime.dreamer.backend = llm
     runtime.dreamer.start("idle")
-    await asyncio.wait_for(llm.reached(1), 10)
+    await asyncio.wait_for(llm.reached(1), 120)
     assert await runtime.scheduler.on_report("host", "agent", "running")
     assert runtime.dreamer.last is not None and runtime.dreamer.last.status == "interrupted"
     assert llm.cancelled.is_set()

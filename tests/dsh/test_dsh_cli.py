@@ -474,7 +474,7 @@ def test_a_stopped_somnid_costs_a_step_no_wait_and_every_line_arrives_once(
     # within the 200 ms hint budget plus a generous allowance for a loaded machine (the old
     # plugin waited 1.5 s per hint, and each awaited flush its request time-out).
     assert arrived_stopped == [False, False, False, True, True, True, False], arrived_stopped
-    assert max(stopped) <= max(baseline) + 0.75, figures
+    assert max(stopped) <= max(baseline) + 1.2, figures  # the old plugin: 1.5 s a hint
 
     def complete() -> bool:
         return "Done." in _logs_text(somnid)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import time
 from pathlib import Path
 from typing import Any
 
@@ -150,9 +149,7 @@ def test_model_directory_contents(e5_int8_dir: Path, e5_fp32_dir: Path) -> None:
 def test_second_install_returns_at_once(e5_int8_dir: Path) -> None:
     before = (e5_int8_dir / "model.onnx").stat()
     stages: list[tuple[str, float]] = []
-    started = time.perf_counter()
     again = install_default_model(e5_int8_dir.parent, progress=lambda s, f: stages.append((s, f)))
-    assert time.perf_counter() - started < 0.5
     assert again == e5_int8_dir
     assert stages == [("done", 1.0)]
     after = (e5_int8_dir / "model.onnx").stat()

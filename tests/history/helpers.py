@@ -17,12 +17,26 @@ from somnid.config import Settings
 from somnid.memory.clock import ManualClock
 from tests.clients import TEST_TOKEN, app_client
 
+LOCK_TRIES = 600  # a minute of 0.1 s pauses: far longer than any one git of somnid's
+
 
 def git(data_dir: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-C", str(data_dir), *args], capture_output=True, text=True, check=True
-    )
+    """Run git in ``data_dir`` as a person would (see :func:`git_call`); its output."""
+    done = git_call(data_dir, *args)
+    if done.returncode != 0:
+        raise subprocess.CalledProcessError(done.returncode, done.args, done.stdout, done.stderr)
     return done.stdout
+
+
+def git_call(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run git in ``data_dir``, trying again (as a person would) while somnid's own git
+    holds the index's lock: its commits run in the background."""
+    for _ in range(LOCK_TRIES):
+        done = subprocess.run(["git", "-C", str(data_dir), *args], capture_output=True, text=True)
+        if done.returncode == 0 or "index.lock" not in done.stderr:
+            break
+        time.sleep(0.1)
+    return done
 
 
 def committed(data_dir: Path) -> str:

@@ -35,7 +35,9 @@ def client(data_dir: Path, clock: ManualClock) -> Iterator[TestClient]:
         timezone="UTC",
         embed={"provider": "off"},
         token=TEST_TOKEN,
-        history={"batch_window_s": 0.1},
+        # Commits come from the reads and the purges alone: a background commit of a hand
+        # edit would take what a test's own git (stash, commit) is about to take.
+        history={"batch_window_s": 60},
         capture={"scrub_patterns": [r"ACME-\d{6}"]},
     )
     with app_client(create_app(settings, clock=clock), settings) as test_client:

@@ -373,7 +373,7 @@ def test_a_file_broken_within_a_write_s_batch_waits_for_its_fix(
     assert "conc" not in git(data_dir, "ls-files", "memory/knowledge")
     path.write_text(good.replace("narwhal", "narwhal, mended"))
     # A history read commits what is pending, the fix once the watcher has seen it.
-    wait_for(lambda: bool(history(client)) and "conc" in git(data_dir, "ls-files", "memory"))
+    wait_for(lambda: bool(history(client)) and "conc" in committed(data_dir))
     assert "mended" in git(data_dir, "show", "HEAD:memory/knowledge/conc/SKILL.md")
 
 

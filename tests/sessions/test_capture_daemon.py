@@ -37,8 +37,14 @@ def run_writers(daemon: Daemon, session_of: Callable[[int], str]) -> dict[int, l
     barrier = threading.Barrier(WRITERS)
 
     def writer(worker: int) -> None:
+        try:
+            write(worker)
+        except Exception as exc:  # a time-out, a reset: the test fails saying so
+            failures.append(f"writer {worker}: {exc!r}")
+
+    def write(worker: int) -> None:
         session = session_of(worker)
-        with daemon.client(timeout=30) as client:
+        with daemon.client(timeout=120) as client:
             barrier.wait()
             number = 0
             while number < PER_WRITER:
@@ -64,7 +70,7 @@ def run_writers(daemon: Daemon, session_of: Callable[[int], str]) -> dict[int, l
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join(timeout=100)
+        thread.join()  # a hang is pytest-timeout's to end
     assert failures == []
     return acknowledged
 
@@ -128,7 +134,7 @@ def test_many_writers_to_many_sessions_then_shutdown_closes_them(
 def test_a_fifo_in_place_of_a_session_log_never_blocks(tmp_path: Path) -> None:
     env = ("SOMNID_SHUTDOWN_TIMEOUT_S", "5")
     with start_daemon(tmp_path / "data", env) as daemon:
-        with daemon.client(timeout=8) as client:
+        with daemon.client(timeout=120) as client:
 
             def say(text: str) -> httpx.Response:
                 message = {"messages": [{"role": "user", "text": text}]}
@@ -147,7 +153,7 @@ def test_a_fifo_in_place_of_a_session_log_never_blocks(tmp_path: Path) -> None:
             assert again.status_code == 200, again.text
             assert again.json()["path"] != first.json()["path"]
             assert client.get("/v1/health").status_code == 200
-            slept = client.post("/v1/sleep/run", json={"wait": True}, timeout=20)
+            slept = client.post("/v1/sleep/run", json={"wait": True}, timeout=300)
             assert slept.status_code == 200, slept.text
         # FIFOs never wedge the shutdown: it ends by itself (its wall-clock budget is
         # measured in bench/, not held against a loaded machine here).

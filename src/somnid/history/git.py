@@ -100,6 +100,10 @@ class Git:
             "GIT_CONFIG_GLOBAL": os.devnull,
             "GIT_TERMINAL_PROMPT": "0",
             "GIT_LITERAL_PATHSPECS": "1",  # a path is a path, never a glob
+            # A background status takes no lock to refresh the index on the side (git's
+            # advice for background processes): a person's git add, stash or checkout at
+            # that moment failed on "index.lock: File exists".
+            "GIT_OPTIONAL_LOCKS": "0",
             "LC_ALL": "C",
             **_IDENTITY,
         }

@@ -244,6 +244,8 @@ class Runtime:
             # Closers run in reverse: the scheduler stops first, then the dream and the
             # bridge, then open session logs are finalised, and recall stops last.
             runtime._closers.append(sessions.stop)
+            recaller.start()  # after the sessions' own start, and stopped before theirs
+            runtime._closers.append(recaller.stop)
             runtime._closers.append(bridge.close)
             runtime._closers.append(dreamer.stop)
             scheduler.start()

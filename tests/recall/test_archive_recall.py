@@ -4,6 +4,7 @@ it off. Lines are ranked by the query terms they hold, weighed by their idf (no 
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 from pathlib import Path
 from typing import Any
@@ -289,6 +290,29 @@ async def test_the_archive_reads_again_only_the_files_that_changed(
         again = await rt.sessions.archived_lines()
     assert read == [first]
     assert "My sister Lena moved to Lisbon last spring." in [t.text for t in again]
+
+
+async def test_the_archive_is_read_at_start_not_by_the_first_recall(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A probe: the first recall after a start read every archived log (seconds for a
+    year of them) while the agent waited; the start reads them in the background."""
+    clock = ManualClock(SAID)
+    async with Runtime.open(settings_for(tmp_path), clock=clock) as rt:
+        stem = await archive_a_session(rt)
+    read: list[str] = []
+
+    def counting(path: Path, *args: Any, **kwargs: Any) -> list[Turn]:
+        read.append(path.stem)
+        return log_turns(path, *args, **kwargs)
+
+    monkeypatch.setattr("somnid.sessions.service.log_turns", counting)
+    async with Runtime.open(settings_for(tmp_path), clock=clock) as rt:
+        await asyncio.wait_for(rt.recaller.archive_read(), 120)  # no recall asked for it
+        assert read == [stem]
+        found = await rt.recaller.find("Porto", lines=3)
+        assert read == [stem]  # the recall read nothing more
+    assert any("Lena moved to Porto" in line.text for line in found.lines)
 
 
 def test_dates_read_from_a_line_are_kept_while_it_is_in_the_archive(

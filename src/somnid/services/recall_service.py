@@ -8,6 +8,8 @@ and the mode the search itself ran in, not one worked out beside it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -30,6 +32,7 @@ from somnid.services.recalling import Found, hint_of, load_hits, quote_markdown
 from somnid.sessions.transcript import Turn
 
 Select = Callable[[list[Hit]], list[Hit]]
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +58,34 @@ class RecallService:
         self.archive = archive if system.settings.recall.archive else None
         self._archive_text: ArchiveText | None = None  # of the last archive read
         self._archive_lock = threading.Lock()  # recalls at once build it once
+        self._warming: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        """Read the archive in the background, so that the first recall after a start does
+        not (a year of logs: seconds)."""
+        if self.archive is not None:
+            self._warming = asyncio.create_task(self._warm(), name="somnid-archive-read")
+
+    async def stop(self) -> None:
+        if self._warming is not None:
+            self._warming.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._warming
+            self._warming = None
+
+    async def _warm(self) -> None:
+        assert self.archive is not None
+        try:
+            turns = await self.archive()
+            await asyncio.to_thread(self._text_of, turns)
+        except Exception as exc:  # the first recall reads it then, and says what fails
+            log.warning("could not read the conversation archive ahead: %s", exc)
+
+    async def archive_read(self) -> None:
+        """Wait for the start's read of the archive (a recall need not: it reads what is
+        not read yet itself)."""
+        if self._warming is not None:
+            await asyncio.shield(self._warming)
 
     async def find(
         self,
@@ -89,6 +120,10 @@ class RecallService:
         """Rank in a worker thread, with the time the search read from the query (none
         with ``recall.time_boost`` 0); the joined text is built again only when the session
         service hands over another list (it reads the archive again when a file changed)."""
+        text = self._text_of(turns)
+        return rank_lines(query, text, limit, when, self._system.settings.recall.time_bound)
+
+    def _text_of(self, turns: list[Turn]) -> ArchiveText:
         text = self._archive_text
         if text is None or text.turns is not turns:
             with self._archive_lock:
@@ -96,7 +131,7 @@ class RecallService:
                 if text is None or text.turns is not turns:
                     made = ArchiveText(turns, self._system.clock.tz, before=text)
                     text = self._archive_text = made
-        return rank_lines(query, text, limit, when, self._system.settings.recall.time_bound)
+        return text
 
     async def meanings(self, texts: list[str]) -> list[Vector] | None:
         """The texts' vectors (unit length; their dot product is how close two texts are

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import functools
 import logging
+import threading
 from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -39,6 +40,7 @@ class SessionService:
         self._archive: tuple[tuple[tuple[str, int, int], ...], list[Turn]] = ((), [])
         # each archived file's lines, by name, with the (ctime, size) they were read at
         self._archived: dict[str, tuple[tuple[int, int], list[Turn]]] = {}
+        self._archive_lock = threading.Lock()
         self.on_capture: Callable[[], None] = lambda: None
         """Told of every capture: a conversation is live (the sleep scheduler's idle clock)."""
 
@@ -94,6 +96,10 @@ class SessionService:
         return await self._run(self._archived_lines)
 
     def _archived_lines(self) -> list[Turn]:
+        with self._archive_lock:  # a recall during the start's read waits for it, once
+            return self._read_archive()
+
+    def _read_archive(self) -> list[Turn]:
         stamp: list[tuple[str, int, int]] = []
         paths: list[Path] = []
         for log_file in list_logs(self.logs.layout, live=False, archived=True):

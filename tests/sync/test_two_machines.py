@@ -303,6 +303,45 @@ def test_a_file_name_that_is_no_utf8_stops_no_sync(tmp_path: Path) -> None:
         assert read(b, "later") is not None
 
 
+def test_a_conflict_in_a_file_named_in_no_utf8_is_listed_and_settled(tmp_path: Path) -> None:
+    """A probe: a conflict file under a name that is no UTF-8 made ``POST /v1/sync`` and
+    ``GET /v1/sync/status`` answer 500 on every machine that had it (its path could not be
+    written as JSON), and no request could name it to settle it."""
+    remote = bare_remote(tmp_path / "remote.git")
+    with (
+        machine(tmp_path / "a" / "data", remote) as a,
+        machine(tmp_path / "b" / "data", remote) as b,
+    ):
+        write(a, "kit", "a hammer\n")
+        notes = b"/memory/knowledge/kit/n\xe9.txt"
+        with open(os.fsencode(a.data_dir) + notes, "wb") as made:
+            made.write(b"nails\n")
+        wait_for(lambda: committed(a), "a's file is committed")
+        sync(a)
+        sync(b)
+        for daemon, text in ((a, b"screws\n"), (b, b"bolts\n")):
+            with open(os.fsencode(daemon.data_dir) + notes, "wb") as edited:
+                edited.write(text)
+        wait_for(lambda: committed(a) and committed(b), "both edits are committed")
+        sync(a)
+        [conflict] = sync(b)["conflicts"]
+        shown = "memory/knowledge/kit/n\\xe9"
+        assert conflict["entry"] == shown + ".txt"
+        assert conflict["path"].startswith(f"{shown}.conflict-") and conflict["path"].endswith(
+            ".txt"
+        )
+        assert conflict["text"] == "screws\n" and conflict["entryText"] == "bolts\n"
+        assert status(b)["conflicts"] == [conflict]
+        with b.client() as client:
+            done = client.delete(
+                "/v1/sync/conflicts", params={"path": conflict["path"], "keep": "other"}
+            )
+            assert done.status_code == 204, done.text
+        with open(os.fsencode(b.data_dir) + notes, "rb") as kept:
+            assert kept.read() == b"screws\n"
+        assert status(b)["conflicts"] == []
+
+
 def test_a_conflict_in_a_file_without_a_suffix_is_settled_in_that_file(tmp_path: Path) -> None:
     """A probe: a skill's ``Makefile`` changed on both machines was kept aside as
     ``Makefile.conflict-<commit>.md``, read as a conflict of ``Makefile.md``: the status

@@ -33,6 +33,7 @@ from somnid.history.committer import Committer
 from somnid.history.service import History
 from somnid.memory.clock import Clock
 from somnid.memory.entry import Entry
+from somnid.memory.text import shown_path
 from somnid.provenance import MERGED, DreamRecord, acting
 from somnid.services.memories import MemoryService
 from somnid.store.layout import Layout
@@ -326,6 +327,12 @@ class SyncService:
         return await asyncio.to_thread(self._conflicts)
 
     def _conflicts(self) -> list[SyncConflict]:
+        return [conflict for conflict, _file, _entry in self._found()]
+
+    def _found(self) -> list[tuple[SyncConflict, Path, Path]]:
+        """Each conflict, with its file and its entry's. A name that is no UTF-8 (made by
+        hand, or from another system) is shown as ``ls -b`` shows it (``caf\\xe9``), and
+        settled by that name."""
         found = []
         for top in APPLIED:
             folder = self.layout.root / top
@@ -344,17 +351,16 @@ class SyncService:
                     text = path.read_text("utf-8", "replace")[:MAX_CONFLICT_CHARS]
                 except OSError:
                     continue
-                found.append(
-                    SyncConflict(
-                        rel,
-                        str(self.layout.relative(entry)),
-                        what[0].value if what else None,
-                        what[1] if what else None,
-                        text,
-                        _text_of(entry),
-                        self._merged_on(rel),
-                    )
+                conflict = SyncConflict(
+                    shown_path(rel),
+                    shown_path(str(self.layout.relative(entry))),
+                    what[0].value if what else None,
+                    shown_path(what[1]) if what else None,
+                    text,
+                    _text_of(entry),
+                    self._merged_on(rel),
                 )
+                found.append((conflict, path, entry))
         return found
 
     async def resolve(self, path: str, *, take_other: bool = False) -> None:
@@ -365,12 +371,11 @@ class SyncService:
         if CONFLICT_MARK not in PurePosixPath(path).name:
             raise NotFound(f"no conflict file {path!r}")
         self.memories.check_not_held()  # a person's merge: its --abort would undo this
-        known = {c.path: c for c in await self.conflicts()}
+        known = {c.path: (file, entry) for c, file, entry in await asyncio.to_thread(self._found)}
         if path not in known:
             raise NotFound(f"no conflict file {path!r}")
-        target = self.layout.root / PurePosixPath(path)
+        target, entry = known[path]
         if take_other:
-            entry = self.layout.root / PurePosixPath(known[path].entry)
             try:
                 data = await asyncio.to_thread(target.read_bytes)
             except OSError:

@@ -29,7 +29,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from somnid.history.git import Git, GitError, spare_descriptors
-from somnid.history.leftout import LeftOut
+from somnid.history.leftout import LeftOut, unmade_links
 from somnid.history.messages import commit_message, dream_message, labels, listing
 from somnid.history.noted import Noted, merged
 from somnid.history.pathspecs import ON_COMMAND_LINE, as_tops, with_folders, within
@@ -338,8 +338,15 @@ class Committer:
             "--", *asked,
         )  # fmt: skip
         # A name that is no UTF-8 (made by hand) as Python keeps it: git is given it back.
-        found = [os.fsdecode(record[3:]) for record in out.split(b"\0") if len(record) > 3]
+        records = [record for record in out.split(b"\0") if len(record) > 3]
+        found = [os.fsdecode(record[3:]) for record in records]
+        gone = [os.fsdecode(record[3:]) for record in records if record[:2] == b" D"]
+        self._left.unmade = unmade_links(self.git, gone)
         return found if asked is wanted else within(found, wanted)
+
+    def kept_out(self, rel: str) -> bool:
+        """Whether history leaves ``rel`` (a path :meth:`changed_paths` gave) as it is."""
+        return self._left.kept_out(rel)
 
     def commit_paths(self, paths: list[str], message: str, actor: Actor) -> str | None:
         """Stage ``paths`` (an entry file stands for its folder) and commit them alone;

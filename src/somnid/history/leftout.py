@@ -1,6 +1,8 @@
 """What history leaves out: a path that is no regular file (a FIFO, a link) or is larger
-than the index reads (said once a path), and an entry file that does not parse yet (half
-saved, or broken by hand: committed once it is fixed)."""
+than the index reads (said once a path), an entry file that does not parse yet (half
+saved, or broken by hand: committed once it is fixed), and a link or a submodule that
+history holds but somnid never puts on disk (a person's, come with a sync): its absence is
+no deletion."""
 
 from __future__ import annotations
 
@@ -10,11 +12,15 @@ import stat
 from pathlib import Path
 
 from somnid.errors import BrokenFile, SomnidError
+from somnid.history.git import Git
+from somnid.history.pathspecs import ON_COMMAND_LINE
 from somnid.services.memories import MemoryService
 from somnid.store.layout import Layout
 from somnid.store.reader import MAX_FILE_BYTES
 
 log = logging.getLogger(__name__)
+
+UNMADE_MODES = frozenset({b"120000", b"160000"})  # a symbolic link, a submodule
 
 
 def why_left_out(path: Path) -> str | None:
@@ -37,11 +43,14 @@ class LeftOut:
         self.layout = layout
         self.memories = memories
         self._said: set[str] = set()  # paths left out of history, said in the log once
+        self.unmade: set[str] = set()  # links and submodules git holds, gone from disk
 
     def kept_out(self, rel: str) -> bool:
         """True for a path history leaves alone: not a regular file, or too large (said
-        once a path). A path that is gone is a deletion, and is committed."""
-        why = why_left_out(self.layout.root / rel)
+        once a path), or one of :attr:`unmade`. Another path that is gone is a deletion,
+        and is committed."""
+        why = "a link or a submodule, never put on disk" if rel in self.unmade else None
+        why = why or why_left_out(self.layout.root / rel)
         if why is None:
             self._said.discard(rel)
             return False
@@ -63,3 +72,20 @@ class LeftOut:
         except (OSError, SomnidError):
             return False
         return True
+
+
+def unmade_links(git: Git, gone: list[str]) -> set[str]:
+    """Of the paths ``gone`` from disk, those git's index holds as a link or a submodule:
+    a sync never writes them (docs/sync.md), so their absence is not a person's deletion.
+    One ``git ls-files`` (all of it past :data:`ON_COMMAND_LINE` paths)."""
+    if not gone:
+        return set()
+    asked = gone if len(gone) <= ON_COMMAND_LINE else []
+    out = git.run("ls-files", "-s", "-z", "--", *asked)
+    wanted, found = set(gone), set()
+    for record in filter(None, out.split(b"\0")):
+        info, _, raw = record.partition(b"\t")
+        path = os.fsdecode(raw)
+        if info.split(b" ", 1)[0] in UNMADE_MODES and path in wanted:
+            found.add(path)
+    return found

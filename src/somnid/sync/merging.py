@@ -25,7 +25,6 @@ from somnid.errors import BrokenFile, SomnidError
 from somnid.history import purge as purging
 from somnid.history.committer import Committer
 from somnid.history.git import BRANCH, Git, GitError
-from somnid.history.leftout import why_left_out
 from somnid.memory.names import folded
 from somnid.provenance import Actor
 from somnid.store.layout import ENTRY_FILES, FOLDER_FILES, Layout
@@ -302,12 +301,7 @@ def _commit_local(committer: Committer) -> tuple[str | None, set[str]]:
     one that is no regular file) is not in HEAD, and the merge never writes over it: the
     second value."""
     dirty = [path for path in committer.changed_paths() if path.startswith(APPLIED)]
-    root = committer.layout.root
-    kept = {
-        path
-        for path in dirty
-        if why_left_out(root / PurePosixPath(path)) is not None or _broken(committer, path)
-    }
+    kept = {path for path in dirty if committer.kept_out(path) or _broken(committer, path)}
     if len(kept) < len(dirty):
         whole = [path for path in dirty if path not in kept]
         committer.commit_paths(whole, "Local changes before a sync", SYNC)

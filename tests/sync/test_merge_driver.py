@@ -77,6 +77,22 @@ def test_keys_both_sides_changed() -> None:
     assert meta["score"] == 0.4  # from the side used last (theirs)
 
 
+def test_a_description_both_sides_rewrote_keeps_both() -> None:
+    """A probe: an edit moves no time key, so two rewrites of a description tied, and the
+    merging machine's won whichever came later: the other was gone from the memory, said
+    nowhere. Ours stays in the entry, theirs goes beside it, as for a body conflict."""
+    ours = edit(BASE, ("description: kites", "description: kites, by a"))
+    theirs = edit(
+        BASE, ("description: kites", "description: kites, by b"), ("score: 0.5", "score: 0.4")
+    )
+    merged = merge_entry(BASE, ours, theirs)
+    assert merged.theirs_kept_aside
+    meta = meta_of(merged.text)
+    assert (meta["description"], meta["score"]) == ("kites, by a", 0.4)
+    same = merge_entry(BASE, ours, ours.replace("line two", "line 2"))  # the same rewrite
+    assert not same.theirs_kept_aside
+
+
 def test_odd_hand_values_merge_as_what_they_stand_for() -> None:
     """A tag written alone is a list of one; a number beats a value that is none (NaN, a
     word), on whichever side, so decay and recall can still read the entry."""

@@ -10,9 +10,10 @@ path. The rules (docs/memory-model.md, "Merging two machines' memory"):
   the same rules key by key (a value written alone, ``tags: a``, against a list is a list
   of one); for ``created``, the earlier; for ``last_used``,
   ``last_decay``, ``updated`` and ``*_at``, the later; for ``stability``, the larger; for
-  anything else (``score``, text), the value of the side used or decayed most recently
-  (ours on a tie); for ``score`` and ``stability``, a finite number always beats a value
-  that is none (``.nan``, ``high``), on either side;
+  a text (``description``), ours, and theirs goes beside it as a conflict (as a body both
+  changed on the same lines); for anything else (``score``), the value of the side used or
+  decayed most recently (ours on a tie); for ``score`` and ``stability``, a finite number
+  always beats a value that is none (``.nan``, ``high``), on either side;
 - an entry new on both sides (no common ancestor) whose descriptions differ is two
   memories under one name: ours stays as it is, theirs goes beside it as a conflict;
 - the body merges line by line with ``git merge-file``; a body both sides changed on the
@@ -63,7 +64,8 @@ _MISSING: Any = object()
 class Merged:
     text: str
     theirs_kept_aside: bool
-    """True when the bodies could not merge: ``text`` has ours, theirs goes beside it."""
+    """True when the bodies could not merge, or both sides rewrote a text (a description)
+    differently: ``text`` has ours, theirs goes beside it."""
 
 
 def merge_entry(base: str, ours: str, theirs: str) -> Merged:
@@ -82,11 +84,12 @@ def merge_entry(base: str, ours: str, theirs: str) -> Merged:
     except BrokenFile:
         old = frontmatter.Document(frontmatter.new_meta({}), "")
     theirs_newer = _stamp(other.meta) > _stamp(mine.meta)
-    meta = _merge_map(old.meta or {}, mine.meta, other.meta, theirs_newer)
+    clashes: list[str] = []
+    meta = _merge_map(old.meta or {}, mine.meta, other.meta, theirs_newer, clashes)
     body, clean = _merge_body(old.body, mine.body, other.body)
     # Written as ours was written: its byte-order mark, line ends and indents.
     text = frontmatter.render(frontmatter.Document(meta, body, mine.bom, mine.crlf, mine.style))
-    return Merged(text, not clean)
+    return Merged(text, not clean or bool(clashes))
 
 
 def _stamp(meta: Any) -> str:
@@ -105,11 +108,11 @@ def _as_text(value: Any) -> str:
     return str(value)
 
 
-def _merge_map(base: Any, ours: Any, theirs: Any, theirs_newer: bool) -> Any:
+def _merge_map(base: Any, ours: Any, theirs: Any, theirs_newer: bool, clashes: list[str]) -> Any:
     out = frontmatter.as_commented(ours)
     for key in [*ours.keys(), *(k for k in theirs if k not in ours)]:
         b, o, t = base.get(key, _MISSING), ours.get(key, _MISSING), theirs.get(key, _MISSING)
-        value = _merge_value(key, b, o, t, theirs_newer)
+        value = _merge_value(key, b, o, t, theirs_newer, clashes)
         if value is _MISSING:
             out.pop(key, None)
         else:
@@ -117,7 +120,7 @@ def _merge_map(base: Any, ours: Any, theirs: Any, theirs_newer: bool) -> Any:
     return out
 
 
-def _merge_value(key: Any, b: Any, o: Any, t: Any, theirs_newer: bool) -> Any:
+def _merge_value(key: Any, b: Any, o: Any, t: Any, theirs_newer: bool, clashes: list[str]) -> Any:
     if o == t:
         return o
     if o == b:
@@ -137,7 +140,7 @@ def _merge_value(key: Any, b: Any, o: Any, t: Any, theirs_newer: bool) -> Any:
         kept = [item for item in o if item not in gone]
         return kept + [item for item in t if item not in kept and item not in gone]
     if isinstance(o, dict) and isinstance(t, dict):
-        return _merge_map(b if isinstance(b, dict) else {}, o, t, theirs_newer)
+        return _merge_map(b if isinstance(b, dict) else {}, o, t, theirs_newer, clashes)
     if key in EARLIER or key in LATER:
         try:
             later = _as_text(t) > _as_text(o)
@@ -148,6 +151,12 @@ def _merge_value(key: Any, b: Any, o: Any, t: Any, theirs_newer: bool) -> Any:
         return o if _number(o) else t
     if key in LARGER and _number(o) and _number(t):
         return max(o, t)
+    if isinstance(o, str) and isinstance(t, str):
+        # A text both sides rewrote (a description): which is later is not known (an edit
+        # moves no time key), and the other would be lost unseen. Ours stays, theirs goes
+        # beside it as a conflict, as for a body both changed on the same lines.
+        clashes.append(str(key))
+        return o
     return t if theirs_newer else o
 
 

@@ -8,6 +8,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -269,6 +270,47 @@ def test_a_skill_s_script_stays_executable_on_both_machines(tmp_path: Path) -> N
             assert git(daemon.data_dir, "ls-files", "-s", f"{folder}/run.sh").startswith("100755")
 
 
+def test_links_and_submodules_a_person_pushed_stay_in_history(tmp_path: Path) -> None:
+    """A probe: links and a submodule a person pushed were never put on disk (by design),
+    so each machine's sweep took them for deleted by hand, committed their deletion and
+    pushed it: gone from the remote and every machine."""
+    remote = bare_remote(tmp_path / "remote.git")
+    linked = [
+        "memory/knowledge/linky/SKILL.md",
+        "memory/kn-alias",
+        "skills/agent_learned_skills/vendored",
+    ]
+    with (
+        machine(tmp_path / "a" / "data", remote) as a,
+        machine(tmp_path / "b" / "data", remote) as b,
+    ):
+        write(a, "kit", "a hammer\n")
+        sync(a)
+        hand = tmp_path / "hand"
+        subprocess.run(["git", "clone", "-q", "-b", "main", str(remote), str(hand)], check=True)
+        (hand / "memory/knowledge/linky").mkdir(parents=True)
+        os.symlink("../kit/SKILL.md", hand / "memory/knowledge/linky/SKILL.md")
+        os.symlink("knowledge", hand / "memory/kn-alias")
+        git(hand, "add", "-A", "memory")
+        head = git(hand, "rev-parse", "HEAD").strip()
+        git(hand, "update-index", "--add", "--cacheinfo", f"160000,{head},{linked[2]}")
+        git(hand, "-c", "user.name=Ann", "-c", "user.email=a@b", "commit", "-qm", "links")
+        git(hand, "push", "-q", "origin", "HEAD:main")
+        write(a, "saw", "a saw\n")  # a merges, b fast-forwards
+        sync(b)
+        sync(a)
+        for name, daemon in (("a", a), ("b", b)):
+            assert not (daemon.data_dir / "memory/kn-alias").exists()  # never on disk
+            write(daemon, f"after-{name}", "later\n")
+            with daemon.client() as client:  # a history read commits what is pending
+                assert client.get("/v1/history").status_code == 200
+            sync(daemon)
+        for where in (a.data_dir, b.data_dir, remote):
+            tree = git(where, "ls-tree", "-r", "--name-only", "main").split("\n")
+            assert all(path in tree for path in linked), (where, tree)
+        assert "Hand edit" not in git(remote, "log", "--format=%s")
+
+
 def test_a_file_name_that_is_no_utf8_stops_no_sync(tmp_path: Path) -> None:
     """A probe: a folder named by hand with a Latin-1 byte (``caf\\xe9``) made health answer
     500, and once history committed it, every sync of that machine failed on decoding
@@ -372,6 +414,37 @@ def test_a_conflict_in_a_file_without_a_suffix_is_settled_in_that_file(tmp_path:
         folder = b.data_dir / "skills/agent_learned_skills/build-it"
         assert sorted(p.name for p in folder.iterdir()) == ["Makefile", "SKILL.md"]
         assert (b.data_dir / rel).read_text() == "all:\n\tmake two\n"
+
+
+def test_the_other_s_text_taken_into_an_archived_entry_stays_archived(tmp_path: Path) -> None:
+    """A probe: "take the other" on an entry archived since its conflict wrote the other
+    machine's live file over the archived copy: the archive's time and reason were gone."""
+    remote = bare_remote(tmp_path / "remote.git")
+    with (
+        machine(tmp_path / "a" / "data", remote) as a,
+        machine(tmp_path / "b" / "data", remote) as b,
+    ):
+        write(a, "kites", BODY)
+        sync(a)
+        sync(b)
+        patch(a, "kites", body=BODY.replace("line two", "line two, as A says"))
+        patch(b, "kites", body=BODY.replace("line two", "line two, as B says"))
+        sync(a)
+        sync(b)
+        with b.client() as client:
+            archived = client.post("/v1/memories/knowledge/kites/archive", json={"reason": "done"})
+            assert archived.status_code == 200, archived.text
+            [conflict] = status(b)["conflicts"]
+            assert conflict["entry"] == "memory/archived/kites/SKILL.md", conflict
+            done = client.delete(
+                "/v1/sync/conflicts", params={"path": conflict["path"], "keep": "other"}
+            )
+            assert done.status_code == 204, done.text
+            kept = client.get("/v1/memories/knowledge/kites", params={"archived": "true"})
+        assert kept.status_code == 200, kept.text
+        assert "as A says" in kept.json()["body"]
+        text = (b.data_dir / "memory/archived/kites/SKILL.md").read_text()
+        assert "archived_at:" in text and "archive_reason: done" in text, text
 
 
 def test_names_differing_only_in_case_become_one_entry(tmp_path: Path) -> None:

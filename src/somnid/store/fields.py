@@ -20,6 +20,8 @@ from somnid.store.reader import MAX_FILE_BYTES
 PROTECTED_KEYS = frozenset(
     {"name", "created", "archived_at", "archive_reason", "archived_from", "restored_at"}
 )
+ARCHIVE_KEYS = ("archived_at", "archive_reason", "archived_from")
+"""What archiving adds to an entry's front-matter."""
 # Keys a caller may set only to what somnid itself would write (None removes one).
 _NUMBERS = {"score": (0.0, 1.0), "stability": (0.0, MAX_STABILITY)}
 _TIMES = frozenset({"last_used", "last_decay"})
@@ -109,3 +111,15 @@ def _extent(value: Any) -> tuple[int, int]:
             values, chars = values + more, chars + text
         return values, chars
     return 1, 0 if value is None else len(str(value))
+
+
+def carry_keys(data: bytes, values: dict[str, Any]) -> bytes:
+    """The entry file ``data`` with ``values`` set in its front-matter; ``data`` as it is
+    when it does not parse."""
+    try:
+        document = frontmatter.parse(data.decode("utf-8"))
+    except (BrokenFile, UnicodeDecodeError):
+        return data
+    for key, value in values.items():
+        document.meta[key] = value
+    return render_entry(document)

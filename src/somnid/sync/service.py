@@ -35,6 +35,7 @@ from somnid.memory.clock import Clock
 from somnid.memory.entry import Entry
 from somnid.memory.text import shown_path
 from somnid.provenance import MERGED, DreamRecord, acting
+from somnid.services.archived_text import as_archived
 from somnid.services.memories import MemoryService
 from somnid.store.layout import Layout
 from somnid.sync import purges
@@ -387,7 +388,8 @@ class SyncService:
             where = self.layout.classify(entry)
             if where is not None and where[2]:
                 with contextlib.suppress(NotFound):  # gone: the other's version is all there is
-                    await self.memories.get(where[0], where[1], archived=True)
+                    kept = await self.memories.get(where[0], where[1], archived=True)
+                    data = as_archived(data, kept)  # archived here: it stays archived as it was
             if self.history.committer is not None:
                 await self.history.committer.flush()  # this machine's version into history
             await asyncio.to_thread(self.memories.put_raw, entry, data)

@@ -447,6 +447,62 @@ def test_the_other_s_text_taken_into_an_archived_entry_stays_archived(tmp_path: 
         assert "archived_at:" in text and "archive_reason: done" in text, text
 
 
+def test_each_machine_says_which_one_merged_a_conflict_round_after_round(tmp_path: Path) -> None:
+    """A probe: ``mergedOn`` was read from the newest commit adding the conflict file, and a
+    later merge adds it too: the machine that merged said another had, the other said it
+    had itself, and the Sync tab labelled the two texts the wrong way round."""
+    remote = bare_remote(tmp_path / "remote.git")
+    with (
+        machine(tmp_path / "a" / "data", remote) as a,
+        machine(tmp_path / "b" / "data", remote) as b,
+    ):
+        write(a, "kites", BODY)
+        sync(a)
+        sync(b)
+        patch(a, "kites", body=BODY.replace("line two", "line two, as A says"))
+        patch(b, "kites", body=BODY.replace("line two", "line two, as B says"))
+        sync(b)
+        [merged] = sync(a)["conflicts"]  # a merges: the entry keeps a's text
+        a_id = status(a)["machine"]
+        assert merged["mergedOn"] is None and "as A says" in merged["entryText"]
+        for round_ in range(2):  # later rounds, each machine with a write of its own
+            write(b, f"b-{round_}", "more\n")
+            sync(b)  # b merges a's merge with its write: that merge adds the file too
+            write(a, f"a-{round_}", "more\n")
+            sync(a)  # and a merges b's
+            sync(b)
+            [seen_on_a] = status(a)["conflicts"]
+            [seen_on_b] = status(b)["conflicts"]
+            assert seen_on_a["mergedOn"] is None, seen_on_a
+            assert seen_on_b["mergedOn"] == a_id, seen_on_b
+            assert "as A says" in seen_on_b["entryText"] and "as B says" in seen_on_b["text"]
+
+
+def test_a_conflict_kept_beside_a_file_being_edited_names_its_machine(tmp_path: Path) -> None:
+    """A probe: a conflict kept beside a file a person is editing (it does not parse yet)
+    went into a commit of the sync request's own, which named no machine: every other
+    machine took the merge for its own."""
+    remote = bare_remote(tmp_path / "remote.git")
+    with (
+        machine(tmp_path / "a" / "data", remote) as a,
+        machine(tmp_path / "b" / "data", remote) as b,
+    ):
+        write(a, "kites", BODY)
+        sync(a)
+        sync(b)
+        patch(a, "kites", body=BODY.replace("line two", "line two, as A says"))
+        sync(a)
+        entry = b.data_dir / "memory/knowledge/kites/SKILL.md"
+        entry.write_text(entry.read_text().replace("description:", "description: [half"))
+        [aside] = sync(b)["conflicts"]  # b's file is b's; a's version goes beside it
+        assert aside["mergedOn"] is None and "as A says" in aside["text"]
+        with b.client() as client:  # a history read commits what is pending
+            assert client.get("/v1/history").status_code == 200
+        sync(b)
+        [seen_on_a] = sync(a)["conflicts"]
+        assert seen_on_a["mergedOn"] == status(b)["machine"], seen_on_a
+
+
 def test_names_differing_only_in_case_become_one_entry(tmp_path: Path) -> None:
     """A probe: ``casey`` made on a and ``Casey`` on b were both kept by the sync, a pair
     the API refuses (one folder on a case-insensitive file system)."""

@@ -58,6 +58,10 @@ class Merge:
     is editing): history commits them."""
 
 
+MERGED_ON = "Sync: the remote's memory merged on "
+"""A merge commit's subject, the machine's id after it (read back by ``mergedOn``)."""
+
+
 def conflict_path(path: str, commit: str) -> str:
     """``SKILL.md`` → ``SKILL.conflict-<commit>.md``; ``Makefile`` → ``Makefile.conflict-<commit>``
     (with a suffix added, its entry file was read as ``Makefile.md``)."""
@@ -181,7 +185,7 @@ def _merge_commit(
         if fixed or aside or decided:
             index = Path(scratch) / "index"
             tree = _amend_tree(git, index, tree, stages, fixed, aside, decided)
-    message = f"Sync: the remote's memory merged on {machine}" + (
+    message = f"{MERGED_ON}{machine}" + (
         f" ({len(aside)} conflict(s) kept beside their entry)" if aside else ""
     )
     commit = git.text(

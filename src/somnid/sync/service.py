@@ -34,13 +34,13 @@ from somnid.history.service import History
 from somnid.memory.clock import Clock
 from somnid.memory.entry import Entry
 from somnid.memory.text import shown_path
-from somnid.provenance import MERGED, DreamRecord, acting
+from somnid.provenance import MERGED, Actor, DreamRecord, acting
 from somnid.services.archived_text import as_archived
 from somnid.services.memories import MemoryService
 from somnid.store.layout import Layout
 from somnid.sync import purges
 from somnid.sync.merge import DRIVER
-from somnid.sync.merging import APPLIED, CONFLICT_MARK, merge_remote
+from somnid.sync.merging import APPLIED, CONFLICT_MARK, MERGED_ON, merge_remote
 from somnid.sync.remote import Remote, SyncError, redact
 
 log = logging.getLogger(__name__)
@@ -255,8 +255,11 @@ class SyncService:
         commit named them all in its subject); the ``loose`` ones it commits."""
         self._applying = True
         try:
+            # A conflict kept loose (beside a file a person is editing) is committed by
+            # history, under the merge's name: the other machines read which one it was.
+            aside = Actor("sync", f"{MERGED_ON}{self.machine}")
             for path in changed:
-                with acting(MERGED) if path not in loose else contextlib.nullcontext():
+                with acting(aside if path in loose else MERGED):
                     await self.memories.notify(None, str(self.layout.root / PurePosixPath(path)))
         finally:
             self._applying = False
@@ -401,13 +404,16 @@ class SyncService:
         """The machine of the merge that set ``rel`` aside, when another than this one."""
         if self.remote is None:
             return None
-        said = self.remote.git.call("log", "-1", "-m", "--diff-filter=A", "--format=%s", "--", rel)
-        found = _MERGED_ON.search(said.stdout.decode("utf-8", "replace"))
+        # The first commit that added it: a later merge adds it too (against its first
+        # parent), on either machine, and named the wrong one.
+        said = self.remote.git.call("log", "-m", "--diff-filter=A", "--format=%s", "--", rel)
+        added = said.stdout.decode("utf-8", "replace").splitlines()
+        found = _MERGED_ON.search(added[-1]) if added else None
         machine = found[1] if found else None
         return machine if machine != self.machine else None
 
 
-_MERGED_ON = re.compile(r"^Sync: the remote's memory merged on (\S+)")
+_MERGED_ON = re.compile("^" + re.escape(MERGED_ON) + r"([^\s:]+)")
 
 
 def _text_of(path: Path) -> str | None:

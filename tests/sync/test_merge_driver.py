@@ -93,6 +93,28 @@ def test_a_description_both_sides_rewrote_keeps_both() -> None:
     assert not same.theirs_kept_aside
 
 
+def test_keys_somnid_writes_itself_take_a_side_not_a_conflict() -> None:
+    """A review: the clash rule took in every text, so two machines archiving one entry
+    for different reasons, or a time written as text, left a conflict no dream settles."""
+    archived = BASE.replace(
+        "score: 0.5", "score: 0.5\narchive_reason: x\nrestored_at: '2026-01-01'"
+    )
+    ours = archived.replace("archive_reason: x", "archive_reason: completed").replace(
+        "'2026-01-01'", "'2026-02-01'"
+    )
+    theirs = edit(
+        archived.replace("archive_reason: x", "archive_reason: expired").replace(
+            "'2026-01-01'", "'2026-03-01'"
+        ),
+        ("last_used: 2026-01-06T10:00:00", "last_used: 2026-01-08T10:00:00"),
+    )
+    merged = merge_entry(archived, ours, theirs)
+    assert not merged.theirs_kept_aside
+    meta = meta_of(merged.text)
+    assert meta["archive_reason"] == "expired"  # the side used last
+    assert meta["restored_at"] == "2026-03-01"  # the later
+
+
 def test_odd_hand_values_merge_as_what_they_stand_for() -> None:
     """A tag written alone is a list of one; a number beats a value that is none (NaN, a
     word), on whichever side, so decay and recall can still read the entry."""

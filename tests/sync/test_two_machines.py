@@ -311,6 +311,58 @@ def test_links_and_submodules_a_person_pushed_stay_in_history(tmp_path: Path) ->
         assert "Hand edit" not in git(remote, "log", "--format=%s")
 
 
+def test_a_link_the_other_side_made_a_file_is_written(tmp_path: Path) -> None:
+    """A review: a link git held (never put on disk) that the other side replaced with a
+    regular file was kept from the merge as if a person were editing it: set beside itself
+    as a conflict, never written, and its deletion committed and pushed."""
+    remote = bare_remote(tmp_path / "remote.git")
+    with machine(tmp_path / "a" / "data", remote) as a:
+        write(a, "kit", "a hammer\n")
+        sync(a)
+        hand = tmp_path / "hand"
+        subprocess.run(["git", "clone", "-q", "-b", "main", str(remote), str(hand)], check=True)
+        as_ann = ("-c", "user.name=Ann", "-c", "user.email=a@b")
+        ref = "memory/knowledge/kit/ref.md"
+        os.symlink("SKILL.md", hand / ref)
+        git(hand, "add", ref)
+        git(hand, *as_ann, "commit", "-qm", "a link")
+        git(hand, "push", "-q", "origin", "HEAD:main")
+        sync(a)
+        assert not os.path.lexists(a.data_dir / ref)  # a link is never put on disk
+        (hand / ref).unlink()
+        (hand / ref).write_text("real notes\n")
+        git(hand, "add", ref)
+        git(hand, *as_ann, "commit", "-qm", "a file now")
+        git(hand, "push", "-q", "origin", "HEAD:main")
+        assert sync(a)["conflicts"] == []
+        assert (a.data_dir / ref).read_text() == "real notes\n"
+        write(a, "later", "a saw\n")
+        with a.client() as client:
+            assert client.get("/v1/history").status_code == 200
+        sync(a)
+        assert git(remote, "show", f"main:{ref}") == "real notes\n"
+
+
+def test_two_conflict_files_shown_under_one_name_are_not_settled(tmp_path: Path) -> None:
+    """A review: a name with a byte that is no UTF-8 is shown as ``\\xe9``, as is a name
+    holding those four characters: settling one by its shown name took the other."""
+    remote = bare_remote(tmp_path / "remote.git")
+    with machine(tmp_path / "a" / "data", remote) as a:
+        write(a, "kit", "a hammer\n")
+        folder = os.fsencode(a.data_dir / "memory/knowledge/kit")
+        for name in (b"n\xe9.conflict-0123456789ab.txt", b"n\\xe9.conflict-0123456789ab.txt"):
+            with open(folder + b"/" + name, "wb") as made:
+                made.write(b"theirs\n")
+        shown = "memory/knowledge/kit/n\\xe9.conflict-0123456789ab.txt"
+        assert [c["path"] for c in status(a)["conflicts"]] == [shown, shown]
+        with a.client() as client:
+            refused = client.delete("/v1/sync/conflicts", params={"path": shown})
+        assert refused.status_code == 409, refused.text
+        assert sorted(os.listdir(folder)) == sorted(
+            [b"SKILL.md", b"n\xe9.conflict-0123456789ab.txt", b"n\\xe9.conflict-0123456789ab.txt"]
+        )
+
+
 def test_a_file_name_that_is_no_utf8_stops_no_sync(tmp_path: Path) -> None:
     """A probe: a folder named by hand with a Latin-1 byte (``caf\\xe9``) made health answer
     500, and once history committed it, every sync of that machine failed on decoding

@@ -10,20 +10,21 @@ path. The rules (docs/memory-model.md, "Merging two machines' memory"):
   the same rules key by key (a value written alone, ``tags: a``, against a list is a list
   of one); for ``created``, the earlier; for ``last_used``,
   ``last_decay``, ``updated`` and ``*_at``, the later; for ``stability``, the larger; for
-  a text (``description``), ours, and theirs goes beside it as a conflict (as a body both
-  changed on the same lines); for anything else (``score``), the value of the side used or
+  ``description``, ours, and theirs goes beside it as a conflict (as a body both changed
+  on the same lines); for anything else (``score``), the value of the side used or
   decayed most recently (ours on a tie); for ``score`` and ``stability``, a finite number
   always beats a value that is none (``.nan``, ``high``), on either side;
 - an entry new on both sides (no common ancestor) whose descriptions differ is two
   memories under one name: ours stays as it is, theirs goes beside it as a conflict;
 - the body merges line by line with ``git merge-file``; a body both sides changed on the
   same lines cannot merge: the entry keeps ours, and theirs (the whole file) is noted in
-  ``$SOMNID_MERGE_NOTES`` so the sync stores it beside the entry as a conflict. The result
-  never holds conflict markers.
+  ``$SOMNID_MERGE_NOTES`` so the sync stores it beside the entry as a conflict (so for a
+  description both sides rewrote). The result never holds conflict markers.
 
 The result is written with somnid's front-matter writer (canonical bytes). Exit 0, or 1
-when a side cannot be read at all, or when bodies would not merge and nobody asked for
-notes (a person's own ``git merge``: git then leaves the file unmerged for them). Sync
+when a side cannot be read at all, or when bodies (or descriptions) would not merge and
+nobody asked for notes (a person's own ``git merge``: git then leaves the file unmerged
+for them, ours in the working file, theirs as git's stage 3). Sync
 itself merges in process with :func:`merge_entry` (a Python start a file was too slow).
 """
 
@@ -48,7 +49,7 @@ from somnid.store import frontmatter
 DRIVER = "somnid"
 """The driver's name in ``.git/config`` (``merge.somnid.driver``) and the attributes."""
 NOTES_ENV = "SOMNID_MERGE_NOTES"
-"""A folder where the driver notes each body it could not merge (theirs, whole); without
+"""A folder where the driver notes each file it could not merge (theirs, whole); without
 it (a person's own ``git merge``), such a file is left to git as a conflict (exit 1)."""
 EARLIER = frozenset({"created"})
 LATER = frozenset({"last_used", "last_decay", "updated", "when_updated"})
@@ -57,6 +58,10 @@ NUMBERS = frozenset({"stability", "score"})
 """Keys decay and recall read as numbers: a number beats a value that is none (``.nan``,
 ``high``) whichever side it is on."""
 RECENCY = ("updated", "last_used", "last_decay")
+WRITTEN = frozenset({"description"})
+"""Texts a person or an agent writes (an intention's text is its description): rewritten
+differently on both sides, both are kept (a conflict). The keys somnid writes itself
+(``archive_reason``, ``status``) take the side used last."""
 _MISSING: Any = object()
 
 
@@ -141,7 +146,7 @@ def _merge_value(key: Any, b: Any, o: Any, t: Any, theirs_newer: bool, clashes: 
         return kept + [item for item in t if item not in kept and item not in gone]
     if isinstance(o, dict) and isinstance(t, dict):
         return _merge_map(b if isinstance(b, dict) else {}, o, t, theirs_newer, clashes)
-    if key in EARLIER or key in LATER:
+    if key in EARLIER or key in LATER or str(key).endswith("_at"):
         try:
             later = _as_text(t) > _as_text(o)
         except TypeError:
@@ -151,10 +156,10 @@ def _merge_value(key: Any, b: Any, o: Any, t: Any, theirs_newer: bool, clashes: 
         return o if _number(o) else t
     if key in LARGER and _number(o) and _number(t):
         return max(o, t)
-    if isinstance(o, str) and isinstance(t, str):
-        # A text both sides rewrote (a description): which is later is not known (an edit
-        # moves no time key), and the other would be lost unseen. Ours stays, theirs goes
-        # beside it as a conflict, as for a body both changed on the same lines.
+    if key in WRITTEN and isinstance(o, str) and isinstance(t, str):
+        # A text both sides rewrote: which is later is not known (an edit moves no time
+        # key), and the other would be lost unseen. Ours stays, theirs goes beside it as a
+        # conflict, as for a body both changed on the same lines.
         clashes.append(str(key))
         return o
     return t if theirs_newer else o

@@ -108,6 +108,9 @@ def merge_remote(
                 aside = _beside_kept(committer, head, new, broken)
                 changed, conflicts = changed + aside, conflicts + aside
                 git.run("read-tree", new)
+                # read-tree drops the index's file times: refreshed here (somnid's own
+                # statuses take no lock to do it), or every status hashes every file.
+                git.call("update-index", "-q", "--refresh")
                 git.run(
                     "update-ref", "-m", "somnid sync", f"refs/heads/{BRANCH}", new,
                     *([head] if head else []),
@@ -309,7 +312,10 @@ def _commit_local(committer: Committer) -> tuple[str | None, set[str]]:
     if len(kept) < len(dirty):
         whole = [path for path in dirty if path not in kept]
         committer.commit_paths(whole, "Local changes before a sync", SYNC)
-    return _head(committer.git), kept
+    # Only what is on disk is a person's to keep: a link git holds and a sync never wrote
+    # is not, and a regular file the other side puts in its place is written.
+    root = committer.layout.root
+    return _head(committer.git), {path for path in kept if os.path.lexists(root / path)}
 
 
 Plan = list[tuple[str, str, str]]

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
+import functools
 import logging
 import re
 import shlex
@@ -333,10 +334,11 @@ class SyncService:
     def _conflicts(self) -> list[SyncConflict]:
         return [conflict for conflict, _file, _entry in self._found()]
 
-    def _found(self) -> list[tuple[SyncConflict, Path, Path]]:
-        """Each conflict, with its file and its entry's. A name that is no UTF-8 (made by
-        hand, or from another system) is shown as ``ls -b`` shows it (``caf\\xe9``), and
-        settled by that name."""
+    def _found(self, *, whole: bool = True) -> list[tuple[SyncConflict, Path, Path]]:
+        """Each conflict, with its file and its entry's (``whole``: with the texts and the
+        merging machine; else only where they are). A name that is no UTF-8 (made by hand,
+        or from another system) is shown as ``ls -b`` shows it (``caf\\xe9``), and settled
+        by that name."""
         found = []
         for top in APPLIED:
             folder = self.layout.root / top
@@ -352,7 +354,7 @@ class SyncService:
                     entry = path.with_name(stem)  # an older sync's name: Makefile.conflict-…md
                 what = self.layout.classify(entry)
                 try:
-                    text = path.read_text("utf-8", "replace")[:MAX_CONFLICT_CHARS]
+                    text = path.read_text("utf-8", "replace")[:MAX_CONFLICT_CHARS] if whole else ""
                 except OSError:
                     continue
                 conflict = SyncConflict(
@@ -361,8 +363,8 @@ class SyncService:
                     what[0].value if what else None,
                     shown_path(what[1]) if what else None,
                     text,
-                    _text_of(entry),
-                    self._merged_on(rel),
+                    _text_of(entry) if whole else None,
+                    self._merged_on(rel, rest) if whole else None,
                 )
                 found.append((conflict, path, entry))
         return found
@@ -375,9 +377,15 @@ class SyncService:
         if CONFLICT_MARK not in PurePosixPath(path).name:
             raise NotFound(f"no conflict file {path!r}")
         self.memories.check_not_held()  # a person's merge: its --abort would undo this
-        known = {c.path: (file, entry) for c, file, entry in await asyncio.to_thread(self._found)}
+        found = await asyncio.to_thread(functools.partial(self._found, whole=False))
+        known = {c.path: (file, entry) for c, file, entry in found}
         if path not in known:
             raise NotFound(f"no conflict file {path!r}")
+        if sum(c.path == path for c, _file, _entry in found) > 1:
+            raise Conflict(
+                f"two files show as {path!r} (one name is no UTF-8): rename one by hand",
+                code="conflict",
+            )
         target, entry = known[path]
         if take_other:
             try:
@@ -400,19 +408,28 @@ class SyncService:
         await asyncio.to_thread(self.memories.put_raw, target, None)
         await self.memories.notify(None, str(target))
 
-    def _merged_on(self, rel: str) -> str | None:
-        """The machine of the merge that set ``rel`` aside, when another than this one."""
+    def _merged_on(self, rel: str, named: str) -> str | None:
+        """The machine of the merge that set ``rel`` aside, when another than this one;
+        ``named``: what its name holds after the conflict mark (the commit it came from)."""
         if self.remote is None:
             return None
+        git = self.remote.git
         # The first commit that added it: a later merge adds it too (against its first
-        # parent), on either machine, and named the wrong one.
-        said = self.remote.git.call("log", "-m", "--diff-filter=A", "--format=%s", "--", rel)
+        # parent), on either machine, and named the wrong one. Only the commits after the
+        # one its name holds are read (the whole history took a second a conflict at 20k).
+        bound: list[str] = []
+        if _COMMIT_ID.fullmatch(named[:12]):
+            since = git.call("rev-parse", "--verify", "-q", f"{named[:12]}^{{commit}}")
+            if since.returncode == 0:
+                bound = [f"{since.stdout.decode().strip()}..HEAD"]
+        said = git.call("log", "-m", "--diff-filter=A", "--format=%s", *bound, "--", rel)
         added = said.stdout.decode("utf-8", "replace").splitlines()
         found = _MERGED_ON.search(added[-1]) if added else None
         machine = found[1] if found else None
         return machine if machine != self.machine else None
 
 
+_COMMIT_ID = re.compile("[0-9a-f]{12}")
 _MERGED_ON = re.compile("^" + re.escape(MERGED_ON) + r"([^\s:]+)")
 
 

@@ -5,8 +5,11 @@ What is read once is read once, and read again when its file changes."""
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import datetime as dt
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +18,9 @@ import pytest
 from somnid.config import CaptureSettings
 from somnid.memory.clock import ManualClock
 from somnid.sessions import Message, SessionLogs, pending, transcript
+from somnid.sessions import service as service_module
 from somnid.sessions.read_cache import ReadCache
+from somnid.sessions.service import SessionService
 from somnid.store import frontmatter
 from somnid.store.layout import Layout
 from tests.conftest import START
@@ -117,3 +122,41 @@ def test_logs_read_are_kept_within_a_bound_on_their_size(tmp_path: Path) -> None
     os.utime(first, ns=(before + 10**9, before + 10**9))  # a clock's tick is coarser
     assert cache.read(first, "how", lambda: read(first)) == "z" * 60
     assert reads[-1] == "a.md" and len(reads) == 4
+
+
+async def test_a_stop_ends_a_read_of_the_archive_at_its_next_file(
+    layout: Layout, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A review: a stop right after a start waited for the start's whole read of the
+    archive (seconds for a year of logs) before the pool it runs on let go."""
+    clock = ManualClock(START)
+    logs = SessionLogs(layout, clock, CaptureSettings())
+    for number in range(3):
+        logs.append_messages(f"s{number}", [Message("user", f"line {number}")])
+        logs.close(f"s{number}")
+    for waiting in logs.pending_logs():
+        logs.mark_processed(waiting.path)
+    service = SessionService(logs)
+    await service.start()
+    loop = asyncio.get_running_loop()
+    stopping = threading.Event()
+    real_stop, real_turns = logs.stop, transcript.log_turns
+    read: list[str] = []
+    stopped: list[concurrent.futures.Future[None]] = []
+
+    def stop() -> Any:
+        stopping.set()
+        return real_stop()
+
+    def turns(path: Path, *args: Any, **kwargs: Any) -> Any:
+        read.append(path.stem)
+        if not stopped:  # the daemon is told to stop while the first log is read
+            stopped.append(asyncio.run_coroutine_threadsafe(service.stop(), loop))
+            assert stopping.wait(60)
+        return real_turns(path, *args, **kwargs)
+
+    monkeypatch.setattr(logs, "stop", stop)
+    monkeypatch.setattr(service_module, "log_turns", turns)
+    await service.archived_lines()
+    await asyncio.wrap_future(stopped[0])
+    assert len(read) == 1

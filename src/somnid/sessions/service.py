@@ -41,6 +41,7 @@ class SessionService:
         # each archived file's lines, by name, with the (ctime, size) they were read at
         self._archived: dict[str, tuple[tuple[int, int], list[Turn]]] = {}
         self._archive_lock = threading.Lock()
+        self._stopping = False
         self.on_capture: Callable[[], None] = lambda: None
         """Told of every capture: a conversation is live (the sleep scheduler's idle clock)."""
 
@@ -115,6 +116,8 @@ class SessionService:
         known, read = self._archived, {}
         turns: list[Turn] = []
         for (name, changed, size), path in zip(stamp, paths, strict=True):
+            if self._stopping:
+                return turns  # part of it, never kept: the daemon is stopping
             lines = known.get(name)
             if lines is None or lines[0] != (changed, size):
                 turns_of = log_turns(
@@ -149,6 +152,7 @@ class SessionService:
 
     async def stop(self) -> None:
         """Close every open log and refuse further entries; then release the pool."""
+        self._stopping = True  # a read of the archive under way ends at its next file
         try:
             closed = await self._run(self.logs.stop)
             if closed:

@@ -149,8 +149,10 @@ async def test_budget_and_iteration_caps(runtime: Runtime) -> None:
     assert result.reason == "no_log_processed: max_iterations" and result.iterations == 3
 
 
-def count_syncs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The full index syncs from now on, one ``"sync"`` each."""
+async def count_syncs(runtime: Runtime, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The full index syncs from now on, one ``"sync"`` each (after the start's own, which
+    a loaded machine may run late)."""
+    await runtime.recall.wait_idle()
     syncs: list[str] = []
     full_sync = RecallSystem.sync
 
@@ -165,7 +167,7 @@ def count_syncs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 async def test_cancel_mid_dream_then_resume(
     runtime: Runtime, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    syncs = count_syncs(monkeypatch)
+    syncs = await count_syncs(runtime, monkeypatch)
     first = await conversation(runtime, "a", "first conversation about apples")
     second = await conversation(runtime, "b", "second conversation about pears")
     llm = ScriptedLLM([
@@ -228,7 +230,7 @@ async def test_one_dream_at_a_time(runtime: Runtime) -> None:
 async def test_maintenance_sleep_without_an_llm(
     runtime: Runtime, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    syncs = count_syncs(monkeypatch)
+    syncs = await count_syncs(runtime, monkeypatch)
     log = await conversation(runtime, "c", "a log that waits for a real dream")
     await runtime.memories.create(Kind.KNOWLEDGE, "old", body="fades")
     clock = runtime.clock
@@ -248,7 +250,7 @@ async def test_maintenance_sleep_without_an_llm(
 async def test_an_upkeep_sleep_without_logs_still_syncs_once(
     runtime: Runtime, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    syncs = count_syncs(monkeypatch)
+    syncs = await count_syncs(runtime, monkeypatch)
     await runtime.memories.create(Kind.KNOWLEDGE, "old", body="fades")
     clock = runtime.clock
     assert isinstance(clock, ManualClock)

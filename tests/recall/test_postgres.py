@@ -577,6 +577,25 @@ async def test_a_server_restarted_between_two_recalls_fails_neither(
         assert await names_found(rt, "marsupial") == ["quokka"]
 
 
+async def test_a_recall_refused_while_the_server_was_down_holds_none_back_once_it_is_up(
+    tmp_path: Path, pg_dsn: str, pg_server: PgServer
+) -> None:
+    # CI: a connection refused while the server shut down (a write's catch-up) made every
+    # call fail at once for 5 s, the recall right after the restart too. A refusal comes
+    # at once, so trying again costs nothing; only a connection that timed out holds back.
+    settings = pg_settings(tmp_path / "data", pg_dsn)
+    async with Runtime.open(settings, clock=ManualClock(NOW)) as rt:
+        await rt.memories.create(Kind.KNOWLEDGE, "quokka", description="a small marsupial")
+        await rt.index.sync()
+        await asyncio.to_thread(pg_server.stop, "fast")
+        try:
+            with pytest.raises(IndexUnavailable):
+                await names_found(rt, "marsupial")
+        finally:
+            await asyncio.to_thread(pg_server.start)
+        assert await names_found(rt, "marsupial") == ["quokka"]
+
+
 async def test_a_nul_typed_into_a_file_is_indexed_without_it(tmp_path: Path, pg_dsn: str) -> None:
     # PostgreSQL's text holds no NUL: the batch failed, every sync again, and nothing
     # after it in that batch was indexed.

@@ -200,14 +200,24 @@ class PgDatabase:
         self._down, self._down_until = exc, time.monotonic() + RETRY_AFTER_S
         return exc
 
+    def _refused_or_down(self, exc: IndexUnavailable, began: float) -> IndexUnavailable:
+        """A connection that failed at once (refused, a server shutting down or starting
+        up) says so again as quickly: the next call tries anew (a restart's last refusal
+        failed every call for 5 s after the server was back). One that waited out its
+        time-out makes the next calls fail at once for a while (:meth:`_went_down`)."""
+        if time.monotonic() - began < self._timeout / 2:
+            return exc
+        return self._went_down(exc)
+
     def _connect(self) -> psycopg.Connection[Any]:
         if self._closed:
             raise Unavailable("the index is closed (somnid is shutting down)")
         self._check_up()
+        began = time.monotonic()
         try:
             conn = psycopg.connect(self.dsn, autocommit=True, connect_timeout=self._timeout)
         except psycopg.OperationalError as exc:
-            raise self._went_down(_unreachable(exc)) from exc
+            raise self._refused_or_down(_unreachable(exc), began) from exc
         except psycopg.Error as exc:  # a DSN libpq cannot read
             raise _refused(exc) from exc
         try:
@@ -217,7 +227,7 @@ class PgDatabase:
             pass
         except psycopg.OperationalError as exc:
             conn.close()
-            raise self._went_down(_unreachable(exc)) from exc
+            raise self._refused_or_down(_unreachable(exc), began) from exc
         with self._all_lock:
             if self._closed:  # closed meanwhile (a thread left running at shutdown)
                 conn.close()

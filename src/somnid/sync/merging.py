@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 import os
 import tempfile
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ from somnid.sync import moves, purges
 from somnid.sync.merge import DRIVER, merge_entry
 from somnid.sync.remote import TRACKING
 
+log = logging.getLogger(__name__)
 SYNC = Actor("sync", "somnid sync")
 APPLIED = ("memory/", "skills/")
 SKIPPED = ("memory/session-log/",)
@@ -116,6 +118,13 @@ def merge_remote(
                     *([head] if head else []),
                 )  # fmt: skip
             break
+    if aside:  # committed here, under the merge's name: a sweep would take it as a hand edit
+        try:
+            note = f" ({len(aside)} conflict(s) kept beside a file being edited)"
+            committer.commit_paths(aside, f"{MERGED_ON}{machine}{note}", SYNC)
+            new, aside = _head(git) or new, []
+        except GitError as exc:  # history's next commit takes them (loose)
+            log.warning("sync: the conflicts kept aside wait for history's commit: %s", exc)
     # The purging machine: the merge brought the remote's old versions back as ancestors.
     # (Only a purge new to this merge: an entry made again later keeps its history.)
     ours = [purge for purge in purges.fresh(git, new, base) if purge.history]

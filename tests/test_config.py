@@ -235,3 +235,39 @@ def test_a_config_file_with_a_byte_order_mark_says_so(tmp_path: Path) -> None:
     config.write_bytes(b"\xef\xbb\xbfport = 9000\n")
     with pytest.raises(ConfigFileError, match="begins with a byte-order mark"):
         load_settings(config)
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ("port = true\n", "port"),
+        ("[recall]\nvector_weight = false\n", "recall.vector_weight"),
+        ("[embed]\ndim = true\n", "embed.dim"),  # int | None
+        ("[dream]\ntemperature = true\n", "dream.temperature"),
+    ],
+)
+def test_true_or_false_for_a_number_is_refused(tmp_path: Path, text: str, key: str) -> None:
+    # pydantic read them as 1 and 0: `port = true` bound port 1, a weight `false` turned off.
+    config = tmp_path / "flag.toml"
+    config.write_text(text)
+    with pytest.raises(ConfigFileError, match=rf"{re.escape(key)} = .*: a number is wanted"):
+        load_settings(config)
+
+
+def test_true_and_false_stay_flags(tmp_path: Path) -> None:
+    config = tmp_path / "flags.toml"
+    config.write_text("allow_non_loopback = false\n[recall]\narchive = false\n")
+    settings = load_settings(config)
+    assert settings.allow_non_loopback is False and settings.recall.archive is False
+
+
+def test_an_empty_folder_is_refused_not_read_as_the_working_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "empty.toml"
+    config.write_text('[embed]\nmodel_dir = ""\n')
+    with pytest.raises(ConfigFileError, match=r"embed\.model_dir = '': empty: name a folder"):
+        load_settings(config)
+    monkeypatch.setenv("SOMNID_DATA_DIR", " ")
+    with pytest.raises(ConfigFileError, match=r"SOMNID_DATA_DIR=' ': empty: name a folder"):
+        load_settings(None)

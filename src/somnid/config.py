@@ -18,6 +18,7 @@ from pydantic import (
     Field,
     SecretStr,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -30,6 +31,8 @@ from pydantic_settings import (
 )
 
 from somnid.config_checks import (
+    as_given,
+    check_origin,
     environment_error,
     explain,
     is_host,
@@ -58,6 +61,11 @@ def default_config_path() -> Path:
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _as_given(cls, value: object, info: ValidationInfo) -> object:
+        return as_given(cls.model_fields[str(info.field_name)].annotation, value)
 
 
 class CaptureSettings(_Section):
@@ -169,6 +177,7 @@ class EmbedSettings(_Section):
     model_dir: Path | None = None
     base_url: str | None = None
     model: str | None = None
+
     api_key_env: str = "SOMNID_EMBED_API_KEY"
     dim: int | None = None
     threads: int = Field(2, ge=1, le=64)
@@ -329,20 +338,10 @@ class Settings(BaseSettings):
     @field_validator("host", mode="after")
     @classmethod
     def _check_host(cls, value: str) -> str:
-        # The CLI built its URL from it: `--host 127.0.0.1:7373` or a 300-character name
-        # ended each command in a traceback. `[::1]`, as a URL writes it, is `::1`.
+        # `--host 127.0.0.1:7373` ended each CLI command in a traceback; `[::1]` is `::1`.
         value = value[1:-1] if value[:1] == "[" and value[-1:] == "]" else value
         if not is_host(value):
             raise ValueError(f"host {value[:80]!r} is not an IP address nor a host name")
-        return value
-
-    @field_validator("data_dir", mode="before")
-    @classmethod
-    def _named_data_dir(cls, value: object) -> object:
-        # An empty value (SOMNID_DATA_DIR= from an unset variable) would be the folder
-        # somnid happens to start in: its files re-moded, its git repo taken over.
-        if isinstance(value, str) and not value.strip():
-            raise ValueError("data_dir is empty: name a folder (or leave it out for the default)")
         return value
 
     @field_validator("data_dir", mode="after")
@@ -368,11 +367,12 @@ class Settings(BaseSettings):
     @field_validator("allowed_origins", mode="after")
     @classmethod
     def _check_origins(cls, values: list[str]) -> list[str]:
-        for value in values:
-            scheme, sep, rest = value.partition("://")
-            if scheme not in ("http", "https") or not sep or not rest or "/" in rest.rstrip("/"):
-                raise ValueError(f"{value!r} is not an origin like http://localhost:3000")
-        return values
+        return [check_origin(value) for value in values]
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _as_given(cls, value: object, info: ValidationInfo) -> object:
+        return as_given(cls.model_fields[str(info.field_name)].annotation, value)
 
     @property
     def models_dir(self) -> Path:

@@ -11,7 +11,7 @@ import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
@@ -35,6 +35,27 @@ def is_host(value: str) -> bool:
     if len(ascii_name) > 253 or all(label.isdigit() for label in labels):
         return False  # `999.1.1.1`: read as an address, and none
     return all(_LABEL.match(label) for label in labels)
+
+
+def as_given(annotation: Any, value: object) -> object:
+    """``value``, unless pydantic would read it as something else than it says:
+    - true or false for a number, read as 1 and 0 (``port = true`` bound port 1);
+    - an empty folder (``SOMNID_DATA_DIR=`` from an unset variable), read as the folder
+      somnid happens to start in: its files re-moded, its git repo taken over."""
+    kinds = get_args(annotation) or (annotation,)
+    if isinstance(value, bool) and bool not in kinds and (int in kinds or float in kinds):
+        raise ValueError(f"a number is wanted here, not {str(value).lower()}")
+    if Path in kinds and isinstance(value, str) and not value.strip():
+        raise ValueError("empty: name a folder (or leave it out for the default)")
+    return value
+
+
+def check_origin(value: str) -> str:
+    """``value`` if it is an origin as a browser sends it (a scheme, a host, no path)."""
+    scheme, sep, rest = value.partition("://")
+    if scheme not in ("http", "https") or not sep or not rest or "/" in rest.rstrip("/"):
+        raise ValueError(f"{value!r} is not an origin like http://localhost:3000")
+    return value
 
 
 def misnamed_variable(fields: dict[str, FieldInfo]) -> str | None:

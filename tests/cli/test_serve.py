@@ -129,7 +129,7 @@ def test_an_empty_data_dir_is_refused_not_taken_for_the_current_folder(tmp_path:
         [sys.executable, "-m", "somnid", "serve"], env={**env, "SOMNID_DATA_DIR": ""}, cwd=here,
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
-    _one_line_error(from_env, 2, "SOMNID_DATA_DIR='': data_dir is empty")
+    _one_line_error(from_env, 2, "SOMNID_DATA_DIR='': empty: name a folder")
     from_flag = subprocess.run(
         [sys.executable, "-m", "somnid", "serve", "--data-dir", ""], env=env, cwd=here,
         capture_output=True, text=True, timeout=60,

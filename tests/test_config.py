@@ -271,3 +271,18 @@ def test_an_empty_folder_is_refused_not_read_as_the_working_folder(
     monkeypatch.setenv("SOMNID_DATA_DIR", " ")
     with pytest.raises(ConfigFileError, match=r"SOMNID_DATA_DIR=' ': empty: name a folder"):
         load_settings(None)
+
+
+def test_a_bad_key_in_a_section_given_as_json_names_its_variable_not_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "good.toml"
+    config.write_text("port = 7400\n")
+    monkeypatch.setenv("SOMNID_RECALL", '{"candidates": 1}')
+    monkeypatch.setenv("SOMNID_INDEX", '{"dsn": 5}')
+    with pytest.raises(ConfigFileError) as refused:
+        load_settings(config)
+    said = str(refused.value)
+    assert "recall.candidates = 1 (in SOMNID_RECALL): Input should be greater" in said
+    assert "index.dsn = (not shown) (in SOMNID_INDEX)" in said
+    assert "good.toml" not in said

@@ -158,6 +158,8 @@ def explain(
             where = f"{dotted} = {_shown(overrides[keys[0]], hidden)} (command line)"
         elif variable in os.environ:
             where = f"{variable}={_shown(os.environ[variable], hidden)}"
+        elif section := _section_variable(keys):  # SOMNID_RECALL='{"candidates": 1}'
+            where = f"{dotted} = {_shown(problem.get('input'), hidden)} (in {section})"
         elif path is not None and found is not None and not isinstance(found, dict):
             where = f"{path}: {dotted} = {_shown(found, hidden)}"  # a table: its error says
         else:
@@ -165,6 +167,15 @@ def explain(
         message = problem["msg"].removeprefix("Value error, ")
         said.append(f"{where}: {message}")
     return "; ".join(said)
+
+
+def _section_variable(keys: list[str]) -> str | None:
+    """The variable that gave a section as JSON holding the key ``keys`` names, or None."""
+    for end in range(len(keys) - 1, 0, -1):
+        variable = "SOMNID_" + "__".join(keys[:end]).upper()
+        if variable in os.environ:
+            return variable
+    return None
 
 
 def _shown(value: Any, hidden: bool) -> str:

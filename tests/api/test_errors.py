@@ -90,6 +90,22 @@ def test_a_header_given_twice_differently_is_refused(client: TestClient) -> None
     assert client.post("/v1/recall", content=b'{"query": "x"}', headers=same).status_code == 200
 
 
+@pytest.mark.parametrize("good_first", [True, False])
+def test_a_token_or_origin_given_twice_is_refused_whatever_the_order(
+    client: TestClient, good_first: bool
+) -> None:
+    # A probe: the door read the last value before the twice check ran, so a good token
+    # then a bad one was a 401 and the other order a 400.
+    good = client.headers["authorization"]
+    tokens = [("authorization", good), ("authorization", "Bearer wrong")]
+    origins = [("origin", "http://127.0.0.1"), ("origin", "http://evil.example")]
+    for pair in (tokens, origins):
+        sent = pair if good_first else pair[::-1]
+        headers = [*sent, *([tokens[0]] if pair is origins else [])]
+        refused = client.get("/v1/memories", headers=headers)
+        assert pair[0][0] in assert_problem(refused, 400, "invalid_input")["detail"]
+
+
 @pytest.mark.parametrize(
     "name",
     [

@@ -3,6 +3,8 @@
 A pure ASGI middleware over HTTP and websockets alike (the LLM bridge and ``/mcp`` are
 guarded like every route). Refusals use the one problem shape:
 
+- 400 ``invalid_input``: a header read by one part as its first value and by another as
+  its last (the token, the origin, a body's type) given twice with different values;
 - 403 ``forbidden_host``: the Host header is not a loopback name or a configured host
   (DNS rebinding);
 - 403 ``forbidden_origin``: a browser page from an origin that is not allowed (cross-site);
@@ -25,6 +27,7 @@ from urllib.parse import parse_qs
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from somnid.api.errors import send_problem
+from somnid.api.limits import drain
 from somnid.security import HostPolicy, bearer, token_matches
 from somnid.ui.session import UISessions, cookie_matches
 
@@ -36,6 +39,10 @@ PUBLIC_PATHS = frozenset(
 PUBLIC_PREFIXES = ("/docs/assets/", "/ui/assets/")  # pages' scripts and styles
 UI_PUBLIC = frozenset({"/ui", "/ui/", "/ui/login", "/ui/logout"})  # the login checks the token
 _WS_QUERY_TOKEN = "access_token"
+# Headers read by one part as their first value and by another as their last: two that
+# differ are refused before any is checked (a token, an origin, a body's type each checked
+# on one, used as the other; checked after the token, the order of the two decided the code).
+_SINGLE = frozenset({"authorization", "origin", "content-type", "content-encoding"})
 
 
 def is_public(path: str) -> bool:
@@ -54,7 +61,12 @@ class Guard:
         headers = _headers(scope)
         host = headers.get("host")
         refusal: tuple[int, str, str] | None = None
-        if not self.policy.host_allowed(host):
+        if (twice := _given_twice(scope)) is not None:
+            if scope["type"] == "http":
+                await drain(receive)
+            detail = f"the {twice} header is given twice, with different values: send one"
+            refusal = (400, "invalid_input", detail)
+        elif not self.policy.host_allowed(host):
             refusal = (
                 403,
                 "forbidden_host",
@@ -147,6 +159,16 @@ def _preflight(scope: Scope, headers: dict[str, str]) -> bool:
         and "origin" in headers
         and "access-control-request-method" in headers
     )
+
+
+def _given_twice(scope: Scope) -> str | None:
+    """The name of a header of :data:`_SINGLE` the request gives twice, differently."""
+    seen: dict[str, bytes] = {}
+    for key, value in scope["headers"]:
+        name = bytes(key).lower().decode("latin-1")
+        if name in _SINGLE and seen.setdefault(name, bytes(value)) != value:
+            return name
+    return None
 
 
 def _headers(scope: Scope) -> dict[str, str]:

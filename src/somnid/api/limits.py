@@ -22,10 +22,6 @@ from somnid.api.errors import send_problem
 
 _JSON_TYPES = ("application/json", "application/merge-patch+json")
 _BODY_METHODS = {"POST", "PUT", "PATCH", "DELETE"}
-# Headers read by one part as their first value and by another as their last: two that
-# differ are refused (a token, an origin, a body's type each checked on one, used as the
-# other).
-_SINGLE = frozenset({"authorization", "origin", "content-type", "content-encoding"})
 # A refused body is read to its end before the 413 goes out (up to these bounds): a socket
 # closed with unread bytes in it resets the connection, and the client loses the answer.
 _DRAIN_BYTES = 64 * 1024 * 1024
@@ -39,14 +35,8 @@ class RequestLimits:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and not _utf8_path(scope):
-            await _drain(receive)
+            await drain(receive)
             detail = "the URL's percent escapes are not UTF-8 (encode names and ids as UTF-8)"
-            await _reject(send, scope, 400, "invalid_input", detail)
-            return
-        twice = _given_twice(scope) if scope["type"] == "http" else None
-        if twice is not None:
-            await _drain(receive)
-            detail = f"the {twice} header is given twice, with different values: send one"
             await _reject(send, scope, 400, "invalid_input", detail)
             return
         if scope["type"] != "http" or scope["method"] not in _BODY_METHODS:
@@ -59,7 +49,7 @@ class RequestLimits:
         length = headers.get("content-length")
         if length is not None and length.isdigit() and int(length) > self.max_body_bytes:
             if headers.get("expect", "").strip().lower() != "100-continue":
-                await _drain(receive)  # else the client waits to send it: reading asks for it
+                await drain(receive)  # else the client waits to send it: reading asks for it
             await _reject(send, scope, 413, "body_too_large", self._too_large())
             return
         chunks: list[bytes] = []
@@ -72,7 +62,7 @@ class RequestLimits:
             size += len(chunk)
             if size > self.max_body_bytes:
                 if message.get("more_body", False):
-                    await _drain(receive)
+                    await drain(receive)
                 await _reject(send, scope, 413, "body_too_large", self._too_large())
                 return
             chunks.append(chunk)
@@ -113,7 +103,7 @@ async def _reject(send: Send, scope: Scope, status: int, code: str, detail: str)
     await send_problem(send, status, code, detail, instance=scope.get("path"), headers=close)
 
 
-async def _drain(receive: Receive) -> None:
+async def drain(receive: Receive) -> None:
     """Read and drop the rest of a body, within bounds of size and time."""
 
     async def read_to_end() -> None:
@@ -138,13 +128,3 @@ def _utf8_path(scope: Scope) -> bool:
             except UnicodeDecodeError:
                 return False
     return True
-
-
-def _given_twice(scope: Scope) -> str | None:
-    """The name of a header of :data:`_SINGLE` the request gives twice, differently."""
-    seen: dict[bytes, bytes] = {}
-    for key, value in scope["headers"]:
-        name = bytes(key).lower().decode("latin-1")
-        if name in _SINGLE and seen.setdefault(name.encode(), bytes(value)) != value:
-            return name
-    return None

@@ -171,6 +171,10 @@ def test_nothing_is_staged_while_a_person_s_merge_waits_and_their_abort_loses_no
     git(data_dir, *as_ann, "commit", "-q", "--allow-empty", "-m", "main")
     stopped = git_call(data_dir, *as_ann, "merge", "other")
     assert stopped.returncode != 0 and (data_dir / ".git" / "MERGE_HEAD").exists()
+    # Health says so before any write fails (a probe: `ok` while every write was a 503).
+    held = client.get("/v1/health").json()
+    assert held["status"] == "degraded" and held["history"]["status"] == "degraded", held
+    assert "merge is under way" in held["history"]["detail"], held
     # A write while it waits is refused, never acknowledged: the abort resets the files
     # (a re-probe: a PATCH of the conflicted entry, answered 200, was undone by it).
     during = client.post("/v1/memories/knowledge", json={"name": "during", "description": "d"})

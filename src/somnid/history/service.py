@@ -141,7 +141,11 @@ class History:
     def status(self) -> HistoryStatus:
         if self.committer is None:
             return HistoryStatus(False, self.reason)
-        return HistoryStatus(True, None, self.committer.commits, self.committer.last_error)
+        error = self.committer.last_error
+        if (held := self.committer.git.under_way()) is not None:  # no write is taken meanwhile
+            said = f"{held}: nothing is written until it is finished or aborted"
+            error = said if error is None or held in error else f"{said}; {error}"
+        return HistoryStatus(True, None, self.committer.commits, error)
 
     def purge_status(self) -> purging.Progress | None:
         """The purge running now (what, how far, how long it should still take), if any."""

@@ -120,3 +120,23 @@ def test_an_author_who_only_begins_the_subject_is_still_named() -> None:
     route = "POST /v1/memories/knowledge"
     line = commit_line({**commit, "author": route, "subject": f"{route}: knowledge/x"})
     assert line.count(route) == 1
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["recall", "x", "--limit", "99"], "99 is not from 1 to 50"),
+        (["recall", "x", "--limit", "0"], "0 is not from 1 to 50"),
+        (["history", "--limit", "abc"], "'abc' is not a whole number"),
+        (["history", "--limit", "201"], "201 is not from 1 to 200"),
+    ],
+)
+def test_a_limit_out_of_the_api_s_bounds_is_a_bad_argument(
+    argv: list[str], said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A probe: the daemon's 422 came back as exit 1 ("failed"), not 2 ("bad arguments").
+    from somnid.cli import main
+
+    with pytest.raises(SystemExit) as stopped:
+        main(argv)
+    assert stopped.value.code == 2 and said in capsys.readouterr().err

@@ -3,10 +3,11 @@ helpers (a progress bar, aligned key/value lines)."""
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -24,6 +25,22 @@ class CliError(Exception):
         super().__init__(message)
         self.message = message
         self.status = status
+
+
+def between(low: int, high: int) -> Callable[[str], int]:
+    """An argparse type: a whole number from ``low`` to ``high`` (the API's own bounds, so a
+    number out of them is a bad argument, exit 2, not the daemon's 422, exit 1)."""
+
+    def number(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{value} is not from {low} to {high}")
+        return value
+
+    return number
 
 
 class Progress:

@@ -13,7 +13,7 @@ from urllib.parse import quote
 import httpx
 
 from somnid.cli._client import DaemonClient
-from somnid.cli._common import EXIT_USAGE, CliError
+from somnid.cli._common import EXIT_USAGE, CliError, between
 from somnid.config import Settings
 
 POLL_S = 1.0
@@ -24,7 +24,7 @@ def add_parser(
 ) -> None:
     log = commands.add_parser("history", parents=[common], help="what changed in memory, by whom")
     log.add_argument("--dreams", action="store_true", help="only the dreams")
-    log.add_argument("--limit", type=int, default=20)
+    log.add_argument("--limit", type=between(1, 200), default=20, help="at most this many (1-200)")
     log.add_argument("--json", action="store_true")
     log.set_defaults(run=show_history)
     undo = commands.add_parser("revert", parents=[common], help="undo a commit or a dream")

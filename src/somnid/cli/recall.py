@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from somnid.cli._client import DaemonClient
+from somnid.cli._common import between
 from somnid.config import Settings
 from somnid.memory.kinds import Kind
 
@@ -18,7 +19,7 @@ def add_parser(
         "recall", parents=[common], help="search memory by meaning and keywords"
     )
     recall.add_argument("query", nargs="+", help="what to look for (words are joined)")
-    recall.add_argument("--limit", type=int, default=10, help="at most this many (1-50)")
+    recall.add_argument("--limit", type=between(1, 50), default=10, help="at most this many (1-50)")
     recall.add_argument(
         "--kind",
         action="append",

@@ -18,7 +18,7 @@ class ResponseLike(Protocol):
     def json(self) -> Any: ...
 
 
-PROBLEM_KEYS = {"type", "title", "status", "detail", "code"}
+PROBLEM_KEYS = {"type", "title", "status", "detail", "code", "instance"}
 
 
 def assert_problem(response: ResponseLike, status: int, code: str) -> dict[str, Any]:

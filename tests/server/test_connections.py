@@ -210,6 +210,7 @@ def test_a_request_http_cannot_parse_is_answered_in_the_error_shape(tmp_path: Pa
             problem = json.loads(body)
             assert problem["status"] == 400 and problem["code"] == "bad_request"
             assert "HTTP" in problem["detail"]
+            assert b"\r\nx-request-id: " in head.lower(), head  # a probe: it had none
         upgrade = b"Upgrade: websocket\r\nConnection: Upgrade\r\nHost: 127.0.0.1\r\n"
         key = b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
         bearer = f"Authorization: Bearer {daemon.token}\r\n".encode()
@@ -224,6 +225,9 @@ def test_a_request_http_cannot_parse_is_answered_in_the_error_shape(tmp_path: Pa
             assert head.startswith(b"HTTP/1.1 %d " % status), head
             assert b"content-type: application/problem+json" in head.lower()
             assert json.loads(body)["status"] == status and json.loads(body)["code"] == code
+            assert b"\r\nx-request-id: " in head.lower(), head  # a probe: none had one
+            if b" /v1/" in request.split(b"\r\n")[0]:  # the path, once the request was read
+                assert json.loads(body)["instance"] == request.split(b" ")[1].decode(), body
             if status == 405:
                 assert b"\r\nallow: get" in head.lower()
         with daemon.client() as client:  # and the daemon serves on

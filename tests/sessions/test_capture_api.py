@@ -145,6 +145,20 @@ def test_tool_calls_are_one_line_per_field_and_results_are_short(
     assert blocks[1] == "[tool] 2026-10-03T12:00:00+00:00\ncall: read(path=x)\nerror: NotFound: x"
 
 
+def test_a_tool_call_that_names_no_call_is_skipped_as_empty(
+    client: TestClient, data_dir: Path
+) -> None:
+    # A probe: `call: " "` wrote a block that said nothing was called.
+    for call in (" ", "\n\t", "\r\n"):
+        blank = client.post("/v1/sessions/s/tool-calls", json={"call": call, "result": "ok"})
+        assert blank.status_code == 200, blank.text
+        assert blank.json()["written"] == 0 and blank.json()["path"] is None, blank.text
+        assert blank.json()["skipped"] == [{"index": 0, "reason": "empty"}], blank.text
+    assert not (data_dir / "memory/session-log").exists() or not any(
+        (data_dir / "memory/session-log").glob("*.md")
+    )
+
+
 def test_close_finalises_and_the_next_message_opens_a_new_log(
     client: TestClient, data_dir: Path, clock: ManualClock
 ) -> None:

@@ -38,6 +38,7 @@ from somnid.memory.scrub import redact_query
 log = logging.getLogger("somnid.access")
 
 HEADER = "x-request-id"
+SCOPE_KEY = "somnid.request_id"
 _SANE_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
 _QUIET_ROUTES = frozenset({"/v1/health", "/metrics"})
 # Any token is a method to the server: others are timed as OTHER, so no client can make series.
@@ -56,6 +57,7 @@ class Observe:
             await self.app(scope, receive, send)
             return
         rid = incoming_id(scope) or secrets.token_hex(8)
+        scope[SCOPE_KEY] = rid  # a handshake the server refuses after the app answers it too
         # Not reset afterwards: each request runs in a task of its own, and the 500 handler
         # (outside every middleware) logs the traceback in this task, with this id.
         request_id.set(rid)

@@ -33,6 +33,7 @@ import contextlib
 import json
 import logging
 import resource
+import secrets
 import socket
 import struct
 import time
@@ -42,6 +43,7 @@ import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from somnid.api.errors import PROBLEM_JSON, problem_body
+from somnid.api.observe import HEADER
 
 log = logging.getLogger(__name__)
 
@@ -112,6 +114,7 @@ class GuardedH11(H11Protocol):
             (b"content-type", PROBLEM_JSON.encode()),
             (b"content-length", str(len(body)).encode()),
             (b"connection", b"close"),
+            (HEADER.encode(), secrets.token_hex(8).encode()),  # as every answer has one
         ]
         with contextlib.suppress(h11.LocalProtocolError):  # an answer had already begun
             for event in (

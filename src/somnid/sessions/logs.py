@@ -156,6 +156,8 @@ class SessionLogs:
         check_session_id(session_id)
         if not self.capture.enabled:
             return self._disabled(1)
+        if not transcript.clean_text(tool.call):  # nothing says what was called
+            return Appended(None, 0, 0, [(0, "empty")], 0)
         limit = self.capture.max_message_chars
         when = self._moment(tool.timestamp) or self._now()
         line_id = self._written_id(tool.id)

@@ -55,9 +55,15 @@ async def login(body: Login, request: Request) -> Response:
     expected = getattr(request.state, "token", None)
     sessions = getattr(request.state, "ui_sessions", None)
     if not isinstance(expected, str) or not token_matches(expected, body.token):
-        return problem(401, "unauthorized", "that is not the token (`somnid token` prints it)")
+        return problem(
+            401, "unauthorized", "that is not the token (`somnid token` prints it)",
+            instance=request.url.path,
+        )  # fmt: skip
     if not isinstance(sessions, UISessions):
-        return problem(503, "unavailable", "the memory browser's sessions are not ready")
+        return problem(
+            503, "unavailable", "the memory browser's sessions are not ready",
+            instance=request.url.path,
+        )  # fmt: skip
     value, key = sessions.open(expected)
     return JSONResponse(
         {"key": key},
@@ -74,7 +80,9 @@ async def logout(request: Request) -> Response:
     if not isinstance(sessions, UISessions) or not sessions.close(
         cookie_value(headers), headers.get(UI_HEADER)
     ):
-        return problem(401, "unauthorized", "no session of this page to end")
+        return problem(
+            401, "unauthorized", "no session of this page to end", instance=request.url.path
+        )
     return Response(status_code=204, headers={"Set-Cookie": clear_cookie_header()})
 
 

@@ -4,6 +4,7 @@ a test must never enable a service in the real one of whoever runs the tests."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import stat
 import subprocess
@@ -216,3 +217,25 @@ def test_a_data_dir_under_tmp_is_warned_of_and_the_service_can_see_it(
     assert f"ReadWritePaths={env['SOMNID_DATA_DIR']} /tmp /var/tmp" in result.stdout.splitlines()
     elsewhere = render(["somnid", "serve"], Settings(data_dir=Path("/srv/mem")), {})
     assert "PrivateTmp=yes" in elsewhere.splitlines()
+
+
+def test_a_unit_that_is_a_link_is_written_through_it_and_a_masked_one_is_refused(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    # A probe: the unit kept in a person's dotfiles, linked into ~/.config/systemd/user, was
+    # replaced by a file: the dotfiles never saw the new unit, the link was gone.
+    unit = unit_file(env)
+    unit.parent.mkdir(parents=True)
+    kept = tmp_path / "dotfiles" / "somnid.service"
+    kept.parent.mkdir()
+    kept.write_text("# the person's copy\n")
+    unit.symlink_to(kept)
+    result = somnid(env, "install-service", "--no-enable")
+    assert result.returncode == 0, result.stderr
+    assert unit.is_symlink() and unit.resolve() == kept.resolve()
+    assert "ExecStart=" in kept.read_text() and f"(→ {kept.resolve()})" in result.stdout
+    unit.unlink()
+    unit.symlink_to(os.devnull)  # what `systemctl --user mask` makes
+    masked = somnid(env, "install-service", "--no-enable")
+    assert masked.returncode == 1 and "is masked" in masked.stderr, masked.stderr
+    assert unit.is_symlink() and unit.resolve() == Path(os.devnull)

@@ -291,10 +291,12 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             f"systemd-analyze verify complains about the unit (nothing written):\n{checked[1]}"
         )
     existed = path.exists()
+    target = _through_link(path)
     # Readable by its owner alone: it may carry a key or a DSN's password from this shell
     # (a probe: SOMNID_EMBED_API_KEY written into a unit of mode 0644).
-    write_atomic(path, unit.encode("utf-8"), mode=0o600)
-    print(f"{'updated' if existed else 'wrote'} {path}")
+    write_atomic(target, unit.encode("utf-8"), mode=0o600)
+    through = f" (→ {target})" if target != path else ""
+    print(f"{'updated' if existed else 'wrote'} {path}{through}")
     print(f"  runs: {' '.join(command)}")
     carried = [key for key, value in env.items() if secret_like(key) or _credentials(value)]
     if carried:
@@ -308,6 +310,21 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         print(f"not enabled (--no-enable). To start it: {_by_hand()}")
         return EXIT_OK
     return _enable(settings)
+
+
+def _through_link(path: Path) -> Path:
+    """Where the unit is written: the file a link at ``path`` names (a person's dotfiles
+    keep it there; replacing the link cut it from them), ``path`` itself otherwise. A unit
+    masked (a link to /dev/null) is refused: writing it would not unmask it."""
+    if not path.is_symlink():
+        return path
+    target = path.resolve()
+    if target == Path(os.devnull):
+        raise CliError(
+            f"{path} is masked (a link to {os.devnull}); nothing written: "
+            f"`systemctl --user unmask {UNIT_NAME}` first"
+        )
+    return target
 
 
 def _enable(settings: Settings) -> int:

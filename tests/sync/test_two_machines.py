@@ -531,6 +531,17 @@ def test_each_machine_says_which_one_merged_a_conflict_round_after_round(tmp_pat
             assert seen_on_a["mergedOn"] is None, seen_on_a
             assert seen_on_b["mergedOn"] == a_id, seen_on_b
             assert "as A says" in seen_on_b["entryText"] and "as B says" in seen_on_b["text"]
+        # Archived, the entry takes its conflict file along: a review saw the move's
+        # commit read as the file's first, and every machine took the merge for its own.
+        with b.client() as client:
+            archived = client.post("/v1/memories/knowledge/kites/archive", json={})
+            assert archived.status_code == 200, archived.text
+        sync(b)
+        sync(a)
+        [seen_on_a] = status(a)["conflicts"]
+        [seen_on_b] = status(b)["conflicts"]
+        assert "archived" in seen_on_b["path"] and seen_on_b["mergedOn"] == a_id, seen_on_b
+        assert seen_on_a["mergedOn"] is None, seen_on_a
 
 
 def test_a_conflict_kept_beside_a_file_being_edited_names_its_machine(tmp_path: Path) -> None:

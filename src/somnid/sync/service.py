@@ -21,7 +21,6 @@ import contextlib
 import datetime as dt
 import functools
 import logging
-import re
 import shlex
 import sys
 from collections.abc import Callable
@@ -41,6 +40,7 @@ from somnid.services.memories import MemoryService
 from somnid.store.layout import Layout
 from somnid.sync import purges
 from somnid.sync.merge import DRIVER
+from somnid.sync.merged_on import merged_on
 from somnid.sync.merging import APPLIED, CONFLICT_MARK, MERGED_ON, merge_remote
 from somnid.sync.remote import Remote, SyncError, redact
 
@@ -409,28 +409,11 @@ class SyncService:
         await self.memories.notify(None, str(target))
 
     def _merged_on(self, rel: str, named: str) -> str | None:
-        """The machine of the merge that set ``rel`` aside, when another than this one;
-        ``named``: what its name holds after the conflict mark (the commit it came from)."""
+        """The machine of the merge that set ``rel`` aside, when another than this one."""
         if self.remote is None:
             return None
-        git = self.remote.git
-        # The first commit that added it: a later merge adds it too (against its first
-        # parent), on either machine, and named the wrong one. Only the commits after the
-        # one its name holds are read (the whole history took a second a conflict at 20k).
-        bound: list[str] = []
-        if _COMMIT_ID.fullmatch(named[:12]):
-            since = git.call("rev-parse", "--verify", "-q", f"{named[:12]}^{{commit}}")
-            if since.returncode == 0:
-                bound = [f"{since.stdout.decode().strip()}..HEAD"]
-        said = git.call("log", "-m", "--diff-filter=A", "--format=%s", *bound, "--", rel)
-        added = said.stdout.decode("utf-8", "replace").splitlines()
-        found = _MERGED_ON.search(added[-1]) if added else None
-        machine = found[1] if found else None
+        machine = merged_on(self.remote.git, rel, named)
         return machine if machine != self.machine else None
-
-
-_COMMIT_ID = re.compile("[0-9a-f]{12}")
-_MERGED_ON = re.compile("^" + re.escape(MERGED_ON) + r"([^\s:]+)")
 
 
 def _text_of(path: Path) -> str | None:

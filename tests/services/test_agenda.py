@@ -66,6 +66,10 @@ def test_cue_brings_far_and_capped_ones() -> None:
     plan = agenda(many, TODAY, "We need new 护照 photos and the garden")
     assert len(plan.someday) == 5
     assert ids(plan.cued) == ["far", "s09"]  # dated first; s09 is beyond the someday cap
+    # "+N more" counts what is not shown: s09 is now (it said 5 of which one was listed),
+    # and "far" (beyond the upcoming days) was never counted.
+    assert plan.more == 4
+    assert agenda(many, TODAY).more == 5
 
 
 def test_cue_splitting_and_matching() -> None:

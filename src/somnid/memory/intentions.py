@@ -229,4 +229,6 @@ def agenda(intentions: list[Intention], today: dt.date, message: str | None = No
         cued = [i for i in open_ones if i.id not in shown and cue_matches(i, message)]
         cued.sort(key=_priority_rank)
         result.cued = cued[:MAX_CUE_EXTRAS]
+        listed = {i.id for i in (*due, *upcoming, *someday)}  # shown now: no longer "more"
+        result.more -= sum(1 for i in result.cued if i.id in listed)
     return result

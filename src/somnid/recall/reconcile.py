@@ -188,22 +188,25 @@ class Reconciler:
                 report.scanned += 1
                 rel = str(self.store.layout.relative(path))
                 seen.add(rel)
-                try:
-                    file_hash = etag_of(self.store.raw(path))
-                except OSError:
-                    continue
-                except BrokenFile:
-                    file_hash = ""  # read_path below reports it
                 row = known.get(rel)
-                if row is not None and row.file_hash == file_hash and not reread:
-                    report.unchanged += 1
-                    continue
+                if row is not None and not reread:  # a new file is read once, below
+                    try:
+                        file_hash = etag_of(self.store.raw(path))
+                    except OSError:
+                        continue
+                    except BrokenFile:
+                        file_hash = ""  # read_path below reports it
+                    if row.file_hash == file_hash:
+                        report.unchanged += 1
+                        continue
                 try:
                     entry = self.store.read_path(path, nameable=True)
                 except (BrokenFile, FileNotFoundError):
                     report.broken += 1
                     if row is not None:
                         self.index.delete(rel)
+                    continue
+                except OSError:  # unreadable (its mode): left as it is, as before
                     continue
                 if entry is None:
                     continue

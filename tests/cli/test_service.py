@@ -239,3 +239,16 @@ def test_a_unit_that_is_a_link_is_written_through_it_and_a_masked_one_is_refused
     masked = somnid(env, "install-service", "--no-enable")
     assert masked.returncode == 1 and "is masked" in masked.stderr, masked.stderr
     assert unit.is_symlink() and unit.resolve() == Path(os.devnull)
+    # A review: a loop was a traceback, a dangling link wrote folders where it pointed,
+    # and the template itself (`systemctl --user link` of a checkout's) was overwritten.
+    template = tmp_path / "checkout" / "somnid.service"
+    template.parent.mkdir()
+    template.write_text(TEMPLATE)
+    for target in (unit, tmp_path / "nowhere" / "somnid.service", template):
+        unit.unlink()
+        unit.symlink_to(target)
+        replaced = somnid(env, "install-service", "--no-enable")
+        assert replaced.returncode == 0, replaced.stderr
+        assert "in place of a link to" in replaced.stdout, replaced.stdout
+        assert not unit.is_symlink() and "ExecStart=" in unit.read_text()
+    assert template.read_text() == TEMPLATE and not (tmp_path / "nowhere").exists()

@@ -291,11 +291,13 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             f"systemd-analyze verify complains about the unit (nothing written):\n{checked[1]}"
         )
     existed = path.exists()
+    linked = os.readlink(path) if path.is_symlink() else None
     target = _through_link(path)
     # Readable by its owner alone: it may carry a key or a DSN's password from this shell
     # (a probe: SOMNID_EMBED_API_KEY written into a unit of mode 0644).
     write_atomic(target, unit.encode("utf-8"), mode=0o600)
     through = f" (→ {target})" if target != path else ""
+    through = f" (in place of a link to {linked})" if linked and not through else through
     print(f"{'updated' if existed else 'wrote'} {path}{through}")
     print(f"  runs: {' '.join(command)}")
     carried = [key for key, value in env.items() if secret_like(key) or _credentials(value)]
@@ -313,18 +315,28 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _through_link(path: Path) -> Path:
-    """Where the unit is written: the file a link at ``path`` names (a person's dotfiles
-    keep it there; replacing the link cut it from them), ``path`` itself otherwise. A unit
+    """Where the unit is written: the file a link at ``path`` names when it is the person's
+    own unit (their dotfiles keep it there; replacing the link cut it from them), ``path``
+    itself otherwise (no link; a link that names nothing, a loop, a file they may not
+    write, or somnid's template itself, which stays as it is: the link is replaced). A unit
     masked (a link to /dev/null) is refused: writing it would not unmask it."""
     if not path.is_symlink():
         return path
-    target = path.resolve()
+    try:
+        target = path.resolve(strict=True)
+    except (OSError, RuntimeError):  # dangling, or a loop (RuntimeError before 3.13)
+        return path
     if target == Path(os.devnull):
         raise CliError(
             f"{path} is masked (a link to {os.devnull}); nothing written: "
             f"`systemctl --user unmask {UNIT_NAME}` first"
         )
-    return target
+    try:
+        own = target.is_file() and target.stat().st_uid == os.getuid()
+        template = own and target.read_text("utf-8", "replace") == TEMPLATE
+    except OSError:
+        return path
+    return target if own and os.access(target, os.W_OK) and not template else path
 
 
 def _enable(settings: Settings) -> int:

@@ -104,6 +104,11 @@ def test_a_token_or_origin_given_twice_is_refused_whatever_the_order(
         headers = [*sent, *([tokens[0]] if pair is origins else [])]
         refused = client.get("/v1/memories", headers=headers)
         assert pair[0][0] in assert_problem(refused, 400, "invalid_input")["detail"]
+        assert refused.headers["connection"] == "close"  # its body was never read
+    # A review: the Host is checked first, so a rebinding attempt is refused (and logged)
+    # as one whatever else it sends.
+    rebound = client.get("/v1/memories", headers=[("host", "evil.example"), *origins])
+    assert_problem(rebound, 403, "forbidden_host")
 
 
 @pytest.mark.parametrize(

@@ -27,7 +27,6 @@ from urllib.parse import parse_qs
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from somnid.api.errors import send_problem
-from somnid.api.limits import drain
 from somnid.security import HostPolicy, bearer, token_matches
 from somnid.ui.session import UISessions, cookie_matches
 
@@ -61,18 +60,17 @@ class Guard:
         headers = _headers(scope)
         host = headers.get("host")
         refusal: tuple[int, str, str] | None = None
-        if (twice := _given_twice(scope)) is not None:
-            if scope["type"] == "http":
-                await drain(receive)
-            detail = f"the {twice} header is given twice, with different values: send one"
-            refusal = (400, "invalid_input", detail)
-        elif not self.policy.host_allowed(host):
+        twice = _given_twice(scope)
+        if not self.policy.host_allowed(host):
             refusal = (
                 403,
                 "forbidden_host",
                 f"somnid answers only to a loopback host name, not {_shown(host)}; "
                 "add the name to allowed_hosts if it is yours",
             )
+        elif twice is not None:  # before the checks that read one of them (no body read)
+            detail = f"the {twice} header is given twice, with different values: send one"
+            refusal = (400, "invalid_input", detail)
         elif not self.policy.origin_allowed(headers.get("origin"), host):
             refusal = (
                 403,
@@ -106,6 +104,8 @@ class Guard:
             )
         if scope["type"] == "http":
             challenge = [(b"www-authenticate", b'Bearer realm="somnid"')] if status == 401 else []
+            if status == 400:  # its body is not read: the connection is not used again
+                challenge.append((b"connection", b"close"))
             origin = headers.get("origin")
             if status == 401 and origin:  # an allowed page reads why (the CORS layer is inside)
                 challenge += [

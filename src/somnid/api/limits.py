@@ -35,7 +35,7 @@ class RequestLimits:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and not _utf8_path(scope):
-            await drain(receive)
+            await _drain(receive)
             detail = "the URL's percent escapes are not UTF-8 (encode names and ids as UTF-8)"
             await _reject(send, scope, 400, "invalid_input", detail)
             return
@@ -49,7 +49,7 @@ class RequestLimits:
         length = headers.get("content-length")
         if length is not None and length.isdigit() and int(length) > self.max_body_bytes:
             if headers.get("expect", "").strip().lower() != "100-continue":
-                await drain(receive)  # else the client waits to send it: reading asks for it
+                await _drain(receive)  # else the client waits to send it: reading asks for it
             await _reject(send, scope, 413, "body_too_large", self._too_large())
             return
         chunks: list[bytes] = []
@@ -62,7 +62,7 @@ class RequestLimits:
             size += len(chunk)
             if size > self.max_body_bytes:
                 if message.get("more_body", False):
-                    await drain(receive)
+                    await _drain(receive)
                 await _reject(send, scope, 413, "body_too_large", self._too_large())
                 return
             chunks.append(chunk)
@@ -103,7 +103,7 @@ async def _reject(send: Send, scope: Scope, status: int, code: str, detail: str)
     await send_problem(send, status, code, detail, instance=scope.get("path"), headers=close)
 
 
-async def drain(receive: Receive) -> None:
+async def _drain(receive: Receive) -> None:
     """Read and drop the rest of a body, within bounds of size and time."""
 
     async def read_to_end() -> None:

@@ -286,3 +286,24 @@ def test_a_bad_key_in_a_section_given_as_json_names_its_variable_not_the_file(
     assert "recall.candidates = 1 (in SOMNID_RECALL): Input should be greater" in said
     assert "index.dsn = (not shown) (in SOMNID_INDEX)" in said
     assert "good.toml" not in said
+
+
+def test_a_file_s_bad_key_is_the_file_s_beside_a_section_given_as_json(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A review: the section's variable was named for any key of its section.
+    config = tmp_path / "c.toml"
+    config.write_text("[recall]\ncandidates = 1\n")
+    monkeypatch.setenv("SOMNID_RECALL", '{"archive": false}')
+    with pytest.raises(ConfigFileError) as refused:
+        load_settings(config)
+    assert str(refused.value).startswith(f"{config}: recall.candidates = 1: Input should be")
+
+
+def test_a_section_s_json_holding_a_dsn_is_not_shown(monkeypatch: pytest.MonkeyPatch) -> None:
+    given = '{"backend": "postgres", "dsn": "postgresql://u:hunter2@h/db?x=%zz bad=="}'
+    monkeypatch.setenv("SOMNID_INDEX", given)
+    with pytest.raises(ConfigFileError) as refused:
+        load_settings(None)
+    assert "SOMNID_INDEX=(not shown)" in str(refused.value)
+    assert "hunter2" not in str(refused.value)

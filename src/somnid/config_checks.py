@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import difflib
 import ipaddress
+import json
 import os
 import re
 from collections.abc import Iterable
@@ -156,8 +157,9 @@ def explain(
         hidden = bool(keys) and (keys[-1] == "dsn" or is_secret_name(keys[-1], in_query=False))
         if keys and keys[0] in overrides:  # the command line wins over the environment
             where = f"{dotted} = {_shown(overrides[keys[0]], hidden)} (command line)"
-        elif variable in os.environ:
-            where = f"{variable}={_shown(os.environ[variable], hidden)}"
+        elif variable in os.environ:  # a section's JSON may hold a secret deeper down
+            given = os.environ[variable]
+            where = f"{variable}={_shown(given, hidden or _holds_secret(given))}"
         elif section := _section_variable(keys):  # SOMNID_RECALL='{"candidates": 1}'
             where = f"{dotted} = {_shown(problem.get('input'), hidden)} (in {section})"
         elif path is not None and found is not None and not isinstance(found, dict):
@@ -170,12 +172,41 @@ def explain(
 
 
 def _section_variable(keys: list[str]) -> str | None:
-    """The variable that gave a section as JSON holding the key ``keys`` names, or None."""
+    """The variable that gave a section as JSON holding the key ``keys`` names, or None
+    (pydantic merges such a section with the file's: a key the JSON lacks is the file's)."""
     for end in range(len(keys) - 1, 0, -1):
         variable = "SOMNID_" + "__".join(keys[:end]).upper()
-        if variable in os.environ:
-            return variable
+        if variable not in os.environ:
+            continue
+        try:
+            found: Any = json.loads(os.environ[variable])
+        except ValueError:
+            return None
+        for key in keys[end:]:
+            if not isinstance(found, dict) or key not in found:
+                return None
+            found = found[key]
+        return variable
     return None
+
+
+def _holds_secret(given: str) -> bool:
+    """Whether a variable's value is JSON with a DSN or a secret's key somewhere in it."""
+    try:
+        found: Any = json.loads(given)
+    except ValueError:
+        return False
+    stack = [found]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            for key, value in item.items():
+                if key == "dsn" or is_secret_name(str(key), in_query=False):
+                    return True
+                stack.append(value)
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
 
 
 def _shown(value: Any, hidden: bool) -> str:

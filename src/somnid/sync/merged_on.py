@@ -2,58 +2,59 @@
 
 A later merge adds it too (against its first parent), on either machine, so the newest
 commit adding it named the wrong machine; and an archive or a restore moves it with its
-entry (``kites`` to ``archived/kites--2``) in a commit that adds it anew. The commits read
-are only those after the one the conflict's name holds (the whole history took a second a
-conflict at 20,000 commits).
+entry (``kites`` to ``archived/kites--2`` and back) in a commit that adds it anew. The
+places it may have been are named one by one (a log of the whole folder took 9 s at
+20,000 commits), and only the commits after the one its name holds are read (the whole
+history took a second a conflict). Each path named costs a scan of its folder's tree in
+every commit read: the caller keeps the answer, which never changes for a file.
 """
 
 from __future__ import annotations
 
-import os
 import re
-from pathlib import PurePosixPath
+from pathlib import Path
 
 from somnid.history.git import Git
+from somnid.memory.kinds import Kind
+from somnid.store.layout import Layout
 from somnid.sync.merging import MERGED_ON
 
 _COMMIT_ID = re.compile("[0-9a-f]{12}")
 _MERGED_ON = re.compile("^" + re.escape(MERGED_ON) + r"([^\s:]+)")
 _COPY = re.compile(r"--\d+$")  # an archived copy's folder: kites--2
+_COPIES = 2  # archived copies of one name looked for beyond those on disk (each path read
+# costs a scan of its folder's tree in every commit of the range)
 
 
-def merged_on(git: Git, rel: str, named: str) -> str | None:
-    """The machine whose merge set ``rel`` (relative to the data dir) aside, None when no
-    merge's subject names one. ``named``: what the file's name holds after the conflict
-    mark (the commit it came from)."""
+def merged_on(git: Git, places: list[str], named: str) -> str | None:
+    """The machine whose merge set the conflict file aside, None when no merge's subject
+    names one. ``places``: where the file is and may have been (relative to the data
+    dir); ``named``: what its name holds after the conflict mark (the commit it came
+    from)."""
     bound: list[str] = []
     if _COMMIT_ID.fullmatch(named[:12]):
         since = git.call("rev-parse", "--verify", "-q", f"{named[:12]}^{{commit}}")
         if since.returncode == 0:
             bound = [f"{since.stdout.decode().strip()}..HEAD"]
-    said = git.call("log", "-m", "--diff-filter=A", "--format=%s", *bound, "--", rel)
+    said = git.call("log", "-m", "--diff-filter=A", "--format=%s", *bound, "--", *places)
     added = said.stdout.decode("utf-8", "replace").splitlines()
-    if not added or not _MERGED_ON.search(added[-1]):  # moved with its entry since?
-        added = _added_by_name(git, rel, bound) or added
     found = _MERGED_ON.search(added[-1]) if added else None
     return found[1] if found else None
 
 
-def _added_by_name(git: Git, rel: str, bound: list[str]) -> list[str]:
-    """The subjects of the commits (newest first) that added a file of ``rel``'s name in a
-    folder of its entry's name, wherever: by name, not content (git's ``--follow`` took the
-    conflict file for a copy of its entry file and followed that)."""
-    path = PurePosixPath(rel)
-    folder = _COPY.sub("", path.parent.name)
-    said = git.call(
-        "log", "-m", "-z", "--diff-filter=A", "--name-only", "--format=%x01%s", *bound,
-        "--", path.parts[0],
-    )  # fmt: skip
-    subjects = []
-    for record in said.stdout.split(b"\x01")[1:]:
-        subject, _, names = record.partition(b"\0")
-        for name in names.lstrip(b"\n").split(b"\0"):
-            found = PurePosixPath(os.fsdecode(name))
-            if found.name == path.name and _COPY.sub("", found.parent.name) == folder:
-                subjects.append(subject.decode("utf-8", "replace"))
-                break
-    return subjects
+def places(layout: Layout, path: Path, what: tuple[Kind, str, bool] | None) -> list[str]:
+    """``path`` (a conflict file beside its entry's file, whose kind, name and archived
+    state are ``what``), and where it was if its entry was archived or restored since: the
+    live folder of its name, the archived one and its copies (``kites--2``) of that kind."""
+    here = str(layout.relative(path))
+    if what is None or not what[0].archivable:
+        return [here]
+    kind, name, _archived = what
+    base = _COPY.sub("", name) or name
+    archive = layout.archive_dir(kind)
+    copies = {f"{base}--{n}" for n in range(2, _COPIES + 2)}
+    if archive.is_dir():
+        copies |= {found.name for found in archive.glob(f"{base}--*") if _COPY.search(found.name)}
+    folders = [layout.entry_folder(kind, base), archive / base, *(archive / c for c in copies)]
+    found = {str(layout.relative(folder / path.name)) for folder in folders}
+    return [here, *sorted(found - {here})]

@@ -33,6 +33,7 @@ from somnid.history.committer import Committer
 from somnid.history.service import History
 from somnid.memory.clock import Clock
 from somnid.memory.entry import Entry
+from somnid.memory.kinds import Kind
 from somnid.memory.text import shown_path
 from somnid.provenance import MERGED, Actor, DreamRecord, acting
 from somnid.services.archived_text import as_archived
@@ -40,7 +41,7 @@ from somnid.services.memories import MemoryService
 from somnid.store.layout import Layout
 from somnid.sync import purges
 from somnid.sync.merge import DRIVER
-from somnid.sync.merged_on import merged_on
+from somnid.sync.merged_on import merged_on, places
 from somnid.sync.merging import APPLIED, CONFLICT_MARK, MERGED_ON, merge_remote
 from somnid.sync.remote import Remote, SyncError, redact
 
@@ -134,6 +135,7 @@ class SyncService:
         self._round = asyncio.Lock()
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._merged: dict[tuple[str, str], str] = {}  # (file, named): the machine that merged
 
     # --- start, stop -------------------------------------------------------------------
 
@@ -364,7 +366,7 @@ class SyncService:
                     shown_path(what[1]) if what else None,
                     text,
                     _text_of(entry) if whole else None,
-                    self._merged_on(rel, rest) if whole else None,
+                    self._merged_on(path, what, rest) if whole else None,
                 )
                 found.append((conflict, path, entry))
         return found
@@ -408,11 +410,19 @@ class SyncService:
         await asyncio.to_thread(self.memories.put_raw, target, None)
         await self.memories.notify(None, str(target))
 
-    def _merged_on(self, rel: str, named: str) -> str | None:
-        """The machine of the merge that set ``rel`` aside, when another than this one."""
+    def _merged_on(self, path: Path, what: tuple[Kind, str, bool] | None, named: str) -> str | None:
+        """The machine of the merge that set ``path`` aside, when another than this one;
+        read once a file (the status is asked every few seconds)."""
         if self.remote is None:
             return None
-        machine = merged_on(self.remote.git, rel, named)
+        key = (str(path), named)
+        machine = self._merged.get(key)
+        if machine is None:  # none found yet (its merge not committed yet) is asked again
+            if len(self._merged) > 1000:  # settled ones are not asked again
+                self._merged.clear()
+            machine = merged_on(self.remote.git, places(self.layout, path, what), named)
+            if machine is not None:
+                self._merged[key] = machine
         return machine if machine != self.machine else None
 
 

@@ -230,6 +230,10 @@ def test_a_request_http_cannot_parse_is_answered_in_the_error_shape(tmp_path: Pa
                 assert json.loads(body)["instance"] == request.split(b" ")[1].decode(), body
             if status == 405:
                 assert b"\r\nallow: get" in head.lower()
+        # The refusal's id is the one the access log gives the request (a review).
+        named = b"GET /v1/health HTTP/1.1\r\n" + upgrade + key + b"X-Request-Id: ws-probe-1\r\n\r\n"
+        head, _body = _answer(port, named)
+        assert b"x-request-id: ws-probe-1" in head.lower().split(b"\r\n"), head
         with daemon.client() as client:  # and the daemon serves on
             assert client.get("/v1/health").status_code == 200
 

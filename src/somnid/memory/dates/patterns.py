@@ -146,6 +146,11 @@ PATTERNS: list[tuple[str, str]] = [
 ]  # fmt: skip
 
 COMPILED = [(kind, re.compile(pattern, re.IGNORECASE)) for kind, pattern in PATTERNS]
+WITHOUT_CHINESE = [(kind, pattern) for kind, pattern in COMPILED if not kind.startswith("zh_")]
+"""The patterns that can match a text without a Chinese character: every ``zh_`` pattern
+needs one (a test reads each pattern's parse to be sure). An English text was read by
+all 55, a fifth of a first index build's time at 10,000 entries."""
+HAS_CHINESE = re.compile(r"[\u3400-\u9fff]")
 
 CALENDAR = frozenset(
     {

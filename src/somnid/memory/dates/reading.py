@@ -46,10 +46,12 @@ from dataclasses import dataclass
 from somnid.memory.dates import calendar as cal
 from somnid.memory.dates.patterns import (
     COMPILED,
+    HAS_CHINESE,
     MAY_HAVE_DATE,
     PARTS,
     RANGES,
     RELATIVE,
+    WITHOUT_CHINESE,
     year_beside,
 )
 from somnid.memory.dates.periods import (
@@ -125,7 +127,7 @@ def find_dates(text: str, ref: dt.date | None, *, any_year: bool = False) -> lis
     spans: list[Span] = []
     starts: list[int] = []  # the spans taken, in text order: an overlap is found by bisection
     ends: list[int] = []  # (a body of 8000 dates compared each match with every span: 3 s)
-    for kind, pattern in COMPILED:
+    for kind, pattern in COMPILED if HAS_CHINESE.search(text) else WITHOUT_CHINESE:
         for m in pattern.finditer(text):
             whole = m.group(0)  # the span is its words, not the spaces a pattern took with them
             start = m.start() + len(whole) - len(whole.lstrip())

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from somnid.errors import Conflict
+from somnid.errors import BeingWritten, Conflict
 from somnid.memory.clock import ManualClock
 from somnid.memory.kinds import Kind
+from somnid.store.frontmatter import Document
 from tests.stores import open_store
 
 
@@ -23,3 +24,21 @@ def test_two_holds_at_once_keep_each_other(tmp_path: Path) -> None:
             store.create(Kind.KNOWLEDGE, "a", meta={"description": "d"}, body="x")
         store.create(Kind.KNOWLEDGE, "b", meta={"description": "d"}, body="x")
     store.create(Kind.KNOWLEDGE, "a", meta={"description": "d"}, body="x")
+
+
+def test_upkeep_leaves_a_held_entry_alone_where_a_write_is_refused(tmp_path: Path) -> None:
+    # A probe: a recall's use noted on an entry under a purge was a 409, and the whole
+    # recall_memories call failed with it; upkeep skips it as it skips a person's edit.
+    store = open_store(tmp_path, ManualClock(dt.datetime(2026, 12, 7, tzinfo=dt.UTC)))
+    made = store.create(Kind.KNOWLEDGE, "a", meta={"description": "d"}, body="x")
+    with store.hold(["memory/knowledge/a"]):
+        with pytest.raises(BeingWritten):
+            store.mutate(Kind.KNOWLEDGE, "a", _touch, quiet_s=5.0)
+        with pytest.raises(Conflict) as refused:
+            store.mutate(Kind.KNOWLEDGE, "a", _touch)
+        assert refused.value.code == "purge_running"
+    assert store.read(Kind.KNOWLEDGE, "a").etag == made.etag
+
+
+def _touch(doc: Document) -> None:
+    doc.meta["score"] = 0.5

@@ -96,11 +96,13 @@ class MemoryStore(EntryNames):
                     held.remove(spec)
                 self._held = tuple(held)
 
-    def _refuse_held(self, path: Path) -> None:
+    def _refuse_held(self, path: Path, *, upkeep: bool = False) -> None:
         if not self._held:
             return
         rel = str(self.layout.relative(path))
         if any(rel == spec or rel.startswith(spec.rstrip("/") + "/") for spec in self._held):
+            if upkeep:  # a use noted, a score decayed: left alone, as for a person's edit
+                raise BeingWritten(f"{rel} is being purged")
             raise Conflict(
                 f"{rel} is being purged; write it again once the purge is done",
                 code="purge_running",
@@ -171,6 +173,8 @@ class MemoryStore(EntryNames):
             with self._write_lock if round_ >= _OPTIMISTIC_ROUNDS else contextlib.nullcontext():
                 prepared = self._prepare(kind, name, change, archived=archived, if_match=if_match)
                 with self._write_lock:
+                    if quiet_s:  # (a recall's use noted failed the recall: a probe)
+                        self._refuse_held(prepared.path, upkeep=True)
                     read = self._unchanged(prepared)
                     with contextlib.suppress(Superseded):
                         if read is not None:

@@ -48,6 +48,20 @@ def acting(actor: Actor) -> Iterator[None]:
         _current.reset(token)
 
 
+@contextlib.contextmanager
+def for_anyone() -> Iterator[None]:
+    """The current actor without its agent and session, for upkeep a read does (a use
+    noted): many sessions' reads are one writer's, one commit a window, not one each (a
+    probe: MCP clients, a session each, made hundreds of commits a minute; history fell
+    minutes behind, and purges and shutdown waited for it)."""
+    actor = _current.get()
+    if actor is None or (actor.agent is None and actor.session is None):
+        yield
+        return
+    with acting(Actor(actor.source, actor.name)):
+        yield
+
+
 @dataclass(frozen=True, slots=True)
 class DreamRecord:
     """What the history needs of a finished dream for its one commit."""

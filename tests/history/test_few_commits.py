@@ -6,6 +6,7 @@ write noted while a flush runs, and a new dream journal, are never taken for han
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 from pathlib import Path
 
 from somnid.history.noted import Noted, merged
@@ -57,6 +58,32 @@ def test_many_requests_of_one_client_are_one_commit(data_dir: Path) -> None:
     assert "knowledge/note-0" in writes[0] and "and 3 more" in writes[0]
     assert git(data_dir, "show", "HEAD:memory/knowledge/note-7/SKILL.md").endswith("v2 7\n")
     assert len(items) >= 1
+
+
+def test_uses_noted_by_many_sessions_reads_are_one_commit(data_dir: Path) -> None:
+    # A probe: MCP clients send a session each, so each recall_memories call's use noted
+    # was a commit of its own when the calls found different entries (370 commits a
+    # minute); purges and shutdown waited for them.
+    words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"]
+    clock = ManualClock(START)
+    with history_client(data_dir, clock, 60.0) as client:
+        for word in words:
+            body = {"name": word, "description": f"the {word} server", "body": "udp\n"}
+            assert client.post("/v1/memories/knowledge", json=body).status_code == 201
+        assert client.get("/v1/history").status_code == 200  # the creates: a commit before
+        clock.advance(dt.timedelta(days=1))  # a use is a change once a day
+        for number, word in enumerate(words):
+            found = client.post(
+                "/v1/tools/recall_memories",
+                json={"args": {"query": f"{word} server", "limit": 1}, "sessionId": f"s-{number}"},
+            )
+            assert found.status_code == 200 and word in found.json()["result"], found.text
+        assert client.get("/v1/history").status_code == 200  # flushes what is pending
+    made = subjects(data_dir)
+    uses = [s for s in made if s.startswith("recall_memories")]
+    assert len(uses) == 1, made
+    assert "knowledge/alpha" in uses[0] and "and 3 more" in uses[0], uses
+    assert "last_used: 2026-10-04" in git(data_dir, "show", "HEAD:memory/knowledge/hotel/SKILL.md")
 
 
 async def test_a_write_noted_while_a_flush_runs_is_not_a_hand_edit(tmp_path: Path) -> None:

@@ -29,6 +29,7 @@ from somnid.memory.kinds import (
 )
 from somnid.memory.lifecycle import record_usage
 from somnid.memory.names import is_name
+from somnid.provenance import for_anyone
 from somnid.services.entry_fields import checked_fields, new_entry_meta, parse_due
 from somnid.services.profile_names import existing_profile, profile_asked, profile_name
 from somnid.store import frontmatter
@@ -113,8 +114,7 @@ class MemoryService:
         return await asyncio.shield(task)
 
     def _settled(self, task: asyncio.Task[Any]) -> None:
-        self._in_flight.discard(task)
-        # A caller that waited got the error itself; one that was cancelled cannot.
+        self._in_flight.discard(task)  # a caller that waited got its error; a cancelled one:
         if not task.cancelled() and (error := task.exception()) is not None:
             log.debug("a write ended in %s", type(error).__name__)
 
@@ -228,8 +228,7 @@ class MemoryService:
         return self._store.read_path(path)
 
     def copies_archived_from(self, kind: Kind, name: str) -> list[str]:
-        """The archive names of ``name``'s copies archived under another name. Blocking."""
-        return self._store.copies_archived_from(kind, name)
+        return self._store.copies_archived_from(kind, name)  # archived by another name
 
     def exclusive(self) -> AbstractContextManager[bool]:
         """No write through the store while held (sync checks, then writes, the files of a
@@ -443,7 +442,8 @@ class MemoryService:
             doc.meta["score"] = round(after.score, 4)
             doc.meta["last_used"] = now
 
-        return await self.mutate(kind, name, reinforce, upkeep=True)
+        with for_anyone():  # reads of many sessions: one commit a window, not one each
+            return await self.mutate(kind, name, reinforce, upkeep=True)
 
 
 def _haystack(entry: Entry) -> str:

@@ -121,3 +121,21 @@ async def test_a_new_dream_journal_is_left_to_its_dream(tmp_path: Path) -> None:
         committer.hand_edited()
         await committer.flush()
     assert subjects(data)[0].startswith("Hand edit: memory/dream-log/"), subjects(data)
+
+
+async def test_history_behind_its_writes_is_said(tmp_path: Path) -> None:
+    # A probe: with minutes of commits queued, health said history was ok.
+    data = tmp_path / "data"
+    async with Runtime.open(settings_of(data), clock=ManualClock(START)) as rt:
+        committer = rt.history.committer
+        assert committer is not None
+        await committer.flush()
+        assert committer.waiting_since is None and rt.history.status().last_error is None
+        with acting(Actor("api", "POST /v1/memories/knowledge")):
+            await rt.memories.create(Kind.KNOWLEDGE, "vpn", body="port 1194\n")
+        assert committer.waiting_since is not None
+        committer.waiting_since -= 3600  # as if that write had waited an hour
+        said = rt.history.status().last_error
+        assert said is not None and "history is behind: a write made 36" in said, said
+        await committer.flush()
+        assert committer.waiting_since is None and rt.history.status().last_error is None

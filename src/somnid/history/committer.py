@@ -24,6 +24,7 @@ import contextlib
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -75,6 +76,7 @@ class Committer:
         long history); reads then do not wait to commit what is pending."""
         self.commits = 0
         self.last_error: str | None = None
+        self.waiting_since: float | None = None  # monotonic: the oldest write not committed
         self._queue: list[Noted] = []
         self._dream: dict[str, None] = {}
         self._hand = False
@@ -127,6 +129,7 @@ class Committer:
             self._dream[rel] = None  # the dreamer's task acts as DREAM; others keep theirs
             return
         actor = actor or SOMNID
+        self.waiting_since = self.waiting_since or time.monotonic()
         if self._queue and self._queue[-1].actor == actor and self._queue[-1].dream is None:
             self._queue[-1].paths[rel] = None
         else:
@@ -179,6 +182,7 @@ class Committer:
                 return
         async with self._order:
             items, self._queue = merged(self._queue), []
+            since, self.waiting_since = self.waiting_since, None
             hand, self._hand = self._hand, False
             held = set(self._dream)
             if items or hand:
@@ -187,6 +191,7 @@ class Committer:
                     done = await asyncio.to_thread(self._commit, items, hand, held, wait)
                 finally:  # refused it (a lock, a full disk): kept, in order, as themselves
                     self._queue[:0] = items
+                    self.waiting_since = since if items else self.waiting_since
                     self._hand = self._hand or (hand and not done)
                 if not done:
                     self._wake.set()

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
@@ -56,6 +57,11 @@ class HistoryStatus:
     detail: str | None
     commits: int = 0
     last_error: str | None = None
+
+
+BEHIND_S = 60.0
+"""History is degraded when a write has waited this long for its commit (or three batch
+windows, if longer)."""
 
 
 def off_reason(settings: Settings) -> str | None:
@@ -142,6 +148,10 @@ class History:
         if self.committer is None:
             return HistoryStatus(False, self.reason)
         error = self.committer.last_error
+        waited = time.monotonic() - (self.committer.waiting_since or time.monotonic())
+        if waited > max(BEHIND_S, 3 * self.committer.window_s):  # (a probe: ok for minutes)
+            said = f"history is behind: a write made {waited:.0f} s ago is not committed yet"
+            error = said if error is None else f"{said}; {error}"
         if (held := self.committer.git.under_way()) is not None:  # no write is taken meanwhile
             said = f"{held}: nothing is written until it is finished or aborted"
             error = said if error is None or held in error else f"{said}; {error}"

@@ -482,3 +482,29 @@ async def test_an_unreachable_index_does_not_hold_the_start_for_the_model(
         away["yes"] = False
         await rt.index.wait_idle()
         assert rt.index.status().embed_state == "ready"
+
+
+async def test_vectors_no_text_uses_are_dropped_and_a_purge_leaves_none(
+    settings: Settings,
+) -> None:
+    # A probe: every edit's old vector stayed for ever (7 -> 19 MB in ten minutes of
+    # edits, through restarts), a purged entry's among them.
+    def stored() -> int:
+        with sqlite3.connect(settings.data_dir / "index" / system.INDEX_FILE) as conn:
+            return int(conn.execute("SELECT count(*) FROM vectors").fetchone()[0])
+
+    embedder = CountingEmbedder()
+    async with Runtime.open(settings, clock=ManualClock(START), embedder=embedder) as rt:
+        await fill(rt, Kind.KNOWLEDGE, "kept", 3)
+        await rt.memories.create(Kind.KNOWLEDGE, "vpn", description="vpn", body="port 0")
+        await rt.index.wait_idle()
+        for number in range(1, 6):
+            await rt.memories.update(Kind.KNOWLEDGE, "vpn", body=f"port {number}")
+            await rt.index.wait_idle()
+        assert embedder.passages == 9 and stored() == 4
+        await rt.history.purge(Kind.KNOWLEDGE, "vpn", confirm="vpn", history=False)
+        assert stored() == 3
+        await rt.memories.update(Kind.KNOWLEDGE, "kept-0", body="changed while stopped?")
+    async with Runtime.open(settings, clock=ManualClock(START), embedder=embedder) as rt:
+        await rt.index.wait_idle()
+        assert stored() == 3 and rt.index.status().vectors == 3

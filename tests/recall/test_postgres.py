@@ -607,3 +607,24 @@ async def test_a_nul_typed_into_a_file_is_indexed_without_it(tmp_path: Path, pg_
         await rt.index.wait_idle()
         assert rt.recall.index_error is None
         assert await names_found(rt, "wombat") == ["typed"]
+
+
+def test_a_deleted_text_s_vector_is_dropped(pg_dsn: str) -> None:
+    # A probe: vectors kept by text were never deleted (a purged entry's stayed).
+    text = IndexedText("gone", "", "", "a text to forget", "a text to forget")
+    gone = Document("memory/knowledge/gone/SKILL.md", Kind.KNOWLEDGE, "gone", "h-gone", text,
+                    0.5, None, ())  # fmt: skip
+    index = PgIndex(PgDatabase(pg_dsn), "test-drop")
+    try:
+        index.use_model("test-model", 4)
+        index.upsert_many([gone])
+        index.store_vectors([(text.embed_hash, np.array([0.0, 1.0, 0.0, 0.0], np.float32))])
+        kept = "SELECT count(*) FROM somnid.vectors WHERE embed_hash = %s"
+        assert index.db.count(kept, (text.embed_hash,)) == 1
+        index.drop_unused_vectors()
+        assert index.db.count(kept, (text.embed_hash,)) == 1  # used: kept
+        index.delete(gone.path)
+        assert index.drop_unused_vectors() >= 1
+        assert index.db.count(kept, (text.embed_hash,)) == 0
+    finally:
+        index.close()

@@ -190,11 +190,24 @@ class Index:
 
     def forget_deleted(self) -> None:
         """Leave no copy of deleted rows' text in the index files (after a purge): merge
-        the full-text segments (a deletion there is only a marker until a merge), rewrite
-        the file and empty the WAL."""
+        the full-text segments (a deletion there is only a marker until a merge), drop the
+        vectors no row uses, rewrite the file and empty the WAL."""
+        self.drop_unused_vectors()
         with self.db.write() as conn:
             conn.execute("INSERT INTO fts(fts) VALUES ('optimize')")
         self.db.compact()
+
+    def drop_unused_vectors(self) -> int:
+        """Delete the stored vectors no row's text uses (an edited or deleted text's, or
+        another model's); how many. They were kept for ever: a probe's index grew from 7 to
+        19 MB in ten minutes of edits, and a purged entry's vector stayed."""
+        with self._attach_lock, self.db.write() as conn:
+            model = ("OR model != ?", (self.model,)) if self.model is not None else ("", ())
+            return conn.execute(
+                "DELETE FROM vectors WHERE NOT EXISTS (SELECT 1 FROM entries"
+                f" WHERE entries.embed_hash = vectors.embed_hash) {model[0]}",
+                model[1],
+            ).rowcount
 
     def invalidate(self, *, vectors: bool = False) -> None:
         """Forget what the index knows of each file, so the next full sync reads, parses and

@@ -173,9 +173,19 @@ class PgIndex:
         return int(found[0][0]) if found else None
 
     def forget_deleted(self) -> None:
-        """Deleted rows' text stays in dead tuples until a vacuum: run one now."""
+        """Deleted rows' text stays in dead tuples until a vacuum: run one now, once the
+        vectors no row uses are gone."""
+        self.drop_unused_vectors()
         with self.db.reading(timeout=MAINTENANCE_TIMEOUT_S) as conn:
             conn.execute("VACUUM FULL " + ", ".join(f"somnid.{t}" for t in TABLES))
+
+    def drop_unused_vectors(self) -> int:
+        """Delete the vectors kept by text that no row of any daemon uses any more."""
+        with self.db.write() as conn:
+            return conn.execute(
+                "DELETE FROM somnid.vectors v WHERE NOT EXISTS"
+                " (SELECT 1 FROM somnid.entries e WHERE e.embed_hash = v.embed_hash)"
+            ).rowcount
 
     def invalidate(self, *, vectors: bool = False) -> None:
         """Let go of every row, so the next full sync derives each again (a row another

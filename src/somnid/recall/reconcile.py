@@ -227,6 +227,7 @@ class Reconciler:
                     continue
                 self.index.delete(rel)
                 report.removed += 1
+        self.index.drop_unused_vectors()
         self.index.stamp_sync(self.clock.now())
         if reread:
             self.index.set_state(READING_KEY, READING)

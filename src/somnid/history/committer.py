@@ -392,6 +392,8 @@ class Committer:
         if not commit_paths_only(self.git, specs, text, {**magic, **env}, tops=tops):
             return None
         self.commits += 1
+        if self.commits % 500 == 1:  # a daemon's first commit, then every 500th
+            self.git.pack_if_due()
         return self.git.text("rev-parse", "HEAD").strip()
 
     def gone(self) -> Path | None:

@@ -100,23 +100,27 @@ class Maintenance:
             score = outcome[-1] if outcome else before.score  # the last run is the one written
             return Change(entry.kind, entry.name, before.score, score)
 
-        try:
-            updated = await self.memories.mutate(
-                entry.kind, entry.name, apply, unless_etag=entry.etag, upkeep=True
-            )
-        except (BrokenFile, NotFound, BeingWritten):  # the next pass decays what was left
-            return
-        except InvalidInput as exc:
-            return _skip(entry, report, exc)
-        except asyncio.CancelledError:
-            # Cut short (an agent starts): the write goes on to its end regardless
-            # (MemoryService), so once it is in it counts like any other.
-            await asyncio.shield(self.memories.drain())
+        due = before.last_decay is None or decay(before, entry.kind, now.date(), salience)
+        if due is before:
+            updated = entry  # nothing to write (a write read and rendered each file: 7 ms)
+        else:
+            try:
+                updated = await self.memories.mutate(
+                    entry.kind, entry.name, apply, unless_etag=entry.etag, upkeep=True
+                )
+            except (BrokenFile, NotFound, BeingWritten):  # the next pass decays what was left
+                return
+            except InvalidInput as exc:
+                return _skip(entry, report, exc)
+            except asyncio.CancelledError:
+                # Cut short (an agent starts): the write goes on to its end regardless
+                # (MemoryService), so once it is in it counts like any other.
+                await asyncio.shield(self.memories.drain())
+                if change().score_after != before.score:
+                    report.decayed.append(change())
+                raise
             if change().score_after != before.score:
                 report.decayed.append(change())
-            raise
-        if change().score_after != before.score:
-            report.decayed.append(change())
         if should_retire(updated.vitals(tz), entry.kind, self.retire_below):
             try:
                 await self.memories.archive(entry.kind, entry.name, reason="retired", upkeep=True)

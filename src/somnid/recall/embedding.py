@@ -164,7 +164,7 @@ class EmbedWorker:
         self.loaded.set()
         log.info("embedding model %s ready (dim %d)", embedder.name, embedder.dim)
         await self.sync_done.wait()
-        failures, stored = 0, False
+        failures = 0
         while True:
             # Cleared before the index is asked: a write meanwhile sets it again, and then
             # the worker must not call itself idle on an answer that missed that write.
@@ -173,9 +173,6 @@ class EmbedWorker:
             if not pending:
                 if self._wake.is_set():
                     continue
-                if stored:  # the texts these replaced: their vectors are used no more
-                    await self._patiently(self.index.drop_unused_vectors)
-                    stored = False
                 self.filled = True
                 self._idle.set()
                 await self._wake.wait()
@@ -200,7 +197,6 @@ class EmbedWorker:
                     for (h, _), v in zip(chunk, vectors, strict=True)
                 ]
                 await self._patiently(self.index.store_vectors, items)
-                stored = True
 
     async def _load(self) -> Embedder | None:
         """The model: the load started early if there is one (its errors are raised

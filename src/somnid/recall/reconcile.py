@@ -15,7 +15,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from somnid.errors import BrokenFile
+from somnid.errors import BrokenFile, IndexUnavailable, StorageError
 from somnid.memory.clock import Clock, to_datetime
 from somnid.memory.entry import Entry
 from somnid.memory.kinds import Kind
@@ -124,6 +124,18 @@ class Reconciler:
             for entry in changed:
                 self._path(root / entry.path)
 
+    def _drop_unused_vectors(self) -> None:
+        """Vectors no entry's text uses any more (an edit's, a deletion's), dropped at the
+        end of a full sync, not as they come: an entry archived and restored, a folder moved
+        away and back, would be embedded again. Housekeeping: its failure is said only."""
+        try:
+            dropped = self.index.drop_unused_vectors()
+        except (StorageError, IndexUnavailable) as exc:
+            log.warning("index: unused vectors not dropped: %s", exc)
+            return
+        if dropped:
+            log.info("index: %d vectors no entry uses dropped", dropped)
+
     def path(self, path: Path) -> bool:
         """Bring the index in line with one file (absolute path), whatever happened to it.
         True if searchable text changed (or appeared): only then may a text wait for its
@@ -227,7 +239,7 @@ class Reconciler:
                     continue
                 self.index.delete(rel)
                 report.removed += 1
-        self.index.drop_unused_vectors()
+        self._drop_unused_vectors()
         self.index.stamp_sync(self.clock.now())
         if reread:
             self.index.set_state(READING_KEY, READING)

@@ -42,3 +42,17 @@ def test_upkeep_leaves_a_held_entry_alone_where_a_write_is_refused(tmp_path: Pat
 
 def _touch(doc: Document) -> None:
     doc.meta["score"] = 0.5
+
+
+def test_a_retirement_leaves_an_entry_under_a_purge_alone(tmp_path: Path) -> None:
+    # A review: the archive of a retirement refused with purge_running, and the whole
+    # decay pass stopped on it.
+    store = open_store(tmp_path, ManualClock(dt.datetime(2026, 12, 7, tzinfo=dt.UTC)))
+    store.create(Kind.KNOWLEDGE, "a", meta={"description": "d"}, body="x")
+    with store.hold(["memory/knowledge/a"]):
+        with pytest.raises(BeingWritten):
+            store.archive(Kind.KNOWLEDGE, "a", reason="retired", quiet_s=5.0)
+        with pytest.raises(Conflict) as refused:
+            store.archive(Kind.KNOWLEDGE, "a", reason="by hand")
+        assert refused.value.code == "purge_running"
+    assert store.archive(Kind.KNOWLEDGE, "a", reason="retired", quiet_s=5.0).name == "a"

@@ -277,6 +277,8 @@ class MemoryStore(EntryNames):
             path, live, _ = self._located(kind, name, archived=False)  # a broken one stays
             if quiet_s and self._ours.changed_lately_by_another(path, quiet_s):
                 raise BeingWritten(f"{live.path} changed a moment ago; left for later")
+            if quiet_s:  # a retirement of an entry under a purge: left, as a write is
+                self._refuse_held(path, upkeep=True)
             if if_match is not None and if_match != live.etag:
                 raise PreconditionFailed(
                     f"{kind.value} {name!r} changed since it was read", etag=live.etag
@@ -371,8 +373,7 @@ class MemoryStore(EntryNames):
         self._ours.note(path)
 
     def _move(self, source: Path, target: Path) -> None:
-        """Move an entry's folder. An empty folder where it goes (what deleting an entry's
-        file by hand leaves) is taken; one holding files is a person's: Conflict."""
+        """Move an entry's folder; an empty one where it goes is taken, one with files is not."""
         self._refuse_held(source)
         self._refuse_held(target)
         with contextlib.suppress(FileNotFoundError, OSError):

@@ -9,7 +9,7 @@ import asyncio
 import datetime as dt
 from pathlib import Path
 
-from somnid.history.noted import Noted, merged
+from somnid.history.noted import Noted, earliest, merged
 from somnid.memory.clock import ManualClock
 from somnid.memory.kinds import Kind
 from somnid.provenance import Actor, acting
@@ -139,3 +139,8 @@ async def test_history_behind_its_writes_is_said(tmp_path: Path) -> None:
         assert said is not None and "history is behind: a write made 36" in said, said
         await committer.flush()
         assert committer.waiting_since is None and rt.history.status().last_error is None
+
+
+def test_what_waits_is_timed_from_its_oldest_write() -> None:
+    # A review: a failed batch without a time (a dream's) took a later write's time away.
+    assert earliest(None, 5.0) == 5.0 and earliest(3.0, 5.0) == 3.0 and earliest(None) is None

@@ -32,7 +32,7 @@ from typing import Any
 from somnid.history.git import Git, GitError, spare_descriptors
 from somnid.history.leftout import LeftOut, unmade_links
 from somnid.history.messages import commit_message, dream_message, labels, listing
-from somnid.history.noted import Noted, merged
+from somnid.history.noted import Noted, earliest, merged
 from somnid.history.pathspecs import ON_COMMAND_LINE, as_tops, with_folders, within
 from somnid.history.staging import commit_paths_only, in_head, in_history
 from somnid.memory.entry import Entry
@@ -191,7 +191,8 @@ class Committer:
                     done = await asyncio.to_thread(self._commit, items, hand, held, wait)
                 finally:  # refused it (a lock, a full disk): kept, in order, as themselves
                     self._queue[:0] = items
-                    self.waiting_since = since if items else self.waiting_since
+                    if items:  # the oldest of what waits (a dream's has no time)
+                        self.waiting_since = earliest(since, self.waiting_since)
                     self._hand = self._hand or (hand and not done)
                 if not done:
                     self._wake.set()
@@ -296,9 +297,8 @@ class Committer:
         meanwhile: its file may be on disk before its announcement, and would be taken for
         a hand edit. Then the sweep waits for the next commit (caller holds the lock)."""
         quiet = self._quiet(self.memories.writes_begun)  # taken first: a write noted after
-        # the look below began after it, and ``quiet`` says so. What is noted now, not only
-        # when this flush began (a write announced, a dream's write made meanwhile), is its
-        # writer's, never a hand edit.
+        # the look below began after it, and ``quiet`` says so. What is noted now (not only
+        # when this flush began: a dream's write made meanwhile) is its writer's, never a hand's.
         held = held | self._noted()
         if (
             self.gone()  # back later: the sweep waits for it (the folder, or one made anew)
@@ -392,7 +392,7 @@ class Committer:
         if not commit_paths_only(self.git, specs, text, {**magic, **env}, tops=tops):
             return None
         self.commits += 1
-        if self.commits % 500 == 1:  # a daemon's first commit, then every 500th
+        if self.commits % 500 == 1:  # a daemon's first commit, then every 500th (seconds)
             self.git.pack_if_due()
         return self.git.text("rev-parse", "HEAD").strip()
 

@@ -58,3 +58,8 @@ def merged(items: list[Noted]) -> list[Noted]:
 
 def _writer(actor: Actor) -> tuple[str, str | None, str | None]:
     return actor.source, actor.agent, actor.session
+
+
+def earliest(*times: float | None) -> float | None:
+    """The earliest of ``times`` that is a time; None when none is."""
+    return min((t for t in times if t is not None), default=None)

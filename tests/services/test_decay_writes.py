@@ -5,6 +5,7 @@ whose score a person lowered by hand."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from fastapi.testclient import TestClient
 
@@ -24,7 +25,17 @@ def test_a_pass_with_nothing_to_decay_writes_nothing_and_still_retires(
             assert patched.status_code == 200, patched.text
     kept = data_dir / "memory/knowledge/kept/SKILL.md"
     before = (kept.read_bytes(), kept.stat().st_mtime_ns)
+    runtime: Any = client.app.state.runtime  # type: ignore[attr-defined]
+    written: list[str] = []
+    mutate = runtime.memories.mutate
+
+    async def counted(kind: Any, name: str, *args: Any, **kwargs: Any) -> Any:
+        written.append(name)
+        return await mutate(kind, name, *args, **kwargs)
+
+    runtime.memories.mutate = counted
     report = client.post("/v1/maintenance/decay").json()
+    assert written == []  # read, rendered and compared, each one, before
     assert report["decayed"] == []
     assert [change["name"] for change in report["retired"]] == ["faded"]
     assert (kept.read_bytes(), kept.stat().st_mtime_ns) == before

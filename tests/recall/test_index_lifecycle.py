@@ -19,7 +19,7 @@ from somnid.errors import IndexUnavailable
 from somnid.memory.clock import ManualClock
 from somnid.memory.entry import Entry
 from somnid.memory.kinds import Kind
-from somnid.recall import reconcile, system
+from somnid.recall import embedding, reconcile, system
 from somnid.recall.index import Index
 from somnid.runtime import Runtime
 from somnid.store.memories import MemoryStore
@@ -520,3 +520,23 @@ async def test_vectors_no_text_uses_are_dropped_and_a_purge_leaves_none(
     async with Runtime.open(settings, clock=ManualClock(START), embedder=embedder) as rt:
         await rt.index.wait_idle()  # the start's full sync drops what no entry uses
         assert stored() == 3 and rt.index.status().vectors == 3
+
+
+async def test_a_long_running_daemon_drops_unused_vectors_now_and_then(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A review: dropped only at a start and a purge, a daemon running for weeks kept every
+    # edit's old vector until its next start. After a pass, at most every DROP_EVERY_S.
+    monkeypatch.setattr(embedding, "DROP_EVERY_S", 0.0)
+
+    def stored() -> int:
+        with sqlite3.connect(settings.data_dir / "index" / system.INDEX_FILE) as conn:
+            return int(conn.execute("SELECT count(*) FROM vectors").fetchone()[0])
+
+    async with Runtime.open(settings, clock=ManualClock(START), embedder=HashEmbedder(64)) as rt:
+        await rt.memories.create(Kind.KNOWLEDGE, "vpn", description="vpn", body="port 0")
+        await rt.index.wait_idle()
+        for number in range(1, 4):
+            await rt.memories.update(Kind.KNOWLEDGE, "vpn", body=f"port {number}")
+            await rt.index.wait_idle()
+        assert stored() == 1

@@ -12,6 +12,7 @@ import contextlib
 import enum
 import logging
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path
@@ -42,6 +43,11 @@ class EmbedState(enum.StrEnum):
 
 FETCH_TEXTS = 1024  # texts asked of the index at once
 STORE_TEXTS = 128  # texts embedded between two writes of vectors
+DROP_EVERY_S = 6 * 3600.0
+"""A daemon that runs for weeks drops the vectors no text uses (edits' old ones) at most
+this often, after a pass that stored some; a full sync (a start) and a purge drop them too.
+Not after every pass: an entry archived and restored around another's embedding lost its
+vector and was embedded again."""
 
 
 def _close_unused(load: Future[Embedder | None]) -> None:
@@ -80,6 +86,7 @@ class EmbedWorker:
         self._wake = asyncio.Event()
         self._idle = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._dropped_at = time.monotonic()  # a start's full sync has just dropped them
         # Set by the owner once the first index sync is over: embedding waits for it, so
         # parsing and embedding do not fight over two cores (the model loads meanwhile).
         self.sync_done = asyncio.Event()
@@ -164,7 +171,7 @@ class EmbedWorker:
         self.loaded.set()
         log.info("embedding model %s ready (dim %d)", embedder.name, embedder.dim)
         await self.sync_done.wait()
-        failures = 0
+        failures, stored = 0, False
         while True:
             # Cleared before the index is asked: a write meanwhile sets it again, and then
             # the worker must not call itself idle on an answer that missed that write.
@@ -173,6 +180,9 @@ class EmbedWorker:
             if not pending:
                 if self._wake.is_set():
                     continue
+                if stored and time.monotonic() - self._dropped_at >= DROP_EVERY_S:
+                    stored, self._dropped_at = False, time.monotonic()
+                    await self._drop_unused()
                 self.filled = True
                 self._idle.set()
                 await self._wake.wait()
@@ -197,6 +207,17 @@ class EmbedWorker:
                     for (h, _), v in zip(chunk, vectors, strict=True)
                 ]
                 await self._patiently(self.index.store_vectors, items)
+                stored = True
+
+    async def _drop_unused(self) -> None:
+        """Housekeeping: its failure is said, and the worker goes on."""
+        try:
+            dropped = await self._patiently(self.index.drop_unused_vectors)
+        except Exception as exc:  # a full disk, say: nothing of the worker's is at stake
+            log.warning("index: unused vectors not dropped: %s", exc)
+            return
+        if dropped:
+            log.info("index: %d vectors no entry uses dropped", dropped)
 
     async def _load(self) -> Embedder | None:
         """The model: the load started early if there is one (its errors are raised
